@@ -1,0 +1,1 @@
+//! Attribute macros of idem. Use them through the `idem` crate.

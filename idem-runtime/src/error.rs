@@ -1,0 +1,274 @@
+//! Errors of tool calls, stores and registry construction.
+
+use std::time::Duration;
+
+/// A boxed error from a store backend.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why a store operation did not do what was asked.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The caller's lease token no longer matches the record: another worker
+    /// claimed the key after this one's lease lapsed, or a result has been
+    /// recorded. Nothing was changed.
+    #[error("lease lost: another worker has claimed this key or recorded its result")]
+    LeaseLost,
+    /// The store could not be reached (connection refused, reset, closed).
+    #[error("store unavailable: {source}")]
+    Unavailable {
+        /// What the backend reported.
+        #[source]
+        source: BoxError,
+    },
+    /// The store did not answer within the bounded time.
+    #[error("store did not answer `{op}` within {after:?}")]
+    Timeout {
+        /// The operation that timed out (`claim`, `complete`, ...).
+        op: &'static str,
+        /// The bound that was exceeded.
+        after: Duration,
+    },
+    /// A record under our key could not be understood: malformed, written by
+    /// something else, from an unknown format version, or a cached result
+    /// that no longer fits the tool's result type.
+    #[error("unreadable record under `{key}`: {reason}")]
+    Corrupt {
+        /// The stored key.
+        key: String,
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// The backend answered with an error of its own (a failed statement, a
+    /// script error, ...).
+    #[error("store backend error: {source}")]
+    Backend {
+        /// What the backend reported.
+        #[source]
+        source: BoxError,
+    },
+}
+
+impl StoreError {
+    /// Wraps a connection-level failure.
+    pub fn unavailable(source: impl Into<BoxError>) -> StoreError {
+        StoreError::Unavailable {
+            source: source.into(),
+        }
+    }
+
+    /// Wraps a backend's own error.
+    pub fn backend(source: impl Into<BoxError>) -> StoreError {
+        StoreError::Backend {
+            source: source.into(),
+        }
+    }
+
+    /// A malformed record under `key`.
+    pub fn corrupt(key: impl Into<String>, reason: impl Into<String>) -> StoreError {
+        StoreError::Corrupt {
+            key: key.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Whether the same operation may succeed if tried again later
+    /// (the store was unreachable or slow).
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Unavailable { .. } | StoreError::Timeout { .. }
+        )
+    }
+}
+
+/// Why a tool call returned no result.
+///
+/// Every variant has [`model_message`](ToolError::model_message), a short
+/// text to hand back to the model as the tool's result, and
+/// [`is_retryable`](ToolError::is_retryable).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// No tool of that name is registered.
+    #[error("unknown tool `{name}`")]
+    UnknownTool {
+        /// The name that was asked for.
+        name: String,
+    },
+    /// The arguments do not fit the tool's parameters. Nothing was stored
+    /// and nothing ran.
+    #[error("invalid arguments for `{tool}`: {message}")]
+    InvalidArgs {
+        /// The tool.
+        tool: String,
+        /// Which field, and what was expected.
+        message: String,
+    },
+    /// The run id was empty: without it, run-scoped keys would collide
+    /// across runs.
+    #[error("the run id must not be empty")]
+    InvalidRunId,
+    /// The same operation is running right now (in this process or another).
+    #[error("`{tool}` is already running with these arguments (key {key})")]
+    InFlight {
+        /// The tool.
+        tool: String,
+        /// The operation's key.
+        key: String,
+    },
+    /// The key is held by an operation with different arguments (a tool
+    /// keyed on a subset of its arguments was called with the same key
+    /// fields but another payload). Nothing ran.
+    #[error("`{tool}`: key {key} was already used with different arguments")]
+    KeyConflict {
+        /// The tool.
+        tool: String,
+        /// The operation's key.
+        key: String,
+    },
+    /// The tool itself returned an error (now, or recorded earlier and
+    /// replayed).
+    #[error("`{tool}` failed: {message}")]
+    Failed {
+        /// The tool.
+        tool: String,
+        /// The tool error's `Display`.
+        message: String,
+        /// Whether the failure was recorded and will be replayed to
+        /// duplicates (a permanent error) or the key was released so a retry
+        /// runs the tool again (a transient one).
+        permanent: bool,
+    },
+    /// The store could not be reached or answered nonsense. A write tool's
+    /// body did not run.
+    #[error("`{tool}`: {source}")]
+    Store {
+        /// The tool.
+        tool: String,
+        /// What the store reported.
+        #[source]
+        source: StoreError,
+    },
+    /// The tool ran, but its lease lapsed and another worker took the key
+    /// over before the result was recorded; its result was not recorded.
+    #[error("`{tool}` ran but lost its lease on key {key}; its result was not recorded")]
+    LeaseLost {
+        /// The tool.
+        tool: String,
+        /// The operation's key.
+        key: String,
+    },
+}
+
+impl ToolError {
+    /// A short text for the model, saying what happened and what to do.
+    pub fn model_message(&self) -> String {
+        match self {
+            ToolError::UnknownTool { name } => {
+                format!("Error: there is no tool named `{name}`. Use one of the tools provided.")
+            }
+            ToolError::InvalidArgs { message, .. } => {
+                format!("Error: invalid arguments: {message}. Fix the arguments and call again.")
+            }
+            ToolError::InvalidRunId => {
+                "Error: the tool could not run because of an internal error (no run id). Nothing was done."
+                    .to_owned()
+            }
+            ToolError::InFlight { .. } => {
+                "This exact operation is already in progress. Do not start it again; it will complete on its own."
+                    .to_owned()
+            }
+            ToolError::KeyConflict { .. } => {
+                "Error: an operation with the same identifying fields but different details was already performed. Nothing was done now; check what was done before changing anything."
+                    .to_owned()
+            }
+            ToolError::Failed {
+                message, permanent, ..
+            } => {
+                if *permanent {
+                    format!("Error: {message}. Repeating the same call will give the same result.")
+                } else {
+                    format!("Error: {message}")
+                }
+            }
+            ToolError::Store { .. } => {
+                "Error: the tool is temporarily unavailable. Nothing was done; you may try again later."
+                    .to_owned()
+            }
+            ToolError::LeaseLost { .. } => {
+                "The operation was carried out, but another worker took it over before its result was saved. Calling it again returns the recorded result."
+                    .to_owned()
+            }
+        }
+    }
+
+    /// Whether the same call, made again later, may succeed.
+    ///
+    /// `InFlight`, `Store`, `LeaseLost` (a retry replays the recorded result)
+    /// and transient `Failed` errors are retryable; unknown tools, invalid
+    /// arguments, key conflicts and permanent failures are not.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ToolError::UnknownTool { .. }
+            | ToolError::InvalidArgs { .. }
+            | ToolError::InvalidRunId
+            | ToolError::KeyConflict { .. } => false,
+            ToolError::InFlight { .. } | ToolError::LeaseLost { .. } => true,
+            ToolError::Failed { permanent, .. } => !permanent,
+            ToolError::Store { source, .. } => !matches!(source, StoreError::Corrupt { .. }),
+        }
+    }
+}
+
+/// Why a [`Registry`](crate::Registry) could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// Two tools have the same name.
+    #[error("two tools are named `{name}`; tool names must be unique")]
+    DuplicateName {
+        /// The name.
+        name: String,
+    },
+    /// A tool name does not match `^[A-Za-z_][A-Za-z0-9_-]{0,63}$`.
+    #[error(
+        "invalid tool name `{name}`: use 1 to 64 ASCII letters, digits, `_` or `-`, not starting with a digit or `-`"
+    )]
+    InvalidName {
+        /// The name.
+        name: String,
+    },
+    /// A tool has an empty description.
+    #[error("tool `{name}` has no description; the model needs one to know when to call it")]
+    MissingDescription {
+        /// The tool.
+        name: String,
+    },
+    /// The namespace is empty or has characters other than
+    /// ASCII letters, digits, `_`, `-`, `.` and `:`.
+    #[error(
+        "invalid namespace `{namespace}`: use 1 to 128 ASCII letters, digits, `_`, `-`, `.` or `:`"
+    )]
+    InvalidNamespace {
+        /// The namespace.
+        namespace: String,
+    },
+    /// A duration setting is out of range.
+    #[error("tool `{tool}`: {message}")]
+    InvalidSetting {
+        /// The tool (or `*` for a registry-wide default).
+        tool: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A tool's argument schema could not be generated or is not an object
+    /// schema.
+    #[error("tool `{tool}`: invalid input schema: {message}")]
+    InvalidSchema {
+        /// The tool.
+        tool: String,
+        /// What is wrong.
+        message: String,
+    },
+}

@@ -1,0 +1,274 @@
+//! Idempotency keys and argument fingerprints (CONTRACT.md §4).
+
+use std::fmt;
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::canonical::write_value;
+
+/// Version tag of the key derivation; part of every digest.
+const KEY_DOMAIN: &str = "idem/v1";
+/// Domain tag of argument fingerprints, so a fingerprint is never a key.
+const FINGERPRINT_DOMAIN: &str = "idem/fingerprint/v1";
+
+/// What an operation's identity is scoped to.
+///
+/// `Run` keys make a duplicate within one agent run harmless (a retried
+/// turn, a repeated tool call, a resumed checkpoint) while letting another
+/// run do the same thing again. `Global` keys make the operation happen once
+/// ever (within the result TTL), whichever run asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope<'a> {
+    /// Scoped to one agent run, named by its id.
+    Run(&'a str),
+    /// Shared by every run.
+    Global,
+}
+
+/// How a write tool scopes its keys; [`Scope`] without the run id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ScopeKind {
+    /// Per run (the default).
+    #[default]
+    Run,
+    /// Across all runs.
+    Global,
+}
+
+impl ScopeKind {
+    /// The scope of a call made in `run_id`.
+    pub fn with_run(self, run_id: &str) -> Scope<'_> {
+        match self {
+            ScopeKind::Run => Scope::Run(run_id),
+            ScopeKind::Global => Scope::Global,
+        }
+    }
+}
+
+/// The identity of one operation: `"idem:" + hex(SHA-256(..))`, optionally
+/// prefixed by a namespace.
+///
+/// It depends on what the operation does — the scope, the tool, its version
+/// and the canonical arguments — and never on the attempt, so every retry of
+/// one operation gets the same key. It is what the store is keyed on and what
+/// [`WriteCtx::idem_key`](crate::WriteCtx::idem_key) hands to the tool body
+/// to pass downstream (a payment API's `Idempotency-Key`, say).
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IdemKey(String);
+
+impl IdemKey {
+    /// Derives the key of calling `tool` (at `version`) with `args` in `scope`.
+    ///
+    /// `digest = SHA-256(enc("idem/v1") ‖ enc(scope) ‖ enc(tool) ‖
+    /// enc(version as decimal) ‖ enc(canonical_json(args)))` where scope is
+    /// `"run:" + run_id` or `"global"` and `enc(x)` is x's UTF-8 length as
+    /// 8 bytes big-endian followed by x. The length prefixes make the encoding
+    /// injective.
+    ///
+    /// ```
+    /// use idem_runtime::{IdemKey, Scope};
+    /// use serde_json::json;
+    /// let a = IdemKey::derive(Scope::Run("run-42"), "charge_card", 1,
+    ///     &json!({"amount": 100, "currency": "usd", "customer_id": "cus_1"}));
+    /// let b = IdemKey::derive(Scope::Run("run-42"), "charge_card", 1,
+    ///     &json!({"customer_id": "cus_1", "currency": "usd", "amount": 100}));
+    /// assert_eq!(a, b);
+    /// assert_eq!(a.as_str(), "idem:3547ebd6d4c68bb01e6f6281e4541908d3eaf75463efb241f406a8c5cd33a71a");
+    /// ```
+    pub fn derive(scope: Scope<'_>, tool: &str, version: u32, args: &Value) -> IdemKey {
+        let mut canonical = String::with_capacity(64);
+        write_value(&mut canonical, args);
+        Self::from_canonical(scope, tool, version, &canonical)
+    }
+
+    /// [`derive`](Self::derive) for arguments already in canonical form.
+    pub(crate) fn from_canonical(
+        scope: Scope<'_>,
+        tool: &str,
+        version: u32,
+        canonical: &str,
+    ) -> IdemKey {
+        let mut h = Sha256::new();
+        enc(&mut h, KEY_DOMAIN.as_bytes());
+        match scope {
+            Scope::Run(run_id) => {
+                h.update(((4 + run_id.len()) as u64).to_be_bytes());
+                h.update(b"run:");
+                h.update(run_id.as_bytes());
+            }
+            Scope::Global => enc(&mut h, b"global"),
+        }
+        enc(&mut h, tool.as_bytes());
+        enc(&mut h, itoa::Buffer::new().format(version).as_bytes());
+        enc(&mut h, canonical.as_bytes());
+        let digest: [u8; 32] = h.finalize().into();
+        let mut key = String::with_capacity(5 + 64);
+        key.push_str("idem:");
+        push_hex(&mut key, &digest);
+        IdemKey(key)
+    }
+
+    /// This key under `namespace`: `"<namespace>:idem:<hex>"`.
+    ///
+    /// Namespaces keep several applications (or environments) apart in one
+    /// store. [`Registry`](crate::Registry) applies its namespace itself.
+    pub fn with_namespace(self, namespace: &str) -> IdemKey {
+        if namespace.is_empty() {
+            return self;
+        }
+        let mut key = String::with_capacity(namespace.len() + 1 + self.0.len());
+        key.push_str(namespace);
+        key.push(':');
+        key.push_str(&self.0);
+        IdemKey(key)
+    }
+
+    /// The key as stored and as handed downstream.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Wraps a key string read back from a store or a test. No check is made
+    /// that it was derived as above.
+    pub fn from_raw(key: impl Into<String>) -> IdemKey {
+        IdemKey(key.into())
+    }
+
+    /// The key as an owned string.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl fmt::Display for IdemKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for IdemKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "IdemKey({})", self.0)
+    }
+}
+
+impl AsRef<str> for IdemKey {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A digest of an operation's full arguments, stored beside its record.
+///
+/// When a tool keys on a subset of its arguments (`key = [..]`), two calls
+/// can share a key yet differ in payload; comparing fingerprints tells a
+/// true duplicate from such a conflict.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fingerprint([u8; 32]);
+
+impl Fingerprint {
+    /// The fingerprint of `args`: SHA-256 over a domain tag and
+    /// `canonical_json(args)`, both length-prefixed.
+    pub fn of(args: &Value) -> Fingerprint {
+        let mut canonical = String::with_capacity(64);
+        write_value(&mut canonical, args);
+        Self::of_canonical(&canonical)
+    }
+
+    pub(crate) fn of_canonical(canonical: &str) -> Fingerprint {
+        let mut h = Sha256::new();
+        enc(&mut h, FINGERPRINT_DOMAIN.as_bytes());
+        enc(&mut h, canonical.as_bytes());
+        Fingerprint(h.finalize().into())
+    }
+
+    /// The raw digest.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// Wraps a raw digest.
+    pub fn from_bytes(bytes: [u8; 32]) -> Fingerprint {
+        Fingerprint(bytes)
+    }
+
+    /// Parses the 64-character lowercase hex form written by `Display`;
+    /// `None` for anything else.
+    pub fn from_hex(hex: &str) -> Option<Fingerprint> {
+        parse_hex32(hex).map(Fingerprint)
+    }
+
+    /// The 64-character lowercase hex form, as backends store it.
+    pub fn to_hex(&self) -> String {
+        let mut s = String::with_capacity(64);
+        push_hex(&mut s, &self.0);
+        s
+    }
+}
+
+impl fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Fingerprint({})", self.to_hex())
+    }
+}
+
+fn enc(h: &mut Sha256, bytes: &[u8]) {
+    h.update((bytes.len() as u64).to_be_bytes());
+    h.update(bytes);
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+pub(crate) fn push_hex(out: &mut String, bytes: &[u8]) {
+    for b in bytes {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 0xF)]));
+    }
+}
+
+pub(crate) fn parse_hex32(hex: &str) -> Option<[u8; 32]> {
+    let bytes = hex.as_bytes();
+    if bytes.len() != 64 {
+        return None;
+    }
+    let nibble = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let mut out = [0u8; 32];
+    for (i, pair) in bytes.chunks_exact(2).enumerate() {
+        out[i] = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn fingerprint_hex_round_trips_and_rejects_junk() {
+        let fp = Fingerprint::of(&json!({"a": 1}));
+        assert_eq!(Fingerprint::from_hex(&fp.to_hex()), Some(fp));
+        assert_eq!(Fingerprint::from_hex("zz"), None);
+        assert_eq!(Fingerprint::from_hex(&"A".repeat(64)), None);
+        assert_ne!(fp, Fingerprint::of(&json!({"a": 2})));
+    }
+
+    #[test]
+    fn namespace_prefixes_the_key() {
+        let k = IdemKey::derive(Scope::Global, "t", 1, &json!({}));
+        let hex = k.as_str().to_owned();
+        assert_eq!(k.clone().with_namespace("").as_str(), hex);
+        assert_eq!(k.with_namespace("shop").as_str(), format!("shop:{hex}"));
+    }
+}

@@ -1,0 +1,43 @@
+//! The runtime of [idem](https://docs.rs/idem): idempotency keys, the store
+//! trait and its backends, the tool registry and the idempotent wrapper.
+//!
+//! Applications depend on the `idem` facade crate, which re-exports this
+//! crate together with the `#[read_tool]` / `#[write_tool]` macros.
+//!
+//! - [`canonical_json`], [`IdemKey::derive`], [`Scope`]: what an operation's
+//!   identity is (CONTRACT.md §4).
+//! - [`IdemStore`] and [`MemoryStore`]: where claims and results live.
+//! - [`ReadTool`], [`WriteTool`]: what the macros implement.
+//! - [`Registry`]: tools by name, their definitions, and
+//!   [`Registry::call`], which runs write tools at most once per operation.
+
+mod canonical;
+mod ctx;
+mod engine;
+mod error;
+mod key;
+mod registry;
+mod schema;
+pub mod store;
+mod tool;
+
+#[cfg(feature = "test-util")]
+pub mod testing;
+
+pub use crate::canonical::canonical_json;
+pub use crate::ctx::{Ctx, WriteCtx};
+pub use crate::error::{BoxError, RegistryError, StoreError, ToolError};
+pub use crate::key::{Fingerprint, IdemKey, Scope, ScopeKind};
+pub use crate::registry::{IntoTool, Registry, RegistryBuilder, valid_tool_name};
+pub use crate::store::memory::MemoryStore;
+pub use crate::store::{Claim, DynIdemStore, Entry, IdemStore, LeaseToken};
+pub use crate::tool::{OnInFlight, ReadTool, ToolDef, ToolInfo, ToolKind, WriteOptions, WriteTool};
+
+/// What the macros' generated code reaches through; not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::registry::marker;
+    pub use schemars;
+    pub use serde;
+    pub use serde_json;
+}

@@ -1,0 +1,251 @@
+//! The tool traits the macros implement (and that can be implemented by
+//! hand), their settings and their definitions.
+
+use std::borrow::Cow;
+use std::fmt::Display;
+use std::future::Future;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::ctx::{Ctx, WriteCtx};
+use crate::key::ScopeKind;
+
+/// A tool's name and description, as the model sees them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolInfo {
+    /// Matches `^[A-Za-z_][A-Za-z0-9_-]{0,63}$` (checked at registration).
+    pub name: Cow<'static, str>,
+    /// What the tool does and when to call it.
+    pub description: Cow<'static, str>,
+}
+
+impl ToolInfo {
+    /// A name and a description.
+    pub fn new(
+        name: impl Into<Cow<'static, str>>,
+        description: impl Into<Cow<'static, str>>,
+    ) -> ToolInfo {
+        ToolInfo {
+            name: name.into(),
+            description: description.into(),
+        }
+    }
+}
+
+/// What a duplicate does when it arrives while the first call still runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnInFlight {
+    /// Return [`ToolError::InFlight`](crate::ToolError::InFlight) at once
+    /// (the default).
+    #[default]
+    Reject,
+    /// Wait up to this long for the first call's result, then return it
+    /// (or `InFlight` if it is still running).
+    Wait(Duration),
+}
+
+/// The settings of a write tool; unset ones take the registry's defaults.
+///
+/// Built with `const` methods, so the macros (and hand-written tools) can
+/// keep them in a constant:
+///
+/// ```
+/// use std::time::Duration;
+/// use idem_runtime::{OnInFlight, ScopeKind, WriteOptions};
+/// const OPTS: WriteOptions = WriteOptions::new()
+///     .lease(Duration::from_secs(10))
+///     .scope(ScopeKind::Global)
+///     .key_fields(&["order_id"])
+///     .on_in_flight(OnInFlight::Wait(Duration::from_secs(5)));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteOptions {
+    pub(crate) lease: Option<Duration>,
+    pub(crate) ttl: Option<Duration>,
+    pub(crate) max_hold: Option<Duration>,
+    pub(crate) on_in_flight: Option<OnInFlight>,
+    pub(crate) scope: ScopeKind,
+    pub(crate) version: u32,
+    pub(crate) key_fields: Option<&'static [&'static str]>,
+    pub(crate) destructive: bool,
+    pub(crate) open_world: bool,
+}
+
+impl WriteOptions {
+    /// Everything from the registry's defaults; run scope, version 1,
+    /// keyed on all arguments, destructive and open-world (MCP's defaults).
+    pub const fn new() -> WriteOptions {
+        WriteOptions {
+            lease: None,
+            ttl: None,
+            max_hold: None,
+            on_in_flight: None,
+            scope: ScopeKind::Run,
+            version: 1,
+            key_fields: None,
+            destructive: true,
+            open_world: true,
+        }
+    }
+
+    /// How long a claim is held without renewal (default 30 s). A heartbeat
+    /// renews it while the body runs.
+    pub const fn lease(mut self, lease: Duration) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+
+    /// How long a recorded result or permanent failure is replayed
+    /// (default 24 h).
+    pub const fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// The ceiling on heartbeat renewals (default 10 min): a body that runs
+    /// longer keeps running, but its claim lapses.
+    pub const fn max_hold(mut self, max_hold: Duration) -> Self {
+        self.max_hold = Some(max_hold);
+        self
+    }
+
+    /// What a duplicate does while the first call runs.
+    pub const fn on_in_flight(mut self, on_in_flight: OnInFlight) -> Self {
+        self.on_in_flight = Some(on_in_flight);
+        self
+    }
+
+    /// Per run (default) or global keys.
+    pub const fn scope(mut self, scope: ScopeKind) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// Part of the key: bump it when a change makes old results wrong to
+    /// replay.
+    pub const fn version(mut self, version: u32) -> Self {
+        self.version = version;
+        self
+    }
+
+    /// Only these top-level argument fields form the key; the full
+    /// arguments are still fingerprinted, so the same key with another
+    /// payload is a [`KeyConflict`](crate::ToolError::KeyConflict).
+    pub const fn key_fields(mut self, fields: &'static [&'static str]) -> Self {
+        self.key_fields = Some(fields);
+        self
+    }
+
+    /// MCP's `destructiveHint`.
+    pub const fn destructive(mut self, destructive: bool) -> Self {
+        self.destructive = destructive;
+        self
+    }
+
+    /// MCP's `openWorldHint`.
+    pub const fn open_world(mut self, open_world: bool) -> Self {
+        self.open_world = open_world;
+        self
+    }
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions::new()
+    }
+}
+
+/// A tool without side effects: called directly, never stored.
+///
+/// `#[read_tool]` implements this; implement it by hand for tools known
+/// only at run time.
+pub trait ReadTool<S>: Send + Sync + 'static {
+    /// The arguments, deserialized from the model's JSON.
+    type Args: DeserializeOwned + JsonSchema + Send;
+    /// The result, serialized back to the model.
+    type Output: Serialize + Send;
+    /// The tool's own error; its `Display` is what the model reads.
+    type Error: Display + Send;
+
+    /// Name and description.
+    fn info(&self) -> ToolInfo;
+
+    /// Runs the tool.
+    fn call(
+        &self,
+        args: Self::Args,
+        ctx: &Ctx<S>,
+    ) -> impl Future<Output = Result<Self::Output, Self::Error>> + Send;
+}
+
+/// A tool with side effects: every call goes through the idempotent
+/// wrapper (claim, run once, record, replay).
+///
+/// `#[write_tool]` implements this; implement it by hand for tools known
+/// only at run time.
+pub trait WriteTool<S>: Send + Sync + 'static {
+    /// The arguments. They are re-serialized to derive the key, so the
+    /// model's formatting never changes it.
+    type Args: Serialize + DeserializeOwned + JsonSchema + Send;
+    /// The result; recorded and replayed, so it must round-trip.
+    type Output: Serialize + DeserializeOwned + Send;
+    /// The tool's own error; its `Display` is what the model reads and what
+    /// is recorded for a permanent failure.
+    type Error: Display + Send;
+
+    /// Name and description.
+    fn info(&self) -> ToolInfo;
+
+    /// Settings; unset ones take the registry's defaults.
+    fn options(&self) -> WriteOptions {
+        WriteOptions::new()
+    }
+
+    /// Whether `error` is permanent: recorded and replayed to duplicates
+    /// until the TTL, instead of releasing the key for a retry. Default:
+    /// every error is transient.
+    fn is_permanent(&self, error: &Self::Error) -> bool {
+        let _ = error;
+        false
+    }
+
+    /// Runs the operation. Pass `ctx.idem_key()` downstream.
+    fn call(
+        &self,
+        args: Self::Args,
+        ctx: &WriteCtx<S>,
+    ) -> impl Future<Output = Result<Self::Output, Self::Error>> + Send;
+}
+
+/// Whether a tool only reads or also writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    /// No side effects; never stored.
+    Read,
+    /// Side effects; idempotent through the store.
+    Write,
+}
+
+/// A registered tool as the model is told of it; the renderers' input.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ToolDef {
+    /// The tool's name.
+    pub name: String,
+    /// The tool's description.
+    pub description: String,
+    /// Read or write.
+    pub kind: ToolKind,
+    /// JSON Schema of the arguments: an object root with an explicit
+    /// `required` and no root `title`.
+    pub input_schema: Value,
+    /// MCP's `destructiveHint` (always `false` for read tools).
+    pub destructive: bool,
+    /// MCP's `openWorldHint`.
+    pub open_world: bool,
+}

@@ -1,0 +1,5 @@
+//! The store conformance suite against `MemoryStore`, directly and erased.
+
+mod direct {
+    idem::conformance_tests!(async { idem::testing::MemoryHarness::new() });
+}
