@@ -3,3 +3,7 @@
 mod direct {
     idem::conformance_tests!(async { idem::testing::MemoryHarness::new() });
 }
+
+mod erased {
+    idem::conformance_tests!(async { idem::testing::Erased(idem::testing::MemoryHarness::new()) });
+}

@@ -71,6 +71,24 @@ impl Harness for MemoryHarness {
     }
 }
 
+/// Runs the suite through `Arc<dyn DynIdemStore>`, as the registry holds
+/// stores, instead of the backend's own type.
+#[derive(Debug)]
+pub struct Erased<H>(pub H);
+
+impl<H: Harness> Harness for Erased<H> {
+    type Store = Arc<dyn DynIdemStore>;
+
+    fn store(&self) -> Arc<Arc<dyn DynIdemStore>> {
+        let erased: Arc<dyn DynIdemStore> = self.0.store();
+        Arc::new(erased)
+    }
+
+    fn corrupt(&self, key: &IdemKey, fingerprint: &Fingerprint) -> impl Future<Output = ()> + Send {
+        self.0.corrupt(key, fingerprint)
+    }
+}
+
 /// Runs `fut` on a fresh multi-threaded runtime; what the generated tests
 /// call.
 pub fn run<F: Future<Output = ()>>(fut: F) {

@@ -1,0 +1,247 @@
+//! Key derivation (CONTRACT.md §4): the published vectors byte for byte, and
+//! the properties that make a key an operation's identity.
+
+use idem::{IdemKey, Scope, canonical_json};
+use proptest::prelude::*;
+use serde_json::{Map, Number, Value, json};
+
+#[derive(serde::Deserialize)]
+struct Vector {
+    name: String,
+    scope: String,
+    tool: String,
+    version: u32,
+    args: Value,
+    canonical: String,
+    key: String,
+}
+
+fn scope(s: &str) -> Scope<'_> {
+    match s.strip_prefix("run:") {
+        Some(run) => Scope::Run(run),
+        None if s == "global" => Scope::Global,
+        None => panic!("unknown scope {s:?} in the vectors"),
+    }
+}
+
+#[test]
+fn published_vectors_are_reproduced_byte_for_byte() {
+    let text = include_str!("data/key-vectors.json");
+    let vectors: Vec<Vector> = serde_json::from_str(text).expect("key-vectors.json parses");
+    assert!(vectors.len() >= 10, "the vector file lost entries");
+    for v in &vectors {
+        assert_eq!(
+            canonical_json(&v.args),
+            v.canonical,
+            "canonical form of {:?}",
+            v.name
+        );
+        let key = IdemKey::derive(scope(&v.scope), &v.tool, v.version, &v.args);
+        assert_eq!(key.as_str(), v.key, "key of {:?}", v.name);
+    }
+}
+
+/// Any JSON value: every kind of number, strings with escapes and astral
+/// characters, nested arrays and objects.
+fn any_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| Number::from_f64(f).map_or(Value::Null, Value::Number)),
+        any::<String>().prop_map(Value::String),
+        "[a-c\u{1}\n\"\\\\\u{e000}\u{1f600}]{0,4}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::btree_map("[a-d\u{e000}\u{1f600}]{0,3}", inner, 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// Writes `v` as JSON text with object members in an order picked by `seed`
+/// and whitespace sprinkled between tokens.
+fn next(seed: &mut u64, n: usize) -> usize {
+    *seed = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    ((*seed >> 33) as usize) % n.max(1)
+}
+
+fn shuffled_text(v: &Value, seed: &mut u64, out: &mut String) {
+    let ws = [" ", "\n", "\t ", ""];
+    out.push_str(ws[next(seed, 4)]);
+    match v {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(ws[next(seed, 4)]);
+                    out.push(',');
+                }
+                shuffled_text(item, seed, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut members: Vec<_> = map.iter().collect();
+            for i in (1..members.len()).rev() {
+                let j = next(seed, i + 1);
+                members.swap(i, j);
+            }
+            out.push('{');
+            for (i, (k, item)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&serde_json::to_string(k).expect("a string serializes"));
+                out.push_str(" : ");
+                shuffled_text(item, seed, out);
+            }
+            out.push('}');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+    out.push_str(ws[next(seed, 4)]);
+}
+
+/// Every path to a leaf or container inside `v`.
+fn paths(v: &Value, here: &mut Vec<PathStep>, all: &mut Vec<Vec<PathStep>>) {
+    all.push(here.clone());
+    match v {
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                here.push(PathStep::Index(i));
+                paths(item, here, all);
+                here.pop();
+            }
+        }
+        Value::Object(map) => {
+            for (k, item) in map {
+                here.push(PathStep::Key(k.clone()));
+                paths(item, here, all);
+                here.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+#[derive(Clone, Debug)]
+enum PathStep {
+    Index(usize),
+    Key(String),
+}
+
+fn at_mut<'a>(v: &'a mut Value, path: &[PathStep]) -> &'a mut Value {
+    path.iter().fold(v, |v, step| match step {
+        PathStep::Index(i) => &mut v[*i],
+        PathStep::Key(k) => &mut v[k.as_str()],
+    })
+}
+
+fn key(args: &Value) -> IdemKey {
+    IdemKey::derive(Scope::Run("run-1"), "tool", 1, args)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 512,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn member_order_and_whitespace_never_change_the_key(v in any_json(), seed in any::<u64>()) {
+        let mut seed = seed;
+        let mut text = String::new();
+        shuffled_text(&v, &mut seed, &mut text);
+        let reparsed: Value = serde_json::from_str(&text).expect("shuffled text parses");
+        prop_assert_eq!(canonical_json(&reparsed), canonical_json(&v));
+        prop_assert_eq!(key(&reparsed), key(&v));
+    }
+
+    #[test]
+    fn canonical_json_is_valid_json_and_a_fixed_point(v in any_json()) {
+        let c = canonical_json(&v);
+        let back: Value = serde_json::from_str(&c).expect("canonical JSON parses");
+        prop_assert_eq!(canonical_json(&back), c);
+    }
+
+    #[test]
+    fn any_change_anywhere_changes_the_key(v in any_json(), pick in any::<prop::sample::Index>(), replacement in any_json()) {
+        let mut all = Vec::new();
+        paths(&v, &mut Vec::new(), &mut all);
+        let path = &all[pick.index(all.len())];
+        let mut changed = v.clone();
+        *at_mut(&mut changed, path) = replacement;
+        // Only a change the canonical form can see counts (1 vs 1.0 is none).
+        prop_assume!(canonical_json(&changed) != canonical_json(&v));
+        prop_assert_ne!(key(&changed), key(&v));
+    }
+
+    #[test]
+    fn run_tool_scope_and_version_are_part_of_the_key(
+        args in any_json(), run in "[a-z0-9:-]{1,12}", other in "[a-z0-9:-]{1,12}",
+        tool in "[a-z_]{1,8}", version in 1u32..1000,
+    ) {
+        let base = IdemKey::derive(Scope::Run(&run), &tool, version, &args);
+        prop_assert_ne!(&base, &IdemKey::derive(Scope::Global, &tool, version, &args));
+        prop_assert_ne!(&base, &IdemKey::derive(Scope::Run(&run), &format!("{tool}x"), version, &args));
+        prop_assert_ne!(&base, &IdemKey::derive(Scope::Run(&run), &tool, version + 1, &args));
+        if run != other {
+            prop_assert_ne!(&base, &IdemKey::derive(Scope::Run(&other), &tool, version, &args));
+        }
+    }
+
+    /// Inputs drawn from a tiny alphabet, so that a separator-based encoding
+    /// would collide constantly (`run:a` + `b` vs `run:a:b` + ``, ...).
+    #[test]
+    fn distinct_inputs_never_share_an_encoding(
+        a in ("[a:]{0,3}", "[a:]{0,3}", 0u32..3, "[a:]{0,2}"),
+        b in ("[a:]{0,3}", "[a:]{0,3}", 0u32..3, "[a:]{0,2}"),
+    ) {
+        prop_assume!(a != b);
+        let ka = IdemKey::derive(Scope::Run(&a.0), &a.1, a.2, &Value::String(a.3.clone()));
+        let kb = IdemKey::derive(Scope::Run(&b.0), &b.1, b.2, &Value::String(b.3.clone()));
+        prop_assert_ne!(ka, kb);
+    }
+
+    #[test]
+    fn integers_are_kept_exact(u in any::<u64>(), i in any::<i64>()) {
+        prop_assert_eq!(canonical_json(&json!(u)), u.to_string());
+        prop_assert_eq!(canonical_json(&json!(i)), i.to_string());
+        if u > 0 {
+            prop_assert_ne!(key(&json!({ "amount": u })), key(&json!({ "amount": u - 1 })));
+        }
+    }
+}
+
+#[test]
+fn extreme_integers_and_float_forms() {
+    let max = json!({ "a": u64::MAX, "b": i64::MIN });
+    assert_eq!(
+        canonical_json(&max),
+        r#"{"a":18446744073709551615,"b":-9223372036854775808}"#
+    );
+    // Above 2^53 JCS would round both to one double; we do not.
+    assert_ne!(
+        key(&json!(9_007_199_254_740_993u64)),
+        key(&json!(9_007_199_254_740_992u64))
+    );
+    // A float that is an integer is that integer.
+    assert_eq!(key(&json!({ "qty": 2.0 })), key(&json!({ "qty": 2 })));
+    assert_eq!(canonical_json(&json!(-0.0)), "0");
+    let mut m = Map::new();
+    m.insert("\u{e000}".into(), json!(1));
+    m.insert("\u{1f600}".into(), json!(2));
+    assert_eq!(
+        canonical_json(&Value::Object(m)),
+        "{\"\u{1f600}\":2,\"\u{e000}\":1}"
+    );
+}

@@ -1,0 +1,74 @@
+//! Observability: the wrapper's tracing events carry the tool and the key.
+//! Alone in its own test binary: tracing caches per-callsite interest
+//! process-wide, which concurrent tests without a subscriber would race.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use idem::testing::Counter;
+use idem::{Registry, WriteOptions};
+use serde_json::json;
+
+#[tokio::test]
+async fn tracing_reports_replays_with_tool_and_key() {
+    use std::io::Write;
+    use std::sync::Mutex;
+
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+    impl Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("lock").extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buf = Buf::default();
+    let writer = buf.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let registry = Registry::builder(())
+        .tool(Counter::new(Duration::ZERO, WriteOptions::new()))
+        .build()
+        .expect("registry");
+    registry
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("first");
+    registry
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("replay");
+    registry
+        .call("r", "counter", json!({"n": 2, "fail": true}))
+        .await
+        .expect_err("transient");
+    let (key, _) = registry
+        .identify("r", "counter", json!({"n": 1}))
+        .expect("id")
+        .expect("write");
+    let log = String::from_utf8(buf.0.lock().expect("lock").clone()).expect("utf-8");
+    for event in [
+        "claim acquired",
+        "result recorded",
+        "replayed recorded result",
+        "key released",
+    ] {
+        assert!(log.contains(event), "no {event:?} event in:\n{log}");
+    }
+    let replay_line = log
+        .lines()
+        .find(|l| l.contains("replayed"))
+        .expect("replay line");
+    assert!(
+        replay_line.contains("tool=\"counter\"") || replay_line.contains("tool=counter"),
+        "{replay_line}"
+    );
+    assert!(replay_line.contains(key.as_str()), "{replay_line}");
+}

@@ -1,0 +1,618 @@
+//! The write wrapper's guarantees (CONTRACT.md §5) that need a controllable
+//! clock, and the registry's dispatch (§3). Tokio's paused clock drives the
+//! `MemoryStore`'s leases here, so nothing sleeps for real and nothing
+//! depends on how fast the machine is.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use idem::testing::{Counter, Fault, FaultyStore};
+use idem::{
+    Ctx, MemoryStore, OnInFlight, ReadTool, Registry, RegistryError, ScopeKind, StoreError,
+    ToolError, ToolInfo, WriteCtx, WriteOptions, WriteTool,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+fn build(tool: Counter) -> Registry<()> {
+    Registry::builder(()).tool(tool).build().expect("registry")
+}
+
+async fn sleep(ms: u64) {
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn heartbeat_keeps_a_long_body_exclusive() {
+    let counter = Counter::new(
+        Duration::from_secs(2),
+        WriteOptions::new().lease(Duration::from_millis(100)),
+    );
+    let registry = build(counter.clone());
+    let (first, dup) = tokio::join!(registry.call("r", "counter", json!({"n": 1})), async {
+        sleep(1000).await; // ten leases later
+        registry.call("r", "counter", json!({"n": 1})).await
+    });
+    assert!(first.is_ok());
+    assert!(
+        matches!(dup, Err(ToolError::InFlight { .. })),
+        "got {dup:?}"
+    );
+    assert_eq!(counter.total(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_hold_caps_renewal_so_a_hung_body_cannot_hold_the_key() {
+    let counter = Counter::new(
+        Duration::from_secs(5),
+        WriteOptions::new()
+            .lease(Duration::from_millis(100))
+            .max_hold(Duration::from_millis(300)),
+    );
+    let registry = build(counter.clone());
+    let (hung, next) = tokio::join!(registry.call("r", "counter", json!({"n": 1})), async {
+        sleep(1000).await;
+        registry.call("r", "counter", json!({"n": 1})).await
+    });
+    // The second call took the key over once the capped lease lapsed...
+    let next = next.expect("the key is free after max_hold + lease");
+    assert_eq!(next["attempt"], 1);
+    // ...so the hung body's late result is fenced off.
+    assert!(
+        matches!(hung, Err(ToolError::LeaseLost { .. })),
+        "got {hung:?}"
+    );
+    let runs = counter.runs(1);
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0].0, runs[1].0, "both ran under one idem_key");
+}
+
+#[tokio::test(start_paused = true)]
+async fn transient_failure_releases_and_the_retry_counts_the_attempt() {
+    let counter = Counter::new(Duration::ZERO, WriteOptions::new());
+    let registry = build(counter.clone());
+    let args = json!({"n": 7, "fail": true});
+    for expected_attempt in 0..3 {
+        match registry.call("r", "counter", args.clone()).await {
+            Err(
+                e @ ToolError::Failed {
+                    permanent: false, ..
+                },
+            ) => assert!(e.is_retryable()),
+            other => panic!("expected a transient failure, got {other:?}"),
+        }
+        assert_eq!(counter.runs(7).last().map(|r| r.1), Some(expected_attempt));
+    }
+    let runs = counter.runs(7);
+    assert!(
+        runs.iter().all(|r| r.0 == runs[0].0),
+        "one idem_key across retries"
+    );
+}
+
+/// A payment-like tool: declines are permanent, keyed on the order only.
+#[derive(Clone, Default)]
+struct Pay {
+    runs: Arc<AtomicUsize>,
+}
+
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+struct PayArgs {
+    order_id: String,
+    amount: u64,
+    lines: Vec<Line>,
+}
+
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+struct Line {
+    sku: String,
+    qty: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Receipt {
+    charged: u64,
+}
+
+#[derive(Debug)]
+enum PayError {
+    Declined,
+    Timeout,
+}
+
+impl std::fmt::Display for PayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PayError::Declined => "card declined",
+            PayError::Timeout => "provider timed out",
+        })
+    }
+}
+
+impl WriteTool<()> for Pay {
+    type Args = PayArgs;
+    type Output = Receipt;
+    type Error = PayError;
+
+    fn info(&self) -> ToolInfo {
+        ToolInfo::new("pay", "Charge an order.")
+    }
+
+    fn options(&self) -> WriteOptions {
+        WriteOptions::new().key_fields(&["order_id"])
+    }
+
+    fn is_permanent(&self, error: &PayError) -> bool {
+        matches!(error, PayError::Declined)
+    }
+
+    async fn call(&self, args: PayArgs, _: &WriteCtx<()>) -> Result<Receipt, PayError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        match args.amount {
+            0 => Err(PayError::Declined),
+            1 => Err(PayError::Timeout),
+            amount => Ok(Receipt { charged: amount }),
+        }
+    }
+}
+
+fn pay_registry(pay: &Pay) -> Registry<()> {
+    Registry::builder(())
+        .namespace("shop")
+        .tool(pay.clone())
+        .build()
+        .expect("registry")
+}
+
+#[tokio::test]
+async fn permanent_failure_is_recorded_and_replayed_without_running() {
+    let pay = Pay::default();
+    let registry = pay_registry(&pay);
+    let args = json!({"order_id": "o1", "amount": 0, "lines": []});
+    for _ in 0..3 {
+        match registry.call("r", "pay", args.clone()).await {
+            Err(
+                e @ ToolError::Failed {
+                    permanent: true, ..
+                },
+            ) => {
+                assert!(!e.is_retryable());
+                assert!(e.model_message().contains("card declined"));
+            }
+            other => panic!("expected the recorded decline, got {other:?}"),
+        }
+    }
+    assert_eq!(pay.runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn same_key_fields_with_another_payload_is_a_conflict() {
+    let pay = Pay::default();
+    let registry = pay_registry(&pay);
+    let first = json!({"order_id": "o2", "amount": 500, "lines": [{"sku": "a", "qty": 1}]});
+    registry
+        .call("r", "pay", first.clone())
+        .await
+        .expect("first");
+    registry
+        .call("r", "pay", first)
+        .await
+        .expect("exact duplicate replays");
+    let changed = json!({"order_id": "o2", "amount": 900, "lines": [{"sku": "a", "qty": 1}]});
+    match registry.call("r", "pay", changed).await {
+        Err(e @ ToolError::KeyConflict { .. }) => assert!(!e.is_retryable()),
+        other => panic!("expected KeyConflict, got {other:?}"),
+    }
+    assert_eq!(pay.runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn reordered_nested_arguments_replay_and_a_changed_nested_field_runs() {
+    let pay = Pay {
+        ..Default::default()
+    };
+    // Keyed on all arguments this time.
+    let counter = Counter::new(Duration::ZERO, WriteOptions::new());
+    let registry = Registry::builder(())
+        .tool(pay.clone())
+        .tool(counter)
+        .build()
+        .expect("registry");
+    let a = json!({"order_id": "o3", "amount": 700, "lines": [{"sku": "a", "qty": 2}, {"sku": "b", "qty": 1}]});
+    let reordered = serde_json::from_str::<Value>(
+        r#"{ "lines": [ {"qty": 2.0, "sku": "a"}, {"qty": 1, "sku": "b"} ], "amount": 700, "order_id": "o3" }"#,
+    )
+    .expect("json");
+    let r1 = registry.call("r", "pay", a).await.expect("first");
+    let r2 = registry.call("r", "pay", reordered).await.expect("replay");
+    assert_eq!(r1, r2);
+    assert_eq!(pay.runs.load(Ordering::SeqCst), 1);
+    let id = |args: Value| {
+        registry
+            .identify("r", "pay", args)
+            .expect("identify")
+            .expect("a write tool")
+    };
+    let base = id(json!({"order_id": "o3", "amount": 700, "lines": [{"sku": "a", "qty": 2}]}));
+    let nested = id(json!({"order_id": "o3", "amount": 700, "lines": [{"sku": "a", "qty": 3}]}));
+    assert_eq!(base.0, nested.0, "pay keys on order_id only");
+    assert_ne!(base.1, nested.1, "but fingerprints the nested change");
+}
+
+#[tokio::test]
+async fn invalid_arguments_name_the_field_and_nothing_runs() {
+    let pay = Pay::default();
+    let registry = pay_registry(&pay);
+    let cases = [
+        (
+            json!({"order_id": "o", "amount": "lots", "lines": []}),
+            "field `amount`: invalid type: string \"lots\", expected u64",
+        ),
+        (
+            json!({"order_id": "o", "amount": 5, "lines": [{"sku": "a", "qty": -1}]}),
+            "field `lines[0].qty`: invalid value: integer `-1`, expected u32",
+        ),
+        (
+            json!({"amount": 5, "lines": []}),
+            "missing field `order_id`",
+        ),
+        (
+            json!([1, 2]),
+            "expected a JSON object of named arguments, got an array",
+        ),
+        (
+            json!("not json"),
+            "expected a JSON object of named arguments, got a string",
+        ),
+    ];
+    for (args, expected) in cases {
+        match registry.call("r", "pay", args).await {
+            Err(ToolError::InvalidArgs { message, .. }) => {
+                assert_eq!(message, expected);
+                assert!(
+                    !message.contains("line 1"),
+                    "no parser positions: {message}"
+                );
+            }
+            other => panic!("expected InvalidArgs, got {other:?}"),
+        }
+    }
+    assert_eq!(pay.runs.load(Ordering::SeqCst), 0);
+    assert!(
+        registry
+            .store()
+            .dyn_get(&idem::IdemKey::from_raw("x"))
+            .await
+            .is_ok()
+    );
+}
+
+#[derive(Default, Serialize, Deserialize, schemars::JsonSchema)]
+struct NoArgs {
+    limit: Option<u32>,
+}
+
+struct Ping;
+
+impl ReadTool<String> for Ping {
+    type Args = NoArgs;
+    type Output = String;
+    type Error = std::convert::Infallible;
+
+    fn info(&self) -> ToolInfo {
+        ToolInfo::new("ping", "Answer with the run id and the state.")
+    }
+
+    async fn call(&self, args: NoArgs, ctx: &Ctx<String>) -> Result<String, Self::Error> {
+        Ok(format!("{} {} {:?}", ctx.run_id(), ctx.state(), args.limit))
+    }
+}
+
+#[tokio::test]
+async fn null_and_empty_arguments_mean_no_arguments_and_reads_skip_the_store() {
+    let store = Arc::new(FaultyStore::new(MemoryStore::new()));
+    store.set_all(Fault::Hang);
+    let registry = Registry::builder("state".to_owned())
+        .store(store)
+        .tool(Ping)
+        .build()
+        .expect("registry");
+    for args in [Value::Null, json!(""), json!({}), json!("  ")] {
+        // The store hangs: a read tool that touched it would never answer.
+        assert_eq!(
+            registry.call("run-9", "ping", args).await.expect("ping"),
+            json!("run-9 state None")
+        );
+    }
+    assert_eq!(
+        registry
+            .call("run-9", "ping", json!(r#"{"limit": 3}"#))
+            .await
+            .expect("ping"),
+        json!("run-9 state Some(3)")
+    );
+}
+
+#[tokio::test]
+async fn unknown_tools_and_empty_run_ids_are_rejected() {
+    let registry = build(Counter::default());
+    let unknown = registry.call("r", "nope", json!({})).await;
+    assert!(matches!(&unknown, Err(ToolError::UnknownTool { name }) if name == "nope"));
+    let empty = registry.call("", "counter", json!({"n": 1})).await;
+    assert!(matches!(empty, Err(ToolError::InvalidRunId)));
+}
+
+#[tokio::test]
+async fn a_cached_result_that_no_longer_fits_is_an_error_not_a_run() {
+    let store = Arc::new(MemoryStore::new());
+    let counter = Counter::default();
+    let registry = Registry::builder(())
+        .store(store.clone())
+        .tool(counter.clone())
+        .build()
+        .expect("registry");
+    let args = json!({"n": 3});
+    let (key, fp) = registry
+        .identify("r", "counter", args.clone())
+        .expect("id")
+        .expect("write");
+    // What an older version of the tool might have recorded.
+    store.plant_done(&key, &fp, r#""a bare string""#, Duration::from_secs(60));
+    match registry.call("r", "counter", args).await {
+        Err(ToolError::Store {
+            source: StoreError::Corrupt { reason, .. },
+            ..
+        }) => {
+            assert!(reason.contains("no longer fits"), "{reason}");
+        }
+        other => panic!("expected a Corrupt store error, got {other:?}"),
+    }
+    assert_eq!(counter.total(), 0);
+}
+
+#[tokio::test]
+async fn scope_namespace_and_version_shape_the_key() {
+    struct Global;
+    impl WriteTool<()> for Global {
+        type Args = idem::testing::CounterArgs;
+        type Output = u64;
+        type Error = String;
+        fn info(&self) -> ToolInfo {
+            ToolInfo::new("welcome", "Send the welcome mail.")
+        }
+        fn options(&self) -> WriteOptions {
+            WriteOptions::new().scope(ScopeKind::Global).version(2)
+        }
+        async fn call(&self, args: Self::Args, _: &WriteCtx<()>) -> Result<u64, String> {
+            Ok(args.n)
+        }
+    }
+    let registry = Registry::builder(())
+        .namespace("prod")
+        .tool(Global)
+        .build()
+        .expect("registry");
+    let (k1, _) = registry
+        .identify("run-a", "welcome", json!({"n": 7}))
+        .expect("id")
+        .expect("write");
+    let (k2, _) = registry
+        .identify("run-b", "welcome", json!({"n": 7}))
+        .expect("id")
+        .expect("write");
+    assert_eq!(k1, k2, "global keys ignore the run");
+    let expected = idem::IdemKey::derive(
+        idem::Scope::Global,
+        "welcome",
+        2,
+        &json!({"n": 7, "fail": false}),
+    )
+    .with_namespace("prod");
+    assert_eq!(k1, expected);
+    assert!(k1.as_str().starts_with("prod:idem:"));
+}
+
+#[tokio::test]
+async fn build_rejects_bad_registries() {
+    let dup = Registry::builder(())
+        .tool(Counter::default())
+        .tool(Counter::default())
+        .build();
+    assert!(matches!(dup, Err(RegistryError::DuplicateName { name }) if name == "counter"));
+    let ns = Registry::builder(())
+        .namespace("has space")
+        .tool(Counter::default())
+        .build();
+    assert!(matches!(ns, Err(RegistryError::InvalidNamespace { .. })));
+    let lease = Registry::builder(())
+        .tool(Counter::new(
+            Duration::ZERO,
+            WriteOptions::new().lease(Duration::ZERO),
+        ))
+        .build();
+    assert!(matches!(lease, Err(RegistryError::InvalidSetting { .. })));
+    let hold = Registry::builder(())
+        .default_max_hold(Duration::from_secs(1))
+        .tool(Counter::default())
+        .build();
+    assert!(
+        matches!(hold, Err(RegistryError::InvalidSetting { .. })),
+        "max_hold below the 30 s lease"
+    );
+    let key = Registry::builder(())
+        .tool(Counter::new(
+            Duration::ZERO,
+            WriteOptions::new().key_fields(&["nope"]),
+        ))
+        .build();
+    assert!(
+        matches!(key, Err(RegistryError::InvalidSetting { message, .. }) if message.contains("`nope`"))
+    );
+    struct Named(&'static str, &'static str);
+    impl ReadTool<()> for Named {
+        type Args = NoArgs;
+        type Output = ();
+        type Error = String;
+        fn info(&self) -> ToolInfo {
+            ToolInfo::new(self.0, self.1)
+        }
+        async fn call(&self, _: NoArgs, _: &Ctx<()>) -> Result<(), String> {
+            Ok(())
+        }
+    }
+    for bad in ["", "1abc", "-x", "has space", "é", &"x".repeat(65)] {
+        let r = Registry::builder(())
+            .tool(Named(Box::leak(bad.to_owned().into_boxed_str()), "d"))
+            .build();
+        assert!(
+            matches!(r, Err(RegistryError::InvalidName { .. })),
+            "{bad:?} must be rejected"
+        );
+    }
+    for good in ["a", "_x", "search-2", &"x".repeat(64)] {
+        let r = Registry::builder(())
+            .tool(Named(Box::leak(good.to_owned().into_boxed_str()), "d"))
+            .build();
+        assert!(r.is_ok(), "{good:?} must be accepted");
+    }
+    let nodesc = Registry::builder(()).tool(Named("quiet", "  ")).build();
+    assert!(matches!(
+        nodesc,
+        Err(RegistryError::MissingDescription { .. })
+    ));
+}
+
+#[tokio::test]
+async fn definitions_carry_an_object_schema_with_required() {
+    let pay = Pay::default();
+    let registry = Registry::builder(()).tool(pay).build().expect("registry");
+    let def = &registry.definitions()[0];
+    assert_eq!(def.name, "pay");
+    assert_eq!(def.kind, idem::ToolKind::Write);
+    let schema = &def.input_schema;
+    assert_eq!(schema["type"], "object");
+    assert!(schema.get("title").is_none());
+    assert_eq!(schema["required"], json!(["order_id", "amount", "lines"]));
+}
+
+#[tokio::test(start_paused = true)]
+async fn waiting_duplicate_gives_up_with_in_flight_after_its_bound() {
+    let counter = Counter::new(
+        Duration::from_secs(10),
+        WriteOptions::new().on_in_flight(OnInFlight::Wait(Duration::from_secs(1))),
+    );
+    let registry = build(counter.clone());
+    let (first, dup) = tokio::join!(
+        registry.call("r", "counter", json!({"n": 1})),
+        registry.call("r", "counter", json!({"n": 1})),
+    );
+    assert!(first.is_ok());
+    assert!(
+        matches!(dup, Err(ToolError::InFlight { .. })),
+        "got {dup:?}"
+    );
+    assert_eq!(counter.total(), 1);
+}
+
+#[test]
+fn every_error_has_a_model_message_and_a_retry_verdict() {
+    let store = |source| ToolError::Store {
+        tool: "t".into(),
+        source,
+    };
+    let cases: Vec<(ToolError, bool)> = vec![
+        (ToolError::UnknownTool { name: "x".into() }, false),
+        (
+            ToolError::InvalidArgs {
+                tool: "t".into(),
+                message: "field `a`: bad".into(),
+            },
+            false,
+        ),
+        (ToolError::InvalidRunId, false),
+        (
+            ToolError::InFlight {
+                tool: "t".into(),
+                key: "k".into(),
+            },
+            true,
+        ),
+        (
+            ToolError::KeyConflict {
+                tool: "t".into(),
+                key: "k".into(),
+            },
+            false,
+        ),
+        (
+            ToolError::Failed {
+                tool: "t".into(),
+                message: "the provider timed out".into(),
+                permanent: false,
+            },
+            true,
+        ),
+        (
+            ToolError::Failed {
+                tool: "t".into(),
+                message: "card declined".into(),
+                permanent: true,
+            },
+            false,
+        ),
+        (store(StoreError::unavailable("down")), true),
+        (
+            store(StoreError::Timeout {
+                op: "claim",
+                after: Duration::from_secs(1),
+            }),
+            true,
+        ),
+        (store(StoreError::corrupt("k", "junk")), false),
+        (
+            ToolError::LeaseLost {
+                tool: "t".into(),
+                key: "k".into(),
+            },
+            true,
+        ),
+    ];
+    for (error, retryable) in cases {
+        assert_eq!(error.is_retryable(), retryable, "{error:?}");
+        let message = error.model_message();
+        assert!(
+            message.len() > 10 && !message.contains("idem:"),
+            "{error:?}: {message}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn memory_store_does_not_grow_without_bound() {
+    let store = Arc::new(MemoryStore::new());
+    let counter = Counter::new(
+        Duration::ZERO,
+        WriteOptions::new().ttl(Duration::from_millis(10)),
+    );
+    let registry = Registry::builder(())
+        .store(store.clone())
+        .tool(counter.clone())
+        .build()
+        .expect("registry");
+    for n in 0..100_000u64 {
+        registry
+            .call("r", "counter", json!({"n": n}))
+            .await
+            .expect("call");
+        if n % 1000 == 999 {
+            sleep(20).await; // every result so far has expired
+        }
+    }
+    assert_eq!(counter.total(), 100_000);
+    let held = store.len();
+    assert!(held < 25_000, "{held} records held for 1,000 live ones");
+    sleep(20).await;
+    store.purge_expired();
+    assert_eq!(store.len(), 0);
+}
