@@ -92,9 +92,20 @@ async fn transient_failure_releases_and_the_retry_counts_the_attempt() {
 }
 
 /// A payment-like tool: declines are permanent, keyed on the order only.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct Pay {
     runs: Arc<AtomicUsize>,
+    /// Key on `order_id` alone (true) or on all arguments.
+    keyed_on_order: bool,
+}
+
+impl Default for Pay {
+    fn default() -> Self {
+        Pay {
+            runs: Arc::default(),
+            keyed_on_order: true,
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize, schemars::JsonSchema)]
@@ -140,7 +151,11 @@ impl WriteTool<()> for Pay {
     }
 
     fn options(&self) -> WriteOptions {
-        WriteOptions::new().key_fields(&["order_id"])
+        if self.keyed_on_order {
+            WriteOptions::new().key_fields(&["order_id"])
+        } else {
+            WriteOptions::new()
+        }
     }
 
     fn is_permanent(&self, error: &PayError) -> bool {
@@ -210,24 +225,40 @@ async fn same_key_fields_with_another_payload_is_a_conflict() {
 #[tokio::test]
 async fn reordered_nested_arguments_replay_and_a_changed_nested_field_runs() {
     let pay = Pay {
-        ..Default::default()
+        keyed_on_order: false,
+        ..Pay::default()
     };
-    // Keyed on all arguments this time.
-    let counter = Counter::new(Duration::ZERO, WriteOptions::new());
     let registry = Registry::builder(())
         .tool(pay.clone())
-        .tool(counter)
         .build()
         .expect("registry");
     let a = json!({"order_id": "o3", "amount": 700, "lines": [{"sku": "a", "qty": 2}, {"sku": "b", "qty": 1}]});
     let reordered = serde_json::from_str::<Value>(
-        r#"{ "lines": [ {"qty": 2.0, "sku": "a"}, {"qty": 1, "sku": "b"} ], "amount": 700, "order_id": "o3" }"#,
+        r#"{ "lines": [ {"qty": 2.0, "sku": "a"}, {"qty": 1, "sku": "b"} ],
+             "amount": 700, "order_id": "o3" }"#,
     )
     .expect("json");
     let r1 = registry.call("r", "pay", a).await.expect("first");
     let r2 = registry.call("r", "pay", reordered).await.expect("replay");
     assert_eq!(r1, r2);
     assert_eq!(pay.runs.load(Ordering::SeqCst), 1);
+    let nested = json!({"order_id": "o3", "amount": 700, "lines": [{"sku": "a", "qty": 2}, {"sku": "b", "qty": 3}]});
+    registry
+        .call("r", "pay", nested.clone())
+        .await
+        .expect("changed nested field");
+    assert_eq!(
+        pay.runs.load(Ordering::SeqCst),
+        2,
+        "a changed nested field is another operation"
+    );
+    registry.call("r", "pay", nested).await.expect("its replay");
+    assert_eq!(pay.runs.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn key_fields_key_on_the_subset_and_fingerprint_everything() {
+    let registry = pay_registry(&Pay::default());
     let id = |args: Value| {
         registry
             .identify("r", "pay", args)
@@ -238,12 +269,21 @@ async fn reordered_nested_arguments_replay_and_a_changed_nested_field_runs() {
     let nested = id(json!({"order_id": "o3", "amount": 700, "lines": [{"sku": "a", "qty": 3}]}));
     assert_eq!(base.0, nested.0, "pay keys on order_id only");
     assert_ne!(base.1, nested.1, "but fingerprints the nested change");
+    let expected =
+        idem::IdemKey::derive(idem::Scope::Run("r"), "pay", 1, &json!({"order_id": "o3"}))
+            .with_namespace("shop");
+    assert_eq!(base.0, expected);
 }
 
 #[tokio::test]
 async fn invalid_arguments_name_the_field_and_nothing_runs() {
     let pay = Pay::default();
-    let registry = pay_registry(&pay);
+    let store = Arc::new(MemoryStore::new());
+    let registry = Registry::builder(())
+        .store(store.clone())
+        .tool(pay.clone())
+        .build()
+        .expect("registry");
     let cases = [
         (
             json!({"order_id": "o", "amount": "lots", "lines": []}),

@@ -184,10 +184,13 @@ fn lease_lost(result: Result<(), StoreError>, what: &str) {
     );
 }
 
+/// Per operation, the (key, attempt) of each run.
+type Runs = HashMap<u64, Vec<(String, u32)>>;
+
 /// A write tool that counts how often each argument set ran.
 #[derive(Clone, Default)]
 pub struct Counter {
-    runs: Arc<Mutex<HashMap<u64, Vec<(String, u32)>>>>,
+    runs: Arc<Mutex<Runs>>,
     total: Arc<AtomicUsize>,
     delay: Duration,
     options: WriteOptions,

@@ -355,48 +355,44 @@ impl<T: IdemStore> IdemStore for Arc<T> {
 /// An erased store is a store, so generic code (the conformance suite, say)
 /// runs against `Arc<dyn DynIdemStore>` too.
 impl IdemStore for Arc<dyn DynIdemStore> {
-    fn claim(
+    async fn claim(
         &self,
         key: &IdemKey,
         fingerprint: &Fingerprint,
         lease: Duration,
-    ) -> impl Future<Output = Result<Claim, StoreError>> + Send {
-        async move { (**self).dyn_claim(key, fingerprint, lease).await }
+    ) -> Result<Claim, StoreError> {
+        (**self).dyn_claim(key, fingerprint, lease).await
     }
-    fn complete(
+    async fn complete(
         &self,
         key: &IdemKey,
         token: &LeaseToken,
         result: &str,
         ttl: Duration,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        async move { (**self).dyn_complete(key, token, result, ttl).await }
+    ) -> Result<(), StoreError> {
+        (**self).dyn_complete(key, token, result, ttl).await
     }
-    fn release(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        async move { (**self).dyn_release(key, token).await }
+    async fn release(&self, key: &IdemKey, token: &LeaseToken) -> Result<(), StoreError> {
+        (**self).dyn_release(key, token).await
     }
-    fn fail(
+    async fn fail(
         &self,
         key: &IdemKey,
         token: &LeaseToken,
         error: &str,
         ttl: Duration,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        async move { (**self).dyn_fail(key, token, error, ttl).await }
+    ) -> Result<(), StoreError> {
+        (**self).dyn_fail(key, token, error, ttl).await
     }
-    fn renew(
+    async fn renew(
         &self,
         key: &IdemKey,
         token: &LeaseToken,
         lease: Duration,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        async move { (**self).dyn_renew(key, token, lease).await }
+    ) -> Result<(), StoreError> {
+        (**self).dyn_renew(key, token, lease).await
     }
-    fn get(&self, key: &IdemKey) -> impl Future<Output = Result<Option<Entry>, StoreError>> + Send {
-        async move { (**self).dyn_get(key).await }
+    async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
+        (**self).dyn_get(key).await
     }
 }
