@@ -555,6 +555,30 @@ async fn waiting_duplicate_gives_up_with_in_flight_after_its_bound() {
     assert_eq!(counter.total(), 1);
 }
 
+#[tokio::test(start_paused = true)]
+async fn registry_defaults_apply_to_tools_that_set_nothing() {
+    let counter = Counter::new(Duration::from_secs(3), WriteOptions::new());
+    let registry = Registry::builder(())
+        .default_on_in_flight(OnInFlight::Wait(Duration::from_secs(60)))
+        .default_lease(Duration::from_millis(500))
+        .tool(counter.clone())
+        .build()
+        .expect("registry");
+    let (first, dup) = tokio::join!(
+        registry.call("r", "counter", json!({"n": 1})),
+        registry.call("r", "counter", json!({"n": 1})),
+    );
+    assert_eq!(
+        first.expect("first"),
+        dup.expect("the duplicate waited for it")
+    );
+    assert_eq!(
+        counter.total(),
+        1,
+        "the 500 ms lease was renewed over the 3 s body"
+    );
+}
+
 #[test]
 fn every_error_has_a_model_message_and_a_retry_verdict() {
     let store = |source| ToolError::Store {
