@@ -49,6 +49,18 @@ async fn tracing_reports_replays_with_tool_and_key() {
         .call("r", "counter", json!({"n": 2, "fail": true}))
         .await
         .expect_err("transient");
+    let slow = Registry::builder(())
+        .tool(Counter::new(
+            Duration::from_millis(200),
+            WriteOptions::new(),
+        ))
+        .build()
+        .expect("registry");
+    let (a, b) = tokio::join!(
+        slow.call("r", "counter", json!({"n": 3})),
+        slow.call("r", "counter", json!({"n": 3})),
+    );
+    assert!(a.is_ok() != b.is_ok(), "one runs, one is in flight");
     let (key, _) = registry
         .identify("r", "counter", json!({"n": 1}))
         .expect("id")
@@ -59,6 +71,7 @@ async fn tracing_reports_replays_with_tool_and_key() {
         "result recorded",
         "replayed recorded result",
         "key released",
+        "in flight; duplicate rejected",
     ] {
         assert!(log.contains(event), "no {event:?} event in:\n{log}");
     }
