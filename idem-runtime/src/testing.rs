@@ -27,8 +27,8 @@ use serde_json::{Value, json};
 
 use crate::store::{Claim, Entry, IdemStore, LeaseToken};
 use crate::{
-    DynIdemStore, Fingerprint, IdemKey, MemoryStore, OnInFlight, Registry, Scope, StoreError,
-    ToolError, ToolInfo, WriteCtx, WriteOptions, WriteTool,
+    DynIdemStore, Fingerprint, IdemKey, MemoryStore, OnInFlight, Registry, RegistryBuilder, Scope,
+    StoreError, ToolError, ToolInfo, WriteCtx, WriteOptions, WriteTool,
 };
 
 /// What the suite needs from a backend.
@@ -273,16 +273,26 @@ impl WriteTool<()> for Counter {
     }
 }
 
-fn registry(store: Arc<dyn DynIdemStore>, ns: &str, counter: &Counter) -> Registry<()> {
-    match Registry::builder(())
+/// A registry over `store` in namespace `ns` with `counter`, configured
+/// further by `configure`.
+fn registry_with(
+    store: Arc<dyn DynIdemStore>,
+    ns: &str,
+    counter: &Counter,
+    configure: impl FnOnce(RegistryBuilder<()>) -> RegistryBuilder<()>,
+) -> Registry<()> {
+    let builder = Registry::builder(())
         .shared_store(store)
         .namespace(ns)
-        .tool(counter.clone())
-        .build()
-    {
+        .tool(counter.clone());
+    match configure(builder).build() {
         Ok(r) => r,
         Err(e) => panic!("registry: {e}"),
     }
+}
+
+fn registry(store: Arc<dyn DynIdemStore>, ns: &str, counter: &Counter) -> Registry<()> {
+    registry_with(store, ns, counter, |b| b)
 }
 
 /// Which store operation a [`FaultyStore`] disturbs.
@@ -824,17 +834,9 @@ pub mod cases {
     pub async fn registry_fails_closed_on_outage<H: Harness>(h: &H) {
         let faulty = Arc::new(FaultyStore::new(h.store()));
         let counter = Counter::new(Duration::ZERO, WriteOptions::new());
-        let ns = namespace();
-        let registry = match Registry::builder(())
-            .store(faulty.clone())
-            .namespace(&ns)
-            .store_timeout(Duration::from_millis(200))
-            .tool(counter.clone())
-            .build()
-        {
-            Ok(r) => r,
-            Err(e) => panic!("{e}"),
-        };
+        let registry = registry_with(faulty.clone(), &namespace(), &counter, |b| {
+            b.store_timeout(Duration::from_millis(200))
+        });
         for fault in [Fault::Unavailable, Fault::Hang] {
             faulty.set_all(fault);
             match registry.call("r", "counter", json!({"n": 1})).await {
@@ -856,15 +858,7 @@ pub mod cases {
     pub async fn registry_returns_result_when_recording_fails<H: Harness>(h: &H) {
         let faulty = Arc::new(FaultyStore::new(h.store()));
         let counter = Counter::new(Duration::ZERO, WriteOptions::new().lease(SHORT));
-        let registry = match Registry::builder(())
-            .store(faulty.clone())
-            .namespace(namespace())
-            .tool(counter.clone())
-            .build()
-        {
-            Ok(r) => r,
-            Err(e) => panic!("{e}"),
-        };
+        let registry = registry(faulty.clone(), &namespace(), &counter);
         faulty.set(Op::Complete, Fault::Unavailable);
         let first = registry
             .call("r", "counter", json!({"n": 1}))
@@ -899,15 +893,7 @@ pub mod cases {
         let faulty = Arc::new(FaultyStore::new(h.store()));
         faulty.set(Op::Renew, Fault::Unavailable);
         let slow = Counter::new(SHORT * 8, WriteOptions::new().lease(SHORT));
-        let worker_a = match Registry::builder(())
-            .store(faulty.clone())
-            .namespace(&ns)
-            .tool(slow.clone())
-            .build()
-        {
-            Ok(r) => r,
-            Err(e) => panic!("{e}"),
-        };
+        let worker_a = registry(faulty.clone(), &ns, &slow);
         let fast = Counter::new(Duration::ZERO, WriteOptions::new().lease(SHORT));
         let worker_b = registry(h.store(), &ns, &fast);
 
