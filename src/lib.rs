@@ -10,8 +10,11 @@ pub use idem_runtime::{
 #[cfg(feature = "test-util")]
 pub use idem_runtime::{conformance_tests, testing};
 
+pub use idem_macros::{read_tool, write_tool};
+
 /// Everything a tool author needs: `use idem::prelude::*;`.
 pub mod prelude {
+    pub use idem_macros::{read_tool, write_tool};
     pub use idem_runtime::{
         Ctx, IdemKey, MemoryStore, ReadTool, Registry, Scope, ToolError, WriteCtx, WriteTool,
     };

@@ -1,1 +1,96 @@
-//! Attribute macros of idem. Use them through the `idem` crate.
+//! The attribute macros of [idem](https://docs.rs/idem): `#[read_tool]` and
+//! `#[write_tool]`. Use them through the `idem` crate, which documents them.
+//!
+//! Each runs parse → validate → expand: [`attr`] reads the attribute's
+//! keys, [`ast`] classifies the function's parameters, [`valid`] checks
+//! every rule and reports all violations at once at the offending tokens,
+//! and [`expand`] generates the tool. On error the function is replaced by a
+//! stub that still names a tool, so the rest of the crate compiles without
+//! secondary errors.
+
+mod ast;
+mod attr;
+mod ctxt;
+mod expand;
+mod symbol;
+mod valid;
+
+use proc_macro::TokenStream;
+use proc_macro2::TokenStream as TokenStream2;
+use quote::quote;
+use syn::{ItemFn, ReturnType};
+
+/// Which macro is expanding.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Read,
+    Write,
+}
+
+impl Kind {
+    fn attr_name(self) -> &'static str {
+        match self {
+            Kind::Read => "read_tool",
+            Kind::Write => "write_tool",
+        }
+    }
+}
+
+/// Turns an `async fn` into a read tool. See the `idem` crate.
+#[proc_macro_attribute]
+pub fn read_tool(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand_tool(Kind::Read, attr.into(), item.into()).into()
+}
+
+/// Turns an `async fn` into an idempotent write tool. See the `idem` crate.
+#[proc_macro_attribute]
+pub fn write_tool(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand_tool(Kind::Write, attr.into(), item.into()).into()
+}
+
+fn expand_tool(kind: Kind, attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
+    let item: ItemFn = match syn::parse2(item.clone()) {
+        Ok(item) => item,
+        Err(e) => {
+            let message = format!("`#[{}]` goes on an `async fn`: {e}", kind.attr_name());
+            let error = syn::Error::new(e.span(), message).into_compile_error();
+            return quote!(#item #error);
+        }
+    };
+    match try_expand(kind, attr, &item) {
+        Ok(tokens) => tokens,
+        Err(e) => stub(&item, e),
+    }
+}
+
+fn try_expand(kind: Kind, attr: TokenStream2, item: &ItemFn) -> Result<TokenStream2, syn::Error> {
+    let mut cx = ctxt::Ctxt::default();
+    let attrs = attr::Attrs::parse(&mut cx, kind, attr);
+    let tool = ast::ToolFn::from_item(item);
+    valid::check(&mut cx, kind, &tool, &attrs);
+    cx.check()?;
+    let ReturnType::Type(_, ret) = &item.sig.output else {
+        return Err(syn::Error::new_spanned(
+            &item.sig,
+            "a tool must return `Result<T, E>`",
+        ));
+    };
+    Ok(expand::expand(kind, &tool, &attrs, ret))
+}
+
+/// On error: the errors, plus a function of the same name that registers
+/// as a tool, so that `registry.tool(name)` adds no error of its own.
+fn stub(item: &ItemFn, error: syn::Error) -> TokenStream2 {
+    let vis = &item.vis;
+    let ident = &item.sig.ident;
+    let error = error.into_compile_error();
+    quote! {
+        #error
+        #[allow(dead_code)]
+        #vis fn #ident(
+            __idem_token: ::idem::__private::CallThroughRegistry<::idem::__private::InvalidTool>,
+        ) -> ::core::convert::Infallible {
+            __idem_token.unreachable()
+        }
+    }
+}

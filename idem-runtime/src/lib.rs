@@ -31,13 +31,11 @@ pub use crate::key::{Fingerprint, IdemKey, Scope, ScopeKind};
 pub use crate::registry::{IntoTool, Registry, RegistryBuilder, valid_tool_name};
 pub use crate::store::memory::MemoryStore;
 pub use crate::store::{Claim, DynIdemStore, Entry, IdemStore, LeaseToken};
-pub use crate::tool::{OnInFlight, ReadTool, ToolDef, ToolInfo, ToolKind, WriteOptions, WriteTool};
+pub use crate::tool::{
+    OnInFlight, ReadArgs, ReadOutput, ReadTool, ToolDef, ToolFailure, ToolInfo, ToolKind,
+    WriteArgs, WriteOptions, WriteOutput, WriteTool,
+};
 
 /// What the macros' generated code reaches through; not a public API.
 #[doc(hidden)]
-pub mod __private {
-    pub use crate::registry::marker;
-    pub use schemars;
-    pub use serde;
-    pub use serde_json;
-}
+pub mod __private;

@@ -159,17 +159,66 @@ impl Default for WriteOptions {
     }
 }
 
+/// What a read tool's arguments must be: deserialized from the model's JSON
+/// and described to it by their JSON schema.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a read tool's arguments: it must implement `Deserialize` and `JsonSchema`",
+    label = "the arguments of this tool",
+    note = "the model's JSON is deserialized into it and its JSON schema tells the model what to send: add `#[derive(Deserialize, JsonSchema)]` to `{Self}`"
+)]
+pub trait ReadArgs: DeserializeOwned + JsonSchema {}
+impl<T: DeserializeOwned + JsonSchema> ReadArgs for T {}
+
+/// What a write tool's arguments must be: as [`ReadArgs`], and serializable,
+/// since the key is derived from them re-serialized.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a write tool's arguments: it must implement `Serialize`, `Deserialize` and `JsonSchema`",
+    label = "the arguments of this tool",
+    note = "the model's JSON is deserialized into it, its JSON schema tells the model what to send, and it is re-serialized to derive the idempotency key: add `#[derive(Serialize, Deserialize, JsonSchema)]` to `{Self}`"
+)]
+pub trait WriteArgs: Serialize + DeserializeOwned + JsonSchema {}
+impl<T: Serialize + DeserializeOwned + JsonSchema> WriteArgs for T {}
+
+/// What a read tool's result must be: serializable to JSON for the model.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool's result: it must implement `Serialize`",
+    label = "the result type of this tool",
+    note = "the result is sent to the model as JSON: add `#[derive(Serialize)]` to `{Self}`"
+)]
+pub trait ReadOutput: Serialize {}
+impl<T: Serialize> ReadOutput for T {}
+
+/// What a write tool's result must be: recorded as JSON and replayed to
+/// duplicates, so it must round-trip.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a write tool's result: it must implement `Serialize` and `Deserialize`",
+    label = "the result type of this write tool",
+    note = "a write tool's result is recorded and replayed to duplicates, so it must round-trip through JSON: add `#[derive(Serialize, Deserialize)]` to `{Self}`"
+)]
+pub trait WriteOutput: Serialize + DeserializeOwned {}
+impl<T: Serialize + DeserializeOwned> WriteOutput for T {}
+
+/// What a tool's error must be: displayable, since its text is what the
+/// model reads (and what is recorded for a permanent failure).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool's error: it must implement `Display`",
+    label = "the error type of this tool",
+    note = "the error's text is what the model reads instead of a result: implement `std::fmt::Display` for `{Self}` (e.g. with `thiserror`)"
+)]
+pub trait ToolFailure: Display {}
+impl<T: Display> ToolFailure for T {}
+
 /// A tool without side effects: called directly, never stored.
 ///
 /// `#[read_tool]` implements this; implement it by hand for tools known
 /// only at run time.
 pub trait ReadTool<S>: Send + Sync + 'static {
     /// The arguments, deserialized from the model's JSON.
-    type Args: DeserializeOwned + JsonSchema + Send;
+    type Args: ReadArgs + Send;
     /// The result, serialized back to the model.
-    type Output: Serialize + Send;
+    type Output: ReadOutput + Send;
     /// The tool's own error; its `Display` is what the model reads.
-    type Error: Display + Send;
+    type Error: ToolFailure + Send;
 
     /// Name and description.
     fn info(&self) -> ToolInfo;
@@ -190,12 +239,12 @@ pub trait ReadTool<S>: Send + Sync + 'static {
 pub trait WriteTool<S>: Send + Sync + 'static {
     /// The arguments. They are re-serialized to derive the key, so the
     /// model's formatting never changes it.
-    type Args: Serialize + DeserializeOwned + JsonSchema + Send;
+    type Args: WriteArgs + Send;
     /// The result; recorded and replayed, so it must round-trip.
-    type Output: Serialize + DeserializeOwned + Send;
+    type Output: WriteOutput + Send;
     /// The tool's own error; its `Display` is what the model reads and what
     /// is recorded for a permanent failure.
-    type Error: Display + Send;
+    type Error: ToolFailure + Send;
 
     /// Name and description.
     fn info(&self) -> ToolInfo;

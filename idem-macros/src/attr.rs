@@ -1,0 +1,274 @@
+//! The `#[read_tool(..)]` / `#[write_tool(..)]` arguments.
+
+use proc_macro2::{Span, TokenStream};
+use syn::meta::ParseNestedMeta;
+use syn::punctuated::Punctuated;
+use syn::{Ident, LitBool, LitInt, LitStr, Token};
+
+use crate::Kind;
+use crate::ctxt::Ctxt;
+use crate::symbol::*;
+
+/// A duration literal, checked: `"30s"`.
+pub(crate) struct Dur {
+    pub(crate) millis: u64,
+}
+
+pub(crate) enum InFlight {
+    Reject,
+    Wait(Dur),
+}
+
+pub(crate) enum Scope {
+    Run,
+    Global,
+}
+
+/// The attribute's settings, each with the tokens it came from.
+#[derive(Default)]
+pub(crate) struct Attrs {
+    pub(crate) name: Option<LitStr>,
+    pub(crate) description: Option<LitStr>,
+    pub(crate) lease: Option<Dur>,
+    pub(crate) ttl: Option<Dur>,
+    pub(crate) max_hold: Option<Dur>,
+    pub(crate) scope: Option<Scope>,
+    pub(crate) key: Option<(Span, Vec<Ident>)>,
+    pub(crate) version: Option<u32>,
+    pub(crate) on_in_flight: Option<InFlight>,
+    pub(crate) permanent_errors: Option<syn::Expr>,
+    pub(crate) destructive: Option<LitBool>,
+    pub(crate) open_world: Option<LitBool>,
+}
+
+impl Attrs {
+    /// Parses `tokens`, the attribute's arguments, reporting every problem.
+    pub(crate) fn parse(cx: &mut Ctxt, kind: Kind, tokens: TokenStream) -> Attrs {
+        let mut attrs = Attrs::default();
+        let mut seen: Vec<String> = Vec::new();
+        let parser = syn::meta::parser(|meta| {
+            let Some(ident) = meta.path.get_ident().map(Ident::to_string) else {
+                cx.error_spanned_by(&meta.path, unknown_key_message(kind, "this path"));
+                return skip_value(&meta);
+            };
+            let allowed = match kind {
+                Kind::Read => READ_KEYS,
+                Kind::Write => WRITE_KEYS,
+            };
+            if !allowed.contains(&ident.as_str()) {
+                let message = if kind == Kind::Read && WRITE_KEYS.contains(&ident.as_str()) {
+                    format!(
+                        "`{ident}` only applies to `#[write_tool]`: a read tool never touches the store; `#[read_tool]` accepts `name` and `description`"
+                    )
+                } else {
+                    unknown_key_message(kind, &format!("`{ident}`"))
+                };
+                cx.error_spanned_by(&meta.path, message);
+                return skip_value(&meta);
+            }
+            if seen.contains(&ident) {
+                cx.error_spanned_by(&meta.path, format!("duplicate key `{ident}`: give it once"));
+                return skip_value(&meta);
+            }
+            seen.push(ident.clone());
+            if let Err(e) = attrs.parse_key(&ident, &meta) {
+                cx.syn_error(e);
+                return skip_value(&meta);
+            }
+            Ok(())
+        });
+        if let Err(e) = syn::parse::Parser::parse2(parser, tokens) {
+            cx.syn_error(e);
+        }
+        attrs
+    }
+
+    fn parse_key(&mut self, ident: &str, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+        match ident {
+            NAME => self.name = Some(meta.value()?.parse()?),
+            DESCRIPTION => {
+                let lit: LitStr = meta.value()?.parse()?;
+                if lit.value().trim().is_empty() {
+                    return Err(syn::Error::new_spanned(
+                        &lit,
+                        "the description is empty: say what the tool does and when to call it",
+                    ));
+                }
+                self.description = Some(lit);
+            }
+            LEASE => self.lease = Some(parse_duration(&meta.value()?.parse()?, false)?),
+            TTL => self.ttl = Some(parse_duration(&meta.value()?.parse()?, false)?),
+            MAX_HOLD => self.max_hold = Some(parse_duration(&meta.value()?.parse()?, false)?),
+            SCOPE => {
+                let lit: LitStr = meta.value()?.parse()?;
+                self.scope = Some(match lit.value().as_str() {
+                    "run" => Scope::Run,
+                    "global" => Scope::Global,
+                    _ => {
+                        return Err(syn::Error::new_spanned(
+                            &lit,
+                            "`scope` is \"run\" (one operation per agent run, the default) or \"global\" (one operation across all runs)",
+                        ));
+                    }
+                });
+            }
+            KEY => {
+                let input = meta.value()?;
+                let content;
+                let brackets = syn::bracketed!(content in input);
+                let fields: Punctuated<Ident, Token![,]> =
+                    content.parse_terminated(Ident::parse_any_ident, Token![,])?;
+                if fields.is_empty() {
+                    return Err(syn::Error::new(
+                        brackets.span.join(),
+                        "`key = []` names no field: list the fields that identify the operation, e.g. `key = [order_id]`, or omit `key` to use all arguments",
+                    ));
+                }
+                self.key = Some((brackets.span.join(), fields.into_iter().collect()));
+            }
+            VERSION => {
+                let lit: LitInt = meta.value()?.parse()?;
+                let version = lit.base10_parse::<u32>().map_err(|_| {
+                    syn::Error::new_spanned(
+                        &lit,
+                        "`version` is a whole number from 0 to 4294967295",
+                    )
+                })?;
+                self.version = Some(version);
+            }
+            ON_IN_FLIGHT => {
+                let lit: LitStr = meta.value()?.parse()?;
+                let value = lit.value();
+                self.on_in_flight = Some(if value == "reject" {
+                    InFlight::Reject
+                } else if let Some(inner) = value
+                    .strip_prefix("wait(")
+                    .and_then(|v| v.strip_suffix(')'))
+                {
+                    InFlight::Wait(duration_from_str(inner, &lit, true)?)
+                } else {
+                    return Err(syn::Error::new_spanned(
+                        &lit,
+                        "`on_in_flight` is \"reject\" (answer InFlight at once) or \"wait(<duration>)\", e.g. \"wait(5s)\"",
+                    ));
+                });
+            }
+            PERMANENT_ERRORS => self.permanent_errors = Some(meta.value()?.parse()?),
+            DESTRUCTIVE => self.destructive = Some(meta.value()?.parse()?),
+            OPEN_WORLD => self.open_world = Some(meta.value()?.parse()?),
+            _ => return Err(meta.error("unhandled key")),
+        }
+        Ok(())
+    }
+}
+
+/// `Ident::parse_any` so that `key = [type]` works for raw-named fields.
+trait ParseAnyIdent {
+    fn parse_any_ident(input: syn::parse::ParseStream<'_>) -> syn::Result<Ident>;
+}
+
+impl ParseAnyIdent for Ident {
+    fn parse_any_ident(input: syn::parse::ParseStream<'_>) -> syn::Result<Ident> {
+        use syn::ext::IdentExt;
+        Ident::parse_any(input)
+    }
+}
+
+fn unknown_key_message(kind: Kind, what: &str) -> String {
+    let keys = match kind {
+        Kind::Read => READ_KEYS,
+        Kind::Write => WRITE_KEYS,
+    };
+    let list = keys
+        .iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let suggestion = what.trim_matches('`').to_owned();
+    let close = keys
+        .iter()
+        .filter(|k| edit_distance(k, &suggestion) <= 2)
+        .min_by_key(|k| edit_distance(k, &suggestion));
+    match close {
+        Some(k) => format!(
+            "unknown key {what} in `#[{}]`: did you mean `{k}`? The keys are {list}",
+            kind.attr_name()
+        ),
+        None => format!(
+            "unknown key {what} in `#[{}]`: the keys are {list}",
+            kind.attr_name()
+        ),
+    }
+}
+
+/// Consumes a key's value after an error, so parsing can go on.
+fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+    if meta.input.peek(Token![=]) {
+        let value = meta.value()?;
+        if value.peek(syn::token::Bracket) {
+            let content;
+            syn::bracketed!(content in value);
+            let _: TokenStream = content.parse()?;
+        } else {
+            let _: syn::Expr = value.parse()?;
+        }
+    } else if meta.input.peek(syn::token::Paren) {
+        let _ = meta.parse_nested_meta(|m| skip_value(&m));
+    }
+    Ok(())
+}
+
+fn parse_duration(lit: &LitStr, allow_zero: bool) -> syn::Result<Dur> {
+    duration_from_str(&lit.value(), lit, allow_zero)
+}
+
+/// `"<whole number><unit>"` with unit `ms`, `s`, `m`, `h` or `d`.
+fn duration_from_str(text: &str, lit: &LitStr, allow_zero: bool) -> syn::Result<Dur> {
+    let bad = || {
+        syn::Error::new_spanned(
+            lit,
+            format!(
+                "invalid duration \"{text}\": write a whole number and a unit (ms, s, m, h or d), e.g. \"30s\", \"500ms\" or \"24h\""
+            ),
+        )
+    };
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| bad())?;
+    let scale = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(bad()),
+    };
+    let millis = number.checked_mul(scale).ok_or_else(bad)?;
+    if millis == 0 && !allow_zero {
+        return Err(syn::Error::new_spanned(
+            lit,
+            format!("the duration \"{text}\" is zero: it must be positive"),
+        ));
+    }
+    Ok(Dur { millis })
+}
+
+/// Levenshtein distance, for "did you mean".
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                prev
+            } else {
+                1 + prev.min(cur).min(row[j])
+            };
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}

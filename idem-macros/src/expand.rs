@@ -1,0 +1,416 @@
+//! Code generation: the tool value, its arguments struct and its
+//! `ReadTool` / `WriteTool` implementation.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+use syn::{FnArg, ItemFn, PathArguments, Type};
+
+use crate::Kind;
+use crate::ast::{Param, ToolFn};
+use crate::attr::{Attrs, InFlight, Scope};
+
+/// Generated code for a checked tool function.
+///
+/// `ret` is the function's return type (validation rejected functions
+/// without one).
+pub(crate) fn expand(kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs, ret: &Type) -> TokenStream {
+    let item = tool.item;
+    let vis = &item.vis;
+    let ident = &item.sig.ident;
+    let tool_ty = format_ident!("__idem_tool_{}", ident.unraw());
+    let name = attrs
+        .name
+        .as_ref()
+        .map_or_else(|| ident.unraw().to_string(), |l| l.value());
+    let description = attrs
+        .description
+        .as_ref()
+        .map(|l| l.value())
+        .or_else(|| tool.doc.clone())
+        .unwrap_or_default();
+
+    let cfgs: Vec<_> = item
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("cfg"))
+        .collect();
+    let docs: Vec<_> = item
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .collect();
+    let struct_doc = if docs.is_empty() {
+        let text = format!(" The `{name}` tool: {description}");
+        quote!(#[doc = #text])
+    } else {
+        quote!(#(#docs)*)
+    };
+
+    // The application state: the one the context names, or any.
+    let ctx = tool.ctx();
+    let generic = ctx.is_none_or(|c| c.state.is_none());
+    let state = match ctx.and_then(|c| c.state) {
+        Some(ty) => quote!(#ty),
+        None => quote!(__S),
+    };
+    let state_bound = quote!(__S: ::core::marker::Send + ::core::marker::Sync + 'static);
+    let impl_generics = if generic {
+        quote!(<#state_bound>)
+    } else {
+        quote!()
+    };
+
+    // The arguments: the `#[args]` type, or a struct of the flat parameters.
+    let (args_ty, args_struct, unpack) = match tool.args_param() {
+        Some(ty) => (quote!(#ty), quote!(), quote!()),
+        None => flat_args(kind, tool),
+    };
+
+    let body_fn = inner_fn(item, (generic && ctx.is_some()).then_some(&state_bound));
+    let call_args = tool.params.iter().enumerate().map(|(i, p)| match p {
+        Param::Flat { .. } => {
+            let v = format_ident!("__idem_a{}", i);
+            quote!(#v)
+        }
+        Param::Args { .. } => quote!(__idem_args),
+        _ => quote!(__idem_ctx),
+    });
+    let uses_ctx = ctx.is_some();
+    let discard_ctx = (!uses_ctx).then(|| quote!(let _ = __idem_ctx;));
+    // Point a "future is not `Send`" error at the user's function.
+    let call = quote_spanned! {item.sig.ident.span()=>
+        #ident(#(#call_args),*)
+    };
+    let future = quote_spanned! {item.sig.ident.span()=>
+        impl ::core::future::Future<
+            Output = ::core::result::Result<Self::Output, Self::Error>,
+        > + ::core::marker::Send
+    };
+    let info = quote! {
+        fn info(&self) -> ::idem::__private::ToolInfo {
+            ::idem::__private::ToolInfo::new(#name, #description)
+        }
+    };
+
+    let (ok_ty, err_ty) = split_result(ret);
+    let (assert_args, assert_output) = match kind {
+        Kind::Read => (quote!(assert_read_args), quote!(assert_read_output)),
+        Kind::Write => (quote!(assert_write_args), quote!(assert_write_output)),
+    };
+    let checks = {
+        let args_check = tool.args_param().map(|ty| {
+            quote_spanned! {ty.span()=> ::idem::__private::#assert_args::<#ty>(); }
+        });
+        let ok_check =
+            quote_spanned! {ok_ty.span()=> ::idem::__private::#assert_output::<#ok_ty>(); };
+        let err_check =
+            quote_spanned! {err_ty.span()=> ::idem::__private::assert_failure::<#err_ty>(); };
+        quote! {
+            const _: () = {
+                #args_check
+                #ok_check
+                #err_check
+            };
+        }
+    };
+
+    let tool_impl = match kind {
+        Kind::Read => quote! {
+            impl #impl_generics ::idem::__private::ReadToolFn<#state> for #tool_ty {
+                type Args = #args_ty;
+                type Output = #ok_ty;
+                type Error = #err_ty;
+
+                #info
+
+                fn call(
+                    &self,
+                    __idem_args: Self::Args,
+                    __idem_ctx: &::idem::__private::Ctx<#state>,
+                ) -> #future {
+                    #body_fn
+                    #unpack
+                    #discard_ctx
+                    #call
+                }
+            }
+        },
+        Kind::Write => {
+            let options = write_options(attrs);
+            let permanent = match &attrs.permanent_errors {
+                Some(expr) => {
+                    let check = quote_spanned! {expr.span()=>
+                        let __idem_permanent: fn(&Self::Error) -> bool = #expr;
+                    };
+                    quote! {
+                        #check
+                        __idem_permanent(__idem_error)
+                    }
+                }
+                None => quote! {
+                    let _ = __idem_error;
+                    false
+                },
+            };
+            quote! {
+                impl #impl_generics ::idem::__private::WriteToolFn<#state> for #tool_ty {
+                    type Args = #args_ty;
+                    type Output = #ok_ty;
+                    type Error = #err_ty;
+
+                    #info
+
+                    fn options(&self) -> ::idem::__private::WriteOptions {
+                        #options
+                    }
+
+                    fn is_permanent(&self, __idem_error: &Self::Error) -> bool {
+                        #permanent
+                    }
+
+                    fn call(
+                        &self,
+                        __idem_args: Self::Args,
+                        __idem_ctx: &::idem::__private::WriteCtx<#state>,
+                    ) -> #future {
+                        #body_fn
+                        #unpack
+                        #call
+                    }
+                }
+            }
+        }
+    };
+
+    // The function's name stays a function (so `let search = ..` elsewhere
+    // still binds), but one that only `RegistryBuilder::tool` can use: its
+    // parameter cannot be built. The tool itself is a hidden unit type.
+    quote! {
+        #(#cfgs)*
+        #[doc(hidden)]
+        #[allow(non_camel_case_types)]
+        #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug, ::core::default::Default)]
+        #vis struct #tool_ty;
+
+        #(#cfgs)*
+        #struct_doc
+        #[allow(dead_code)]
+        #vis fn #ident(
+            __idem_token: ::idem::__private::CallThroughRegistry<#tool_ty>,
+        ) -> ::core::convert::Infallible {
+            __idem_token.unreachable()
+        }
+
+        #(#cfgs)*
+        const _: () = {
+            #args_struct
+            #checks
+            #tool_impl
+        };
+    }
+}
+
+/// The result and error types: written out when the return type is spelled
+/// `Result<T, E>` (so errors point at `T` or `E`), projected through
+/// `ToolResult` for an alias such as `anyhow::Result<T>`.
+fn split_result(ret: &Type) -> (TokenStream, TokenStream) {
+    if let Type::Path(tp) = ret
+        && tp.qself.is_none()
+        && let Some(last) = tp.path.segments.last()
+        && last.ident == "Result"
+        && let PathArguments::AngleBracketed(ab) = &last.arguments
+        && ab.args.len() == 2
+        && let (Some(syn::GenericArgument::Type(ok)), Some(syn::GenericArgument::Type(err))) =
+            (ab.args.first(), ab.args.last())
+    {
+        return (quote!(#ok), quote!(#err));
+    }
+    let span = ret.span();
+    (
+        quote_spanned!(span=> <#ret as ::idem::__private::ToolResult>::Ok),
+        quote_spanned!(span=> <#ret as ::idem::__private::ToolResult>::Err),
+    )
+}
+
+/// The arguments struct of a tool with flat parameters, and the statement
+/// that unpacks it into the body's arguments.
+///
+/// The struct is generic over its field types (`__IdemArgs<__T0, ..>`,
+/// instantiated with the parameters' types), so that serde's and
+/// schemars' derives always compile: a parameter type that lacks a trait is
+/// reported once, by a spanned check at that type.
+fn flat_args(kind: Kind, tool: &ToolFn<'_>) -> (TokenStream, TokenStream, TokenStream) {
+    let assert_param = match kind {
+        Kind::Read => quote!(assert_read_param),
+        Kind::Write => quote!(assert_write_param),
+    };
+    let mut params = Vec::new();
+    let mut concrete = Vec::new();
+    let mut fields = Vec::new();
+    let mut checks = Vec::new();
+    let mut unpack = Vec::new();
+    for (i, param) in tool.params.iter().enumerate() {
+        let Param::Flat {
+            ident,
+            ty,
+            optional,
+            field_attrs,
+        } = param
+        else {
+            continue;
+        };
+        let t = format_ident!("__T{}", i);
+        params.push(t.clone());
+        let field_ty = match optional {
+            Some(inner) => {
+                concrete.push(quote!(#inner));
+                quote!(::core::option::Option<#t>)
+            }
+            None => {
+                concrete.push(quote!(#ty));
+                quote!(#t)
+            }
+        };
+        let skip = optional.is_some().then(|| {
+            quote! {
+                #[serde(default, skip_serializing_if = "::core::option::Option::is_none")]
+            }
+        });
+        fields.push(quote! {
+            #(#field_attrs)*
+            #skip
+            pub #ident: #field_ty
+        });
+        checks.push(quote_spanned! {ty.span()=>
+            ::idem::__private::#assert_param::<#ty>();
+        });
+        let v = format_ident!("__idem_a{}", i);
+        unpack.push(quote!(#ident: #v));
+    }
+    let derives = match kind {
+        Kind::Read => quote! {
+            ::idem::__private::serde::Deserialize,
+            ::idem::__private::schemars::JsonSchema
+        },
+        Kind::Write => quote! {
+            ::idem::__private::serde::Serialize,
+            ::idem::__private::serde::Deserialize,
+            ::idem::__private::schemars::JsonSchema
+        },
+    };
+    let def = quote! {
+        #[doc(hidden)]
+        #[derive(#derives)]
+        #[serde(crate = "::idem::__private::serde")]
+        #[schemars(crate = "::idem::__private::schemars")]
+        pub struct __IdemArgs<#(#params),*> {
+            #(#fields,)*
+        }
+        const _: () = {
+            #(#checks)*
+        };
+    };
+    let unpack = quote! {
+        let __IdemArgs { #(#unpack,)* } = __idem_args;
+    };
+    (quote!(__IdemArgs<#(#concrete),*>), def, unpack)
+}
+
+/// The user's function, untouched but for its name, the attributes the
+/// macro consumed, and the state type of a state-generic context.
+fn inner_fn(item: &ItemFn, generic_state: Option<&TokenStream>) -> TokenStream {
+    let attrs = item
+        .attrs
+        .iter()
+        .filter(|a| !a.path().is_ident("doc") && !a.path().is_ident("cfg"));
+    let inputs = item.sig.inputs.iter().map(|arg| match arg {
+        FnArg::Typed(pt) => {
+            let attrs = pt.attrs.iter().filter(|a| {
+                let p = a.path();
+                !(p.is_ident("doc")
+                    || p.is_ident("args")
+                    || p.is_ident("serde")
+                    || p.is_ident("schemars"))
+            });
+            let pat = &pt.pat;
+            let mut ty = (*pt.ty).clone();
+            if generic_state.is_some() {
+                add_state_param(&mut ty);
+            }
+            quote!(#(#attrs)* #pat: #ty)
+        }
+        FnArg::Receiver(r) => quote!(#r),
+    });
+    let generics = generic_state.map(|bound| quote!(<#bound>));
+    let name = &item.sig.ident;
+    let output = &item.sig.output;
+    let asyncness = &item.sig.asyncness;
+    let block = &item.block;
+    quote! {
+        #(#attrs)*
+        #asyncness fn #name #generics (#(#inputs),*) #output #block
+    }
+}
+
+/// `&WriteCtx` → `&WriteCtx<__S>`: leaves every other type alone.
+fn add_state_param(ty: &mut Type) {
+    let Type::Reference(r) = ty else { return };
+    let Type::Path(tp) = &mut *r.elem else { return };
+    let Some(last) = tp.path.segments.last_mut() else {
+        return;
+    };
+    if (last.ident == "Ctx" || last.ident == "WriteCtx") && last.arguments.is_none() {
+        let s = syn::Ident::new("__S", Span::call_site());
+        last.arguments = PathArguments::AngleBracketed(syn::parse_quote!(<#s>));
+    }
+}
+
+fn write_options(attrs: &Attrs) -> TokenStream {
+    let millis = |ms: u64| quote!(::core::time::Duration::from_millis(#ms));
+    let mut chain = quote!(::idem::__private::WriteOptions::new());
+    if let Some(d) = &attrs.lease {
+        let d = millis(d.millis);
+        chain = quote!(#chain.lease(#d));
+    }
+    if let Some(d) = &attrs.ttl {
+        let d = millis(d.millis);
+        chain = quote!(#chain.ttl(#d));
+    }
+    if let Some(d) = &attrs.max_hold {
+        let d = millis(d.millis);
+        chain = quote!(#chain.max_hold(#d));
+    }
+    if let Some(scope) = &attrs.scope {
+        let scope = match scope {
+            Scope::Run => quote!(::idem::__private::ScopeKind::Run),
+            Scope::Global => quote!(::idem::__private::ScopeKind::Global),
+        };
+        chain = quote!(#chain.scope(#scope));
+    }
+    if let Some(version) = attrs.version {
+        chain = quote!(#chain.version(#version));
+    }
+    if let Some((_, fields)) = &attrs.key {
+        let names = fields.iter().map(|f| f.unraw().to_string());
+        chain = quote!(#chain.key_fields(&[#(#names),*]));
+    }
+    if let Some(on) = &attrs.on_in_flight {
+        let on = match on {
+            InFlight::Reject => quote!(::idem::__private::OnInFlight::Reject),
+            InFlight::Wait(d) => {
+                let d = millis(d.millis);
+                quote!(::idem::__private::OnInFlight::Wait(#d))
+            }
+        };
+        chain = quote!(#chain.on_in_flight(#on));
+    }
+    if let Some(b) = &attrs.destructive {
+        chain = quote!(#chain.destructive(#b));
+    }
+    if let Some(b) = &attrs.open_world {
+        chain = quote!(#chain.open_world(#b));
+    }
+    chain
+}

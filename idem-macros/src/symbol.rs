@@ -1,0 +1,36 @@
+//! The attribute keys, named once.
+
+pub(crate) const NAME: &str = "name";
+pub(crate) const DESCRIPTION: &str = "description";
+pub(crate) const LEASE: &str = "lease";
+pub(crate) const TTL: &str = "ttl";
+pub(crate) const MAX_HOLD: &str = "max_hold";
+pub(crate) const SCOPE: &str = "scope";
+pub(crate) const KEY: &str = "key";
+pub(crate) const VERSION: &str = "version";
+pub(crate) const ON_IN_FLIGHT: &str = "on_in_flight";
+pub(crate) const PERMANENT_ERRORS: &str = "permanent_errors";
+pub(crate) const DESTRUCTIVE: &str = "destructive";
+pub(crate) const OPEN_WORLD: &str = "open_world";
+
+/// The parameter attribute that marks the one arguments struct.
+pub(crate) const ARGS: &str = "args";
+
+/// Keys both macros accept.
+pub(crate) const READ_KEYS: &[&str] = &[NAME, DESCRIPTION];
+
+/// Keys `#[write_tool]` accepts.
+pub(crate) const WRITE_KEYS: &[&str] = &[
+    NAME,
+    DESCRIPTION,
+    LEASE,
+    TTL,
+    MAX_HOLD,
+    SCOPE,
+    KEY,
+    VERSION,
+    ON_IN_FLIGHT,
+    PERMANENT_ERRORS,
+    DESTRUCTIVE,
+    OPEN_WORLD,
+];

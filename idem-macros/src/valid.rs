@@ -1,0 +1,209 @@
+//! Every rule CONTRACT.md §2 sets, each reported at the offending tokens.
+
+use quote::ToTokens;
+use syn::ReturnType;
+
+use crate::Kind;
+use crate::ast::{CtxKind, Param, ToolFn};
+use crate::attr::Attrs;
+use crate::ctxt::Ctxt;
+
+/// The name every provider accepts: `^[A-Za-z_][A-Za-z0-9_-]{0,63}$`.
+pub(crate) fn valid_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    matches!(b.first(), Some(c) if c.is_ascii_alphabetic() || *c == b'_')
+        && b.len() <= 64
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'-')
+}
+
+pub(crate) fn check(cx: &mut Ctxt, kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs) {
+    let sig = &tool.item.sig;
+    let attr = kind.attr_name();
+
+    if sig.asyncness.is_none() {
+        cx.error_spanned_by(
+            sig.fn_token,
+            format!(
+                "a `#[{attr}]` function must be `async`: write `async fn {}(..)`",
+                sig.ident
+            ),
+        );
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        cx.error_spanned_by(
+            &sig.generics,
+            "a tool function cannot be generic: give its parameters concrete types. For a tool usable with any application state, write the context without a state type (`&Ctx` / `&WriteCtx`)",
+        );
+    }
+    if let Some(variadic) = &sig.variadic {
+        cx.error_spanned_by(variadic, "a tool function cannot be variadic");
+    }
+    check_return(cx, attr, &sig.output);
+    check_name(cx, tool, attrs);
+    if attrs.description.is_none() && tool.doc.is_none() {
+        cx.error_spanned_by(
+            &sig.ident,
+            format!(
+                "tool `{}` has no description: add a doc comment (`/// What it does and when to call it.`) or `#[{attr}(description = \"...\")]`; the model reads it to decide when to call the tool",
+                sig.ident
+            ),
+        );
+    }
+    check_params(cx, kind, tool);
+    if let Some((_, fields)) = &attrs.key {
+        check_key_fields(cx, tool, fields);
+    }
+}
+
+fn check_return(cx: &mut Ctxt, attr: &str, output: &ReturnType) {
+    let message = format!(
+        "a `#[{attr}]` function must return `Result<T, E>`: `T` is the result the model reads (it must be `Serialize`), `E` the error it reads instead (it must be `Display`)"
+    );
+    match output {
+        ReturnType::Default => cx.error_at(
+            proc_macro2::Span::call_site(),
+            format!("{message}; this function returns `()`"),
+        ),
+        ReturnType::Type(_, ty) => {
+            // `Result<T, E>`, or an alias like `anyhow::Result<T>` or
+            // `io::Result<T>`; anything else is surely not a `Result`.
+            let named_result = match &**ty {
+                syn::Type::Path(tp) => tp
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident.to_string().ends_with("Result")),
+                _ => false,
+            };
+            if !named_result {
+                cx.error_spanned_by(ty, message);
+            }
+        }
+    }
+}
+
+fn check_name(cx: &mut Ctxt, tool: &ToolFn<'_>, attrs: &Attrs) {
+    let (name, tokens) = match &attrs.name {
+        Some(lit) => (lit.value(), lit.to_token_stream()),
+        None => (
+            tool.item.sig.ident.unraw_string(),
+            tool.item.sig.ident.to_token_stream(),
+        ),
+    };
+    if name.len() > 64 {
+        cx.error_spanned_by(
+            tokens,
+            format!(
+                "the tool name `{name}` is {} bytes long; providers accept at most 64: choose a shorter `name = \"...\"`",
+                name.len()
+            ),
+        );
+    } else if !valid_name(&name) {
+        cx.error_spanned_by(
+            tokens,
+            format!(
+                "invalid tool name `{name}`: use ASCII letters, digits, `_` and `-`, starting with a letter or `_` (what OpenAI, Anthropic, Gemini and MCP all accept)"
+            ),
+        );
+    }
+}
+
+trait UnrawString {
+    fn unraw_string(&self) -> String;
+}
+
+impl UnrawString for syn::Ident {
+    fn unraw_string(&self) -> String {
+        use syn::ext::IdentExt;
+        self.unraw().to_string()
+    }
+}
+
+fn check_params(cx: &mut Ctxt, kind: Kind, tool: &ToolFn<'_>) {
+    let mut ctx_seen = false;
+    let mut args_seen = false;
+    let has_flat = tool.flat().next().is_some();
+    for param in &tool.params {
+        match param {
+            Param::Receiver { arg } => cx.error_spanned_by(
+                arg,
+                "a tool is a free function, not a method: remove `self` and reach shared state through the context (`ctx.state()`)",
+            ),
+            Param::Unnamed { arg } => cx.error_spanned_by(
+                arg,
+                "a tool parameter must be a plain name (`query: String`): it becomes a property of the tool's JSON schema. To take a struct apart, mark it `#[args]` and destructure it in the body",
+            ),
+            Param::Ctx(c) => {
+                if ctx_seen {
+                    cx.error_spanned_by(c.ty, "a tool takes at most one context parameter");
+                }
+                ctx_seen = true;
+                match (kind, c.kind) {
+                    (Kind::Read, CtxKind::Write) => cx.error_spanned_by(
+                        c.ty,
+                        "`&WriteCtx` belongs to `#[write_tool]`: a `#[read_tool]` takes `&Ctx<S>` or no context. If this tool has side effects, make it a `#[write_tool]`",
+                    ),
+                    (Kind::Write, CtxKind::Read) => cx.error_spanned_by(
+                        c.ty,
+                        "a `#[write_tool]` takes `&WriteCtx<S>`, not `&Ctx<S>`: its `idem_key()` is what you pass downstream (e.g. as a payment API's Idempotency-Key), so that even a duplicate that slips past the store is caught there",
+                    ),
+                    _ if !c.shared_ref => cx.error_spanned_by(
+                        c.ty,
+                        format!(
+                            "take the context by shared reference: `ctx: &{}<..>`",
+                            c.kind.type_name()
+                        ),
+                    ),
+                    _ => {}
+                }
+            }
+            Param::Args { marker, .. } => {
+                if args_seen {
+                    cx.error_spanned_by(
+                        marker,
+                        "only one parameter can be `#[args]`: it holds all of the tool's arguments",
+                    );
+                } else if has_flat {
+                    cx.error_spanned_by(
+                        marker,
+                        "`#[args]` takes all the arguments in one struct, so it cannot be mixed with other argument parameters: move them into the struct, or drop `#[args]` and list every argument as a parameter",
+                    );
+                }
+                args_seen = true;
+            }
+            Param::Flat { .. } => {}
+        }
+    }
+    if kind == Kind::Write && !tool.params.iter().any(|p| matches!(p, Param::Ctx(_))) {
+        cx.error_spanned_by(
+            &tool.item.sig.ident,
+            format!(
+                "a `#[write_tool]` must take the idempotency context: add a parameter `ctx: &WriteCtx<YourState>` (or `&WriteCtx` for any state) and pass `ctx.idem_key()` downstream, e.g. as a payment API's Idempotency-Key, so that a retry of `{}` is recognised there too",
+                tool.item.sig.ident
+            ),
+        );
+    }
+}
+
+fn check_key_fields(cx: &mut Ctxt, tool: &ToolFn<'_>, fields: &[syn::Ident]) {
+    if tool.args_param().is_some() {
+        // The struct's fields are not visible here; `Registry::build`
+        // checks them against the schema.
+        return;
+    }
+    for (i, field) in fields.iter().enumerate() {
+        if fields[..i].contains(field) {
+            cx.error_spanned_by(field, format!("`{field}` is listed twice in `key`"));
+        } else if !tool.flat().any(|(ident, _)| ident == field) {
+            let names: Vec<String> = tool.flat().map(|(i, _)| format!("`{i}`")).collect();
+            cx.error_spanned_by(
+                field,
+                format!(
+                    "`key` names `{field}`, which is not a parameter of this tool; the parameters are {}",
+                    if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+                ),
+            );
+        }
+    }
+}

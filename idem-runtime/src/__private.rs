@@ -1,0 +1,152 @@
+//! What the macros' generated code reaches through. Not a public API: it
+//! changes without notice.
+
+use std::future::Future;
+
+pub use schemars;
+pub use serde;
+pub use serde_json;
+
+pub use crate::registry::{CallThroughRegistry, Erased, InvalidTool, marker};
+pub use crate::{Ctx, IntoTool, OnInFlight, ScopeKind, ToolInfo, WriteCtx, WriteOptions};
+use crate::{ReadArgs, ReadOutput, ReadTool, ToolFailure, WriteArgs, WriteOutput, WriteTool};
+
+/// Splits a tool function's return type alias into its result and error.
+#[diagnostic::on_unimplemented(
+    message = "a tool must return `Result<T, E>`, not `{Self}`",
+    label = "not a `Result`",
+    note = "`T` is what the model reads back (it must be `Serialize`), `E` the error it reads instead (it must be `Display`)"
+)]
+pub trait ToolResult {
+    type Ok;
+    type Err;
+}
+
+impl<T, E> ToolResult for Result<T, E> {
+    type Ok = T;
+    type Err = E;
+}
+
+/// What `#[read_tool]` implements: [`ReadTool`] without the bounds on its
+/// types, which the spanned checks below report one sentence each; a
+/// blanket implementation makes every such tool a `ReadTool`.
+pub trait ReadToolFn<S>: Send + Sync + 'static {
+    type Args;
+    type Output;
+    type Error;
+    fn info(&self) -> ToolInfo;
+    fn call(
+        &self,
+        args: Self::Args,
+        ctx: &Ctx<S>,
+    ) -> impl Future<Output = Result<Self::Output, Self::Error>> + Send;
+}
+
+/// What `#[write_tool]` implements; see [`ReadToolFn`].
+pub trait WriteToolFn<S>: Send + Sync + 'static {
+    type Args;
+    type Output;
+    type Error;
+    fn info(&self) -> ToolInfo;
+    fn options(&self) -> WriteOptions;
+    fn is_permanent(&self, error: &Self::Error) -> bool;
+    fn call(
+        &self,
+        args: Self::Args,
+        ctx: &WriteCtx<S>,
+    ) -> impl Future<Output = Result<Self::Output, Self::Error>> + Send;
+}
+
+impl<S, T> ReadTool<S> for T
+where
+    T: ReadToolFn<S>,
+    T::Args: ReadArgs + Send,
+    T::Output: ReadOutput + Send,
+    T::Error: ToolFailure + Send,
+{
+    type Args = T::Args;
+    type Output = T::Output;
+    type Error = T::Error;
+
+    fn info(&self) -> ToolInfo {
+        ReadToolFn::info(self)
+    }
+
+    fn call(
+        &self,
+        args: T::Args,
+        ctx: &Ctx<S>,
+    ) -> impl Future<Output = Result<T::Output, T::Error>> + Send {
+        ReadToolFn::call(self, args, ctx)
+    }
+}
+
+impl<S, T> WriteTool<S> for T
+where
+    T: WriteToolFn<S>,
+    T::Args: WriteArgs + Send,
+    T::Output: WriteOutput + Send,
+    T::Error: ToolFailure + Send,
+{
+    type Args = T::Args;
+    type Output = T::Output;
+    type Error = T::Error;
+
+    fn info(&self) -> ToolInfo {
+        WriteToolFn::info(self)
+    }
+
+    fn options(&self) -> WriteOptions {
+        WriteToolFn::options(self)
+    }
+
+    fn is_permanent(&self, error: &T::Error) -> bool {
+        WriteToolFn::is_permanent(self, error)
+    }
+
+    fn call(
+        &self,
+        args: T::Args,
+        ctx: &WriteCtx<S>,
+    ) -> impl Future<Output = Result<T::Output, T::Error>> + Send {
+        WriteToolFn::call(self, args, ctx)
+    }
+}
+
+/// Spanned checks the macros emit at the user's types, so that a missing
+/// trait reads as a sentence about that type.
+pub const fn assert_read_args<T: ReadArgs>() {}
+/// See [`assert_read_args`].
+pub const fn assert_write_args<T: WriteArgs>() {}
+/// See [`assert_read_args`].
+pub const fn assert_read_output<T: ReadOutput>() {}
+/// See [`assert_read_args`].
+pub const fn assert_write_output<T: WriteOutput>() {}
+/// See [`assert_read_args`].
+pub const fn assert_failure<T: ToolFailure>() {}
+
+/// What a `#[read_tool]` parameter's type must be.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a read tool's parameter: it must implement `Deserialize` and `JsonSchema`",
+    label = "the type of this parameter",
+    note = "each parameter is a property of the tool's JSON schema, deserialized from the model's JSON: add `#[derive(Deserialize, JsonSchema)]` to `{Self}`"
+)]
+pub trait ReadParam: serde::de::DeserializeOwned + schemars::JsonSchema {}
+impl<T: serde::de::DeserializeOwned + schemars::JsonSchema> ReadParam for T {}
+
+/// What a `#[write_tool]` parameter's type must be.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a write tool's parameter: it must implement `Serialize`, `Deserialize` and `JsonSchema`",
+    label = "the type of this parameter",
+    note = "each parameter is a property of the tool's JSON schema, deserialized from the model's JSON and re-serialized to derive the idempotency key: add `#[derive(Serialize, Deserialize, JsonSchema)]` to `{Self}`"
+)]
+pub trait WriteParam:
+    serde::Serialize + serde::de::DeserializeOwned + schemars::JsonSchema
+{
+}
+impl<T: serde::Serialize + serde::de::DeserializeOwned + schemars::JsonSchema> WriteParam for T {}
+
+/// See [`assert_read_args`].
+pub const fn assert_read_param<T: ReadParam>() {}
+/// See [`assert_read_args`].
+pub const fn assert_write_param<T: WriteParam>() {}

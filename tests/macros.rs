@@ -1,0 +1,315 @@
+//! `#[read_tool]` and `#[write_tool]` as a user writes them (CONTRACT.md §2).
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use idem::prelude::*;
+use idem::{OnInFlight, ToolKind};
+use serde_json::json;
+
+#[derive(Default)]
+struct Shop {
+    products: Vec<Product>,
+    charges: Mutex<Vec<(u64, String)>>,
+    declines: AtomicU32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+struct Product {
+    sku: String,
+    name: String,
+}
+
+#[derive(Debug)]
+struct ShopError(String);
+
+impl std::fmt::Display for ShopError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Search the product catalogue by free text.
+#[read_tool]
+async fn search(
+    /// Words to look for.
+    query: String,
+    /// At most this many hits (default 10).
+    limit: Option<u32>,
+    ctx: &Ctx<Shop>,
+) -> Result<Vec<Product>, ShopError> {
+    let hits = ctx
+        .state()
+        .products
+        .iter()
+        .filter(|p| p.name.contains(&query))
+        .take(limit.unwrap_or(10) as usize)
+        .cloned()
+        .collect();
+    Ok(hits)
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct ChargeArgs {
+    /// Amount in minor units (cents).
+    amount: u64,
+    currency: String,
+    customer_id: String,
+}
+
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct Receipt {
+    charge: usize,
+    key: String,
+    attempt: u32,
+}
+
+fn declined(e: &ShopError) -> bool {
+    e.0.starts_with("declined")
+}
+
+/// Charge a customer's card.
+#[write_tool(lease = "5s", ttl = "1h", permanent_errors = declined, destructive = false)]
+async fn charge_card(#[args] a: ChargeArgs, ctx: &WriteCtx<Shop>) -> Result<Receipt, ShopError> {
+    if a.amount == 0 {
+        ctx.state().declines.fetch_add(1, Ordering::SeqCst);
+        return Err(ShopError("declined: zero amount".into()));
+    }
+    let mut charges = ctx
+        .state()
+        .charges
+        .lock()
+        .map_err(|e| ShopError(e.to_string()))?;
+    charges.push((a.amount, ctx.idem_key().to_string()));
+    Ok(Receipt {
+        charge: charges.len(),
+        key: ctx.idem_key().to_string(),
+        attempt: ctx.attempt(),
+    })
+}
+
+/// Send the welcome mail to a user, once ever.
+#[write_tool(
+    name = "send-welcome",
+    scope = "global",
+    version = 2,
+    key = [user_id],
+    on_in_flight = "wait(2s)",
+    open_world = true,
+    max_hold = "1m"
+)]
+async fn welcome(user_id: u64, locale: Option<String>, ctx: &WriteCtx) -> Result<String, String> {
+    Ok(format!(
+        "welcome {user_id} ({}) in run {}",
+        locale.unwrap_or_else(|| "en".into()),
+        ctx.run_id()
+    ))
+}
+
+/// Tell the time; needs no arguments and no state.
+#[read_tool(description = "Report the server's idea of the time.")]
+async fn clock() -> Result<&'static str, std::convert::Infallible> {
+    Ok("noon")
+}
+
+fn shop() -> Shop {
+    Shop {
+        products: vec![
+            Product {
+                sku: "a1".into(),
+                name: "red apple".into(),
+            },
+            Product {
+                sku: "p1".into(),
+                name: "green pear".into(),
+            },
+        ],
+        ..Shop::default()
+    }
+}
+
+fn registry() -> Registry<Shop> {
+    Registry::builder(shop())
+        .namespace("shop-test")
+        .tool(search)
+        .tool(charge_card)
+        .tool(welcome)
+        .tool(clock)
+        .build()
+        .expect("registry")
+}
+
+#[tokio::test]
+async fn read_tool_with_flat_parameters() {
+    let registry = registry();
+    let hits = registry
+        .call("r", "search", json!({"query": "apple"}))
+        .await
+        .expect("search");
+    assert_eq!(hits, json!([{"sku": "a1", "name": "red apple"}]));
+    let none = registry
+        .call("r", "search", json!({"query": "e", "limit": 0}))
+        .await
+        .expect("search");
+    assert_eq!(none, json!([]));
+    let bad = registry.call("r", "search", json!({"limit": 3})).await;
+    assert!(
+        matches!(bad, Err(ToolError::InvalidArgs { message, .. }) if message == "missing field `query`")
+    );
+}
+
+#[tokio::test]
+async fn write_tool_runs_once_and_replays() {
+    let registry = registry();
+    let args = json!({"amount": 100, "currency": "usd", "customer_id": "cus_1"});
+    let first = registry
+        .call("run-42", "charge_card", args.clone())
+        .await
+        .expect("charge");
+    let reordered = json!({"customer_id": "cus_1", "currency": "usd", "amount": 100});
+    let again = registry
+        .call("run-42", "charge_card", reordered)
+        .await
+        .expect("replay");
+    assert_eq!(first, again);
+    let charges = registry.state().charges.lock().expect("lock").clone();
+    assert_eq!(charges.len(), 1);
+    let (key, _) = registry
+        .identify("run-42", "charge_card", args)
+        .expect("id")
+        .expect("write");
+    assert_eq!(
+        charges[0].1,
+        key.as_str(),
+        "ctx.idem_key() is the stored key"
+    );
+    assert_eq!(first["key"], key.as_str());
+}
+
+#[tokio::test]
+async fn permanent_errors_are_recorded() {
+    let registry = registry();
+    let args = json!({"amount": 0, "currency": "usd", "customer_id": "cus_1"});
+    for _ in 0..3 {
+        let err = registry
+            .call("r", "charge_card", args.clone())
+            .await
+            .expect_err("declined");
+        assert!(
+            matches!(
+                err,
+                ToolError::Failed {
+                    permanent: true,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+    assert_eq!(registry.state().declines.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn attribute_settings_reach_the_wrapper() {
+    let registry = registry();
+    let a = registry
+        .call(
+            "run-a",
+            "send-welcome",
+            json!({"user_id": 7, "locale": "nb"}),
+        )
+        .await
+        .expect("first");
+    // Global scope: another run replays the same result.
+    let b = registry
+        .call(
+            "run-b",
+            "send-welcome",
+            json!({"user_id": 7, "locale": "nb"}),
+        )
+        .await
+        .expect("replay");
+    assert_eq!(a, json!("welcome 7 (nb) in run run-a"));
+    assert_eq!(a, b);
+    // Keyed on user_id alone: another locale is a conflict, not a second mail.
+    let c = registry
+        .call("run-c", "send-welcome", json!({"user_id": 7}))
+        .await;
+    assert!(matches!(c, Err(ToolError::KeyConflict { .. })), "{c:?}");
+    let (key, _) = registry
+        .identify("any", "send-welcome", json!({"user_id": 7}))
+        .expect("id")
+        .expect("write");
+    let expected = IdemKey::derive(Scope::Global, "send-welcome", 2, &json!({"user_id": 7}))
+        .with_namespace("shop-test");
+    assert_eq!(key, expected);
+}
+
+#[tokio::test]
+async fn tools_without_arguments_or_state() {
+    let registry = registry();
+    assert_eq!(
+        registry
+            .call("r", "clock", serde_json::Value::Null)
+            .await
+            .expect("clock"),
+        json!("noon")
+    );
+    // A state-generic tool registers with any state.
+    let other = Registry::builder(42u8)
+        .tool(clock)
+        .tool(welcome)
+        .build()
+        .expect("registry");
+    assert_eq!(
+        other.call("r", "clock", json!({})).await.expect("clock"),
+        json!("noon")
+    );
+}
+
+#[test]
+fn definitions_describe_every_tool() {
+    let registry = registry();
+    let defs = registry.definitions();
+    let names: Vec<_> = defs.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, ["search", "charge_card", "send-welcome", "clock"]);
+    let search = &defs[0];
+    assert_eq!(search.kind, ToolKind::Read);
+    assert_eq!(
+        search.description,
+        "Search the product catalogue by free text."
+    );
+    assert_eq!(
+        search.input_schema,
+        json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Words to look for."},
+                "limit": {
+                    "type": ["integer", "null"],
+                    "format": "uint32",
+                    "minimum": 0,
+                    "description": "At most this many hits (default 10)."
+                }
+            },
+            "required": ["query"]
+        })
+    );
+    let charge = &defs[1];
+    assert_eq!(charge.kind, ToolKind::Write);
+    assert!(!charge.destructive);
+    assert_eq!(
+        charge.input_schema["required"],
+        json!(["amount", "currency", "customer_id"])
+    );
+    assert_eq!(
+        charge.input_schema["properties"]["amount"]["description"],
+        "Amount in minor units (cents)."
+    );
+    assert_eq!(defs[3].description, "Report the server's idea of the time.");
+    assert_eq!(
+        defs[3].input_schema,
+        json!({"type": "object", "properties": {}, "required": []})
+    );
+    let _ = OnInFlight::Reject;
+}

@@ -1,0 +1,10 @@
+use idem::prelude::*;
+
+/// Pay an order.
+#[write_tool]
+async fn pay(order_id: String, ctx: &WriteCtx, again: &WriteCtx) -> Result<(), String> {
+    let _ = (order_id, ctx, again);
+    Ok(())
+}
+
+fn main() {}

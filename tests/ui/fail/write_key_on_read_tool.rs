@@ -1,0 +1,9 @@
+use idem::prelude::*;
+
+/// Look a customer up.
+#[read_tool(lease = "5s")]
+async fn find_customer(id: String) -> Result<String, String> {
+    Ok(id)
+}
+
+fn main() {}
