@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use idem::prelude::*;
-use idem::{ToolInfo, WriteOptions};
+use idem::{ToolInfo, WriteOptions, WriteTool};
 use serde_json::json;
 
 /// A payment provider that honours `Idempotency-Key`, as Stripe does.

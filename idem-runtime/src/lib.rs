@@ -17,6 +17,7 @@ mod engine;
 mod error;
 mod key;
 mod registry;
+mod render;
 mod schema;
 pub mod store;
 mod tool;
@@ -29,6 +30,7 @@ pub use crate::ctx::{Ctx, WriteCtx};
 pub use crate::error::{BoxError, RegistryError, StoreError, ToolError};
 pub use crate::key::{Fingerprint, IdemKey, Scope, ScopeKind};
 pub use crate::registry::{IntoTool, Registry, RegistryBuilder, valid_tool_name};
+pub use crate::render::RenderError;
 pub use crate::store::memory::MemoryStore;
 pub use crate::store::{Claim, DynIdemStore, Entry, IdemStore, LeaseToken};
 pub use crate::tool::{

@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::engine::{self, Resolved, Shared};
 use crate::error::{RegistryError, ToolError};
 use crate::key::{Fingerprint, IdemKey};
+use crate::render::RenderError;
 use crate::schema;
 use crate::store::memory::MemoryStore;
 use crate::store::{BoxFuture, DynIdemStore, IdemStore};
@@ -108,6 +109,41 @@ impl<S: Send + Sync + 'static> Registry<S> {
     /// The registered tools, in registration order.
     pub fn definitions(&self) -> &[ToolDef] {
         &self.inner.definitions
+    }
+
+    /// The tools for OpenAI Chat Completions' `tools`.
+    pub fn openai_tools(&self) -> Value {
+        self.render(ToolDef::openai)
+    }
+
+    /// The tools for OpenAI with `"strict": true` (structured outputs):
+    /// fails, naming the tool and field, if a schema cannot be strict.
+    pub fn openai_tools_strict(&self) -> Result<Value, RenderError> {
+        self.definitions()
+            .iter()
+            .map(ToolDef::openai_strict)
+            .collect::<Result<Vec<_>, _>>()
+            .map(Value::Array)
+    }
+
+    /// The tools for Anthropic Messages' `tools`.
+    pub fn anthropic_tools(&self) -> Value {
+        self.render(ToolDef::anthropic)
+    }
+
+    /// The tools for Gemini's `tools`: one entry holding every
+    /// `functionDeclarations`.
+    pub fn gemini_tools(&self) -> Value {
+        serde_json::json!([{ "functionDeclarations": self.render(ToolDef::gemini) }])
+    }
+
+    /// The tools as MCP `tools/list` lists them.
+    pub fn mcp_tools(&self) -> Value {
+        self.render(ToolDef::mcp)
+    }
+
+    fn render(&self, f: fn(&ToolDef) -> Value) -> Value {
+        Value::Array(self.definitions().iter().map(f).collect())
     }
 
     /// The application state.

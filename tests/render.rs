@@ -1,0 +1,210 @@
+//! The four tool formats, rendered from one registry and compared with the
+//! golden files in `tests/golden/`. After a deliberate change, rewrite them
+//! with `IDEM_BLESS=1 cargo test --test render` and read the diff.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use idem::prelude::*;
+use serde_json::{Value, json};
+
+/// Search the catalogue.
+#[read_tool]
+async fn search(
+    /// Words to look for.
+    query: String,
+    /// At most this many hits.
+    limit: Option<u32>,
+) -> Result<Vec<String>, String> {
+    Ok(vec![query; limit.unwrap_or(1) as usize])
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct ShipArgs {
+    /// The order to ship.
+    order_id: String,
+    /// Where to.
+    to: Address,
+    /// What, in which quantities.
+    lines: Vec<Line>,
+    /// How fast.
+    speed: Speed,
+    /// Who pays for it.
+    payer: Payer,
+    /// A note for the courier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+    /// Where to send the invoice, if not `to`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    billing: Option<Address>,
+}
+
+/// A postal address.
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Address {
+    city: String,
+    zip: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Line {
+    sku: String,
+    qty: u32,
+}
+
+/// Delivery speed.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Speed {
+    Standard,
+    Express,
+}
+
+/// Who pays.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Payer {
+    /// The customer.
+    Customer { customer_id: String },
+    /// The shop, under a budget code.
+    Shop { budget: String },
+}
+
+/// Ship an order.
+#[write_tool(destructive = false, open_world = true)]
+async fn ship(#[args] a: ShipArgs, ctx: &WriteCtx) -> Result<String, String> {
+    Ok(format!("{} {}", a.order_id, ctx.idem_key()))
+}
+
+/// Tag a customer.
+#[write_tool(open_world = false)]
+async fn tag(
+    /// The customer.
+    customer_id: String,
+    /// Free-form labels.
+    labels: BTreeMap<String, String>,
+    ctx: &WriteCtx,
+) -> Result<usize, String> {
+    let _ = (customer_id, ctx);
+    Ok(labels.len())
+}
+
+fn registry(with_map: bool) -> Registry<()> {
+    let builder = Registry::builder(()).tool(search).tool(ship);
+    let builder = if with_map { builder.tool(tag) } else { builder };
+    builder.build().expect("registry")
+}
+
+fn golden(name: &str, actual: &Value) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(format!("{name}.json"));
+    let text = serde_json::to_string_pretty(actual).expect("json") + "\n";
+    if std::env::var_os("IDEM_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, &text).expect("write golden file");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; create it with IDEM_BLESS=1", path.display()));
+    assert!(
+        expected == text,
+        "{name} differs from {}; if the change is intended, rerun with IDEM_BLESS=1\n--- expected\n{expected}\n--- actual\n{text}",
+        path.display()
+    );
+}
+
+#[test]
+fn openai() {
+    golden("openai", &registry(true).openai_tools());
+}
+
+#[test]
+fn openai_strict() {
+    golden(
+        "openai_strict",
+        &registry(false).openai_tools_strict().expect("strict"),
+    );
+}
+
+#[test]
+fn anthropic() {
+    golden("anthropic", &registry(true).anthropic_tools());
+}
+
+#[test]
+fn gemini() {
+    golden("gemini", &registry(true).gemini_tools());
+}
+
+#[test]
+fn mcp() {
+    golden("mcp", &registry(true).mcp_tools());
+}
+
+#[test]
+fn strict_mode_refuses_free_form_maps_naming_the_field() {
+    let err = registry(true)
+        .openai_tools_strict()
+        .expect_err("a map cannot be strict");
+    assert_eq!(err.tool, "tag");
+    assert_eq!(err.field, "labels");
+    assert!(err.to_string().contains("free-form keys"), "{err}");
+}
+
+/// Structural checks the golden files could hide.
+#[test]
+fn strict_schemas_are_closed_and_fully_required() {
+    fn walk(schema: &Value, at: &str) {
+        if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+            assert_eq!(schema["additionalProperties"], json!(false), "{at}");
+            let required: Vec<&str> = schema["required"]
+                .as_array()
+                .expect("required")
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            for (name, prop) in props {
+                assert!(required.contains(&name.as_str()), "{at}.{name} not required");
+                walk(prop, &format!("{at}.{name}"));
+            }
+        }
+        for key in ["items", "anyOf", "$defs"] {
+            match schema.get(key) {
+                Some(Value::Array(vs)) => vs.iter().for_each(|v| walk(v, at)),
+                Some(Value::Object(m)) if key == "$defs" => m.values().for_each(|v| walk(v, at)),
+                Some(v @ Value::Object(_)) => walk(v, at),
+                _ => {}
+            }
+        }
+        assert!(schema.get("oneOf").is_none(), "{at}: oneOf left");
+        assert!(schema.get("format").and_then(Value::as_str) != Some("uint32"), "{at}");
+    }
+    let tools = registry(false).openai_tools_strict().expect("strict");
+    for tool in tools.as_array().expect("array") {
+        walk(&tool["function"]["parameters"], tool["function"]["name"].as_str().expect("name"));
+    }
+    // An optional field is required but nullable.
+    let ship = &tools[1]["function"]["parameters"]["properties"];
+    assert_eq!(ship["note"]["type"], json!(["string", "null"]));
+}
+
+#[test]
+fn gemini_has_no_refs_or_json_schema_only_keywords() {
+    fn walk(v: &Value) {
+        match v {
+            Value::Object(m) => {
+                for banned in ["$ref", "$defs", "additionalProperties", "oneOf", "$schema", "const"] {
+                    assert!(!m.contains_key(banned), "{banned} in {v}");
+                }
+                if let Some(t) = m.get("type") {
+                    assert!(t.is_string(), "type arrays are not Gemini: {v}");
+                }
+                m.values().for_each(walk);
+            }
+            Value::Array(a) => a.iter().for_each(walk),
+            _ => {}
+        }
+    }
+    walk(&registry(true).gemini_tools());
+}
