@@ -165,7 +165,10 @@ fn strict_schemas_are_closed_and_fully_required() {
                 .filter_map(Value::as_str)
                 .collect();
             for (name, prop) in props {
-                assert!(required.contains(&name.as_str()), "{at}.{name} not required");
+                assert!(
+                    required.contains(&name.as_str()),
+                    "{at}.{name} not required"
+                );
                 walk(prop, &format!("{at}.{name}"));
             }
         }
@@ -178,11 +181,17 @@ fn strict_schemas_are_closed_and_fully_required() {
             }
         }
         assert!(schema.get("oneOf").is_none(), "{at}: oneOf left");
-        assert!(schema.get("format").and_then(Value::as_str) != Some("uint32"), "{at}");
+        assert!(
+            schema.get("format").and_then(Value::as_str) != Some("uint32"),
+            "{at}"
+        );
     }
     let tools = registry(false).openai_tools_strict().expect("strict");
     for tool in tools.as_array().expect("array") {
-        walk(&tool["function"]["parameters"], tool["function"]["name"].as_str().expect("name"));
+        walk(
+            &tool["function"]["parameters"],
+            tool["function"]["name"].as_str().expect("name"),
+        );
     }
     // An optional field is required but nullable.
     let ship = &tools[1]["function"]["parameters"]["properties"];
@@ -194,7 +203,14 @@ fn gemini_has_no_refs_or_json_schema_only_keywords() {
     fn walk(v: &Value) {
         match v {
             Value::Object(m) => {
-                for banned in ["$ref", "$defs", "additionalProperties", "oneOf", "$schema", "const"] {
+                for banned in [
+                    "$ref",
+                    "$defs",
+                    "additionalProperties",
+                    "oneOf",
+                    "$schema",
+                    "const",
+                ] {
                     assert!(!m.contains_key(banned), "{banned} in {v}");
                 }
                 if let Some(t) = m.get("type") {
