@@ -1,10 +1,10 @@
 //! The attribute macros of [idem](https://docs.rs/idem): `#[read_tool]` and
 //! `#[write_tool]`. Use them through the `idem` crate, which documents them.
 //!
-//! Each runs parse → validate → expand: [`attr`] reads the attribute's
-//! keys, [`ast`] classifies the function's parameters, [`valid`] checks
+//! Each runs parse → validate → expand: `attr` reads the attribute's
+//! keys, `ast` classifies the function's parameters, `valid` checks
 //! every rule and reports all violations at once at the offending tokens,
-//! and [`expand`] generates the tool. On error the function is replaced by a
+//! and `expand` generates the tool. On error the function is replaced by a
 //! stub that still names a tool, so the rest of the crate compiles without
 //! secondary errors.
 

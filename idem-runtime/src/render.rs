@@ -402,11 +402,10 @@ fn gemini_schema(schema: &Value, defs: &Map<String, Value>, stack: &mut Vec<Stri
                 out.insert("enum".into(), json!([value]));
                 out.entry("type").or_insert(json!("string"));
             }
-            "format" => {
-                if value.as_str().is_some_and(|f| GEMINI_FORMATS.contains(&f)) {
-                    out.insert("format".into(), value.clone());
-                }
+            "format" if value.as_str().is_some_and(|f| GEMINI_FORMATS.contains(&f)) => {
+                out.insert("format".into(), value.clone());
             }
+            "format" => {}
             k if GEMINI_KEPT.contains(&k) => {
                 out.insert(key.clone(), value.clone());
             }
