@@ -112,6 +112,34 @@ async fn clock() -> Result<&'static str, std::convert::Infallible> {
     Ok("noon")
 }
 
+/// Find things by type.
+#[read_tool]
+async fn find(
+    /// The kind of thing.
+    r#type: String,
+    /// What to look for; `q` on the wire.
+    #[serde(rename = "q")]
+    mut query: String,
+) -> Result<String, String> {
+    query.push('!');
+    Ok(format!("{} {query}", r#type))
+}
+
+#[tokio::test]
+async fn raw_names_serde_renames_and_mut_parameters() {
+    let registry = Registry::builder(()).tool(find).build().expect("registry");
+    let out = registry
+        .call("r", "find", json!({"type": "fruit", "q": "apple"}))
+        .await;
+    assert_eq!(out.expect("find"), json!("fruit apple!"));
+    let schema = &registry.definitions()[0].input_schema;
+    assert_eq!(schema["required"], json!(["type", "q"]));
+    assert_eq!(
+        schema["properties"]["q"]["description"],
+        "What to look for; `q` on the wire."
+    );
+}
+
 fn shop() -> Shop {
     Shop {
         products: vec![

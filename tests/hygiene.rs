@@ -1,5 +1,7 @@
-//! The macros' output compiles under strict lints in a crate that shadows
-//! the names generated code could trip over.
+//! The macros' output compiles under strict lints, clippy's included (CI
+//! runs clippy on every target with `-D warnings`), in a crate that shadows
+//! the names generated code could trip over. A test without the harness: it
+//! passes by compiling and running `main`.
 #![deny(warnings, unused_qualifications, missing_docs, unused_results)]
 #![deny(clippy::all)]
 
@@ -50,12 +52,20 @@ pub async fn greet(
     times: ::std::option::Option<u8>,
     ctx: &idem::Ctx<State>,
 ) -> Result<::std::string::String> {
-    ::std::result::Result::Ok(format!("{} {name} x{}", ctx.state().greeting, times.unwrap_or(1)))
+    ::std::result::Result::Ok(format!(
+        "{} {name} x{}",
+        ctx.state().greeting,
+        times.unwrap_or(1)
+    ))
 }
 
 /// Record a visit, once per run.
 #[idem::write_tool(lease = "10s", key = [visitor], version = 3)]
-pub async fn record_visit(visitor: u64, note: ::std::string::String, ctx: &idem::WriteCtx) -> Result<u64> {
+pub async fn record_visit(
+    visitor: u64,
+    note: ::std::string::String,
+    ctx: &idem::WriteCtx,
+) -> Result<u64> {
     let _ = (note, ctx.idem_key());
     ::std::result::Result::Ok(visitor)
 }
