@@ -35,6 +35,8 @@ use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 
 pub mod memory;
+#[cfg(feature = "redis")]
+pub mod redis;
 
 /// How long a running (lapsed) or released record outlives its lease, so
 /// that the next claim of the same operation can count the earlier attempt

@@ -1,0 +1,531 @@
+//! [`RedisStore`]: Redis and Redis Cluster (feature `redis`).
+//!
+//! Each record is one hash under its key:
+//!
+//! | field | meaning |
+//! |---|---|
+//! | `v` | format version, `1` |
+//! | `state` | `running`, `released`, `done` or `failed` |
+//! | `fp` | argument fingerprint, 64 hex digits |
+//! | `attempt` | the holder's attempt number |
+//! | `token` | the holder's lease token (running only) |
+//! | `lease_until` | lease end, server time in ms (running only) |
+//! | `result` / `error` | the recorded outcome (done / failed only) |
+//!
+//! Every operation is one Lua script over that one key (cluster-safe) or
+//! one command; lease and record expiry use the server's clock (`TIME`,
+//! `PEXPIRE`), never the worker's.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, ErrorKind, RedisError, ServerErrorKind, Value as RValue};
+
+use super::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken};
+use crate::error::StoreError;
+use crate::key::{Fingerprint, IdemKey};
+
+/// Shared preamble: the server's clock in ms, and a record's checked fields.
+const PRELUDE: &str = r#"
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+-- Returns the record's fields, nil when absent, or raises 'corrupt: ..'.
+local function load(key)
+  local kind = redis.call('TYPE', key)['ok']
+  if kind == 'none' then return nil end
+  if kind ~= 'hash' then return error('corrupt: the key holds a ' .. kind .. ', not an idem record') end
+  local r = redis.call('HMGET', key, 'v', 'state', 'fp', 'attempt', 'token', 'lease_until', 'result', 'error')
+  if r[1] ~= '1' then return error('corrupt: unknown record format version ' .. tostring(r[1])) end
+  local rec = { state = r[2], fp = r[3], attempt = tonumber(r[4]), token = r[5], lease_until = tonumber(r[6]), result = r[7], error = r[8] }
+  if type(rec.fp) ~= 'string' or #rec.fp ~= 64 then return error('corrupt: bad fingerprint') end
+  if rec.state == 'running' then
+    if not rec.attempt or not rec.lease_until or type(rec.token) ~= 'string' then return error('corrupt: incomplete running record') end
+  elseif rec.state == 'released' then
+    if not rec.attempt then return error('corrupt: incomplete released record') end
+  elseif rec.state == 'done' then
+    if type(rec.result) ~= 'string' then return error('corrupt: done record without result') end
+  elseif rec.state == 'failed' then
+    if type(rec.error) ~= 'string' then return error('corrupt: failed record without error') end
+  else
+    return error('corrupt: unknown state ' .. tostring(rec.state))
+  end
+  return rec
+end
+"#;
+
+/// KEYS[1]; ARGV: fingerprint, token, lease ms, retention ms.
+/// Returns {'acquired', attempt} | {'running', fp, attempt} |
+/// {'done', fp, result} | {'failed', fp, error}.
+const CLAIM: &str = r#"
+local rec = load(KEYS[1])
+local now = now_ms()
+local attempt = 0
+if rec then
+  if rec.state == 'running' then
+    if rec.lease_until > now then return {'running', rec.fp, tostring(rec.attempt)} end
+    attempt = rec.attempt + 1
+  elseif rec.state == 'released' then
+    attempt = rec.attempt + 1
+  elseif rec.state == 'done' then
+    return {'done', rec.fp, rec.result}
+  else
+    return {'failed', rec.fp, rec.error}
+  end
+end
+local lease = tonumber(ARGV[3])
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'v', '1', 'state', 'running', 'fp', ARGV[1], 'attempt', tostring(attempt),
+  'token', ARGV[2], 'lease_until', tostring(now + lease))
+redis.call('PEXPIRE', KEYS[1], lease + tonumber(ARGV[4]))
+return {'acquired', tostring(attempt)}
+"#;
+
+/// KEYS[1]; ARGV: token, op ('done' | 'failed' | 'released' | 'renew'),
+/// payload (result, error, or lease ms), ttl ms.
+/// Returns 'ok' or 'lost'.
+const SETTLE: &str = r#"
+local rec = load(KEYS[1])
+if not rec or rec.state ~= 'running' or rec.token ~= ARGV[1] then return 'lost' end
+local op = ARGV[2]
+if op == 'renew' then
+  local lease = tonumber(ARGV[3])
+  redis.call('HSET', KEYS[1], 'lease_until', tostring(now_ms() + lease))
+  redis.call('PEXPIRE', KEYS[1], lease + tonumber(ARGV[4]))
+  return 'ok'
+end
+redis.call('HDEL', KEYS[1], 'token', 'lease_until')
+if op == 'done' then
+  redis.call('HSET', KEYS[1], 'state', 'done', 'result', ARGV[3])
+elseif op == 'failed' then
+  redis.call('HSET', KEYS[1], 'state', 'failed', 'error', ARGV[3])
+else
+  redis.call('HSET', KEYS[1], 'state', 'released')
+end
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[4]))
+return 'ok'
+"#;
+
+/// KEYS[1]. Returns nil | {'running', fp, attempt} | {'done', fp, result} |
+/// {'failed', fp, error}; a released record reads as nil.
+const GET: &str = r#"
+local rec = load(KEYS[1])
+if not rec or rec.state == 'released' then return nil end
+if rec.state == 'running' then return {'running', rec.fp, tostring(rec.attempt)} end
+if rec.state == 'done' then return {'done', rec.fp, rec.result} end
+return {'failed', rec.fp, rec.error}
+"#;
+
+/// A Lua script and its SHA-1, run with EVALSHA and, on `NOSCRIPT`, with
+/// EVAL (which also loads it on that node, so this works per cluster shard).
+struct Script {
+    body: String,
+    sha: String,
+}
+
+impl Script {
+    fn new(body: &str) -> Script {
+        let body = format!("{PRELUDE}\n{body}");
+        let sha = redis::Script::new(&body).get_hash().to_owned();
+        Script { body, sha }
+    }
+}
+
+fn scripts() -> &'static [Script; 3] {
+    static SCRIPTS: OnceLock<[Script; 3]> = OnceLock::new();
+    SCRIPTS.get_or_init(|| [Script::new(CLAIM), Script::new(SETTLE), Script::new(GET)])
+}
+
+/// How [`RedisStore`] connects.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RedisOptions {
+    /// Bound on connecting (and reconnecting) to a node: 1 s.
+    pub connection_timeout: Duration,
+    /// Bound on one command's answer: 1 s.
+    pub response_timeout: Duration,
+    /// How often a lost connection is retried before commands fail: 2.
+    pub reconnect_retries: usize,
+}
+
+impl RedisOptions {
+    /// The defaults: 1 s timeouts, 2 reconnection attempts.
+    pub fn new() -> RedisOptions {
+        RedisOptions::default()
+    }
+
+    /// Sets [`connection_timeout`](Self::connection_timeout).
+    pub fn connection_timeout(mut self, timeout: Duration) -> Self {
+        self.connection_timeout = timeout;
+        self
+    }
+
+    /// Sets [`response_timeout`](Self::response_timeout).
+    pub fn response_timeout(mut self, timeout: Duration) -> Self {
+        self.response_timeout = timeout;
+        self
+    }
+
+    /// Sets [`reconnect_retries`](Self::reconnect_retries).
+    pub fn reconnect_retries(mut self, retries: usize) -> Self {
+        self.reconnect_retries = retries;
+        self
+    }
+}
+
+impl Default for RedisOptions {
+    fn default() -> Self {
+        RedisOptions {
+            connection_timeout: Duration::from_secs(1),
+            response_timeout: Duration::from_secs(1),
+            reconnect_retries: 2,
+        }
+    }
+}
+
+#[derive(Clone)]
+enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+/// A store on Redis or Redis Cluster: one reconnecting, multiplexed
+/// connection shared by every task (commands from concurrent calls are
+/// pipelined on it), atomic Lua scripts, server-side expiry.
+///
+/// # What the guarantees need from Redis
+///
+/// - `maxmemory-policy noeviction` (or no `maxmemory`): every record has a
+///   TTL, so `volatile-*` and `allkeys-*` policies may evict a claim or a
+///   result and let a duplicate run. [`connect`](Self::connect) warns when
+///   the policy can evict.
+/// - AOF with `appendfsync always` (or `everysec`, accepting up to a second
+///   of lost records on a crash), or synchronous replication (`WAIT`), for
+///   the records to survive a crash of Redis itself. Without persistence a
+///   Redis restart forgets every claim and result; the downstream
+///   idempotency key (`ctx.idem_key()`) is then the last line of defence.
+pub struct RedisStore {
+    conn: Conn,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.conn {
+            Conn::Single(_) => "single",
+            Conn::Cluster(_) => "cluster",
+        };
+        f.debug_struct("RedisStore").field("mode", &kind).finish()
+    }
+}
+
+impl RedisStore {
+    /// Connects to one Redis server: `redis://[user:password@]host:port[/db]`,
+    /// or `rediss://..` for TLS (feature `redis-tls`).
+    pub async fn connect(url: &str) -> Result<RedisStore, StoreError> {
+        Self::connect_with(url, RedisOptions::default()).await
+    }
+
+    /// [`connect`](Self::connect) with explicit timeouts.
+    pub async fn connect_with(url: &str, options: RedisOptions) -> Result<RedisStore, StoreError> {
+        let client = redis::Client::open(url).map_err(|e| url_error(url, e))?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(options.connection_timeout))
+            .set_response_timeout(Some(options.response_timeout))
+            .set_number_of_retries(options.reconnect_retries)
+            .set_max_delay(Duration::from_millis(500));
+        let manager = ConnectionManager::new_with_config(client, config)
+            .await
+            .map_err(store_error)?;
+        let store = RedisStore {
+            conn: Conn::Single(manager),
+        };
+        store.check_eviction_policy().await;
+        Ok(store)
+    }
+
+    /// Connects to a Redis Cluster through any of its nodes' URLs.
+    pub async fn connect_cluster<I, U>(urls: I) -> Result<RedisStore, StoreError>
+    where
+        I: IntoIterator<Item = U>,
+        U: AsRef<str>,
+    {
+        Self::connect_cluster_with(urls, RedisOptions::default()).await
+    }
+
+    /// [`connect_cluster`](Self::connect_cluster) with explicit timeouts.
+    pub async fn connect_cluster_with<I, U>(
+        urls: I,
+        options: RedisOptions,
+    ) -> Result<RedisStore, StoreError>
+    where
+        I: IntoIterator<Item = U>,
+        U: AsRef<str>,
+    {
+        let urls: Vec<String> = urls.into_iter().map(|u| u.as_ref().to_owned()).collect();
+        let client = ClusterClient::builder(urls.clone())
+            .connection_timeout(options.connection_timeout)
+            .response_timeout(options.response_timeout)
+            .retries(options.reconnect_retries as u32)
+            .build()
+            .map_err(|e| url_error(&urls.join(","), e))?;
+        let conn = client.get_async_connection().await.map_err(store_error)?;
+        let store = RedisStore {
+            conn: Conn::Cluster(conn),
+        };
+        store.check_eviction_policy().await;
+        Ok(store)
+    }
+
+    /// Warns when Redis may evict our keys. Managed services often forbid
+    /// `CONFIG`; then this says nothing.
+    async fn check_eviction_policy(&self) {
+        let mut cmd = redis::cmd("CONFIG");
+        cmd.arg("GET").arg("maxmemory-policy");
+        match self.query::<Vec<String>>(&cmd).await {
+            Ok(pair) => match pair.get(1).map(String::as_str) {
+                Some("noeviction") | None => {}
+                Some(policy) => tracing::warn!(
+                    policy,
+                    "Redis maxmemory-policy can evict idempotency records, letting duplicates run: set `maxmemory-policy noeviction`"
+                ),
+            },
+            Err(e) => tracing::debug!(error = %e, "could not read maxmemory-policy"),
+        }
+    }
+
+    async fn query<T: redis::FromRedisValue>(&self, cmd: &Cmd) -> Result<T, RedisError> {
+        match &self.conn {
+            Conn::Single(c) => cmd.query_async(&mut c.clone()).await,
+            Conn::Cluster(c) => cmd.query_async(&mut c.clone()).await,
+        }
+    }
+
+    /// Runs `script` over `key`: EVALSHA, then EVAL if the node lacks it.
+    async fn eval(
+        &self,
+        script: &Script,
+        key: &IdemKey,
+        args: &[&[u8]],
+    ) -> Result<RValue, StoreError> {
+        let build = |verb: &str, first: &str| {
+            let mut cmd = redis::cmd(verb);
+            cmd.arg(first).arg(1).arg(key.as_str());
+            for a in args {
+                cmd.arg(*a);
+            }
+            cmd
+        };
+        match self.query(&build("EVALSHA", &script.sha)).await {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => self
+                .query(&build("EVAL", &script.body))
+                .await
+                .map_err(|e| script_error(key, e)),
+            other => other.map_err(|e| script_error(key, e)),
+        }
+    }
+
+    /// Runs SETTLE: `op` on the record held with `token`.
+    async fn settle(
+        &self,
+        key: &IdemKey,
+        token: &LeaseToken,
+        op: &str,
+        payload: &[u8],
+        expiry: Duration,
+    ) -> Result<(), StoreError> {
+        let token = token.id_hex();
+        let expiry = millis(expiry).to_string();
+        let reply = self
+            .eval(
+                &scripts()[1],
+                key,
+                &[token.as_bytes(), op.as_bytes(), payload, expiry.as_bytes()],
+            )
+            .await?;
+        match as_text(&reply).as_deref() {
+            Some("ok") => Ok(()),
+            Some("lost") => Err(StoreError::LeaseLost),
+            _ => Err(StoreError::corrupt(
+                key.as_str(),
+                format!("unexpected reply from Redis to `{op}`: {reply:?}"),
+            )),
+        }
+    }
+}
+
+fn as_text(v: &RValue) -> Option<String> {
+    match v {
+        RValue::BulkString(b) => String::from_utf8(b.clone()).ok(),
+        RValue::SimpleString(s) => Some(s.clone()),
+        RValue::VerbatimString { text, .. } => Some(text.clone()),
+        _ => None,
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+fn url_error(url: &str, e: RedisError) -> StoreError {
+    // Never echo a password back: show the scheme and host only.
+    let shown = url
+        .split_once("://")
+        .map(|(scheme, rest)| format!("{scheme}://{}", rest.rsplit('@').next().unwrap_or(rest)))
+        .unwrap_or_else(|| "<unparsable>".to_owned());
+    StoreError::backend(format!("invalid Redis URL {shown}: {e}"))
+}
+
+/// Connection-level failures are `Unavailable` (retry later); the rest are
+/// the backend's own errors.
+fn store_error(e: RedisError) -> StoreError {
+    if e.is_io_error()
+        || e.is_timeout()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || e.is_unrecoverable_error()
+        || e.is_cluster_error()
+    {
+        StoreError::unavailable(e)
+    } else {
+        StoreError::backend(e)
+    }
+}
+
+/// A script's own `error('corrupt: ..')` or a `WRONGTYPE` is a corrupt
+/// record; anything else as [`store_error`].
+fn script_error(key: &IdemKey, e: RedisError) -> StoreError {
+    let message = e.to_string();
+    if let Some(i) = message.find("corrupt: ") {
+        let reason = message[i + "corrupt: ".len()..]
+            .split(" script:")
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_owned();
+        return StoreError::corrupt(key.as_str(), reason);
+    }
+    if e.code() == Some("WRONGTYPE") {
+        return StoreError::corrupt(key.as_str(), "the key holds another Redis type");
+    }
+    store_error(e)
+}
+
+/// Parses `{'tag', fp, value}` replies of CLAIM and GET.
+fn parse_entry(key: &IdemKey, parts: &[RValue]) -> Result<Entry, StoreError> {
+    let corrupt = |why: &str| StoreError::corrupt(key.as_str(), why.to_owned());
+    let field = |i: usize| parts.get(i).and_then(as_text);
+    let fingerprint = field(1)
+        .and_then(|f| Fingerprint::from_hex(&f))
+        .ok_or_else(|| corrupt("bad fingerprint"))?;
+    let value = field(2).ok_or_else(|| corrupt("missing value"))?;
+    match field(0).as_deref() {
+        Some("running") => Ok(Entry::Running {
+            fingerprint,
+            attempt: value.parse().map_err(|_| corrupt("bad attempt"))?,
+        }),
+        Some("done") => Ok(Entry::Done {
+            result: value,
+            fingerprint,
+        }),
+        Some("failed") => Ok(Entry::Failed {
+            error: value,
+            fingerprint,
+        }),
+        _ => Err(corrupt("unexpected reply")),
+    }
+}
+
+impl IdemStore for RedisStore {
+    async fn claim(
+        &self,
+        key: &IdemKey,
+        fingerprint: &Fingerprint,
+        lease: Duration,
+    ) -> Result<Claim, StoreError> {
+        let token = LeaseToken::generate(0);
+        let (fp, id) = (fingerprint.to_hex(), token.id_hex());
+        let (lease_ms, retention_ms) = (
+            millis(lease).to_string(),
+            millis(CLAIM_RETENTION).to_string(),
+        );
+        let reply = self
+            .eval(
+                &scripts()[0],
+                key,
+                &[
+                    fp.as_bytes(),
+                    id.as_bytes(),
+                    lease_ms.as_bytes(),
+                    retention_ms.as_bytes(),
+                ],
+            )
+            .await?;
+        let RValue::Array(parts) = reply else {
+            return Err(StoreError::corrupt(
+                key.as_str(),
+                "unexpected reply to claim",
+            ));
+        };
+        if parts.first().and_then(as_text).as_deref() == Some("acquired") {
+            let attempt = parts
+                .get(1)
+                .and_then(as_text)
+                .and_then(|a| a.parse().ok())
+                .ok_or_else(|| StoreError::corrupt(key.as_str(), "bad attempt"))?;
+            return Ok(Claim::Acquired(LeaseToken::from_parts(token.id(), attempt)));
+        }
+        parse_entry(key, &parts).map(Claim::Existing)
+    }
+
+    async fn complete(
+        &self,
+        key: &IdemKey,
+        token: &LeaseToken,
+        result: &str,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        self.settle(key, token, "done", result.as_bytes(), ttl)
+            .await
+    }
+
+    async fn release(&self, key: &IdemKey, token: &LeaseToken) -> Result<(), StoreError> {
+        self.settle(key, token, "released", b"", CLAIM_RETENTION)
+            .await
+    }
+
+    async fn fail(
+        &self,
+        key: &IdemKey,
+        token: &LeaseToken,
+        error: &str,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        self.settle(key, token, "failed", error.as_bytes(), ttl)
+            .await
+    }
+
+    async fn renew(
+        &self,
+        key: &IdemKey,
+        token: &LeaseToken,
+        lease: Duration,
+    ) -> Result<(), StoreError> {
+        // SETTLE's `renew` takes the lease as payload and the retention as
+        // the expiry beyond it.
+        let lease_ms = millis(lease).to_string();
+        self.settle(key, token, "renew", lease_ms.as_bytes(), CLAIM_RETENTION)
+            .await
+    }
+
+    async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
+        match self.eval(&scripts()[2], key, &[]).await? {
+            RValue::Nil => Ok(None),
+            RValue::Array(parts) => parse_entry(key, &parts).map(Some),
+            _ => Err(StoreError::corrupt(key.as_str(), "unexpected reply to get")),
+        }
+    }
+}

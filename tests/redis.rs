@@ -1,0 +1,645 @@
+//! `RedisStore` against real servers: the conformance suite on the shared
+//! Redis and on a three-master cluster the test starts, corrupt and foreign
+//! records, fault tests against private servers (killed, paused), a worker
+//! process paused past its lease, and several processes on the same keys.
+#![cfg(feature = "redis")]
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use idem::prelude::*;
+use idem::testing::{Counter, Harness};
+use idem::{Fingerprint, IdemStore, RedisOptions, RedisStore, StoreError, WriteOptions};
+use serde_json::json;
+use support::{RedisCluster, RedisServer};
+
+/// The suite's harness for Redis: garbage written over our keys through a
+/// plain connection.
+struct RedisHarness {
+    store: Arc<RedisStore>,
+    url: String,
+}
+
+impl RedisHarness {
+    async fn shared() -> Option<RedisHarness> {
+        let store = support::shared_redis().await?;
+        Some(RedisHarness {
+            store: Arc::new(store),
+            url: support::redis_url(),
+        })
+    }
+}
+
+async fn raw(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .expect("url")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("raw connection")
+}
+
+impl Harness for RedisHarness {
+    type Store = RedisStore;
+
+    fn store(&self) -> Arc<RedisStore> {
+        self.store.clone()
+    }
+
+    async fn corrupt(&self, key: &IdemKey, _: &Fingerprint) {
+        let mut conn = raw(&self.url).await;
+        let _: () = redis::cmd("SET")
+            .arg(key.as_str())
+            .arg("\u{0}garbage")
+            .arg("EX")
+            .arg(60)
+            .query_async(&mut conn)
+            .await
+            .expect("SET");
+    }
+}
+
+mod shared {
+    idem::conformance_tests!(super::RedisHarness::shared());
+}
+
+/// Runs `fut` with a bound, so that a hung store fails the test instead of
+/// hanging CI. A liveness bound, not a timing assertion.
+async fn bounded<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+    match tokio::time::timeout(Duration::from_secs(60), fut).await {
+        Ok(v) => v,
+        Err(_) => panic!("{what} did not finish within 60 s"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_passes_the_conformance_suite() {
+    if !support::redis_binaries() {
+        return;
+    }
+    let cluster = RedisCluster::start();
+    let store = RedisStore::connect_cluster(cluster.urls())
+        .await
+        .expect("connect to the cluster");
+    let harness = RedisHarness {
+        store: Arc::new(store),
+        url: cluster.urls()[0].clone(),
+    };
+    // Corruption must land on the key's own node: go through a cluster
+    // connection for it.
+    struct ClusterHarness(RedisHarness, Vec<String>);
+    impl Harness for ClusterHarness {
+        type Store = RedisStore;
+        fn store(&self) -> Arc<RedisStore> {
+            self.0.store()
+        }
+        async fn corrupt(&self, key: &IdemKey, _: &Fingerprint) {
+            let client = redis::cluster::ClusterClient::new(self.1.clone()).expect("client");
+            let mut conn = client
+                .get_async_connection()
+                .await
+                .expect("cluster connection");
+            let _: () = redis::cmd("SET")
+                .arg(key.as_str())
+                .arg("garbage")
+                .query_async(&mut conn)
+                .await
+                .expect("SET");
+        }
+    }
+    let urls = cluster.urls();
+    bounded(
+        "the suite on the cluster",
+        idem::testing::run_all(&ClusterHarness(harness, urls)),
+    )
+    .await;
+    // The keys really are spread over the three masters.
+    let holding = cluster
+        .nodes
+        .iter()
+        .filter(|n| n.cli(&["DBSIZE"]).trim() != "0")
+        .count();
+    assert_eq!(holding, 3, "every master holds some of the records");
+    drop(cluster);
+}
+
+#[tokio::test]
+async fn foreign_and_malformed_records_are_errors_not_runs() {
+    let Some(h) = RedisHarness::shared().await else {
+        return;
+    };
+    let counter = Counter::new(Duration::ZERO, WriteOptions::new());
+    let ns = format!(
+        "idem-test-foreign-{:x}",
+        idem::LeaseToken::generate(0).id() as u64
+    );
+    let registry = Registry::builder(())
+        .store(h.store())
+        .namespace(&ns)
+        .tool(counter.clone())
+        .build()
+        .expect("registry");
+    let mut conn = raw(&h.url).await;
+    let planted: [&[&str]; 4] = [
+        &["SET", "{k}", "a plain string"],
+        &["HSET", "{k}", "v", "9", "state", "done", "fp", "x"],
+        &["HSET", "{k}", "v", "1", "state", "done"],
+        &["RPUSH", "{k}", "a list"],
+    ];
+    for (n, cmd) in planted.iter().enumerate() {
+        let args = json!({ "n": n });
+        let (key, _) = registry
+            .identify("r", "counter", args.clone())
+            .expect("id")
+            .expect("write");
+        let mut c = redis::cmd(cmd[0]);
+        for a in &cmd[1..] {
+            c.arg(if *a == "{k}" { key.as_str() } else { a });
+        }
+        let _: redis::Value = c.query_async(&mut conn).await.expect("plant");
+        let _: () = redis::cmd("EXPIRE")
+            .arg(key.as_str())
+            .arg(60)
+            .query_async(&mut conn)
+            .await
+            .expect("EXPIRE");
+        match registry.call("r", "counter", args).await {
+            Err(ToolError::Store {
+                source: StoreError::Corrupt { reason, .. },
+                ..
+            }) => {
+                assert!(!reason.is_empty());
+            }
+            other => panic!("{cmd:?}: expected a Corrupt store error, got {other:?}"),
+        }
+        assert!(matches!(
+            h.store().get(&key).await,
+            Err(StoreError::Corrupt { .. })
+        ));
+    }
+    assert_eq!(counter.total(), 0, "nothing may run over a foreign record");
+}
+
+#[tokio::test]
+async fn records_carry_a_format_version() {
+    let Some(h) = RedisHarness::shared().await else {
+        return;
+    };
+    let registry = Registry::builder(())
+        .store(h.store())
+        .namespace(format!(
+            "idem-test-v-{:x}",
+            idem::LeaseToken::generate(0).id() as u64
+        ))
+        .tool(Counter::default())
+        .build()
+        .expect("registry");
+    registry
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("call");
+    let (key, fp) = registry
+        .identify("r", "counter", json!({"n": 1}))
+        .expect("id")
+        .expect("write");
+    let mut conn = raw(&h.url).await;
+    let fields: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(key.as_str())
+        .query_async(&mut conn)
+        .await
+        .expect("HGETALL");
+    assert_eq!(fields.get("v").map(String::as_str), Some("1"));
+    assert_eq!(fields.get("state").map(String::as_str), Some("done"));
+    assert_eq!(fields.get("fp"), Some(&fp.to_hex()));
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(key.as_str())
+        .query_async(&mut conn)
+        .await
+        .expect("PTTL");
+    assert!(ttl > 0, "records expire by the server's clock");
+}
+
+fn registry_on(store: RedisStore, counter: &Counter) -> Registry<()> {
+    Registry::builder(())
+        .store(store)
+        .namespace("fault")
+        .tool(counter.clone())
+        .build()
+        .expect("registry")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_server_fails_closed_and_recovers() {
+    if !support::redis_binaries() {
+        return;
+    }
+    let mut server = RedisServer::start(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let counter = Counter::new(Duration::from_millis(5), WriteOptions::new());
+    let registry = registry_on(
+        RedisStore::connect(&server.url()).await.expect("connect"),
+        &counter,
+    );
+
+    // Writes running while the server dies.
+    let workers: Vec<_> = (0..8u64)
+        .map(|w| {
+            let registry = registry.clone();
+            tokio::spawn(async move {
+                let mut outcomes = Vec::new();
+                for i in 0..40 {
+                    outcomes.push(
+                        registry
+                            .call("r", "counter", json!({ "n": w * 1000 + i }))
+                            .await,
+                    );
+                }
+                outcomes
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.kill();
+    let mut ok = 0;
+    let mut store_errors = 0;
+    for w in workers {
+        for outcome in bounded("the workers", w).await.expect("worker") {
+            match outcome {
+                Ok(_) => ok += 1,
+                Err(e @ ToolError::Store { .. }) => {
+                    assert!(e.is_retryable());
+                    store_errors += 1;
+                }
+                Err(other) => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+    assert!(store_errors > 0, "the outage was seen");
+    // A body runs only after its claim: at most one run per success, plus
+    // the calls whose body was running when the server died (their
+    // `complete` failed, yet they returned their result: counted in `ok`).
+    assert_eq!(
+        counter.total(),
+        ok,
+        "every run returned its result; no run without a claim"
+    );
+
+    // While it is down, nothing runs.
+    let before = counter.total();
+    for i in 0..10 {
+        let out = bounded(
+            "a call during the outage",
+            registry.call("r", "counter", json!({ "n": 90_000 + i })),
+        )
+        .await;
+        assert!(matches!(out, Err(ToolError::Store { .. })), "{out:?}");
+    }
+    assert_eq!(
+        counter.total(),
+        before,
+        "no body may run while the store is down"
+    );
+
+    // Back up: calls succeed again.
+    server.restart();
+    let mut recovered = false;
+    for _ in 0..100 {
+        if bounded(
+            "a call after recovery",
+            registry.call("r", "counter", json!({ "n": 99_999 })),
+        )
+        .await
+        .is_ok()
+        {
+            recovered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(recovered, "calls succeed once the server is back");
+}
+
+/// A write tool whose body waits for the test's go-ahead, so the test can
+/// break the store while the body runs.
+#[derive(Clone)]
+struct Gate {
+    started: Arc<tokio::sync::Notify>,
+    proceed: Arc<tokio::sync::Notify>,
+    runs: Arc<std::sync::Mutex<Vec<(String, u32)>>>,
+}
+
+impl Gate {
+    fn new() -> Gate {
+        Gate {
+            started: Arc::default(),
+            proceed: Arc::default(),
+            runs: Arc::default(),
+        }
+    }
+}
+
+impl idem::WriteTool<Gate> for Gate {
+    type Args = serde_json::Map<String, serde_json::Value>;
+    type Output = String;
+    type Error = String;
+
+    fn info(&self) -> idem::ToolInfo {
+        idem::ToolInfo::new("gate", "Waits for the test.")
+    }
+
+    fn options(&self) -> WriteOptions {
+        WriteOptions::new().lease(Duration::from_millis(600))
+    }
+
+    async fn call(&self, _: Self::Args, ctx: &WriteCtx<Gate>) -> Result<String, String> {
+        let gate = ctx.state();
+        if let Ok(mut runs) = gate.runs.lock() {
+            runs.push((ctx.idem_key().to_string(), ctx.attempt()));
+        }
+        gate.started.notify_one();
+        gate.proceed.notified().await;
+        Ok(format!("done under {}", ctx.idem_key()))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn result_is_returned_when_recording_fails_and_the_retry_reuses_the_key() {
+    if !support::redis_binaries() {
+        return;
+    }
+    let mut server = RedisServer::start(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let gate = Gate::new();
+    let registry = Registry::builder(gate.clone())
+        .store(RedisStore::connect(&server.url()).await.expect("connect"))
+        .tool(gate.clone())
+        .build()
+        .expect("registry");
+    let call = {
+        let registry = registry.clone();
+        tokio::spawn(async move { registry.call("r", "gate", json!({"x": 1})).await })
+    };
+    bounded("the body to start", gate.started.notified()).await;
+    server.kill(); // the claim is on disk; `complete` will find no server
+    gate.proceed.notify_one();
+    let first = bounded("the first call", call).await.expect("task");
+    let first = first.expect("the operation happened: its result comes back");
+
+    server.restart(); // AOF brings the claim back
+    tokio::time::sleep(Duration::from_millis(1200)).await; // past the 600 ms lease
+    let retry = {
+        let registry = registry.clone();
+        tokio::spawn(async move { registry.call("r", "gate", json!({"x": 1})).await })
+    };
+    bounded("the retry's body", gate.started.notified()).await;
+    gate.proceed.notify_one();
+    let second = bounded("the retry", retry)
+        .await
+        .expect("task")
+        .expect("retry");
+    assert_eq!(first, second, "same key downstream, same result");
+    let runs = gate.runs.lock().expect("lock").clone();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0].0, runs[1].0, "the retry reuses the idempotency key");
+    assert_eq!((runs[0].1, runs[1].1), (0, 1), "and counts the attempt");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unresponsive_server_is_reported_within_the_store_timeout() {
+    if !support::redis_binaries() {
+        return;
+    }
+    let server = RedisServer::start(&[]);
+    // The connection's own timeouts are far longer than the registry's
+    // store timeout (1 s): what answers must be the registry's bound.
+    let options = RedisOptions::new()
+        .response_timeout(Duration::from_secs(30))
+        .connection_timeout(Duration::from_secs(30));
+    let store = RedisStore::connect_with(&server.url(), options)
+        .await
+        .expect("connect");
+    let counter = Counter::default();
+    let registry = registry_on(store, &counter);
+    registry
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("healthy");
+    support::signal(server.pid(), "STOP");
+    let out = bounded(
+        "a call to a paused server",
+        registry.call("r", "counter", json!({"n": 2})),
+    )
+    .await;
+    support::signal(server.pid(), "CONT");
+    match out {
+        Err(ToolError::Store {
+            source: StoreError::Timeout { op: "claim", after },
+            ..
+        }) => {
+            assert_eq!(after, Duration::from_secs(1));
+        }
+        other => panic!("expected the 1 s store timeout, got {other:?}"),
+    }
+    assert_eq!(counter.total(), 1, "the body did not run");
+    bounded(
+        "a call after SIGCONT",
+        registry.call("r", "counter", json!({"n": 3})),
+    )
+    .await
+    .expect("recovered");
+}
+
+/// The state of the tools the child processes run.
+struct Shared {
+    conn: redis::aio::MultiplexedConnection,
+    ns: String,
+}
+
+/// Counts its executions in Redis, then sleeps `ms`.
+#[write_tool(lease = "500ms", on_in_flight = "wait(30s)")]
+async fn hammer(n: u64, ms: u64, ctx: &WriteCtx<Shared>) -> Result<String, String> {
+    let state = ctx.state();
+    let mut conn = state.conn.clone();
+    let _: i64 = redis::cmd("INCR")
+        .arg(format!("{}:exec:{n}", state.ns))
+        .query_async(&mut conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    println!("BODY STARTED {n}");
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    Ok(format!("{n} by {}", std::process::id()))
+}
+
+async fn child_registry() -> Registry<Shared> {
+    let url = support::redis_url();
+    let ns = std::env::var("IDEM_NS").expect("IDEM_NS");
+    Registry::builder(Shared {
+        conn: raw(&url).await,
+        ns: ns.clone(),
+    })
+    .store(RedisStore::connect(&url).await.expect("connect"))
+    .namespace(ns)
+    .tool(hammer)
+    .build()
+    .expect("registry")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "run as a child process by processes_hammering_the_same_keys_run_each_once"]
+async fn child_hammer() {
+    let registry = child_registry().await;
+    let tasks: Vec<_> = (0..50u64)
+        .map(|i| {
+            let registry = registry.clone();
+            // Each process walks the keys from another starting point.
+            let n = (i * 7 + u64::from(std::process::id())) % 50;
+            tokio::spawn(async move {
+                registry
+                    .call("run", "hammer", json!({ "n": n, "ms": 20 }))
+                    .await
+            })
+        })
+        .collect();
+    for t in tasks {
+        let out = t.await.expect("task");
+        assert!(out.is_ok(), "{out:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn processes_hammering_the_same_keys_run_each_once() {
+    if support::shared_redis().await.is_none() {
+        return;
+    }
+    let ns = format!(
+        "idem-test-procs-{:x}",
+        idem::LeaseToken::generate(0).id() as u64
+    );
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            support::child("child_hammer")
+                .arg("--ignored")
+                .env("IDEM_NS", &ns)
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("spawn child")
+        })
+        .collect();
+    for mut c in children {
+        let status = tokio::task::spawn_blocking(move || c.wait())
+            .await
+            .expect("join")
+            .expect("wait");
+        assert!(status.success(), "a child failed: {status}");
+    }
+    let mut conn = raw(&support::redis_url()).await;
+    let mut executions = 0;
+    for n in 0..50 {
+        let count: Option<i64> = redis::cmd("GET")
+            .arg(format!("{ns}:exec:{n}"))
+            .query_async(&mut conn)
+            .await
+            .expect("GET");
+        assert_eq!(
+            count,
+            Some(1),
+            "operation {n} ran {count:?} times across 4 processes"
+        );
+        executions += 1;
+        let _: () = redis::cmd("DEL")
+            .arg(format!("{ns}:exec:{n}"))
+            .query_async(&mut conn)
+            .await
+            .expect("DEL");
+    }
+    assert_eq!(executions, 50, "executions == distinct keys");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "run as a child process by a_worker_paused_past_its_lease_is_fenced"]
+async fn child_slow_worker() {
+    let registry = child_registry().await;
+    let out = registry
+        .call("run", "hammer", json!({ "n": 1, "ms": 300 }))
+        .await;
+    match out {
+        Err(ToolError::LeaseLost { .. }) => println!("OUTCOME lease-lost"),
+        other => println!("OUTCOME {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_paused_past_its_lease_is_fenced() {
+    if support::shared_redis().await.is_none() {
+        return;
+    }
+    let ns = format!(
+        "idem-test-pause-{:x}",
+        idem::LeaseToken::generate(0).id() as u64
+    );
+    let mut child = support::child("child_slow_worker")
+        .arg("--ignored")
+        .env("IDEM_NS", &ns)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn child");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    // libtest prints "test child_slow_worker ... " before the child's own
+    // output on the same line: look for the marker anywhere in a line.
+    let wait_for = |marker: &str| loop {
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(line) if line.contains(marker) => {
+                return line[line.find(marker).unwrap_or(0)..].to_owned();
+            }
+            Ok(_) => {}
+            Err(e) => panic!("the child never printed {marker:?}: {e}"),
+        }
+    };
+    wait_for("BODY STARTED");
+    support::signal(child.id(), "STOP"); // frozen mid-body: no heartbeat either
+    tokio::time::sleep(Duration::from_millis(1500)).await; // three 500 ms leases
+
+    let registry = {
+        let url = support::redis_url();
+        Registry::builder(Shared {
+            conn: raw(&url).await,
+            ns: ns.clone(),
+        })
+        .store(RedisStore::connect(&url).await.expect("connect"))
+        .namespace(ns.clone())
+        .tool(hammer)
+        .build()
+        .expect("registry")
+    };
+    let same_call = json!({ "n": 1, "ms": 300 });
+    let mine = bounded(
+        "the new owner's call",
+        registry.call("run", "hammer", same_call.clone()),
+    )
+    .await
+    .expect("the lapsed claim is taken over");
+    assert_eq!(
+        mine,
+        json!(format!("1 by {}", std::process::id())),
+        "this process ran it"
+    );
+    support::signal(child.id(), "CONT");
+    let outcome = wait_for("OUTCOME");
+    assert_eq!(
+        outcome, "OUTCOME lease-lost",
+        "the paused worker must be fenced off"
+    );
+    assert!(child.wait().expect("wait").success());
+    let replay = registry
+        .call("run", "hammer", same_call)
+        .await
+        .expect("replay");
+    assert_eq!(replay, mine, "the new owner's result stands");
+}

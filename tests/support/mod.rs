@@ -1,0 +1,263 @@
+//! Shared by the integration tests: reaching the machine's services,
+//! starting private `redis-server` processes, and re-running this test
+//! binary as a child process.
+//!
+//! Services are never skipped silently: without them a test prints why and
+//! how to start them, and under `CI=true` it fails instead.
+
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// Whether this run is CI, where a missing service is a failure.
+pub(crate) fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// Reports a missing service: a panic under CI, a printed skip otherwise.
+pub(crate) fn unavailable(what: &str, how: &str) {
+    let message = format!("{what} is not available. {how}");
+    if in_ci() {
+        panic!("CI=true and {message}");
+    }
+    eprintln!("SKIPPED (not in CI): {message}");
+}
+
+/// The shared Redis the machine runs.
+pub(crate) fn redis_url() -> String {
+    std::env::var("IDEM_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
+}
+
+pub(crate) const START_REDIS: &str = "Start it with: redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save \"\" --appendonly no (or set IDEM_REDIS_URL).";
+
+/// Connects a `RedisStore` to the shared Redis, or reports why not.
+pub(crate) async fn shared_redis() -> Option<idem::RedisStore> {
+    match idem::RedisStore::connect(&redis_url()).await {
+        Ok(store) => Some(store),
+        Err(e) => {
+            unavailable(&format!("Redis at {} ({e})", redis_url()), START_REDIS);
+            None
+        }
+    }
+}
+
+/// Whether `redis-server` and `redis-cli` are installed, or reports why not.
+pub(crate) fn redis_binaries() -> bool {
+    let found = ["redis-server", "redis-cli"].iter().all(|bin| {
+        Command::new(bin)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    if !found {
+        unavailable(
+            "redis-server / redis-cli",
+            "Install them: apt-get install redis-server (or redis-tools).",
+        );
+    }
+    found
+}
+
+/// A free TCP port on 127.0.0.1.
+pub(crate) fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    listener.local_addr().expect("local addr").port()
+}
+
+/// A directory of its own under the system temp dir, removed on drop.
+pub(crate) struct TempDir(pub(crate) PathBuf);
+
+impl TempDir {
+    pub(crate) fn new(tag: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!(
+            "idem-{tag}-{}-{:x}",
+            std::process::id(),
+            idem::LeaseToken::generate(0).id() as u64
+        ));
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A `redis-server` of the test's own on a free loopback port, killed by PID
+/// when dropped.
+pub(crate) struct RedisServer {
+    pub(crate) port: u16,
+    args: Vec<String>,
+    dir: TempDir,
+    child: Option<Child>,
+}
+
+impl RedisServer {
+    /// Starts a server with `extra` arguments (e.g. `--appendonly yes`).
+    pub(crate) fn start(extra: &[&str]) -> RedisServer {
+        let dir = TempDir::new("redis");
+        let mut server = RedisServer {
+            port: free_port(),
+            args: extra.iter().map(|s| (*s).to_owned()).collect(),
+            dir,
+            child: None,
+        };
+        server.spawn();
+        server
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new("redis-server")
+            .arg("--port")
+            .arg(self.port.to_string())
+            .args(["--bind", "127.0.0.1", "--save", "", "--daemonize", "no"])
+            .arg("--dir")
+            .arg(&self.dir.0)
+            .args(&self.args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn redis-server");
+        self.child = Some(child);
+        self.wait_ready();
+    }
+
+    fn wait_ready(&self) {
+        for _ in 0..200 {
+            let ok = Command::new("redis-cli")
+                .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "PING"])
+                .output()
+                .is_ok_and(|o| o.stdout.starts_with(b"PONG"));
+            if ok {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("redis-server on port {} did not come up", self.port);
+    }
+
+    pub(crate) fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.as_ref().map(Child::id).expect("running")
+    }
+
+    /// SIGKILL: the server dies without a goodbye.
+    pub(crate) fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port and directory.
+    pub(crate) fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// Runs `redis-cli` against it.
+    pub(crate) fn cli(&self, args: &[&str]) -> String {
+        let out = Command::new("redis-cli")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(args)
+            .output()
+            .expect("redis-cli");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A three-master Redis Cluster of the test's own.
+pub(crate) struct RedisCluster {
+    pub(crate) nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    pub(crate) fn start() -> RedisCluster {
+        let nodes: Vec<RedisServer> = (0..3)
+            .map(|_| {
+                RedisServer::start(&[
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-node-timeout",
+                    "2000",
+                    "--appendonly",
+                    "no",
+                ])
+            })
+            .collect();
+        let addrs: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let out = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&addrs)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("redis-cli --cluster create");
+        assert!(
+            out.status.success(),
+            "cluster create failed: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let cluster = RedisCluster { nodes };
+        for _ in 0..400 {
+            if cluster
+                .nodes
+                .iter()
+                .all(|n| n.cli(&["CLUSTER", "INFO"]).contains("cluster_state:ok"))
+            {
+                return cluster;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("the cluster did not reach cluster_state:ok");
+    }
+
+    pub(crate) fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(RedisServer::url).collect()
+    }
+}
+
+/// Sends `signal` (`STOP`, `CONT`, `KILL`) to `pid`.
+pub(crate) fn signal(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("kill");
+    assert!(status.success(), "kill -{signal} {pid} failed");
+}
+
+/// This test binary, run again to execute only `test` (a child-mode test
+/// that does its work when `IDEM_CHILD` is set).
+pub(crate) fn child(test: &str) -> Command {
+    let exe = std::env::current_exe().expect("current exe");
+    let mut cmd = Command::new(exe);
+    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env("IDEM_CHILD", "1")
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// Whether this process is a child started by [`child`].
+pub(crate) fn is_child() -> bool {
+    std::env::var_os("IDEM_CHILD").is_some()
+}
