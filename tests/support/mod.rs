@@ -95,6 +95,10 @@ impl Drop for TempDir {
 pub(crate) struct RedisServer {
     pub(crate) port: u16,
     args: Vec<String>,
+    /// Extra `redis-cli` arguments to reach it (TLS, password).
+    cli_args: Vec<String>,
+    /// `--port` (plain) or `--tls-port`.
+    port_flag: &'static str,
     dir: TempDir,
     child: Option<Child>,
 }
@@ -106,7 +110,45 @@ impl RedisServer {
         let mut server = RedisServer {
             port: free_port(),
             args: extra.iter().map(|s| (*s).to_owned()).collect(),
+            cli_args: Vec::new(),
+            port_flag: "--port",
             dir,
+            child: None,
+        };
+        server.spawn();
+        server
+    }
+
+    /// A TLS-only server with a certificate for 127.0.0.1 signed by
+    /// `certs`' CA, requiring `password`.
+    pub(crate) fn start_tls(certs: &Certs, password: &str) -> RedisServer {
+        let path = |f: &str| certs.dir.0.join(f).display().to_string();
+        let mut server = RedisServer {
+            port: free_port(),
+            args: vec![
+                "--port".into(),
+                "0".into(),
+                "--tls-cert-file".into(),
+                path("server.crt"),
+                "--tls-key-file".into(),
+                path("server.key"),
+                "--tls-ca-cert-file".into(),
+                path("ca.crt"),
+                "--tls-auth-clients".into(),
+                "no".into(),
+                "--requirepass".into(),
+                password.into(),
+            ],
+            cli_args: vec![
+                "--tls".into(),
+                "--cacert".into(),
+                path("ca.crt"),
+                "-a".into(),
+                password.into(),
+                "--no-auth-warning".into(),
+            ],
+            port_flag: "--tls-port",
+            dir: TempDir::new("redis-tls"),
             child: None,
         };
         server.spawn();
@@ -115,7 +157,7 @@ impl RedisServer {
 
     fn spawn(&mut self) {
         let child = Command::new("redis-server")
-            .arg("--port")
+            .arg(self.port_flag)
             .arg(self.port.to_string())
             .args(["--bind", "127.0.0.1", "--save", "", "--daemonize", "no"])
             .arg("--dir")
@@ -132,7 +174,9 @@ impl RedisServer {
     fn wait_ready(&self) {
         for _ in 0..200 {
             let ok = Command::new("redis-cli")
-                .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "PING"])
+                .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+                .args(&self.cli_args)
+                .arg("PING")
                 .output()
                 .is_ok_and(|o| o.stdout.starts_with(b"PONG"));
             if ok {
@@ -169,6 +213,7 @@ impl RedisServer {
     pub(crate) fn cli(&self, args: &[&str]) -> String {
         let out = Command::new("redis-cli")
             .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(&self.cli_args)
             .args(args)
             .output()
             .expect("redis-cli");
@@ -179,6 +224,55 @@ impl RedisServer {
 impl Drop for RedisServer {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// A throwaway CA and a server certificate for 127.0.0.1 it signed, made
+/// with the `openssl` command.
+pub(crate) struct Certs {
+    pub(crate) dir: TempDir,
+}
+
+impl Certs {
+    /// `None` (reported) when `openssl` is missing.
+    pub(crate) fn generate() -> Option<Certs> {
+        let dir = TempDir::new("certs");
+        let run = |args: &[&str]| {
+            Command::new("openssl")
+                .args(args)
+                .current_dir(&dir.0)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if !run(&["version"]) {
+            unavailable("openssl", "Install it: apt-get install openssl.");
+            return None;
+        }
+        std::fs::write(dir.0.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").expect("write ext");
+        let steps: [&[&str]; 3] = [
+            &[
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                "/CN=idem-test-ca", "-keyout", "ca.key", "-out", "ca.crt",
+            ],
+            &[
+                "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout",
+                "server.key", "-out", "server.csr",
+            ],
+            &[
+                "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                "-CAcreateserial", "-days", "1", "-out", "server.crt", "-extfile", "san.ext",
+            ],
+        ];
+        for step in steps {
+            assert!(run(step), "openssl {step:?} failed");
+        }
+        Some(Certs { dir })
+    }
+
+    pub(crate) fn ca_pem(&self) -> Vec<u8> {
+        std::fs::read(self.dir.0.join("ca.crt")).expect("read ca.crt")
     }
 }
 

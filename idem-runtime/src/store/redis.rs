@@ -150,6 +150,10 @@ pub struct RedisOptions {
     pub response_timeout: Duration,
     /// How often a lost connection is retried before commands fail: 2.
     pub reconnect_retries: usize,
+    /// For `rediss://`: the PEM certificate(s) of the CA that signed the
+    /// server's certificate, instead of the platform's roots.
+    #[cfg(feature = "redis-tls")]
+    pub tls_root_ca: Option<Vec<u8>>,
 }
 
 impl RedisOptions {
@@ -175,6 +179,33 @@ impl RedisOptions {
         self.reconnect_retries = retries;
         self
     }
+
+    /// Sets [`tls_root_ca`](Self::tls_root_ca): trust the CA in this PEM
+    /// for `rediss://` servers.
+    #[cfg(feature = "redis-tls")]
+    pub fn tls_root_ca(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls_root_ca = Some(pem.into());
+        self
+    }
+
+    fn client(&self, url: &str) -> Result<redis::Client, StoreError> {
+        #[cfg(feature = "redis-tls")]
+        install_crypto_provider();
+        #[cfg(feature = "redis-tls")]
+        if let Some(ca) = &self.tls_root_ca {
+            let certs = redis::TlsCertificates {
+                client_tls: None,
+                root_cert: Some(ca.clone()),
+            };
+            return redis::Client::build_with_tls(url, certs).map_err(|e| url_error(url, e));
+        }
+        if url.starts_with("rediss://") && !cfg!(feature = "redis-tls") {
+            return Err(StoreError::backend(
+                "rediss:// (TLS) URLs need idem's `redis-tls` feature",
+            ));
+        }
+        redis::Client::open(url).map_err(|e| url_error(url, e))
+    }
 }
 
 impl Default for RedisOptions {
@@ -183,7 +214,19 @@ impl Default for RedisOptions {
             connection_timeout: Duration::from_secs(1),
             response_timeout: Duration::from_secs(1),
             reconnect_retries: 2,
+            #[cfg(feature = "redis-tls")]
+            tls_root_ca: None,
         }
+    }
+}
+
+/// rustls needs a process-wide crypto provider; choose *ring* unless the
+/// application already chose one.
+#[cfg(feature = "redis-tls")]
+fn install_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Fails only if another thread installed one first: fine either way.
+        let _ = rustls::crypto::ring::default_provider().install_default();
     }
 }
 
@@ -231,7 +274,7 @@ impl RedisStore {
 
     /// [`connect`](Self::connect) with explicit timeouts.
     pub async fn connect_with(url: &str, options: RedisOptions) -> Result<RedisStore, StoreError> {
-        let client = redis::Client::open(url).map_err(|e| url_error(url, e))?;
+        let client = options.client(url)?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(options.connection_timeout))
             .set_response_timeout(Some(options.response_timeout))
@@ -266,10 +309,21 @@ impl RedisStore {
         U: AsRef<str>,
     {
         let urls: Vec<String> = urls.into_iter().map(|u| u.as_ref().to_owned()).collect();
-        let client = ClusterClient::builder(urls.clone())
+        #[cfg(feature = "redis-tls")]
+        install_crypto_provider();
+        let builder = ClusterClient::builder(urls.clone())
             .connection_timeout(options.connection_timeout)
             .response_timeout(options.response_timeout)
-            .retries(options.reconnect_retries as u32)
+            .retries(options.reconnect_retries as u32);
+        #[cfg(feature = "redis-tls")]
+        let builder = match &options.tls_root_ca {
+            Some(ca) => builder.certs(redis::TlsCertificates {
+                client_tls: None,
+                root_cert: Some(ca.clone()),
+            }),
+            None => builder,
+        };
+        let client = builder
             .build()
             .map_err(|e| url_error(&urls.join(","), e))?;
         let conn = client.get_async_connection().await.map_err(store_error)?;
