@@ -650,20 +650,32 @@ async fn tls_and_credentials_in_the_url() {
     if !support::redis_binaries() {
         return;
     }
-    let Some(certs) = support::Certs::generate() else { return };
+    let Some(certs) = support::Certs::generate() else {
+        return;
+    };
     let server = RedisServer::start_tls(&certs, "s3cret");
     let url = format!("rediss://:s3cret@127.0.0.1:{}", server.port);
     let options = RedisOptions::new().tls_root_ca(certs.ca_pem());
-    let store = RedisStore::connect_with(&url, options.clone()).await.expect("TLS connect");
+    let store = RedisStore::connect_with(&url, options.clone())
+        .await
+        .expect("TLS connect");
     let counter = Counter::default();
     let registry = registry_on(store, &counter);
-    let a = registry.call("r", "counter", json!({"n": 1})).await.expect("over TLS");
-    let b = registry.call("r", "counter", json!({"n": 1})).await.expect("replay over TLS");
+    let a = registry
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("over TLS");
+    let b = registry
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("replay over TLS");
     assert_eq!((a, counter.total()), (b, 1));
 
     // A wrong password is refused, and the error does not repeat it.
     let wrong = format!("rediss://:hunter2@127.0.0.1:{}", server.port);
-    let err = RedisStore::connect_with(&wrong, options).await.expect_err("wrong password");
+    let err = RedisStore::connect_with(&wrong, options)
+        .await
+        .expect_err("wrong password");
     assert!(!err.to_string().contains("hunter2"), "{err}");
     // Without the CA, the server's certificate is not trusted.
     assert!(RedisStore::connect(&url).await.is_err());

@@ -251,22 +251,14 @@ impl Certs {
             return None;
         }
         std::fs::write(dir.0.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").expect("write ext");
-        let steps: [&[&str]; 3] = [
-            &[
-                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-                "/CN=idem-test-ca", "-keyout", "ca.key", "-out", "ca.crt",
-            ],
-            &[
-                "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout",
-                "server.key", "-out", "server.csr",
-            ],
-            &[
-                "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-                "-CAcreateserial", "-days", "1", "-out", "server.crt", "-extfile", "san.ext",
-            ],
+        let steps = [
+            "req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=idem-test-ca -keyout ca.key -out ca.crt",
+            "req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout server.key -out server.csr",
+            "x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 -out server.crt -extfile san.ext",
         ];
         for step in steps {
-            assert!(run(step), "openssl {step:?} failed");
+            let args: Vec<&str> = step.split(' ').collect();
+            assert!(run(&args), "openssl {step} failed");
         }
         Some(Certs { dir })
     }

@@ -323,9 +323,7 @@ impl RedisStore {
             }),
             None => builder,
         };
-        let client = builder
-            .build()
-            .map_err(|e| url_error(&urls.join(","), e))?;
+        let client = builder.build().map_err(|e| url_error(&urls.join(","), e))?;
         let conn = client.get_async_connection().await.map_err(store_error)?;
         let store = RedisStore {
             conn: Conn::Cluster(conn),
