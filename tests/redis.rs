@@ -680,3 +680,23 @@ async fn tls_and_credentials_in_the_url() {
     // Without the CA, the server's certificate is not trusted.
     assert!(RedisStore::connect(&url).await.is_err());
 }
+
+#[tokio::test]
+async fn an_evicting_memory_policy_is_detected() {
+    if !support::redis_binaries() {
+        return;
+    }
+    let risky = RedisServer::start(&["--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru"]);
+    let store = RedisStore::connect(&risky.url()).await.expect("connect");
+    assert_eq!(
+        store
+            .evicting_policy()
+            .await
+            .expect("CONFIG GET")
+            .as_deref(),
+        Some("allkeys-lru")
+    );
+    let safe = RedisServer::start(&["--maxmemory-policy", "noeviction"]);
+    let store = RedisStore::connect(&safe.url()).await.expect("connect");
+    assert_eq!(store.evicting_policy().await.expect("CONFIG GET"), None);
+}

@@ -332,21 +332,27 @@ impl RedisStore {
         Ok(store)
     }
 
-    /// Warns when Redis may evict our keys. Managed services often forbid
-    /// `CONFIG`; then this says nothing.
+    /// Warns when Redis may evict our keys.
     async fn check_eviction_policy(&self) {
-        let mut cmd = redis::cmd("CONFIG");
-        cmd.arg("GET").arg("maxmemory-policy");
-        match self.query::<Vec<String>>(&cmd).await {
-            Ok(pair) => match pair.get(1).map(String::as_str) {
-                Some("noeviction") | None => {}
-                Some(policy) => tracing::warn!(
-                    policy,
-                    "Redis maxmemory-policy can evict idempotency records, letting duplicates run: set `maxmemory-policy noeviction`"
-                ),
-            },
+        match self.evicting_policy().await {
+            Ok(Some(policy)) => tracing::warn!(
+                policy,
+                "Redis maxmemory-policy can evict idempotency records, letting duplicates run: set `maxmemory-policy noeviction`"
+            ),
+            Ok(None) => {}
             Err(e) => tracing::debug!(error = %e, "could not read maxmemory-policy"),
         }
+    }
+
+    /// The server's `maxmemory-policy` if it can evict records (anything
+    /// but `noeviction`), for health checks. An error when `CONFIG GET` is
+    /// not allowed, as on some managed services.
+    pub async fn evicting_policy(&self) -> Result<Option<String>, StoreError> {
+        let mut cmd = redis::cmd("CONFIG");
+        cmd.arg("GET").arg("maxmemory-policy");
+        // A cluster answers from one node; all nodes should agree.
+        let pair: Vec<String> = self.query(&cmd).await.map_err(store_error)?;
+        Ok(pair.get(1).filter(|p| *p != "noeviction").cloned())
     }
 
     async fn query<T: redis::FromRedisValue>(&self, cmd: &Cmd) -> Result<T, RedisError> {
