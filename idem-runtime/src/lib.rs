@@ -34,6 +34,8 @@ pub use crate::render::RenderError;
 pub use crate::store::memory::MemoryStore;
 #[cfg(feature = "redis")]
 pub use crate::store::redis::{RedisOptions, RedisStore};
+#[cfg(feature = "sqlite")]
+pub use crate::store::sqlite::{SqliteOptions, SqliteStore};
 pub use crate::store::{Claim, DynIdemStore, Entry, IdemStore, LeaseToken};
 pub use crate::tool::{
     OnInFlight, ReadArgs, ReadOutput, ReadTool, ToolDef, ToolFailure, ToolInfo, ToolKind,

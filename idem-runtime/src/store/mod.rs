@@ -37,6 +37,8 @@ use crate::key::{Fingerprint, IdemKey};
 pub mod memory;
 #[cfg(feature = "redis")]
 pub mod redis;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 
 /// How long a running (lapsed) or released record outlives its lease, so
 /// that the next claim of the same operation can count the earlier attempt

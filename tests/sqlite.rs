@@ -1,0 +1,228 @@
+//! `SqliteStore`: the conformance suite on a fresh file per case, schema
+//! versioning, malformed rows, purging, and two stores (as two processes
+//! would) on one file.
+#![cfg(feature = "sqlite")]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use idem::prelude::*;
+use idem::testing::{Counter, Harness};
+use idem::{Fingerprint, IdemStore, SqliteStore, StoreError, WriteOptions};
+use serde_json::json;
+use support::TempDir;
+
+/// A store on a file of its own; the directory goes with the harness.
+struct SqliteHarness {
+    store: Arc<SqliteStore>,
+    _dir: TempDir,
+}
+
+impl SqliteHarness {
+    async fn new() -> Option<SqliteHarness> {
+        let dir = TempDir::new("sqlite");
+        let store = SqliteStore::open(dir.0.join("idem.db"))
+            .await
+            .expect("open");
+        Some(SqliteHarness {
+            store: Arc::new(store),
+            _dir: dir,
+        })
+    }
+}
+
+impl Harness for SqliteHarness {
+    type Store = SqliteStore;
+
+    fn store(&self) -> Arc<SqliteStore> {
+        self.store.clone()
+    }
+
+    async fn corrupt(&self, key: &IdemKey, _: &Fingerprint) {
+        let sql = format!(
+            "INSERT OR REPLACE INTO idem_records VALUES ('{}', 'bogus', x'00', 0, NULL, NULL, NULL, 99999999999999)",
+            key.as_str()
+        );
+        self.store
+            .execute_raw(&sql)
+            .await
+            .expect("plant a malformed row");
+    }
+}
+
+mod conformance {
+    idem::conformance_tests!(super::SqliteHarness::new());
+}
+
+#[tokio::test]
+async fn records_survive_reopening_the_file() {
+    let dir = TempDir::new("sqlite-reopen");
+    let path = dir.0.join("idem.db");
+    let counter = Counter::default();
+    let build = |store: SqliteStore| {
+        Registry::builder(())
+            .store(store)
+            .tool(counter.clone())
+            .build()
+            .expect("registry")
+    };
+    let first = build(SqliteStore::open(&path).await.expect("open"));
+    let out = first
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("call");
+    drop(first);
+    let second = build(SqliteStore::open(&path).await.expect("reopen"));
+    assert_eq!(
+        second
+            .call("r", "counter", json!({"n": 1}))
+            .await
+            .expect("replay"),
+        out
+    );
+    assert_eq!(counter.total(), 1, "the record outlived the first store");
+}
+
+#[tokio::test]
+async fn a_newer_schema_is_refused_with_a_clear_error() {
+    let dir = TempDir::new("sqlite-schema");
+    let path = dir.0.join("idem.db");
+    let store = SqliteStore::open(&path).await.expect("open");
+    store
+        .execute_raw("PRAGMA user_version = 7")
+        .await
+        .expect("bump");
+    drop(store);
+    let err = SqliteStore::open(&path).await.expect_err("newer schema");
+    let text = err.to_string();
+    assert!(
+        text.contains("schema version 7") && text.contains("upgrade idem"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn malformed_rows_are_errors_not_runs() {
+    let Some(h) = SqliteHarness::new().await else {
+        return;
+    };
+    let counter = Counter::default();
+    let registry = Registry::builder(())
+        .store(h.store())
+        .tool(counter.clone())
+        .build()
+        .expect("registry");
+    let rows = [
+        "'bogus', x'00', 0, NULL, NULL, NULL",
+        "'done', zeroblob(32), 0, NULL, NULL, NULL",
+        "'running', zeroblob(32), 0, NULL, NULL, NULL",
+        "'done', 'text, not a blob', 0, NULL, NULL, '1'",
+    ];
+    for (n, row) in rows.iter().enumerate() {
+        let args = json!({ "n": n });
+        let (key, _) = registry
+            .identify("r", "counter", args.clone())
+            .expect("id")
+            .expect("write");
+        h.store
+            .execute_raw(&format!(
+                "INSERT OR REPLACE INTO idem_records VALUES ('{}', {row}, 99999999999999)",
+                key.as_str()
+            ))
+            .await
+            .expect("plant");
+        match registry.call("r", "counter", args).await {
+            Err(ToolError::Store {
+                source: StoreError::Corrupt { .. },
+                ..
+            }) => {}
+            other => panic!("{row}: expected a Corrupt store error, got {other:?}"),
+        }
+    }
+    assert_eq!(counter.total(), 0);
+}
+
+#[tokio::test]
+async fn expired_records_are_purged() {
+    let Some(h) = SqliteHarness::new().await else {
+        return;
+    };
+    let counter = Counter::new(
+        Duration::ZERO,
+        WriteOptions::new().ttl(Duration::from_millis(50)),
+    );
+    let registry = Registry::builder(())
+        .store(h.store())
+        .tool(counter.clone())
+        .build()
+        .expect("registry");
+    for n in 0..20 {
+        registry
+            .call("r", "counter", json!({ "n": n }))
+            .await
+            .expect("call");
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(h.store.purge_expired().await.expect("purge"), 20);
+    assert_eq!(h.store.purge_expired().await.expect("purge"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stores_on_one_file_run_each_operation_once() {
+    let dir = TempDir::new("sqlite-shared");
+    let path = dir.0.join("idem.db");
+    let counter = Counter::new(
+        Duration::from_millis(2),
+        WriteOptions::new().on_in_flight(idem::OnInFlight::Wait(Duration::from_secs(30))),
+    );
+    let mut registries = Vec::new();
+    for _ in 0..2 {
+        registries.push(
+            Registry::builder(())
+                .store(SqliteStore::open(&path).await.expect("open"))
+                .tool(counter.clone())
+                .build()
+                .expect("registry"),
+        );
+    }
+    let tasks: Vec<_> = (0..200u64)
+        .map(|i| {
+            let registry = registries[(i % 2) as usize].clone();
+            tokio::spawn(async move { registry.call("r", "counter", json!({ "n": i % 40 })).await })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("task").expect("call");
+    }
+    assert_eq!(
+        counter.total(),
+        40,
+        "executions == distinct operations across two connections"
+    );
+}
+
+#[tokio::test]
+async fn store_get_reads_what_the_registry_wrote() {
+    let Some(h) = SqliteHarness::new().await else {
+        return;
+    };
+    let registry = Registry::builder(())
+        .store(h.store())
+        .tool(Counter::default())
+        .build()
+        .expect("registry");
+    registry
+        .call("r", "counter", json!({"n": 5}))
+        .await
+        .expect("call");
+    let (key, fp) = registry
+        .identify("r", "counter", json!({"n": 5}))
+        .expect("id")
+        .expect("write");
+    match h.store.get(&key).await.expect("get") {
+        Some(idem::Entry::Done { fingerprint, .. }) => assert_eq!(fingerprint, fp),
+        other => panic!("{other:?}"),
+    }
+}
