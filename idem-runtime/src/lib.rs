@@ -32,6 +32,8 @@ pub use crate::key::{Fingerprint, IdemKey, Scope, ScopeKind};
 pub use crate::registry::{IntoTool, Registry, RegistryBuilder, valid_tool_name};
 pub use crate::render::RenderError;
 pub use crate::store::memory::MemoryStore;
+#[cfg(feature = "postgres")]
+pub use crate::store::postgres::{PostgresOptions, PostgresStore};
 #[cfg(feature = "redis")]
 pub use crate::store::redis::{RedisOptions, RedisStore};
 #[cfg(feature = "sqlite")]

@@ -43,6 +43,12 @@ pub trait Harness: Send + Sync + 'static {
     /// (garbage bytes, a foreign format, an unknown version). For a backend
     /// that holds typed records, a recorded result that is not JSON.
     fn corrupt(&self, key: &IdemKey, fingerprint: &Fingerprint) -> impl Future<Output = ()> + Send;
+
+    /// Removes what the harness created (a schema, a file), after each case
+    /// that did not panic. Does nothing by default.
+    fn cleanup(&self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
 }
 
 /// The suite's harness for [`MemoryStore`].
@@ -86,6 +92,10 @@ impl<H: Harness> Harness for Erased<H> {
 
     fn corrupt(&self, key: &IdemKey, fingerprint: &Fingerprint) -> impl Future<Output = ()> + Send {
         self.0.corrupt(key, fingerprint)
+    }
+
+    fn cleanup(&self) -> impl Future<Output = ()> + Send {
+        self.0.cleanup()
     }
 }
 
@@ -145,6 +155,7 @@ macro_rules! conformance_tests {
                 $crate::testing::run(async {
                     if let ::core::option::Option::Some(harness) = $make.await {
                         $crate::testing::cases::$case(&harness).await;
+                        $crate::testing::Harness::cleanup(&harness).await;
                     }
                 });
             }

@@ -347,3 +347,32 @@ pub(crate) fn child(test: &str) -> Command {
 pub(crate) fn is_child() -> bool {
     std::env::var_os("IDEM_CHILD").is_some()
 }
+
+/// The machine's PostgreSQL.
+pub(crate) fn postgres_url() -> String {
+    std::env::var("IDEM_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+pub(crate) const START_POSTGRES: &str = "Start it with: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start (or set IDEM_POSTGRES_URL).";
+
+/// A schema of the test's own in the machine's PostgreSQL, and a client to
+/// drop it with; `None` (reported) when PostgreSQL is not reachable.
+#[cfg(feature = "postgres")]
+pub(crate) async fn postgres_schema() -> Option<(tokio_postgres::Client, String)> {
+    let url = postgres_url();
+    let (client, connection) = match tokio_postgres::connect(&url, tokio_postgres::NoTls).await {
+        Ok(pair) => pair,
+        Err(e) => {
+            unavailable(&format!("PostgreSQL at {url} ({e})"), START_POSTGRES);
+            return None;
+        }
+    };
+    tokio::spawn(connection);
+    let schema = format!("idem_test_{:x}", idem::LeaseToken::generate(0).id() as u64);
+    client
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .await
+        .expect("CREATE SCHEMA");
+    Some((client, schema))
+}

@@ -35,6 +35,8 @@ use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "redis")]
 pub mod redis;
 #[cfg(feature = "sqlite")]

@@ -1,0 +1,492 @@
+//! [`PostgresStore`]: PostgreSQL (feature `postgres`).
+//!
+//! One table (default `idem_records`), one row per key. A claim is one
+//! transaction (an `INSERT .. ON CONFLICT DO UPDATE .. WHERE` that takes
+//! over an expired, released or lapsed row, then, if it did not, a read of
+//! the row it locked); complete, fail, release and renew are one
+//! compare-and-set `UPDATE` each. Every time is the database's `now()`.
+
+use std::time::Duration;
+
+use bb8::{Pool, RunError};
+use bb8_postgres::PostgresConnectionManager;
+use tokio_postgres::NoTls;
+
+use super::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken};
+use crate::error::StoreError;
+use crate::key::{Fingerprint, IdemKey};
+
+/// The schema version this code writes.
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// How [`PostgresStore`] connects and where it keeps its table.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct PostgresOptions {
+    /// The schema of the table; `None` for the connection's `search_path`.
+    pub schema: Option<String>,
+    /// The table: `idem_records`. Its version lives in `<table>_schema`.
+    pub table: String,
+    /// Connections in the pool: 16.
+    pub pool_size: u32,
+    /// Bound on getting a connection (connecting included): 1 s.
+    pub connect_timeout: Duration,
+    /// Create the table when missing (the default); when off, run
+    /// [`PostgresStore::schema_sql`] as a migration yourself.
+    pub create_schema: bool,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        PostgresOptions {
+            schema: None,
+            table: "idem_records".to_owned(),
+            pool_size: 16,
+            connect_timeout: Duration::from_secs(1),
+            create_schema: true,
+        }
+    }
+}
+
+impl PostgresOptions {
+    /// The defaults.
+    pub fn new() -> PostgresOptions {
+        PostgresOptions::default()
+    }
+
+    /// Sets [`schema`](Self::schema).
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = Some(schema.into());
+        self
+    }
+
+    /// Sets [`table`](Self::table).
+    pub fn table(mut self, table: impl Into<String>) -> Self {
+        self.table = table.into();
+        self
+    }
+
+    /// Sets [`pool_size`](Self::pool_size).
+    pub fn pool_size(mut self, size: u32) -> Self {
+        self.pool_size = size;
+        self
+    }
+
+    /// Sets [`connect_timeout`](Self::connect_timeout).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Sets [`create_schema`](Self::create_schema).
+    pub fn create_schema(mut self, create: bool) -> Self {
+        self.create_schema = create;
+        self
+    }
+
+    /// The qualified table name, after checking both identifiers.
+    fn qualified(&self) -> Result<String, StoreError> {
+        let check = |what: &str, id: &str| {
+            let ok = !id.is_empty()
+                && id.len() <= 55
+                && id.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+                && id
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            if ok {
+                Ok(())
+            } else {
+                Err(StoreError::backend(format!(
+                    "invalid {what} name {id:?}: use lowercase letters, digits and `_`, at most 55"
+                )))
+            }
+        };
+        check("table", &self.table)?;
+        match &self.schema {
+            Some(schema) => {
+                check("schema", schema)?;
+                Ok(format!("{schema}.{}", self.table))
+            }
+            None => Ok(self.table.clone()),
+        }
+    }
+}
+
+/// The statements, for one table.
+struct Sql {
+    claim: String,
+    read: String,
+    settle: String,
+    renew: String,
+    purge: String,
+}
+
+impl Sql {
+    fn new(t: &str) -> Sql {
+        Sql {
+            claim: format!(
+                "INSERT INTO {t} AS r (key, state, fingerprint, attempt, token, lease_until, payload, expires_at)
+                 VALUES ($1, 'running', $2, 0, $3,
+                         now() + $4::float8 * interval '1 millisecond', NULL,
+                         now() + ($4::float8 + $5::float8) * interval '1 millisecond')
+                 ON CONFLICT (key) DO UPDATE SET
+                     state = 'running', fingerprint = EXCLUDED.fingerprint, token = EXCLUDED.token,
+                     lease_until = EXCLUDED.lease_until, payload = NULL, expires_at = EXCLUDED.expires_at,
+                     attempt = CASE WHEN r.expires_at <= now() THEN 0 ELSE r.attempt + 1 END
+                 WHERE r.expires_at <= now() OR r.state = 'released'
+                    OR (r.state = 'running' AND r.lease_until <= now())
+                 RETURNING r.attempt"
+            ),
+            read: format!(
+                "SELECT state, fingerprint, attempt, payload FROM {t} WHERE key = $1 AND expires_at > now()"
+            ),
+            settle: format!(
+                "UPDATE {t} SET state = $3, payload = $4, token = NULL, lease_until = NULL,
+                     expires_at = now() + $5::float8 * interval '1 millisecond'
+                 WHERE key = $1 AND state = 'running' AND token = $2 AND expires_at > now()"
+            ),
+            renew: format!(
+                "UPDATE {t} SET lease_until = now() + $3::float8 * interval '1 millisecond',
+                     expires_at = now() + ($3::float8 + $4::float8) * interval '1 millisecond'
+                 WHERE key = $1 AND state = 'running' AND token = $2 AND expires_at > now()"
+            ),
+            purge: format!("DELETE FROM {t} WHERE expires_at <= now()"),
+        }
+    }
+}
+
+/// A store in PostgreSQL: a connection pool, one transaction or statement
+/// per operation, expiry by the database's clock.
+pub struct PostgresStore {
+    pool: Pool<PostgresConnectionManager<NoTls>>,
+    sql: Sql,
+    table: String,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("table", &self.table)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresStore {
+    /// Connects to `postgres://user:password@host:port/database` and
+    /// creates the table if missing.
+    pub async fn connect(url: &str) -> Result<PostgresStore, StoreError> {
+        Self::connect_with(url, PostgresOptions::default()).await
+    }
+
+    /// [`connect`](Self::connect) with explicit options.
+    pub async fn connect_with(
+        url: &str,
+        options: PostgresOptions,
+    ) -> Result<PostgresStore, StoreError> {
+        let table = options.qualified()?;
+        let mut config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| StoreError::backend(format!("invalid PostgreSQL URL: {e}")))?;
+        config.connect_timeout(options.connect_timeout);
+        let manager = PostgresConnectionManager::new(config, NoTls);
+        let pool = Pool::builder()
+            .max_size(options.pool_size.max(1))
+            .connection_timeout(options.connect_timeout)
+            .test_on_check_out(false)
+            .build(manager)
+            .await
+            .map_err(sql_error)?;
+        let store = PostgresStore {
+            pool,
+            sql: Sql::new(&table),
+            table,
+        };
+        if options.create_schema {
+            store.migrate(&options).await?;
+        } else {
+            store.check_version().await?;
+        }
+        Ok(store)
+    }
+
+    /// The SQL that creates the table of `options`, for running as a
+    /// migration of your own (with `create_schema(false)`).
+    pub fn schema_sql(options: &PostgresOptions) -> Result<String, StoreError> {
+        let t = options.qualified()?;
+        let index = format!("{}_expires_at", options.table);
+        Ok(format!(
+            "CREATE TABLE IF NOT EXISTS {t} (
+    key         text PRIMARY KEY,
+    state       text NOT NULL,        -- running | released | done | failed
+    fingerprint bytea NOT NULL,       -- 32 bytes
+    attempt     integer NOT NULL,
+    token       bytea,                -- 16 bytes, running only
+    lease_until timestamptz,          -- running only
+    payload     text,                 -- result (done) or error (failed)
+    expires_at  timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS {index} ON {t} (expires_at);
+CREATE TABLE IF NOT EXISTS {t}_schema (version integer NOT NULL);
+INSERT INTO {t}_schema (version) SELECT {SCHEMA_VERSION} WHERE NOT EXISTS (SELECT 1 FROM {t}_schema);
+"
+        ))
+    }
+
+    async fn migrate(&self, options: &PostgresOptions) -> Result<(), StoreError> {
+        let mut conn = self.pool.get().await.map_err(pg_error)?;
+        let tx = conn.transaction().await.map_err(sql_error)?;
+        // Serialise concurrent first starts: CREATE .. IF NOT EXISTS races.
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(hashtext($1))",
+            &[&format!("idem:{}", self.table)],
+        )
+        .await
+        .map_err(sql_error)?;
+        tx.batch_execute(&Self::schema_sql(options)?)
+            .await
+            .map_err(sql_error)?;
+        tx.commit().await.map_err(sql_error)?;
+        drop(conn);
+        self.check_version().await
+    }
+
+    async fn check_version(&self) -> Result<(), StoreError> {
+        let conn = self.pool.get().await.map_err(pg_error)?;
+        let row = conn
+            .query_opt(&format!("SELECT max(version) FROM {}_schema", self.table), &[])
+            .await
+            .map_err(|e| {
+                StoreError::backend(format!(
+                    "cannot read the idem schema version of {} (run PostgresStore::schema_sql as a migration?): {e}",
+                    self.table
+                ))
+            })?;
+        let version: Option<i32> = row.and_then(|r| r.get(0));
+        match version {
+            Some(SCHEMA_VERSION) => Ok(()),
+            Some(newer) if newer > SCHEMA_VERSION => Err(StoreError::backend(format!(
+                "the table {} has idem schema version {newer}, newer than this idem understands ({SCHEMA_VERSION}); upgrade idem",
+                self.table
+            ))),
+            other => Err(StoreError::backend(format!(
+                "the table {} has an unknown idem schema version ({other:?})",
+                self.table
+            ))),
+        }
+    }
+
+    /// Deletes every expired record now; returns how many. Run it from a
+    /// periodic job: expired rows are ignored, but they take space until
+    /// purged or reclaimed by a new claim of the same key.
+    pub async fn purge_expired(&self) -> Result<u64, StoreError> {
+        let conn = self.pool.get().await.map_err(pg_error)?;
+        conn.execute(&self.sql.purge, &[]).await.map_err(sql_error)
+    }
+
+    /// Runs raw SQL on a pooled connection (to plant a malformed record in a
+    /// test, say). `{table}` in `sql` is replaced by the store's table.
+    #[cfg(feature = "test-util")]
+    pub async fn execute_raw(&self, sql: &str) -> Result<u64, StoreError> {
+        let conn = self.pool.get().await.map_err(pg_error)?;
+        conn.execute(&sql.replace("{table}", &self.table), &[])
+            .await
+            .map_err(sql_error)
+    }
+
+    /// complete / fail / release: one compare-and-set `UPDATE`.
+    async fn settle(
+        &self,
+        key: &IdemKey,
+        token: &LeaseToken,
+        state: &str,
+        payload: Option<&str>,
+        keep: Duration,
+    ) -> Result<(), StoreError> {
+        let conn = self.pool.get().await.map_err(pg_error)?;
+        let token = token.id().to_be_bytes().to_vec();
+        let changed = conn
+            .execute(
+                &self.sql.settle,
+                &[&key.as_str(), &token, &state, &payload, &millis(keep)],
+            )
+            .await
+            .map_err(sql_error)?;
+        if changed == 1 {
+            Ok(())
+        } else {
+            Err(StoreError::LeaseLost)
+        }
+    }
+}
+
+fn millis(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn sql_error(e: tokio_postgres::Error) -> StoreError {
+    if e.as_db_error().is_some() {
+        StoreError::backend(e)
+    } else {
+        // Closed connections, I/O errors, timeouts.
+        StoreError::unavailable(e)
+    }
+}
+
+fn pg_error(e: RunError<tokio_postgres::Error>) -> StoreError {
+    match e {
+        RunError::User(e) => sql_error(e),
+        RunError::TimedOut => {
+            StoreError::unavailable("timed out waiting for a PostgreSQL connection")
+        }
+    }
+}
+
+fn entry(key: &IdemKey, row: &tokio_postgres::Row) -> Result<Entry, StoreError> {
+    let corrupt = |why: String| StoreError::corrupt(key.as_str(), why);
+    let state: String = row.try_get(0).map_err(|e| corrupt(e.to_string()))?;
+    let fp: Vec<u8> = row.try_get(1).map_err(|e| corrupt(e.to_string()))?;
+    let attempt: i32 = row.try_get(2).map_err(|e| corrupt(e.to_string()))?;
+    let payload: Option<String> = row.try_get(3).map_err(|e| corrupt(e.to_string()))?;
+    let fingerprint = <[u8; 32]>::try_from(fp.as_slice())
+        .map(Fingerprint::from_bytes)
+        .map_err(|_| corrupt("the fingerprint is not 32 bytes".into()))?;
+    let attempt = u32::try_from(attempt).map_err(|_| corrupt("bad attempt".into()))?;
+    match (state.as_str(), payload) {
+        ("running", _) => Ok(Entry::Running {
+            fingerprint,
+            attempt,
+        }),
+        ("done", Some(result)) => Ok(Entry::Done {
+            result,
+            fingerprint,
+        }),
+        ("failed", Some(error)) => Ok(Entry::Failed { error, fingerprint }),
+        (state, _) => Err(corrupt(format!("unreadable {state:?} record"))),
+    }
+}
+
+impl IdemStore for PostgresStore {
+    async fn claim(
+        &self,
+        key: &IdemKey,
+        fingerprint: &Fingerprint,
+        lease: Duration,
+    ) -> Result<Claim, StoreError> {
+        let token = LeaseToken::generate(0);
+        let token_bytes = token.id().to_be_bytes().to_vec();
+        let fp = fingerprint.as_bytes().to_vec();
+        let mut conn = self.pool.get().await.map_err(pg_error)?;
+        // A row deleted between the two statements (purged) makes the
+        // second find nothing: try again, a bounded number of times.
+        for _ in 0..3 {
+            let tx = conn.transaction().await.map_err(sql_error)?;
+            let taken = tx
+                .query_opt(
+                    &self.sql.claim,
+                    &[
+                        &key.as_str(),
+                        &fp,
+                        &token_bytes,
+                        &millis(lease),
+                        &millis(CLAIM_RETENTION),
+                    ],
+                )
+                .await
+                .map_err(sql_error)?;
+            if let Some(row) = taken {
+                tx.commit().await.map_err(sql_error)?;
+                let attempt: i32 = row
+                    .try_get(0)
+                    .map_err(|e| StoreError::corrupt(key.as_str(), e.to_string()))?;
+                let attempt = u32::try_from(attempt)
+                    .map_err(|_| StoreError::corrupt(key.as_str(), "bad attempt"))?;
+                return Ok(Claim::Acquired(LeaseToken::from_parts(token.id(), attempt)));
+            }
+            // The conflicting row is locked by the INSERT above: read it as
+            // it stands.
+            let existing = tx
+                .query_opt(&self.sql.read, &[&key.as_str()])
+                .await
+                .map_err(sql_error)?;
+            tx.commit().await.map_err(sql_error)?;
+            if let Some(row) = existing {
+                return entry(key, &row).map(Claim::Existing);
+            }
+        }
+        Err(StoreError::backend(
+            "the record changed under three claims in a row",
+        ))
+    }
+
+    async fn complete(
+        &self,
+        key: &IdemKey,
+        token: &LeaseToken,
+        result: &str,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        self.settle(key, token, "done", Some(result), ttl).await
+    }
+
+    async fn release(&self, key: &IdemKey, token: &LeaseToken) -> Result<(), StoreError> {
+        self.settle(key, token, "released", None, CLAIM_RETENTION)
+            .await
+    }
+
+    async fn fail(
+        &self,
+        key: &IdemKey,
+        token: &LeaseToken,
+        error: &str,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        self.settle(key, token, "failed", Some(error), ttl).await
+    }
+
+    async fn renew(
+        &self,
+        key: &IdemKey,
+        token: &LeaseToken,
+        lease: Duration,
+    ) -> Result<(), StoreError> {
+        let conn = self.pool.get().await.map_err(pg_error)?;
+        let token = token.id().to_be_bytes().to_vec();
+        let changed = conn
+            .execute(
+                &self.sql.renew,
+                &[
+                    &key.as_str(),
+                    &token,
+                    &millis(lease),
+                    &millis(CLAIM_RETENTION),
+                ],
+            )
+            .await
+            .map_err(sql_error)?;
+        if changed == 1 {
+            Ok(())
+        } else {
+            Err(StoreError::LeaseLost)
+        }
+    }
+
+    async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
+        let conn = self.pool.get().await.map_err(pg_error)?;
+        let row = conn
+            .query_opt(&self.sql.read, &[&key.as_str()])
+            .await
+            .map_err(sql_error)?;
+        match row {
+            None => Ok(None),
+            Some(row) => {
+                let state: String = row
+                    .try_get(0)
+                    .map_err(|e| StoreError::corrupt(key.as_str(), e.to_string()))?;
+                if state == "released" {
+                    return Ok(None);
+                }
+                entry(key, &row).map(Some)
+            }
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! `PostgresStore` against the machine's PostgreSQL: the conformance suite
+//! in a schema of its own per case (dropped afterwards), schema versioning
+//! and migrations, malformed rows, purging.
+#![cfg(feature = "postgres")]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use idem::prelude::*;
+use idem::testing::{Counter, Harness};
+use idem::{Fingerprint, PostgresOptions, PostgresStore, StoreError, WriteOptions};
+use serde_json::json;
+
+struct PgHarness {
+    store: Arc<PostgresStore>,
+    client: tokio_postgres::Client,
+    schema: String,
+}
+
+impl PgHarness {
+    async fn new() -> Option<PgHarness> {
+        let (client, schema) = support::postgres_schema().await?;
+        let options = PostgresOptions::new().schema(&schema);
+        let store = PostgresStore::connect_with(&support::postgres_url(), options)
+            .await
+            .expect("connect");
+        Some(PgHarness {
+            store: Arc::new(store),
+            client,
+            schema,
+        })
+    }
+}
+
+impl Harness for PgHarness {
+    type Store = PostgresStore;
+
+    fn store(&self) -> Arc<PostgresStore> {
+        self.store.clone()
+    }
+
+    async fn corrupt(&self, key: &IdemKey, _: &Fingerprint) {
+        let sql = format!(
+            "INSERT INTO {{table}} VALUES ('{}', 'bogus', '\\x00', 0, NULL, NULL, NULL, now() + interval '1 hour')
+             ON CONFLICT (key) DO UPDATE SET state = 'bogus'",
+            key.as_str()
+        );
+        self.store
+            .execute_raw(&sql)
+            .await
+            .expect("plant a malformed row");
+    }
+
+    async fn cleanup(&self) {
+        let _ = self
+            .client
+            .batch_execute(&format!("DROP SCHEMA {} CASCADE", self.schema))
+            .await;
+    }
+}
+
+mod conformance {
+    idem::conformance_tests!(super::PgHarness::new());
+}
+
+#[tokio::test]
+async fn migrations_and_schema_versions() {
+    let Some(h) = PgHarness::new().await else {
+        return;
+    };
+    let url = support::postgres_url();
+    // Without create_schema, a missing table is a clear error...
+    let manual = PostgresOptions::new()
+        .schema(&h.schema)
+        .table("by_hand")
+        .create_schema(false);
+    let err = PostgresStore::connect_with(&url, manual.clone())
+        .await
+        .expect_err("no table yet");
+    assert!(err.to_string().contains("schema_sql"), "{err}");
+    // ...and the offered SQL is the migration.
+    let sql = PostgresStore::schema_sql(&manual).expect("sql");
+    h.client
+        .batch_execute(&sql)
+        .await
+        .expect("run the migration");
+    PostgresStore::connect_with(&url, manual)
+        .await
+        .expect("connects after the migration");
+    // A newer schema than the code is refused.
+    h.client
+        .batch_execute(&format!(
+            "UPDATE {}.idem_records_schema SET version = 9",
+            h.schema
+        ))
+        .await
+        .expect("bump");
+    let err = PostgresStore::connect_with(&url, PostgresOptions::new().schema(&h.schema))
+        .await
+        .expect_err("newer schema");
+    assert!(err.to_string().contains("version 9"), "{err}");
+    // Table names are checked, never spliced in raw.
+    assert!(PostgresStore::schema_sql(&PostgresOptions::new().table("x; DROP TABLE y")).is_err());
+    h.cleanup().await;
+}
+
+#[tokio::test]
+async fn malformed_rows_are_errors_not_runs() {
+    let Some(h) = PgHarness::new().await else {
+        return;
+    };
+    let counter = Counter::default();
+    let registry = Registry::builder(())
+        .store(h.store())
+        .tool(counter.clone())
+        .build()
+        .expect("registry");
+    let rows = [
+        "'bogus', '\\x00', 0, NULL, NULL, NULL",
+        "'done', '\\x00', 0, NULL, NULL, '1'",
+        "'done', decode(repeat('00', 32), 'hex'), 0, NULL, NULL, NULL",
+    ];
+    for (n, row) in rows.iter().enumerate() {
+        let args = json!({ "n": n });
+        let (key, _) = registry
+            .identify("r", "counter", args.clone())
+            .expect("id")
+            .expect("write");
+        h.store
+            .execute_raw(&format!(
+                "INSERT INTO {{table}} VALUES ('{}', {row}, now() + interval '1 hour')",
+                key.as_str()
+            ))
+            .await
+            .expect("plant");
+        match registry.call("r", "counter", args).await {
+            Err(ToolError::Store {
+                source: StoreError::Corrupt { .. },
+                ..
+            }) => {}
+            other => panic!("{row}: expected a Corrupt store error, got {other:?}"),
+        }
+    }
+    assert_eq!(counter.total(), 0);
+    h.cleanup().await;
+}
+
+#[tokio::test]
+async fn expired_records_are_purged() {
+    let Some(h) = PgHarness::new().await else {
+        return;
+    };
+    let counter = Counter::new(
+        Duration::ZERO,
+        WriteOptions::new().ttl(Duration::from_millis(50)),
+    );
+    let registry = Registry::builder(())
+        .store(h.store())
+        .tool(counter)
+        .build()
+        .expect("registry");
+    for n in 0..20 {
+        registry
+            .call("r", "counter", json!({ "n": n }))
+            .await
+            .expect("call");
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(h.store.purge_expired().await.expect("purge"), 20);
+    assert_eq!(h.store.purge_expired().await.expect("purge"), 0);
+    h.cleanup().await;
+}
