@@ -1,16 +1,17 @@
 //! [`PostgresStore`]: PostgreSQL (feature `postgres`).
 //!
-//! One table (default `idem_records`), one row per key. A claim is one
-//! transaction (an `INSERT .. ON CONFLICT DO UPDATE .. WHERE` that takes
-//! over an expired, released or lapsed row, then, if it did not, a read of
-//! the row it locked); complete, fail, release and renew are one
-//! compare-and-set `UPDATE` each. Every time is the database's `now()`.
+//! One table (default `idem_records`), one row per key. Every operation is
+//! one statement, prepared once per pooled connection: a claim is an
+//! `INSERT .. ON CONFLICT DO UPDATE .. WHERE` that takes over an expired,
+//! released or lapsed row, reading back in the same statement the row it did
+//! not take; complete, fail, release and renew are one compare-and-set
+//! `UPDATE` each. Every time is the database's `now()`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use bb8::{Pool, RunError};
-use bb8_postgres::PostgresConnectionManager;
-use tokio_postgres::NoTls;
+use bb8::{ManageConnection, Pool, RunError};
+use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use super::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken};
 use crate::error::StoreError;
@@ -124,18 +125,28 @@ struct Sql {
 impl Sql {
     fn new(t: &str) -> Sql {
         Sql {
+            // Takes the row over when it may, else reads it back. In a race
+            // with a concurrent first insert the read (from the statement's
+            // snapshot) can miss the row the insert conflicted with: then
+            // nothing comes back and the claim asks again.
             claim: format!(
-                "INSERT INTO {t} AS r (key, state, fingerprint, attempt, token, lease_until, payload, expires_at)
-                 VALUES ($1, 'running', $2, 0, $3,
-                         now() + $4::float8 * interval '1 millisecond', NULL,
-                         now() + ($4::float8 + $5::float8) * interval '1 millisecond')
-                 ON CONFLICT (key) DO UPDATE SET
-                     state = 'running', fingerprint = EXCLUDED.fingerprint, token = EXCLUDED.token,
-                     lease_until = EXCLUDED.lease_until, payload = NULL, expires_at = EXCLUDED.expires_at,
-                     attempt = CASE WHEN r.expires_at <= now() THEN 0 ELSE r.attempt + 1 END
-                 WHERE r.expires_at <= now() OR r.state = 'released'
-                    OR (r.state = 'running' AND r.lease_until <= now())
-                 RETURNING r.attempt"
+                "WITH taken AS (
+                     INSERT INTO {t} AS r (key, state, fingerprint, attempt, token, lease_until, payload, expires_at)
+                     VALUES ($1, 'running', $2, 0, $3,
+                             now() + $4::float8 * interval '1 millisecond', NULL,
+                             now() + ($4::float8 + $5::float8) * interval '1 millisecond')
+                     ON CONFLICT (key) DO UPDATE SET
+                         state = 'running', fingerprint = EXCLUDED.fingerprint, token = EXCLUDED.token,
+                         lease_until = EXCLUDED.lease_until, payload = NULL, expires_at = EXCLUDED.expires_at,
+                         attempt = CASE WHEN r.expires_at <= now() THEN 0 ELSE r.attempt + 1 END
+                     WHERE r.expires_at <= now() OR r.state = 'released'
+                        OR (r.state = 'running' AND r.lease_until <= now())
+                     RETURNING r.attempt
+                 )
+                 SELECT 'acquired'::text, NULL::bytea, attempt, NULL::text FROM taken
+                 UNION ALL
+                 SELECT state, fingerprint, attempt, payload FROM {t}
+                 WHERE key = $1 AND expires_at > now() AND NOT EXISTS (SELECT 1 FROM taken)"
             ),
             read: format!(
                 "SELECT state, fingerprint, attempt, payload FROM {t} WHERE key = $1 AND expires_at > now()"
@@ -155,11 +166,60 @@ impl Sql {
     }
 }
 
-/// A store in PostgreSQL: a connection pool, one transaction or statement
-/// per operation, expiry by the database's clock.
+/// A pooled connection with every statement prepared.
+struct PgConn {
+    client: Client,
+    claim: Statement,
+    read: Statement,
+    settle: Statement,
+    renew: Statement,
+}
+
+/// Connects, and prepares the statements on each new connection.
+struct PgManager {
+    config: Config,
+    sql: Arc<Sql>,
+}
+
+impl ManageConnection for PgManager {
+    type Connection = PgConn;
+    type Error = tokio_postgres::Error;
+
+    async fn connect(&self) -> Result<PgConn, tokio_postgres::Error> {
+        let client = connect(&self.config).await?;
+        Ok(PgConn {
+            claim: client.prepare(&self.sql.claim).await?,
+            read: client.prepare(&self.sql.read).await?,
+            settle: client.prepare(&self.sql.settle).await?,
+            renew: client.prepare(&self.sql.renew).await?,
+            client,
+        })
+    }
+
+    async fn is_valid(&self, conn: &mut PgConn) -> Result<(), tokio_postgres::Error> {
+        conn.client.simple_query("").await.map(|_| ())
+    }
+
+    fn has_broken(&self, conn: &mut PgConn) -> bool {
+        conn.client.is_closed()
+    }
+}
+
+async fn connect(config: &Config) -> Result<Client, tokio_postgres::Error> {
+    let (client, connection) = config.connect(NoTls).await?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!(error = %e, "PostgreSQL connection closed");
+        }
+    });
+    Ok(client)
+}
+
+/// A store in PostgreSQL: a pool of connections with prepared statements,
+/// one statement per operation, expiry by the database's clock.
 pub struct PostgresStore {
-    pool: Pool<PostgresConnectionManager<NoTls>>,
-    sql: Sql,
+    pool: Pool<PgManager>,
+    sql: Arc<Sql>,
     table: String,
 }
 
@@ -184,11 +244,23 @@ impl PostgresStore {
         options: PostgresOptions,
     ) -> Result<PostgresStore, StoreError> {
         let table = options.qualified()?;
-        let mut config: tokio_postgres::Config = url
+        let mut config: Config = url
             .parse()
             .map_err(|e| StoreError::backend(format!("invalid PostgreSQL URL: {e}")))?;
         config.connect_timeout(options.connect_timeout);
-        let manager = PostgresConnectionManager::new(config, NoTls);
+        // The table must exist before pooled connections prepare their
+        // statements: set it up on a connection of its own.
+        let mut setup = connect(&config).await.map_err(sql_error)?;
+        if options.create_schema {
+            migrate(&mut setup, &table, &options).await?;
+        }
+        check_version(&setup, &table).await?;
+        drop(setup);
+        let sql = Arc::new(Sql::new(&table));
+        let manager = PgManager {
+            config,
+            sql: sql.clone(),
+        };
         let pool = Pool::builder()
             .max_size(options.pool_size.max(1))
             .connection_timeout(options.connect_timeout)
@@ -196,17 +268,7 @@ impl PostgresStore {
             .build(manager)
             .await
             .map_err(sql_error)?;
-        let store = PostgresStore {
-            pool,
-            sql: Sql::new(&table),
-            table,
-        };
-        if options.create_schema {
-            store.migrate(&options).await?;
-        } else {
-            store.check_version().await?;
-        }
-        Ok(store)
+        Ok(PostgresStore { pool, sql, table })
     }
 
     /// The SQL that creates the table of `options`, for running as a
@@ -232,55 +294,15 @@ INSERT INTO {t}_schema (version) SELECT {SCHEMA_VERSION} WHERE NOT EXISTS (SELEC
         ))
     }
 
-    async fn migrate(&self, options: &PostgresOptions) -> Result<(), StoreError> {
-        let mut conn = self.pool.get().await.map_err(pg_error)?;
-        let tx = conn.transaction().await.map_err(sql_error)?;
-        // Serialise concurrent first starts: CREATE .. IF NOT EXISTS races.
-        tx.execute(
-            "SELECT pg_advisory_xact_lock(hashtext($1))",
-            &[&format!("idem:{}", self.table)],
-        )
-        .await
-        .map_err(sql_error)?;
-        tx.batch_execute(&Self::schema_sql(options)?)
-            .await
-            .map_err(sql_error)?;
-        tx.commit().await.map_err(sql_error)?;
-        drop(conn);
-        self.check_version().await
-    }
-
-    async fn check_version(&self) -> Result<(), StoreError> {
-        let conn = self.pool.get().await.map_err(pg_error)?;
-        let row = conn
-            .query_opt(&format!("SELECT max(version) FROM {}_schema", self.table), &[])
-            .await
-            .map_err(|e| {
-                StoreError::backend(format!(
-                    "cannot read the idem schema version of {} (run PostgresStore::schema_sql as a migration?): {e}",
-                    self.table
-                ))
-            })?;
-        let version: Option<i32> = row.and_then(|r| r.get(0));
-        match version {
-            Some(SCHEMA_VERSION) => Ok(()),
-            Some(newer) if newer > SCHEMA_VERSION => Err(StoreError::backend(format!(
-                "the table {} has idem schema version {newer}, newer than this idem understands ({SCHEMA_VERSION}); upgrade idem",
-                self.table
-            ))),
-            other => Err(StoreError::backend(format!(
-                "the table {} has an unknown idem schema version ({other:?})",
-                self.table
-            ))),
-        }
-    }
-
     /// Deletes every expired record now; returns how many. Run it from a
     /// periodic job: expired rows are ignored, but they take space until
     /// purged or reclaimed by a new claim of the same key.
     pub async fn purge_expired(&self) -> Result<u64, StoreError> {
         let conn = self.pool.get().await.map_err(pg_error)?;
-        conn.execute(&self.sql.purge, &[]).await.map_err(sql_error)
+        conn.client
+            .execute(&self.sql.purge, &[])
+            .await
+            .map_err(sql_error)
     }
 
     /// Runs raw SQL on a pooled connection (to plant a malformed record in a
@@ -288,7 +310,8 @@ INSERT INTO {t}_schema (version) SELECT {SCHEMA_VERSION} WHERE NOT EXISTS (SELEC
     #[cfg(feature = "test-util")]
     pub async fn execute_raw(&self, sql: &str) -> Result<u64, StoreError> {
         let conn = self.pool.get().await.map_err(pg_error)?;
-        conn.execute(&sql.replace("{table}", &self.table), &[])
+        conn.client
+            .execute(&sql.replace("{table}", &self.table), &[])
             .await
             .map_err(sql_error)
     }
@@ -305,8 +328,9 @@ INSERT INTO {t}_schema (version) SELECT {SCHEMA_VERSION} WHERE NOT EXISTS (SELEC
         let conn = self.pool.get().await.map_err(pg_error)?;
         let token = token.id().to_be_bytes().to_vec();
         let changed = conn
+            .client
             .execute(
-                &self.sql.settle,
+                &conn.settle,
                 &[&key.as_str(), &token, &state, &payload, &millis(keep)],
             )
             .await
@@ -316,6 +340,47 @@ INSERT INTO {t}_schema (version) SELECT {SCHEMA_VERSION} WHERE NOT EXISTS (SELEC
         } else {
             Err(StoreError::LeaseLost)
         }
+    }
+}
+
+/// Creates the table if missing, serialising concurrent first starts
+/// (`CREATE .. IF NOT EXISTS` races) with an advisory lock.
+async fn migrate(
+    client: &mut Client,
+    table: &str,
+    options: &PostgresOptions,
+) -> Result<(), StoreError> {
+    let tx = client.transaction().await.map_err(sql_error)?;
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(hashtext($1))",
+        &[&format!("idem:{table}")],
+    )
+    .await
+    .map_err(sql_error)?;
+    tx.batch_execute(&PostgresStore::schema_sql(options)?)
+        .await
+        .map_err(sql_error)?;
+    tx.commit().await.map_err(sql_error)
+}
+
+async fn check_version(client: &Client, table: &str) -> Result<(), StoreError> {
+    let row = client
+        .query_opt(&format!("SELECT max(version) FROM {table}_schema"), &[])
+        .await
+        .map_err(|e| {
+            StoreError::backend(format!(
+                "cannot read the idem schema version of {table} (run PostgresStore::schema_sql as a migration?): {e}"
+            ))
+        })?;
+    let version: Option<i32> = row.and_then(|r| r.get(0));
+    match version {
+        Some(SCHEMA_VERSION) => Ok(()),
+        Some(newer) if newer > SCHEMA_VERSION => Err(StoreError::backend(format!(
+            "the table {table} has idem schema version {newer}, newer than this idem understands ({SCHEMA_VERSION}); upgrade idem"
+        ))),
+        other => Err(StoreError::backend(format!(
+            "the table {table} has an unknown idem schema version ({other:?})"
+        ))),
     }
 }
 
@@ -375,14 +440,15 @@ impl IdemStore for PostgresStore {
         let token = LeaseToken::generate(0);
         let token_bytes = token.id().to_be_bytes().to_vec();
         let fp = fingerprint.as_bytes().to_vec();
-        let mut conn = self.pool.get().await.map_err(pg_error)?;
-        // A row deleted between the two statements (purged) makes the
-        // second find nothing: try again, a bounded number of times.
+        let conn = self.pool.get().await.map_err(pg_error)?;
+        let corrupt = |why: String| StoreError::corrupt(key.as_str(), why);
+        // Empty only in a race with a concurrent first insert (see `Sql`):
+        // the next try sees its row.
         for _ in 0..3 {
-            let tx = conn.transaction().await.map_err(sql_error)?;
-            let taken = tx
+            let row = conn
+                .client
                 .query_opt(
-                    &self.sql.claim,
+                    &conn.claim,
                     &[
                         &key.as_str(),
                         &fp,
@@ -393,25 +459,14 @@ impl IdemStore for PostgresStore {
                 )
                 .await
                 .map_err(sql_error)?;
-            if let Some(row) = taken {
-                tx.commit().await.map_err(sql_error)?;
-                let attempt: i32 = row
-                    .try_get(0)
-                    .map_err(|e| StoreError::corrupt(key.as_str(), e.to_string()))?;
-                let attempt = u32::try_from(attempt)
-                    .map_err(|_| StoreError::corrupt(key.as_str(), "bad attempt"))?;
-                return Ok(Claim::Acquired(LeaseToken::from_parts(token.id(), attempt)));
-            }
-            // The conflicting row is locked by the INSERT above: read it as
-            // it stands.
-            let existing = tx
-                .query_opt(&self.sql.read, &[&key.as_str()])
-                .await
-                .map_err(sql_error)?;
-            tx.commit().await.map_err(sql_error)?;
-            if let Some(row) = existing {
+            let Some(row) = row else { continue };
+            let state: String = row.try_get(0).map_err(|e| corrupt(e.to_string()))?;
+            if state != "acquired" {
                 return entry(key, &row).map(Claim::Existing);
             }
+            let attempt: i32 = row.try_get(2).map_err(|e| corrupt(e.to_string()))?;
+            let attempt = u32::try_from(attempt).map_err(|_| corrupt("bad attempt".into()))?;
+            return Ok(Claim::Acquired(LeaseToken::from_parts(token.id(), attempt)));
         }
         Err(StoreError::backend(
             "the record changed under three claims in a row",
@@ -452,8 +507,9 @@ impl IdemStore for PostgresStore {
         let conn = self.pool.get().await.map_err(pg_error)?;
         let token = token.id().to_be_bytes().to_vec();
         let changed = conn
+            .client
             .execute(
-                &self.sql.renew,
+                &conn.renew,
                 &[
                     &key.as_str(),
                     &token,
@@ -473,7 +529,8 @@ impl IdemStore for PostgresStore {
     async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
         let conn = self.pool.get().await.map_err(pg_error)?;
         let row = conn
-            .query_opt(&self.sql.read, &[&key.as_str()])
+            .client
+            .query_opt(&conn.read, &[&key.as_str()])
             .await
             .map_err(sql_error)?;
         match row {
