@@ -172,3 +172,45 @@ async fn expired_records_are_purged() {
     assert_eq!(h.store.purge_expired().await.expect("purge"), 0);
     h.cleanup().await;
 }
+
+#[tokio::test]
+async fn a_background_task_purges_expired_rows() {
+    let Some(h) = PgHarness::new().await else {
+        return;
+    };
+    let store = PostgresStore::connect_with(
+        &support::postgres_url(),
+        PostgresOptions::new()
+            .schema(&h.schema)
+            .table("purged")
+            .purge_interval(Some(Duration::from_millis(50))),
+    )
+    .await
+    .expect("connect");
+    let registry = Registry::builder(())
+        .store(store)
+        .tool(Counter::new(
+            Duration::ZERO,
+            WriteOptions::new().ttl(Duration::from_millis(20)),
+        ))
+        .build()
+        .expect("registry");
+    for n in 0..10 {
+        registry
+            .call("r", "counter", json!({ "n": n }))
+            .await
+            .expect("call");
+    }
+    let count = format!("SELECT count(*) FROM {}.purged", h.schema);
+    let mut left = -1;
+    for _ in 0..200 {
+        let row = h.client.query_one(&count, &[]).await.expect("count");
+        left = row.get::<_, i64>(0);
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(left, 0, "the purge task emptied the table of expired rows");
+    h.cleanup().await;
+}

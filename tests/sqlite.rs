@@ -8,6 +8,9 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::io::Write;
+use std::process::Stdio;
+
 use idem::prelude::*;
 use idem::testing::{Counter, Harness};
 use idem::{Fingerprint, IdemStore, SqliteStore, StoreError, WriteOptions};
@@ -225,4 +228,85 @@ async fn store_get_reads_what_the_registry_wrote() {
         Some(idem::Entry::Done { fingerprint, .. }) => assert_eq!(fingerprint, fp),
         other => panic!("{other:?}"),
     }
+}
+
+/// Where the hammering processes leave one file per execution.
+struct Effects(std::path::PathBuf);
+
+/// Records an execution; a second one of the same operation is a duplicate.
+#[write_tool(lease = "5s", on_in_flight = "wait(60s)")]
+async fn effect(n: u64, ctx: &WriteCtx<Effects>) -> Result<u64, String> {
+    let dir = &ctx.state().0;
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(dir.join(format!("op-{n}")));
+    if created.is_err() {
+        let mut dups = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("duplicates"))
+            .map_err(|e| e.to_string())?;
+        writeln!(dups, "{n} by {}", std::process::id()).map_err(|e| e.to_string())?;
+    }
+    tokio::time::sleep(Duration::from_millis(3)).await;
+    Ok(n)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "run as a child process by processes_sharing_one_file_run_each_operation_once"]
+async fn child_sqlite_hammer() {
+    let db = std::env::var("IDEM_DB").expect("IDEM_DB");
+    let dir = std::env::var("IDEM_DOWNSTREAM").expect("IDEM_DOWNSTREAM");
+    let registry = Registry::builder(Effects(dir.into()))
+        .store(SqliteStore::open(&db).await.expect("open"))
+        .tool(effect)
+        .build()
+        .expect("registry");
+    let tasks: Vec<_> = (0..60u64)
+        .map(|i| {
+            let registry = registry.clone();
+            let n = (i + u64::from(std::process::id())) % 30;
+            tokio::spawn(async move { registry.call("run", "effect", json!({ "n": n })).await })
+        })
+        .collect();
+    for t in tasks {
+        let out = t.await.expect("task");
+        assert!(out.is_ok(), "{out:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn processes_sharing_one_file_run_each_operation_once() {
+    let dir = TempDir::new("sqlite-procs");
+    let db = dir.0.join("idem.db");
+    let effects = dir.0.join("effects");
+    std::fs::create_dir_all(&effects).expect("mkdir");
+    // Create the schema once, so the children race on records, not DDL.
+    drop(SqliteStore::open(&db).await.expect("open"));
+    let children: Vec<_> = (0..3)
+        .map(|_| {
+            support::child("child_sqlite_hammer")
+                .arg("--ignored")
+                .env("IDEM_DB", &db)
+                .env("IDEM_DOWNSTREAM", &effects)
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("spawn child")
+        })
+        .collect();
+    for mut c in children {
+        let status = tokio::task::spawn_blocking(move || c.wait())
+            .await
+            .expect("join")
+            .expect("wait");
+        assert!(status.success(), "a child failed: {status}");
+    }
+    let duplicates = std::fs::read_to_string(effects.join("duplicates")).unwrap_or_default();
+    assert!(duplicates.is_empty(), "operations ran twice: {duplicates}");
+    let executed = std::fs::read_dir(&effects).expect("read dir").count();
+    assert_eq!(
+        executed, 30,
+        "executions == distinct operations across 3 processes"
+    );
 }

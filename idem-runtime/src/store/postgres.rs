@@ -35,6 +35,10 @@ pub struct PostgresOptions {
     /// Create the table when missing (the default); when off, run
     /// [`PostgresStore::schema_sql`] as a migration yourself.
     pub create_schema: bool,
+    /// How often a background task deletes expired rows (1 min); `None`
+    /// to leave it to [`PostgresStore::purge_expired`] on a schedule of
+    /// your own. The task stops when the store is dropped.
+    pub purge_interval: Option<Duration>,
 }
 
 impl Default for PostgresOptions {
@@ -45,6 +49,7 @@ impl Default for PostgresOptions {
             pool_size: 16,
             connect_timeout: Duration::from_secs(1),
             create_schema: true,
+            purge_interval: Some(Duration::from_secs(60)),
         }
     }
 }
@@ -82,6 +87,12 @@ impl PostgresOptions {
     /// Sets [`create_schema`](Self::create_schema).
     pub fn create_schema(mut self, create: bool) -> Self {
         self.create_schema = create;
+        self
+    }
+
+    /// Sets [`purge_interval`](Self::purge_interval).
+    pub fn purge_interval(mut self, interval: Option<Duration>) -> Self {
+        self.purge_interval = interval;
         self
     }
 
@@ -221,6 +232,16 @@ pub struct PostgresStore {
     pool: Pool<PgManager>,
     sql: Arc<Sql>,
     table: String,
+    /// Stops the purge task when the store goes.
+    _purger: Option<PurgeTask>,
+}
+
+struct PurgeTask(tokio::task::JoinHandle<()>);
+
+impl Drop for PurgeTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -268,7 +289,33 @@ impl PostgresStore {
             .build(manager)
             .await
             .map_err(sql_error)?;
-        Ok(PostgresStore { pool, sql, table })
+        let purger = options.purge_interval.map(|every| {
+            let (pool, sql) = (pool.clone(), sql.clone());
+            PurgeTask(tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    let purged = match pool.get().await {
+                        Ok(conn) => conn
+                            .client
+                            .execute(&sql.purge, &[])
+                            .await
+                            .map_err(sql_error),
+                        Err(e) => Err(pg_error(e)),
+                    };
+                    match purged {
+                        Ok(n) if n > 0 => tracing::debug!(rows = n, "purged expired records"),
+                        Ok(_) => {}
+                        Err(e) => tracing::warn!(error = %e, "purging expired records failed"),
+                    }
+                }
+            }))
+        });
+        Ok(PostgresStore {
+            pool,
+            sql,
+            table,
+            _purger: purger,
+        })
     }
 
     /// The SQL that creates the table of `options`, for running as a
