@@ -1,0 +1,502 @@
+//! The problem and the cure, in one run: a scripted agent (no network, no
+//! API key) charges a card through a fake payment provider, and meets the
+//! three sources of duplicate tool calls:
+//!
+//! 1. our own retry after the model provider times out replays the turn;
+//! 2. the model calls `charge_card` again, with a new `tool_call_id`;
+//! 3. the agent process crashes after the charge and resumes from a
+//!    checkpoint taken before it (a real child process, killed and
+//!    restarted, on a SQLite file).
+//!
+//! ```text
+//! cargo run --example agent                  # with idem: one charge
+//! cargo run --example agent -- --naive       # without: watch the double charges
+//! cargo run --example agent -- --store redis://127.0.0.1:6379
+//! cargo run --example agent -- --store postgres://postgres@127.0.0.1:5432/test
+//! ```
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use idem::prelude::*;
+use idem::{DynIdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore};
+use serde_json::{Value, json};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+// ---------------------------------------------------------------------------
+// The payment provider: a file, so that it outlives the agent process. Like
+// Stripe, it honours an `Idempotency-Key` when it is given one.
+
+struct Provider {
+    dir: PathBuf,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Charge {
+    id: String,
+    amount: u64,
+    idempotency_key: Option<String>,
+}
+
+impl Provider {
+    fn charges(&self) -> Vec<Charge> {
+        std::fs::read_to_string(self.dir.join("charges.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    fn charge(&self, amount: u64, idempotency_key: Option<&str>) -> std::io::Result<String> {
+        let charges = self.charges();
+        if let Some(key) = idempotency_key
+            && let Some(seen) = charges
+                .iter()
+                .find(|c| c.idempotency_key.as_deref() == Some(key))
+        {
+            return Ok(seen.id.clone());
+        }
+        let charge = Charge {
+            id: format!("ch_{:04}", charges.len() + 1),
+            amount,
+            idempotency_key: idempotency_key.map(str::to_owned),
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("charges.jsonl"))?;
+        writeln!(file, "{}", serde_json::to_string(&charge)?)?;
+        file.sync_all()?;
+        Ok(charge.id)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The tool.
+
+struct Shop {
+    provider: Provider,
+    body_runs: AtomicUsize,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct ChargeArgs {
+    /// Amount in minor units (cents).
+    amount: u64,
+    /// ISO currency code.
+    currency: String,
+    customer_id: String,
+}
+
+/// Charge a customer's card.
+#[write_tool(lease = "2s", on_in_flight = "wait(10s)")]
+async fn charge_card(#[args] a: ChargeArgs, ctx: &WriteCtx<Shop>) -> Result<Value, String> {
+    let shop = ctx.state();
+    shop.body_runs.fetch_add(1, Ordering::SeqCst);
+    let charge = shop
+        .provider
+        .charge(a.amount, Some(ctx.idem_key().as_str()))
+        .map_err(|e| format!("payment provider: {e}"))?;
+    Ok(
+        json!({ "charge": charge, "amount": a.amount, "currency": a.currency, "customer": a.customer_id }),
+    )
+}
+
+/// What the agent calls tools through: idem's registry, or (`--naive`)
+/// the same charge made directly, with no key to deduplicate on.
+enum Tools {
+    Idem(Registry<Shop>),
+    Naive(Arc<Shop>),
+}
+
+impl Tools {
+    fn shop(&self) -> &Shop {
+        match self {
+            Tools::Idem(r) => r.state(),
+            Tools::Naive(shop) => shop,
+        }
+    }
+
+    async fn call(&self, run_id: &str, name: &str, args: &str) -> Result<Value, String> {
+        let args: Value = serde_json::from_str(args).map_err(|e| e.to_string())?;
+        match self {
+            Tools::Idem(registry) => registry
+                .call(run_id, name, args)
+                .await
+                .map_err(|e| e.model_message()),
+            Tools::Naive(shop) => {
+                shop.body_runs.fetch_add(1, Ordering::SeqCst);
+                let amount = args["amount"].as_f64().unwrap_or(0.0) as u64;
+                let charge = shop
+                    .provider
+                    .charge(amount, None)
+                    .map_err(|e| e.to_string())?;
+                Ok(json!({ "charge": charge, "amount": amount }))
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The scripted model: no network, no key. It asks for one charge, then
+// (in scene 2) asks again with a new tool_call_id, then says it is done.
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+enum Message {
+    User(String),
+    ToolCall {
+        id: String,
+        name: String,
+        arguments: String,
+    },
+    ToolResult {
+        id: String,
+        content: String,
+    },
+    Assistant(String),
+}
+
+struct Model {
+    /// Scene 1: time out once, after the tool ran.
+    timeout_once: AtomicUsize,
+    /// Scene 2: call the tool a second time.
+    repeat_call: bool,
+}
+
+impl Model {
+    fn next(&self, conversation: &[Message]) -> Result<Message, &'static str> {
+        let results = conversation
+            .iter()
+            .filter(|m| matches!(m, Message::ToolResult { .. }))
+            .count();
+        if results == 1 && self.timeout_once.swap(0, Ordering::SeqCst) == 1 {
+            return Err("504 Gateway Timeout from the model provider");
+        }
+        Ok(match results {
+            0 => Message::ToolCall {
+                id: "call_1".into(),
+                name: "charge_card".into(),
+                arguments: r#"{"amount": 4200, "currency": "eur", "customer_id": "cus_42"}"#.into(),
+            },
+            // Unconvinced by the result, the model asks again: new id, other
+            // formatting, same operation.
+            1 if self.repeat_call => Message::ToolCall {
+                id: "call_2".into(),
+                name: "charge_card".into(),
+                arguments: r#"{"customer_id":"cus_42","currency":"eur","amount":4200.0}"#.into(),
+            },
+            _ => Message::Assistant("The order is paid.".into()),
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The agent loop.
+
+const RUN_ID: &str = "order-1001";
+
+/// Runs one turn to the end. On a model error it retries the whole turn
+/// from the checkpoint taken at its start, as agent frameworks do.
+async fn run_turn(
+    model: &Model,
+    tools: &Tools,
+    checkpoint: &[Message],
+    on_tool_done: impl Fn(),
+) -> Vec<Message> {
+    'turn: loop {
+        let mut conversation = checkpoint.to_vec();
+        loop {
+            match model.next(&conversation) {
+                Err(e) => {
+                    say("model", &format!("✗ {e}: retrying the turn from its start"));
+                    continue 'turn;
+                }
+                Ok(Message::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                }) => {
+                    say("model", &format!("→ {name}({arguments})  [{id}]"));
+                    let before = tools.shop().body_runs.load(Ordering::SeqCst);
+                    let out = tools.call(RUN_ID, &name, &arguments).await;
+                    let ran = tools.shop().body_runs.load(Ordering::SeqCst) > before;
+                    let content = match &out {
+                        Ok(v) => v.to_string(),
+                        Err(e) => e.clone(),
+                    };
+                    let verdict = match (&out, ran) {
+                        (Ok(_), true) => "✔ ran        ",
+                        (Ok(_), false) => "↺ replayed   ",
+                        (Err(_), _) => "… not run    ",
+                    };
+                    say("tool", &format!("{verdict}→ {content}"));
+                    conversation.push(Message::ToolCall {
+                        id: id.clone(),
+                        name,
+                        arguments,
+                    });
+                    conversation.push(Message::ToolResult { id, content });
+                    on_tool_done();
+                }
+                Ok(message) => {
+                    if let Message::Assistant(text) = &message {
+                        say("model", &format!("“{text}”"));
+                    }
+                    conversation.push(message);
+                    return conversation;
+                }
+            }
+        }
+    }
+}
+
+fn say(who: &str, what: &str) {
+    println!("   {who:<9}{what}");
+}
+
+fn report_charges(provider: &Provider) -> usize {
+    let charges = provider.charges();
+    let n = charges.len();
+    let verdict = if n == 1 { "✔" } else { "✗ DOUBLE CHARGE" };
+    let key = match charges.first().and_then(|c| c.idempotency_key.as_deref()) {
+        Some(key) => format!("   (Idempotency-Key {}…)", &key[..key.len().min(24)]),
+        None => String::new(),
+    };
+    println!(
+        "   provider {n} charge{} {verdict}{key}",
+        if n == 1 { "" } else { "s" }
+    );
+    n
+}
+
+// ---------------------------------------------------------------------------
+// Setup: the store, from `--store`.
+
+struct Options {
+    naive: bool,
+    store: String,
+    dir: PathBuf,
+    namespace: String,
+    phase: Option<String>,
+}
+
+fn parse_args() -> Result<Options, BoxError> {
+    let mut args = std::env::args().skip(1);
+    let mut options = Options {
+        naive: false,
+        store: "sqlite".into(),
+        dir: PathBuf::new(),
+        namespace: format!("demo-{:x}", idem::LeaseToken::generate(0).id() as u32),
+        phase: None,
+    };
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--naive" => options.naive = true,
+            "--store" => options.store = args.next().ok_or("--store needs a value")?,
+            "--dir" => options.dir = args.next().ok_or("--dir needs a value")?.into(),
+            "--namespace" => options.namespace = args.next().ok_or("--namespace needs a value")?,
+            "--phase" => options.phase = Some(args.next().ok_or("--phase needs a value")?),
+            "-h" | "--help" => {
+                println!("usage: agent [--naive] [--store sqlite|redis://..|postgres://..]");
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown argument {other:?}; try --help").into()),
+        }
+    }
+    Ok(options)
+}
+
+async fn open_store(options: &Options) -> Result<Arc<dyn DynIdemStore>, BoxError> {
+    let store: Arc<dyn DynIdemStore> = if options.store == "sqlite" {
+        Arc::new(SqliteStore::open(options.dir.join("idem.db")).await?)
+    } else if options.store.starts_with("redis") {
+        Arc::new(RedisStore::connect(&options.store).await?)
+    } else if options.store.starts_with("postgres") {
+        Arc::new(PostgresStore::connect_with(&options.store, PostgresOptions::new()).await?)
+    } else {
+        return Err(format!(
+            "unknown store {:?}: sqlite, redis://.. or postgres://..",
+            options.store
+        )
+        .into());
+    };
+    Ok(store)
+}
+
+async fn tools(options: &Options) -> Result<Tools, BoxError> {
+    let shop = Shop {
+        provider: Provider {
+            dir: options.dir.clone(),
+        },
+        body_runs: AtomicUsize::new(0),
+    };
+    if options.naive {
+        return Ok(Tools::Naive(Arc::new(shop)));
+    }
+    let registry = Registry::builder(shop)
+        .shared_store(open_store(options).await?)
+        .namespace(&options.namespace)
+        .tool(charge_card)
+        .build()?;
+    Ok(Tools::Idem(registry))
+}
+
+fn checkpoint_path(dir: &Path) -> PathBuf {
+    dir.join("checkpoint.json")
+}
+
+// ---------------------------------------------------------------------------
+// Scene 3 runs in child processes: `--phase crash` charges and dies before
+// it can checkpoint; `--phase resume` starts from the checkpoint.
+
+async fn child(options: &Options, phase: &str) -> Result<(), BoxError> {
+    let tools = tools(options).await?;
+    let model = Model {
+        timeout_once: AtomicUsize::new(0),
+        repeat_call: false,
+    };
+    let checkpoint: Vec<Message> =
+        serde_json::from_str(&std::fs::read_to_string(checkpoint_path(&options.dir))?)?;
+    let crash = phase == "crash";
+    run_turn(&model, &tools, &checkpoint, || {
+        if crash {
+            // The charge went through; the process dies before it can
+            // save the turn. The parent kills it here.
+            println!("CRASH-HERE");
+            let _ = std::io::stdout().flush();
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(60));
+            }
+        }
+    })
+    .await;
+    Ok(())
+}
+
+fn run_child(options: &Options, phase: &str) -> Result<(), BoxError> {
+    let mut cmd = Command::new(std::env::current_exe()?);
+    cmd.args([
+        "--phase",
+        phase,
+        "--store",
+        &options.store,
+        "--namespace",
+        &options.namespace,
+    ])
+    .arg("--dir")
+    .arg(&options.dir)
+    .stdout(Stdio::piped());
+    if options.naive {
+        cmd.arg("--naive");
+    }
+    let mut child = cmd.spawn()?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    for line in BufReader::new(stdout).lines() {
+        let line = line?;
+        if line == "CRASH-HERE" {
+            child.kill()?; // SIGKILL: no destructors, no goodbyes
+            child.wait()?;
+            say(
+                "agent",
+                "☠ process killed after the charge, before its checkpoint",
+            );
+            return Ok(());
+        }
+        println!("{line}");
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        return Err(format!("the resumed agent failed: {status}").into());
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+
+#[tokio::main]
+async fn main() -> Result<(), BoxError> {
+    let mut options = parse_args()?;
+    if let Some(phase) = options.phase.clone() {
+        return child(&options, &phase).await;
+    }
+    let scratch = std::env::temp_dir().join(format!("idem-demo-{}", std::process::id()));
+    let result = demo(&mut options, &scratch).await;
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
+}
+
+async fn scene_dir(options: &mut Options, scratch: &Path, n: u32) -> Result<(), BoxError> {
+    options.dir = scratch.join(format!("scene-{n}"));
+    std::fs::create_dir_all(&options.dir)?;
+    options.namespace = format!("demo-{:x}-{n}", idem::LeaseToken::generate(0).id() as u32);
+    Ok(())
+}
+
+async fn demo(options: &mut Options, scratch: &Path) -> Result<(), BoxError> {
+    let store = if options.naive {
+        "none (--naive)".to_owned()
+    } else {
+        options.store.clone()
+    };
+    println!("idem demo: one order, one charge of 42.00 EUR. Store: {store}.\n");
+    let user = vec![Message::User(
+        "Please pay order 1001 (42.00 EUR, customer cus_42).".into(),
+    )];
+    let mut total = BTreeMap::new();
+
+    println!("── 1. Our retry after a model-provider timeout replays the whole turn");
+    scene_dir(options, scratch, 1).await?;
+    let tools1 = tools(options).await?;
+    let model = Model {
+        timeout_once: AtomicUsize::new(1),
+        repeat_call: false,
+    };
+    run_turn(&model, &tools1, &user, || {}).await;
+    total.insert(1, report_charges(&tools1.shop().provider));
+
+    println!("\n── 2. The model calls charge_card again, with a new tool_call_id");
+    scene_dir(options, scratch, 2).await?;
+    let tools2 = tools(options).await?;
+    let model = Model {
+        timeout_once: AtomicUsize::new(0),
+        repeat_call: true,
+    };
+    run_turn(&model, &tools2, &user, || {}).await;
+    total.insert(2, report_charges(&tools2.shop().provider));
+
+    println!("\n── 3. The agent process crashes after the charge and resumes from its checkpoint");
+    scene_dir(options, scratch, 3).await?;
+    std::fs::write(checkpoint_path(&options.dir), serde_json::to_string(&user)?)?;
+    say("agent", "checkpoint saved; starting agent process #1");
+    run_child(options, "crash")?;
+    say("agent", "starting agent process #2 from the checkpoint");
+    run_child(options, "resume")?;
+    total.insert(
+        3,
+        report_charges(&Provider {
+            dir: options.dir.clone(),
+        }),
+    );
+
+    let doubled: Vec<_> = total
+        .iter()
+        .filter(|(_, n)| **n != 1)
+        .map(|(s, _)| *s)
+        .collect();
+    println!();
+    if options.naive {
+        println!("Without idem, scenes {doubled:?} charged the customer more than once.");
+        println!("Run it without --naive to see each duplicate made harmless.");
+        Ok(())
+    } else if doubled.is_empty() {
+        println!("With idem: every duplicate replayed the first result; one charge per order.");
+        Ok(())
+    } else {
+        Err(format!("scenes {doubled:?} charged more than once: this is a bug in idem").into())
+    }
+}

@@ -1,0 +1,46 @@
+//! The demo (`cargo run --example agent`) is part of the contract: with
+//! idem every scene ends with one charge; with `--naive` every scene shows
+//! the double charge. `cargo test` builds the example; this runs it.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn example(name: &str) -> PathBuf {
+    // target/<profile>/deps/demo-<hash> → target/<profile>/examples/<name>
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    dir.join("examples").join(name)
+}
+
+fn run(args: &[&str]) -> String {
+    let out = Command::new(example("agent"))
+        .args(args)
+        .output()
+        .expect("run the agent example (built by `cargo test`)");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "agent {args:?} failed: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn with_idem_every_scene_charges_once() {
+    let out = run(&[]);
+    assert_eq!(out.matches("provider 1 charge ✔").count(), 3, "{out}");
+    assert_eq!(out.matches("↺ replayed").count(), 3, "{out}");
+    assert!(out.contains("☠ process killed after the charge"), "{out}");
+}
+
+#[test]
+fn without_idem_every_scene_charges_twice() {
+    let out = run(&["--naive"]);
+    assert_eq!(
+        out.matches("provider 2 charges ✗ DOUBLE CHARGE").count(),
+        3,
+        "{out}"
+    );
+    assert!(!out.contains("replayed"), "{out}");
+}
