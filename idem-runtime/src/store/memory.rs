@@ -1,10 +1,11 @@
 //! [`MemoryStore`]: the in-process default.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
 use super::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken};
@@ -17,34 +18,82 @@ use crate::key::{Fingerprint, IdemKey};
 /// tests with a paused Tokio clock control it). Expired records are swept
 /// from a shard as it grows, in amortised constant time per operation, and on
 /// [`purge_expired`](Self::purge_expired); memory stays proportional to the
-/// records alive, not to every key ever seen.
+/// records alive, not to every key ever seen. A record takes about 170 bytes
+/// besides its result (BENCHMARKS.md): keys are kept as their SHA-256, times
+/// as milliseconds.
 ///
 /// It guarantees once-only execution within one process. Records are lost
 /// when the process exits: a crashed agent that resumes in a new process
 /// runs its writes again. Use a durable backend for that.
 pub struct MemoryStore {
     shards: Box<[Mutex<Shard>]>,
-    hasher: RandomState,
+    /// The zero of the stored times.
+    epoch: Instant,
+}
+
+/// A stored key: the SHA-256 of the key string. Uniformly distributed, so
+/// its first bytes are its hash.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Slot([u8; 32]);
+
+impl Slot {
+    fn of(key: &IdemKey) -> Slot {
+        Slot(Sha256::digest(key.as_str().as_bytes()).into())
+    }
+
+    fn shard(&self) -> usize {
+        usize::from(self.0[31]) & (SHARDS - 1)
+    }
+}
+
+impl Hash for Slot {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&self.0[..8]);
+        state.write_u64(u64::from_le_bytes(first));
+    }
+}
+
+/// Passes a [`Slot`]'s own bits through: it is already a digest.
+#[derive(Default)]
+struct SlotHasher(u64);
+
+impl Hasher for SlotHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only reached by hashing something other than a `Slot`.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
 }
 
 #[derive(Default)]
 struct Shard {
-    records: HashMap<Box<str>, Record>,
+    records: HashMap<Slot, Record, BuildHasherDefault<SlotHasher>>,
     /// Mutations since the last sweep.
     writes: usize,
 }
 
+/// Times are milliseconds since the store's epoch.
 struct Record {
-    fingerprint: Fingerprint,
-    expires_at: Instant,
+    fingerprint: [u8; 32],
+    expires_at: u64,
     state: State,
 }
 
 enum State {
     Running {
-        token: u128,
+        token: [u8; 16],
+        lease_until: u64,
         attempt: u32,
-        lease_until: Instant,
     },
     Released {
         attempt: u32,
@@ -56,29 +105,37 @@ enum State {
 /// Shards are a power of two; enough that 2 × cores tasks rarely meet.
 const SHARDS: usize = 64;
 /// A shard is swept when it has seen this many writes, or half its size.
-const MIN_SWEEP_INTERVAL: usize = 1024;
+const MIN_SWEEP_INTERVAL: usize = 256;
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
 
 impl MemoryStore {
     /// An empty store.
     pub fn new() -> MemoryStore {
         MemoryStore {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
-            hasher: RandomState::new(),
+            epoch: Instant::now(),
         }
     }
 
-    fn shard(&self, key: &str) -> MutexGuard<'_, Shard> {
-        let i = self.hasher.hash_one(key) as usize & (SHARDS - 1);
+    /// Now, in the store's milliseconds.
+    fn now(&self) -> u64 {
+        ms(Instant::now().saturating_duration_since(self.epoch))
+    }
+
+    fn shard(&self, slot: &Slot) -> MutexGuard<'_, Shard> {
         // A poisoned shard only means a panic elsewhere while holding it; each
         // critical section leaves its record whole, so carry on.
-        self.shards[i]
+        self.shards[slot.shard()]
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Removes every expired record now; returns how many.
     pub fn purge_expired(&self) -> usize {
-        let now = Instant::now();
+        let now = self.now();
         self.shards
             .iter()
             .map(|s| {
@@ -112,12 +169,13 @@ impl MemoryStore {
         result: &str,
         ttl: Duration,
     ) {
-        let now = Instant::now();
-        self.shard(key.as_str()).insert(
-            key.as_str(),
+        let now = self.now();
+        let slot = Slot::of(key);
+        self.shard(&slot).insert(
+            slot,
             Record {
-                fingerprint: *fingerprint,
-                expires_at: now + ttl,
+                fingerprint: *fingerprint.as_bytes(),
+                expires_at: now.saturating_add(ms(ttl)),
                 state: State::Done(result.into()),
             },
             now,
@@ -130,15 +188,16 @@ impl MemoryStore {
         &self,
         key: &IdemKey,
         token: &LeaseToken,
-        f: impl FnOnce(&mut Record, Instant),
+        f: impl FnOnce(&mut Record, u64),
     ) -> Result<(), StoreError> {
-        let now = Instant::now();
-        let mut shard = self.shard(key.as_str());
-        let Some(record) = shard.live_mut(key.as_str(), now) else {
+        let now = self.now();
+        let slot = Slot::of(key);
+        let mut shard = self.shard(&slot);
+        let Some(record) = shard.live_mut(&slot, now) else {
             return Err(StoreError::LeaseLost);
         };
         match record.state {
-            State::Running { token: t, .. } if t == token.id() => {
+            State::Running { token: t, .. } if t == token.id().to_le_bytes() => {
                 f(record, now);
                 shard.wrote(now);
                 Ok(())
@@ -161,29 +220,24 @@ impl std::fmt::Debug for MemoryStore {
 }
 
 impl Shard {
-    /// The record under `key` unless it has expired.
-    fn live_mut(&mut self, key: &str, now: Instant) -> Option<&mut Record> {
-        self.records.get_mut(key).filter(|r| r.expires_at > now)
+    /// The record under `slot` unless it has expired.
+    fn live_mut(&mut self, slot: &Slot, now: u64) -> Option<&mut Record> {
+        self.records.get_mut(slot).filter(|r| r.expires_at > now)
     }
 
-    fn insert(&mut self, key: &str, record: Record, now: Instant) {
-        match self.records.get_mut(key) {
-            Some(slot) => *slot = record,
-            None => {
-                self.records.insert(key.into(), record);
-            }
-        }
+    fn insert(&mut self, slot: Slot, record: Record, now: u64) {
+        self.records.insert(slot, record);
         self.wrote(now);
     }
 
-    fn wrote(&mut self, now: Instant) {
+    fn wrote(&mut self, now: u64) {
         self.writes += 1;
         if self.writes >= MIN_SWEEP_INTERVAL.max(self.records.len() / 2) {
             self.sweep(now);
         }
     }
 
-    fn sweep(&mut self, now: Instant) -> usize {
+    fn sweep(&mut self, now: u64) -> usize {
         let before = self.records.len();
         self.records.retain(|_, r| r.expires_at > now);
         self.writes = 0;
@@ -191,13 +245,13 @@ impl Shard {
     }
 }
 
-fn running(fingerprint: Fingerprint, token: &LeaseToken, lease: Duration, now: Instant) -> Record {
-    let lease_until = now + lease;
+fn running(fingerprint: [u8; 32], token: &LeaseToken, lease: Duration, now: u64) -> Record {
+    let lease_until = now.saturating_add(ms(lease));
     Record {
         fingerprint,
-        expires_at: lease_until + CLAIM_RETENTION,
+        expires_at: lease_until.saturating_add(ms(CLAIM_RETENTION)),
         state: State::Running {
-            token: token.id(),
+            token: token.id().to_le_bytes(),
             attempt: token.attempt(),
             lease_until,
         },
@@ -211,9 +265,10 @@ impl IdemStore for MemoryStore {
         fingerprint: &Fingerprint,
         lease: Duration,
     ) -> Result<Claim, StoreError> {
-        let now = Instant::now();
-        let mut shard = self.shard(key.as_str());
-        let attempt = match shard.live_mut(key.as_str(), now) {
+        let now = self.now();
+        let slot = Slot::of(key);
+        let mut shard = self.shard(&slot);
+        let attempt = match shard.live_mut(&slot, now) {
             None => 0,
             Some(record) => match &record.state {
                 State::Running {
@@ -222,7 +277,7 @@ impl IdemStore for MemoryStore {
                     ..
                 } if *lease_until > now => {
                     return Ok(Claim::Existing(Entry::Running {
-                        fingerprint: record.fingerprint,
+                        fingerprint: Fingerprint::from_bytes(record.fingerprint),
                         attempt: *attempt,
                     }));
                 }
@@ -232,19 +287,19 @@ impl IdemStore for MemoryStore {
                 State::Done(result) => {
                     return Ok(Claim::Existing(Entry::Done {
                         result: result.to_string(),
-                        fingerprint: record.fingerprint,
+                        fingerprint: Fingerprint::from_bytes(record.fingerprint),
                     }));
                 }
                 State::Failed(error) => {
                     return Ok(Claim::Existing(Entry::Failed {
                         error: error.to_string(),
-                        fingerprint: record.fingerprint,
+                        fingerprint: Fingerprint::from_bytes(record.fingerprint),
                     }));
                 }
             },
         };
         let token = LeaseToken::generate(attempt);
-        shard.insert(key.as_str(), running(*fingerprint, &token, lease, now), now);
+        shard.insert(slot, running(*fingerprint.as_bytes(), &token, lease, now), now);
         Ok(Claim::Acquired(token))
     }
 
@@ -257,7 +312,7 @@ impl IdemStore for MemoryStore {
     ) -> Result<(), StoreError> {
         self.with_holder(key, token, |record, now| {
             record.state = State::Done(result.into());
-            record.expires_at = now + ttl;
+            record.expires_at = now.saturating_add(ms(ttl));
         })
     }
 
@@ -266,7 +321,7 @@ impl IdemStore for MemoryStore {
             record.state = State::Released {
                 attempt: token.attempt(),
             };
-            record.expires_at = now + CLAIM_RETENTION;
+            record.expires_at = now.saturating_add(ms(CLAIM_RETENTION));
         })
     }
 
@@ -279,7 +334,7 @@ impl IdemStore for MemoryStore {
     ) -> Result<(), StoreError> {
         self.with_holder(key, token, |record, now| {
             record.state = State::Failed(error.into());
-            record.expires_at = now + ttl;
+            record.expires_at = now.saturating_add(ms(ttl));
         })
     }
 
@@ -295,10 +350,11 @@ impl IdemStore for MemoryStore {
     }
 
     async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
-        let now = Instant::now();
-        let mut shard = self.shard(key.as_str());
-        Ok(shard.live_mut(key.as_str(), now).and_then(|record| {
-            let fingerprint = record.fingerprint;
+        let now = self.now();
+        let slot = Slot::of(key);
+        let mut shard = self.shard(&slot);
+        Ok(shard.live_mut(&slot, now).and_then(|record| {
+            let fingerprint = Fingerprint::from_bytes(record.fingerprint);
             match &record.state {
                 State::Running { attempt, .. } => Some(Entry::Running {
                     fingerprint,

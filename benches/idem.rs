@@ -1,0 +1,130 @@
+//! Criterion benchmarks of the hot path: key derivation against its floor
+//! (`serde_json::to_vec` + SHA-256 of the same value), the in-memory store,
+//! and a write tool called through the registry against its body called
+//! directly. `cargo bench --bench idem`; figures in BENCHMARKS.md.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
+use idem::prelude::*;
+use idem::{Fingerprint, IdemStore};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+fn small() -> Value {
+    // ≈ 100 bytes
+    json!({"amount": 4200, "currency": "eur", "customer_id": "cus_42", "note": "order 1001, first charge"})
+}
+
+fn medium() -> Value {
+    // ≈ 2 KB: a flat object of 40 string fields
+    let fields: serde_json::Map<String, Value> = (0..40)
+        .map(|i| (format!("field_{i:02}"), json!(format!("value number {i} of a medium-sized argument set"))))
+        .collect();
+    Value::Object(fields)
+}
+
+fn nested() -> Value {
+    json!({
+        "order": {"id": "o-1001", "customer": {"id": "cus_42", "address": {"city": "Oslo", "zip": "0150"}}},
+        "lines": (0..10).map(|i| json!({"sku": format!("sku-{i}"), "qty": i, "price": {"amount": 199 + i, "currency": "eur"}})).collect::<Vec<_>>(),
+        "flags": [true, false, null],
+    })
+}
+
+fn keys(c: &mut Criterion) {
+    let mut group = c.benchmark_group("keys");
+    for (name, value) in [("small", small()), ("medium", medium()), ("nested", nested())] {
+        let size = serde_json::to_vec(&value).map_or(0, |v| v.len());
+        group.bench_with_input(BenchmarkId::new("derive", format!("{name}-{size}B")), &value, |b, v| {
+            b.iter(|| IdemKey::derive(Scope::Run("run-1"), "charge_card", 1, black_box(v)))
+        });
+        group.bench_with_input(
+            BenchmarkId::new("to_vec+sha256", format!("{name}-{size}B")),
+            &value,
+            |b, v| {
+                b.iter(|| {
+                    let bytes = serde_json::to_vec(black_box(v)).unwrap_or_default();
+                    Sha256::digest(&bytes)
+                })
+            },
+        );
+    }
+    group.finish();
+}
+
+fn memory_store(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let store = MemoryStore::new();
+    let fp = Fingerprint::of(&json!({}));
+    let n = AtomicU64::new(0);
+    c.bench_function("memory_store/claim+complete", |b| {
+        b.to_async(&rt).iter_batched(
+            || IdemKey::from_raw(format!("bench:{}", n.fetch_add(1, Ordering::Relaxed))),
+            |key| async {
+                let key = key;
+                let claim = store.claim(&key, &fp, std::time::Duration::from_secs(30)).await;
+                if let Ok(idem::Claim::Acquired(token)) = claim {
+                    let _ = store.complete(&key, &token, "1", std::time::Duration::from_secs(60)).await;
+                }
+            },
+            BatchSize::SmallInput,
+        )
+    });
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Args {
+    order_id: u64,
+    amount: u64,
+    currency: String,
+}
+
+async fn charge_body(a: Args) -> Result<u64, String> {
+    Ok(a.order_id + a.amount)
+}
+
+/// Charge an order (benchmark).
+#[write_tool]
+async fn charge(#[args] a: Args, _ctx: &WriteCtx) -> Result<u64, String> {
+    charge_body(a).await
+}
+
+fn registry(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let registry = Registry::builder(()).tool(charge).build().expect("registry");
+    let n = AtomicU64::new(0);
+    let mut group = c.benchmark_group("write_call");
+    group.bench_function("body_direct", |b| {
+        b.to_async(&rt).iter_batched(
+            || Args { order_id: n.fetch_add(1, Ordering::Relaxed), amount: 4200, currency: "eur".into() },
+            |a| async { black_box(charge_body(a).await) },
+            BatchSize::SmallInput,
+        )
+    });
+    group.bench_function("registry_call", |b| {
+        b.to_async(&rt).iter_batched(
+            || json!({"order_id": n.fetch_add(1, Ordering::Relaxed), "amount": 4200, "currency": "eur"}),
+            |args| async { black_box(registry.call("run-1", "charge", args).await) },
+            BatchSize::SmallInput,
+        )
+    });
+    group.bench_function("registry_replay", |b| {
+        b.to_async(&rt).iter_batched(
+            || json!({"order_id": 1, "amount": 4200, "currency": "eur"}),
+            |args| async { black_box(registry.call("run-1", "charge", args).await) },
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, keys, memory_store, registry);
+criterion_main!(benches);

@@ -1,0 +1,238 @@
+//! Load generator: C concurrent tasks call one write tool through
+//! `registry.call`, N calls in all, and one line of JSON reports the run.
+//!
+//! ```text
+//! cargo run --release --example loadgen -- --store memory|sqlite|redis|postgres \
+//!     [--url URL] --calls N --concurrency C --mode unique|duplicate|mixed [--threads T]
+//! ```
+//!
+//! `unique`: every call has distinct arguments; `duplicate`: all calls the
+//! same; `mixed`: each call after the first repeats an earlier call's
+//! arguments with probability 0.5. Duplicates arriving in flight are
+//! rejected (`InFlight`) and counted. The run checks that no arguments ran
+//! twice (`executions` equals the distinct arguments executed) and exits 1
+//! otherwise. Progress goes to stderr.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use idem::prelude::*;
+use idem::{DynIdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore};
+use serde_json::json;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+struct Counts {
+    /// Body runs per distinct argument set.
+    runs: Vec<AtomicU8>,
+    executions: AtomicUsize,
+}
+
+/// The tool under load: records that it ran.
+#[write_tool(ttl = "10m")]
+async fn work(n: u64, ctx: &WriteCtx<Counts>) -> Result<u64, String> {
+    let counts = ctx.state();
+    counts.executions.fetch_add(1, Ordering::Relaxed);
+    if let Some(slot) = counts.runs.get(n as usize) {
+        slot.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(n)
+}
+
+struct Config {
+    store: String,
+    url: Option<String>,
+    calls: usize,
+    concurrency: usize,
+    mode: String,
+    threads: usize,
+}
+
+fn parse() -> Result<Config, BoxError> {
+    let mut config = Config {
+        store: "memory".into(),
+        url: None,
+        calls: 10_000,
+        concurrency: 16,
+        mode: "unique".into(),
+        threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--store" => config.store = value()?,
+            "--url" => config.url = Some(value()?),
+            "--calls" => config.calls = value()?.parse()?,
+            "--concurrency" => config.concurrency = value()?.parse()?,
+            "--mode" => config.mode = value()?,
+            "--threads" => config.threads = value()?.parse()?,
+            other => return Err(format!("unknown flag {other}").into()),
+        }
+    }
+    if !["unique", "duplicate", "mixed"].contains(&config.mode.as_str()) {
+        return Err(format!("--mode is unique, duplicate or mixed, not {}", config.mode).into());
+    }
+    if config.concurrency == 0 || config.calls == 0 {
+        return Err("--calls and --concurrency must be positive".into());
+    }
+    Ok(config)
+}
+
+/// The argument of each call, fixed before the run (xorshift, seeded).
+fn plan(mode: &str, calls: usize) -> Vec<u64> {
+    let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut distinct = 0u64;
+    (0..calls)
+        .map(|i| match mode {
+            "unique" => i as u64,
+            "duplicate" => 0,
+            _ if i == 0 || next() % 2 == 0 => {
+                distinct += 1;
+                distinct - 1
+            }
+            // Repeat an earlier call's arguments.
+            _ => next() % distinct,
+        })
+        .collect()
+}
+
+async fn store(config: &Config, run: &str) -> Result<Arc<dyn DynIdemStore>, BoxError> {
+    Ok(match config.store.as_str() {
+        "memory" => Arc::new(MemoryStore::new()),
+        "sqlite" => {
+            let path = match &config.url {
+                Some(p) => p.into(),
+                None => std::env::temp_dir().join(format!("idem-loadgen-{run}.db")),
+            };
+            Arc::new(SqliteStore::open(path).await?)
+        }
+        "redis" => Arc::new(
+            RedisStore::connect(config.url.as_deref().unwrap_or("redis://127.0.0.1:6379")).await?,
+        ),
+        "postgres" => Arc::new(
+            PostgresStore::connect_with(
+                config
+                    .url
+                    .as_deref()
+                    .unwrap_or("postgres://postgres@127.0.0.1:5432/test"),
+                PostgresOptions::new()
+                    .table("idem_loadgen")
+                    .pool_size(config.concurrency.min(64) as u32),
+            )
+            .await?,
+        ),
+        other => return Err(format!("unknown store {other}").into()),
+    })
+}
+
+fn main() -> Result<(), BoxError> {
+    let config = parse()?;
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.threads.max(1))
+        .enable_all()
+        .build()?
+        .block_on(run(config))
+}
+
+async fn run(config: Config) -> Result<(), BoxError> {
+    let run_id = format!("{:x}", idem::LeaseToken::generate(0).id() as u64);
+    let plan = Arc::new(plan(&config.mode, config.calls));
+    let distinct = plan.iter().max().map_or(0, |m| m + 1) as usize;
+    let counts = Counts {
+        runs: (0..distinct).map(|_| AtomicU8::new(0)).collect(),
+        executions: AtomicUsize::new(0),
+    };
+    let registry = Registry::builder(counts)
+        .shared_store(store(&config, &run_id).await?)
+        .namespace(format!("loadgen-{run_id}"))
+        .tool(work)
+        .build()?;
+
+    let next = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicU64::new(0));
+    let inflight = Arc::new(AtomicU64::new(0));
+    let failures = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let progress = {
+        let (done, total) = (done.clone(), config.calls as u64);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                eprintln!("{} / {total} calls", done.load(Ordering::Relaxed));
+            }
+        })
+    };
+    let tasks: Vec<_> = (0..config.concurrency)
+        .map(|_| {
+            let (registry, plan, next) = (registry.clone(), plan.clone(), next.clone());
+            let (done, inflight, failures) = (done.clone(), inflight.clone(), failures.clone());
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&n) = plan.get(i) else { break };
+                    let t = Instant::now();
+                    match registry.call("load", "work", json!({ "n": n })).await {
+                        Ok(_) => {}
+                        Err(ToolError::InFlight { .. }) => {
+                            inflight.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => {
+                            if failures.fetch_add(1, Ordering::Relaxed) < 5 {
+                                eprintln!("call failed: {e}");
+                            }
+                        }
+                    }
+                    latencies.push(t.elapsed().as_micros() as u64);
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut latencies = Vec::with_capacity(config.calls);
+    for t in tasks {
+        latencies.extend(t.await?);
+    }
+    let wall = started.elapsed().as_secs_f64();
+    progress.abort();
+    latencies.sort_unstable();
+    let pct = |p: f64| latencies[((latencies.len() - 1) as f64 * p) as usize];
+
+    let counts = registry.state();
+    let executions = counts.executions.load(Ordering::Relaxed);
+    let ran: usize = counts.runs.iter().filter(|r| r.load(Ordering::Relaxed) > 0).count();
+    let twice = counts.runs.iter().filter(|r| r.load(Ordering::Relaxed) > 1).count();
+    println!(
+        "{}",
+        json!({
+            "impl": "idem",
+            "store": config.store,
+            "mode": config.mode,
+            "calls": config.calls,
+            "concurrency": config.concurrency,
+            "wall_s": (wall * 1000.0).round() / 1000.0,
+            "ops_per_s": (config.calls as f64 / wall).round() as u64,
+            "p50_us": pct(0.50),
+            "p99_us": pct(0.99),
+            "executions": executions,
+            "inflight_errors": inflight.load(Ordering::Relaxed),
+        })
+    );
+    let failed = failures.load(Ordering::Relaxed);
+    if executions != ran || twice > 0 || failed > 0 {
+        eprintln!(
+            "CHECK FAILED: {executions} executions for {ran} distinct arguments executed ({twice} ran more than once), {failed} failed calls"
+        );
+        std::process::exit(1);
+    }
+    Ok(())
+}

@@ -1,0 +1,51 @@
+//! What a `MemoryStore` record costs: fills a store with N recorded
+//! results (1-byte results, keys as the registry makes them) and reports
+//! the resident memory per entry beyond the result's own size, from
+//! `/proc/self/statm` (Linux).
+//!
+//! ```text
+//! cargo run --release --example memory_footprint -- [N=1000000]
+//! ```
+
+use std::time::Duration;
+
+use idem::{Claim, Fingerprint, IdemKey, IdemStore, MemoryStore, Scope};
+use serde_json::json;
+
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let n: u64 = std::env::args().nth(1).map(|s| s.parse()).transpose()?.unwrap_or(1_000_000);
+    // Keys made beforehand, so that only the store's own memory is counted.
+    let keys: Vec<IdemKey> = (0..n)
+        .map(|i| IdemKey::derive(Scope::Run("run-1"), "charge_card", 1, &json!({ "n": i })).with_namespace("shop"))
+        .collect();
+    let key_len = keys.first().map_or(0, |k| k.as_str().len());
+    let fp = Fingerprint::of(&json!({}));
+    let store = MemoryStore::new();
+    let before = resident_bytes().ok_or("no /proc/self/statm")?;
+    for key in &keys {
+        if let Ok(Claim::Acquired(token)) = store.claim(key, &fp, Duration::from_secs(30)).await {
+            store.complete(key, &token, "1", Duration::from_secs(3600)).await?;
+        }
+    }
+    let after = resident_bytes().ok_or("no /proc/self/statm")?;
+    let per_entry = (after - before) as f64 / n as f64;
+    println!(
+        "{}",
+        json!({
+            "entries": store.len(),
+            "key_bytes": key_len,
+            "result_bytes": 1,
+            "resident_bytes_per_entry": (per_entry * 10.0).round() / 10.0,
+            "beyond_result_bytes_per_entry": ((per_entry - 1.0) * 10.0).round() / 10.0,
+        })
+    );
+    drop(keys);
+    Ok(())
+}
