@@ -20,7 +20,12 @@ fn small() -> Value {
 fn medium() -> Value {
     // ≈ 2 KB: a flat object of 40 string fields
     let fields: serde_json::Map<String, Value> = (0..40)
-        .map(|i| (format!("field_{i:02}"), json!(format!("value number {i} of a medium-sized argument set"))))
+        .map(|i| {
+            (
+                format!("field_{i:02}"),
+                json!(format!("value number {i} of a medium-sized argument set")),
+            )
+        })
         .collect();
     Value::Object(fields)
 }
@@ -35,11 +40,17 @@ fn nested() -> Value {
 
 fn keys(c: &mut Criterion) {
     let mut group = c.benchmark_group("keys");
-    for (name, value) in [("small", small()), ("medium", medium()), ("nested", nested())] {
+    for (name, value) in [
+        ("small", small()),
+        ("medium", medium()),
+        ("nested", nested()),
+    ] {
         let size = serde_json::to_vec(&value).map_or(0, |v| v.len());
-        group.bench_with_input(BenchmarkId::new("derive", format!("{name}-{size}B")), &value, |b, v| {
-            b.iter(|| IdemKey::derive(Scope::Run("run-1"), "charge_card", 1, black_box(v)))
-        });
+        group.bench_with_input(
+            BenchmarkId::new("derive", format!("{name}-{size}B")),
+            &value,
+            |b, v| b.iter(|| IdemKey::derive(Scope::Run("run-1"), "charge_card", 1, black_box(v))),
+        );
         group.bench_with_input(
             BenchmarkId::new("to_vec+sha256", format!("{name}-{size}B")),
             &value,
@@ -67,9 +78,13 @@ fn memory_store(c: &mut Criterion) {
             || IdemKey::from_raw(format!("bench:{}", n.fetch_add(1, Ordering::Relaxed))),
             |key| async {
                 let key = key;
-                let claim = store.claim(&key, &fp, std::time::Duration::from_secs(30)).await;
+                let claim = store
+                    .claim(&key, &fp, std::time::Duration::from_secs(30))
+                    .await;
                 if let Ok(idem::Claim::Acquired(token)) = claim {
-                    let _ = store.complete(&key, &token, "1", std::time::Duration::from_secs(60)).await;
+                    let _ = store
+                        .complete(&key, &token, "1", std::time::Duration::from_secs(60))
+                        .await;
                 }
             },
             BatchSize::SmallInput,
@@ -99,12 +114,19 @@ fn registry(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("runtime");
-    let registry = Registry::builder(()).tool(charge).build().expect("registry");
+    let registry = Registry::builder(())
+        .tool(charge)
+        .build()
+        .expect("registry");
     let n = AtomicU64::new(0);
     let mut group = c.benchmark_group("write_call");
     group.bench_function("body_direct", |b| {
         b.to_async(&rt).iter_batched(
-            || Args { order_id: n.fetch_add(1, Ordering::Relaxed), amount: 4200, currency: "eur".into() },
+            || Args {
+                order_id: n.fetch_add(1, Ordering::Relaxed),
+                amount: 4200,
+                currency: "eur".into(),
+            },
             |a| async { black_box(charge_body(a).await) },
             BatchSize::SmallInput,
         )

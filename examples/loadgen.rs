@@ -209,8 +209,16 @@ async fn run(config: Config) -> Result<(), BoxError> {
 
     let counts = registry.state();
     let executions = counts.executions.load(Ordering::Relaxed);
-    let ran: usize = counts.runs.iter().filter(|r| r.load(Ordering::Relaxed) > 0).count();
-    let twice = counts.runs.iter().filter(|r| r.load(Ordering::Relaxed) > 1).count();
+    let ran: usize = counts
+        .runs
+        .iter()
+        .filter(|r| r.load(Ordering::Relaxed) > 0)
+        .count();
+    let twice = counts
+        .runs
+        .iter()
+        .filter(|r| r.load(Ordering::Relaxed) > 1)
+        .count();
     println!(
         "{}",
         json!({

@@ -20,10 +20,17 @@ fn resident_bytes() -> Option<u64> {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let n: u64 = std::env::args().nth(1).map(|s| s.parse()).transpose()?.unwrap_or(1_000_000);
+    let n: u64 = std::env::args()
+        .nth(1)
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(1_000_000);
     // Keys made beforehand, so that only the store's own memory is counted.
     let keys: Vec<IdemKey> = (0..n)
-        .map(|i| IdemKey::derive(Scope::Run("run-1"), "charge_card", 1, &json!({ "n": i })).with_namespace("shop"))
+        .map(|i| {
+            IdemKey::derive(Scope::Run("run-1"), "charge_card", 1, &json!({ "n": i }))
+                .with_namespace("shop")
+        })
         .collect();
     let key_len = keys.first().map_or(0, |k| k.as_str().len());
     let fp = Fingerprint::of(&json!({}));
@@ -31,7 +38,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let before = resident_bytes().ok_or("no /proc/self/statm")?;
     for key in &keys {
         if let Ok(Claim::Acquired(token)) = store.claim(key, &fp, Duration::from_secs(30)).await {
-            store.complete(key, &token, "1", Duration::from_secs(3600)).await?;
+            store
+                .complete(key, &token, "1", Duration::from_secs(3600))
+                .await?;
         }
     }
     let after = resident_bytes().ok_or("no /proc/self/statm")?;

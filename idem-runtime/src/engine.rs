@@ -166,17 +166,24 @@ pub(crate) fn operation<S, T: WriteTool<S>>(
     })?;
     let mut canonical = String::with_capacity(128);
     write_value(&mut canonical, &full);
-    let fingerprint = Fingerprint::of_canonical(&canonical);
     let scope = cfg.scope.with_run(run_id);
-    let key = match (cfg.key_fields, &full) {
+    let (key, fingerprint) = match (cfg.key_fields, &full) {
         (Some(fields), Value::Object(map)) => {
             let subset: Map<String, Value> = fields
                 .iter()
                 .filter_map(|f| map.get(*f).map(|v| ((*f).to_owned(), v.clone())))
                 .collect();
-            IdemKey::derive(scope, name, cfg.version, &Value::Object(subset))
+            let key = IdemKey::derive(scope, name, cfg.version, &Value::Object(subset));
+            (key, Fingerprint::of_canonical(&canonical))
         }
-        _ => IdemKey::from_canonical(scope, name, cfg.version, &canonical),
+        // Keyed on every argument: the key's digest fingerprints them too.
+        _ => {
+            let digest = IdemKey::digest(scope, name, cfg.version, &canonical);
+            (
+                IdemKey::from_digest(&digest),
+                Fingerprint::from_bytes(digest),
+            )
+        }
     };
     let key = match namespace {
         Some(ns) => key.with_namespace(ns),

@@ -89,6 +89,20 @@ impl IdemKey {
         version: u32,
         canonical: &str,
     ) -> IdemKey {
+        Self::from_digest(&Self::digest(scope, tool, version, canonical))
+    }
+
+    /// `"idem:" + hex(digest)`.
+    pub(crate) fn from_digest(digest: &[u8; 32]) -> IdemKey {
+        let mut key = String::with_capacity(5 + 64);
+        key.push_str("idem:");
+        push_hex(&mut key, digest);
+        IdemKey(key)
+    }
+
+    /// The digest of the key of `canonical` arguments (see
+    /// [`derive`](Self::derive)).
+    pub(crate) fn digest(scope: Scope<'_>, tool: &str, version: u32, canonical: &str) -> [u8; 32] {
         let mut h = Sha256::new();
         enc(&mut h, KEY_DOMAIN.as_bytes());
         match scope {
@@ -102,11 +116,16 @@ impl IdemKey {
         enc(&mut h, tool.as_bytes());
         enc(&mut h, itoa::Buffer::new().format(version).as_bytes());
         enc(&mut h, canonical.as_bytes());
-        let digest: [u8; 32] = h.finalize().into();
-        let mut key = String::with_capacity(5 + 64);
-        key.push_str("idem:");
-        push_hex(&mut key, &digest);
-        IdemKey(key)
+        h.finalize().into()
+    }
+
+    /// The digest this key ends with, when it has the form this crate
+    /// writes (`[<namespace>:]idem:<64 hex digits>`), and the namespace
+    /// part before it.
+    pub(crate) fn split_digest(&self) -> Option<(&str, [u8; 32])> {
+        let (prefix, hex) = self.0.split_at_checked(self.0.len().checked_sub(64)?)?;
+        let namespace = prefix.strip_suffix("idem:")?;
+        Some((namespace, parse_hex32(hex)?))
     }
 
     /// This key under `namespace`: `"<namespace>:idem:<hex>"`.
@@ -163,7 +182,10 @@ impl AsRef<str> for IdemKey {
 ///
 /// When a tool keys on a subset of its arguments (`key = [..]`), two calls
 /// can share a key yet differ in payload; comparing fingerprints tells a
-/// true duplicate from such a conflict.
+/// true duplicate from such a conflict. The registry stores
+/// [`Fingerprint::of`] for such tools; for a tool keyed on all its
+/// arguments the key's own digest already covers them, and serves as the
+/// fingerprint.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Fingerprint([u8; 32]);
 
@@ -226,11 +248,14 @@ fn enc(h: &mut Sha256, bytes: &[u8]) {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
-pub(crate) fn push_hex(out: &mut String, bytes: &[u8]) {
-    for b in bytes {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 0xF)]));
+pub(crate) fn push_hex(out: &mut String, bytes: &[u8; 32]) {
+    let mut buf = [0u8; 64];
+    for (i, b) in bytes.iter().enumerate() {
+        buf[2 * i] = HEX[usize::from(b >> 4)];
+        buf[2 * i + 1] = HEX[usize::from(b & 0xF)];
     }
+    // Hex digits are ASCII: always valid UTF-8.
+    out.push_str(std::str::from_utf8(&buf).unwrap_or_default());
 }
 
 pub(crate) fn parse_hex32(hex: &str) -> Option<[u8; 32]> {

@@ -1,7 +1,7 @@
 //! [`MemoryStore`]: the in-process default.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -29,16 +29,29 @@ pub struct MemoryStore {
     shards: Box<[Mutex<Shard>]>,
     /// The zero of the stored times.
     epoch: Instant,
+    /// Keys the namespace hash in [`Slot::of`].
+    namespaces: RandomState,
 }
 
-/// A stored key: the SHA-256 of the key string. Uniformly distributed, so
+/// A stored key, in 32 bytes: the digest a key of this crate's form ends
+/// with, its first eight bytes mixed with a keyed hash of the namespace; the
+/// SHA-256 of any other key string. Uniformly distributed either way, so
 /// its first bytes are its hash.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Slot([u8; 32]);
 
 impl Slot {
-    fn of(key: &IdemKey) -> Slot {
-        Slot(Sha256::digest(key.as_str().as_bytes()).into())
+    fn of(key: &IdemKey, namespaces: &RandomState) -> Slot {
+        match key.split_digest() {
+            Some((namespace, mut digest)) => {
+                let mix = namespaces.hash_one(namespace).to_le_bytes();
+                for (d, m) in digest.iter_mut().zip(mix) {
+                    *d ^= m;
+                }
+                Slot(digest)
+            }
+            None => Slot(Sha256::digest(key.as_str().as_bytes()).into()),
+        }
     }
 
     fn shard(&self) -> usize {
@@ -117,6 +130,7 @@ impl MemoryStore {
         MemoryStore {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             epoch: Instant::now(),
+            namespaces: RandomState::new(),
         }
     }
 
@@ -170,7 +184,7 @@ impl MemoryStore {
         ttl: Duration,
     ) {
         let now = self.now();
-        let slot = Slot::of(key);
+        let slot = Slot::of(key, &self.namespaces);
         self.shard(&slot).insert(
             slot,
             Record {
@@ -191,7 +205,7 @@ impl MemoryStore {
         f: impl FnOnce(&mut Record, u64),
     ) -> Result<(), StoreError> {
         let now = self.now();
-        let slot = Slot::of(key);
+        let slot = Slot::of(key, &self.namespaces);
         let mut shard = self.shard(&slot);
         let Some(record) = shard.live_mut(&slot, now) else {
             return Err(StoreError::LeaseLost);
@@ -266,7 +280,7 @@ impl IdemStore for MemoryStore {
         lease: Duration,
     ) -> Result<Claim, StoreError> {
         let now = self.now();
-        let slot = Slot::of(key);
+        let slot = Slot::of(key, &self.namespaces);
         let mut shard = self.shard(&slot);
         let attempt = match shard.live_mut(&slot, now) {
             None => 0,
@@ -299,7 +313,11 @@ impl IdemStore for MemoryStore {
             },
         };
         let token = LeaseToken::generate(attempt);
-        shard.insert(slot, running(*fingerprint.as_bytes(), &token, lease, now), now);
+        shard.insert(
+            slot,
+            running(*fingerprint.as_bytes(), &token, lease, now),
+            now,
+        );
         Ok(Claim::Acquired(token))
     }
 
@@ -351,7 +369,7 @@ impl IdemStore for MemoryStore {
 
     async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
         let now = self.now();
-        let slot = Slot::of(key);
+        let slot = Slot::of(key, &self.namespaces);
         let mut shard = self.shard(&slot);
         Ok(shard.live_mut(&slot, now).and_then(|record| {
             let fingerprint = Fingerprint::from_bytes(record.fingerprint);
