@@ -78,7 +78,8 @@ if rec then
   end
 end
 local lease = tonumber(ARGV[3])
-redis.call('DEL', KEYS[1])
+-- Taking a record over: drop the fields of its last state.
+if rec then redis.call('DEL', KEYS[1]) end
 redis.call('HSET', KEYS[1], 'v', '1', 'state', 'running', 'fp', ARGV[1], 'attempt', tostring(attempt),
   'token', ARGV[2], 'lease_until', tostring(now + lease))
 redis.call('PEXPIRE', KEYS[1], lease + tonumber(ARGV[4]))
@@ -98,7 +99,7 @@ if op == 'renew' then
   redis.call('PEXPIRE', KEYS[1], lease + tonumber(ARGV[4]))
   return 'ok'
 end
-redis.call('HDEL', KEYS[1], 'token', 'lease_until')
+-- The token stays: nothing reads it once the record is not running.
 if op == 'done' then
   redis.call('HSET', KEYS[1], 'state', 'done', 'result', ARGV[3])
 elseif op == 'failed' then
