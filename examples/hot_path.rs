@@ -25,12 +25,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or(100_000);
     let registry = Registry::builder(()).tool(charge).build()?;
     let mut sum = 0u64;
+    let started = std::time::Instant::now();
     for i in 0..n {
         let args = serde_json::json!({"order_id": i, "amount": 4200, "currency": "eur"});
         if let Ok(v) = registry.call("run-1", "charge", args).await {
             sum += v.as_u64().unwrap_or(0);
         }
     }
+    eprintln!(
+        "{:.0} ns per call",
+        started.elapsed().as_nanos() as f64 / n as f64
+    );
     println!("{sum}");
     Ok(())
 }

@@ -34,6 +34,32 @@ pub fn canonical_json(value: &Value) -> String {
     out
 }
 
+/// Runs `f` on the canonical form of `value`, written into a buffer this
+/// thread reuses (the hot path derives a key per call).
+pub(crate) fn with_canonical<R>(value: &Value, f: impl FnOnce(&str) -> R) -> R {
+    thread_local! {
+        static BUFFER: std::cell::RefCell<String> = std::cell::RefCell::new(String::with_capacity(256));
+    }
+    BUFFER.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buffer) => {
+            buffer.clear();
+            write_value(&mut buffer, value);
+            let out = f(&buffer);
+            // Do not keep a huge argument's buffer alive.
+            if buffer.capacity() > 1 << 16 {
+                *buffer = String::with_capacity(256);
+            }
+            out
+        }
+        // Re-entered from `f`: fall back to a buffer of its own.
+        Err(_) => {
+            let mut own = String::new();
+            write_value(&mut own, value);
+            f(&own)
+        }
+    })
+}
+
 /// Appends the canonical form of `value` to `out`.
 pub(crate) fn write_value(out: &mut String, value: &Value) {
     match value {
@@ -96,16 +122,26 @@ fn write_members<'a>(out: &mut String, members: impl Iterator<Item = (&'a String
 
 /// Compares two strings by their UTF-16 code units, as JCS sorts names.
 pub(crate) fn cmp_utf16(a: &str, b: &str) -> Ordering {
-    let common = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
-    // Both strings share `common` bytes, so a char boundary in one is a
+    let (x, y) = (a.as_bytes(), b.as_bytes());
+    let Some(i) = x.iter().zip(y).position(|(p, q)| p != q) else {
+        return x.len().cmp(&y.len());
+    };
+    // UTF-8 byte order is code point order, and that is UTF-16 order but
+    // between U+E000..=U+FFFF (lead bytes 0xEE, 0xEF) and astral characters
+    // (lead bytes 0xF0..): only when both differing bytes are that high can
+    // the orders disagree.
+    if x[i] < 0xEE || y[i] < 0xEE {
+        return x[i].cmp(&y[i]);
+    }
+    // Both strings share `i` bytes, so a char boundary in one is a
     // boundary in the other.
-    let mut start = common;
+    let mut start = i;
     while !a.is_char_boundary(start) {
         start -= 1;
     }
     match (a[start..].chars().next(), b[start..].chars().next()) {
-        (Some(x), Some(y)) => first_unit(x).cmp(&first_unit(y)).then(x.cmp(&y)),
-        _ => a.len().cmp(&b.len()),
+        (Some(p), Some(q)) => first_unit(p).cmp(&first_unit(q)).then(p.cmp(&q)),
+        _ => x.len().cmp(&y.len()),
     }
 }
 
@@ -137,31 +173,48 @@ fn write_number(out: &mut String, n: &Number) {
     }
 }
 
+/// For each byte: 0 if it stands for itself in a JCS string, else the
+/// character after the backslash (`u` for `\u00xx`).
+static ESCAPE: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = b'u';
+        b += 1;
+    }
+    table[0x08] = b'b';
+    table[0x09] = b't';
+    table[0x0A] = b'n';
+    table[0x0C] = b'f';
+    table[0x0D] = b'r';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table
+};
+
 fn write_string(out: &mut String, s: &str) {
     out.push('"');
     let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let escape: &str = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            0x08 => "\\b",
-            0x0C => "\\f",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x00..=0x1F => "",
-            _ => continue,
-        };
-        // `b` is ASCII, so `i` is a char boundary.
+    while let Some(offset) = bytes[start..]
+        .iter()
+        .position(|&b| ESCAPE[usize::from(b)] != 0)
+    {
+        let i = start + offset;
+        // The byte is ASCII, so `i` is a char boundary.
         out.push_str(&s[start..i]);
-        if escape.is_empty() {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.push_str("\\u00");
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 0xF)]));
-        } else {
-            out.push_str(escape);
+        let b = bytes[i];
+        match ESCAPE[usize::from(b)] {
+            b'u' => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\u00");
+                out.push(char::from(HEX[usize::from(b >> 4)]));
+                out.push(char::from(HEX[usize::from(b & 0xF)]));
+            }
+            short => {
+                out.push('\\');
+                out.push(char::from(short));
+            }
         }
         start = i + 1;
     }

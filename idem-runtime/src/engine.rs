@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
-use crate::canonical::write_value;
+use crate::canonical::with_canonical;
 use crate::ctx::{Ctx, WriteCtx};
 use crate::error::{StoreError, ToolError};
 use crate::key::{Fingerprint, IdemKey};
@@ -164,8 +164,6 @@ pub(crate) fn operation<S, T: WriteTool<S>>(
         tool: name.to_owned(),
         message: format!("the arguments could not be re-serialized to derive the key: {e}"),
     })?;
-    let mut canonical = String::with_capacity(128);
-    write_value(&mut canonical, &full);
     let scope = cfg.scope.with_run(run_id);
     let (key, fingerprint) = match (cfg.key_fields, &full) {
         (Some(fields), Value::Object(map)) => {
@@ -174,11 +172,11 @@ pub(crate) fn operation<S, T: WriteTool<S>>(
                 .filter_map(|f| map.get(*f).map(|v| ((*f).to_owned(), v.clone())))
                 .collect();
             let key = IdemKey::derive(scope, name, cfg.version, &Value::Object(subset));
-            (key, Fingerprint::of_canonical(&canonical))
+            (key, Fingerprint::of(&full))
         }
         // Keyed on every argument: the key's digest fingerprints them too.
         _ => {
-            let digest = IdemKey::digest(scope, name, cfg.version, &canonical);
+            let digest = with_canonical(&full, |c| IdemKey::digest(scope, name, cfg.version, c));
             (
                 IdemKey::from_digest(&digest),
                 Fingerprint::from_bytes(digest),

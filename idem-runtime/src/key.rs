@@ -5,7 +5,7 @@ use std::fmt;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::canonical::write_value;
+use crate::canonical::with_canonical;
 
 /// Version tag of the key derivation; part of every digest.
 const KEY_DOMAIN: &str = "idem/v1";
@@ -77,9 +77,9 @@ impl IdemKey {
     /// assert_eq!(a.as_str(), "idem:3547ebd6d4c68bb01e6f6281e4541908d3eaf75463efb241f406a8c5cd33a71a");
     /// ```
     pub fn derive(scope: Scope<'_>, tool: &str, version: u32, args: &Value) -> IdemKey {
-        let mut canonical = String::with_capacity(64);
-        write_value(&mut canonical, args);
-        Self::from_canonical(scope, tool, version, &canonical)
+        with_canonical(args, |canonical| {
+            Self::from_canonical(scope, tool, version, canonical)
+        })
     }
 
     /// [`derive`](Self::derive) for arguments already in canonical form.
@@ -193,9 +193,7 @@ impl Fingerprint {
     /// The fingerprint of `args`: SHA-256 over a domain tag and
     /// `canonical_json(args)`, both length-prefixed.
     pub fn of(args: &Value) -> Fingerprint {
-        let mut canonical = String::with_capacity(64);
-        write_value(&mut canonical, args);
-        Self::of_canonical(&canonical)
+        with_canonical(args, Self::of_canonical)
     }
 
     pub(crate) fn of_canonical(canonical: &str) -> Fingerprint {
@@ -259,20 +257,34 @@ pub(crate) fn push_hex(out: &mut String, bytes: &[u8; 32]) {
 }
 
 pub(crate) fn parse_hex32(hex: &str) -> Option<[u8; 32]> {
+    /// Lowercase hex digit → its value; 0xFF for anything else.
+    static NIBBLE: [u8; 256] = {
+        let mut table = [0xFF_u8; 256];
+        let mut i = 0;
+        while i < 10 {
+            table[b'0' as usize + i] = i as u8;
+            i += 1;
+        }
+        let mut i = 0;
+        while i < 6 {
+            table[b'a' as usize + i] = 10 + i as u8;
+            i += 1;
+        }
+        table
+    };
     let bytes = hex.as_bytes();
     if bytes.len() != 64 {
         return None;
     }
-    let nibble = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
     let mut out = [0u8; 32];
+    let mut bad = 0u8;
     for (i, pair) in bytes.chunks_exact(2).enumerate() {
-        out[i] = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+        let (hi, lo) = (NIBBLE[usize::from(pair[0])], NIBBLE[usize::from(pair[1])]);
+        bad |= hi | lo;
+        out[i] = (hi << 4) | (lo & 0xF);
     }
-    Some(out)
+    // Any 0xFF nibble sets the high bits.
+    (bad & 0xF0 == 0).then_some(out)
 }
 
 #[cfg(test)]

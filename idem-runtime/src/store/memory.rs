@@ -29,8 +29,8 @@ pub struct MemoryStore {
     shards: Box<[Mutex<Shard>]>,
     /// The zero of the stored times.
     epoch: Instant,
-    /// Keys the namespace hash in [`Slot::of`].
-    namespaces: RandomState,
+    /// Seeds the namespace hash in [`Slot::of`].
+    seed: u64,
 }
 
 /// A stored key, in 32 bytes: the digest a key of this crate's form ends
@@ -41,10 +41,17 @@ pub struct MemoryStore {
 struct Slot([u8; 32]);
 
 impl Slot {
-    fn of(key: &IdemKey, namespaces: &RandomState) -> Slot {
+    fn of(key: &IdemKey, seed: u64) -> Slot {
         match key.split_digest() {
             Some((namespace, mut digest)) => {
-                let mix = namespaces.hash_one(namespace).to_le_bytes();
+                // FNV-1a from a per-store random basis: namespaces are few
+                // and chosen by the application, not by its callers.
+                let mix = namespace
+                    .bytes()
+                    .fold(seed, |h, b| {
+                        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+                    })
+                    .to_le_bytes();
                 for (d, m) in digest.iter_mut().zip(mix) {
                     *d ^= m;
                 }
@@ -130,7 +137,7 @@ impl MemoryStore {
         MemoryStore {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             epoch: Instant::now(),
-            namespaces: RandomState::new(),
+            seed: RandomState::new().hash_one(0xcbf2_9ce4_8422_2325_u64),
         }
     }
 
@@ -184,7 +191,7 @@ impl MemoryStore {
         ttl: Duration,
     ) {
         let now = self.now();
-        let slot = Slot::of(key, &self.namespaces);
+        let slot = Slot::of(key, self.seed);
         self.shard(&slot).insert(
             slot,
             Record {
@@ -205,7 +212,7 @@ impl MemoryStore {
         f: impl FnOnce(&mut Record, u64),
     ) -> Result<(), StoreError> {
         let now = self.now();
-        let slot = Slot::of(key, &self.namespaces);
+        let slot = Slot::of(key, self.seed);
         let mut shard = self.shard(&slot);
         let Some(record) = shard.live_mut(&slot, now) else {
             return Err(StoreError::LeaseLost);
@@ -280,7 +287,7 @@ impl IdemStore for MemoryStore {
         lease: Duration,
     ) -> Result<Claim, StoreError> {
         let now = self.now();
-        let slot = Slot::of(key, &self.namespaces);
+        let slot = Slot::of(key, self.seed);
         let mut shard = self.shard(&slot);
         let attempt = match shard.live_mut(&slot, now) {
             None => 0,
@@ -369,7 +376,7 @@ impl IdemStore for MemoryStore {
 
     async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
         let now = self.now();
-        let slot = Slot::of(key, &self.namespaces);
+        let slot = Slot::of(key, self.seed);
         let mut shard = self.shard(&slot);
         Ok(shard.live_mut(&slot, now).and_then(|record| {
             let fingerprint = Fingerprint::from_bytes(record.fingerprint);
