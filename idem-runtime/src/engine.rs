@@ -267,13 +267,10 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
     tracing::debug!(tool = name, key = %key, attempt = token.attempt(), "claim acquired");
 
     // 2. Run the body once, renewing the lease while it runs.
-    let ctx = WriteCtx::new(
-        Ctx::new(run_id, shared.state.clone()),
-        key.clone(),
-        token.attempt(),
-    );
-    let outcome =
-        with_heartbeat(tool.call(args, &ctx), store, &key, &token, cfg, limit, name).await;
+    // The context owns the key from here; the wrapper borrows it back.
+    let ctx = WriteCtx::new(Ctx::new(run_id, shared.state.clone()), key, token.attempt());
+    let key = ctx.idem_key();
+    let outcome = with_heartbeat(tool.call(args, &ctx), store, key, &token, cfg, limit, name).await;
 
     // 3. Record the outcome.
     match outcome {
@@ -283,7 +280,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
                 match bounded(
                     limit,
                     "complete",
-                    store.dyn_complete(&key, &token, &text, cfg.ttl),
+                    store.dyn_complete(key, &token, &text, cfg.ttl),
                 )
                 .await
                 {
@@ -295,7 +292,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
                         tracing::warn!(tool = name, key = %key, "lease lost: the tool ran but another worker took the key over; result not recorded");
                         Err(ToolError::LeaseLost {
                             tool: name.to_owned(),
-                            key: key.into_string(),
+                            key: key.to_string(),
                         })
                     }
                     Err(e) => {
@@ -310,7 +307,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
                 // It ran, but nothing can be replayed: record a permanent
                 // failure so that duplicates do not run it again.
                 let message = format!("the result could not be serialized: {e}");
-                record_failure(store, &key, &token, &message, cfg, limit, name).await;
+                record_failure(store, key, &token, &message, cfg, limit, name).await;
                 Err(ToolError::Failed {
                     tool: name.to_owned(),
                     message,
@@ -322,9 +319,9 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
             let message = e.to_string();
             let permanent = tool.is_permanent(&e);
             if permanent {
-                record_failure(store, &key, &token, &message, cfg, limit, name).await;
+                record_failure(store, key, &token, &message, cfg, limit, name).await;
             } else {
-                match bounded(limit, "release", store.dyn_release(&key, &token)).await {
+                match bounded(limit, "release", store.dyn_release(key, &token)).await {
                     Ok(()) => {
                         tracing::info!(tool = name, key = %key, attempt = token.attempt(), error = %message, "transient failure; key released for a retry");
                     }
