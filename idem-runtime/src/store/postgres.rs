@@ -140,12 +140,19 @@ impl Sql {
             // with a concurrent first insert the read (from the statement's
             // snapshot) can miss the row the insert conflicted with: then
             // nothing comes back and the claim asks again.
+            // A recorded outcome is read without a lock (replays do not
+            // queue on the row); otherwise the row is taken over when it
+            // may be, else read back.
             claim: format!(
-                "WITH taken AS (
+                "WITH done AS (
+                     SELECT state, fingerprint, attempt, payload FROM {t}
+                     WHERE key = $1 AND state IN ('done', 'failed') AND expires_at > now()
+                 ), taken AS (
                      INSERT INTO {t} AS r (key, state, fingerprint, attempt, token, lease_until, payload, expires_at)
-                     VALUES ($1, 'running', $2, 0, $3,
-                             now() + $4::float8 * interval '1 millisecond', NULL,
-                             now() + ($4::float8 + $5::float8) * interval '1 millisecond')
+                     SELECT $1, 'running', $2, 0, $3,
+                            now() + $4::float8 * interval '1 millisecond', NULL,
+                            now() + ($4::float8 + $5::float8) * interval '1 millisecond'
+                     WHERE NOT EXISTS (SELECT 1 FROM done)
                      ON CONFLICT (key) DO UPDATE SET
                          state = 'running', fingerprint = EXCLUDED.fingerprint, token = EXCLUDED.token,
                          lease_until = EXCLUDED.lease_until, payload = NULL, expires_at = EXCLUDED.expires_at,
@@ -156,8 +163,11 @@ impl Sql {
                  )
                  SELECT 'acquired'::text, NULL::bytea, attempt, NULL::text FROM taken
                  UNION ALL
+                 SELECT state, fingerprint, attempt, payload FROM done
+                 UNION ALL
                  SELECT state, fingerprint, attempt, payload FROM {t}
-                 WHERE key = $1 AND expires_at > now() AND NOT EXISTS (SELECT 1 FROM taken)"
+                 WHERE key = $1 AND expires_at > now()
+                   AND NOT EXISTS (SELECT 1 FROM taken) AND NOT EXISTS (SELECT 1 FROM done)"
             ),
             read: format!(
                 "SELECT state, fingerprint, attempt, payload FROM {t} WHERE key = $1 AND expires_at > now()"
