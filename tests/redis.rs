@@ -143,9 +143,12 @@ async fn foreign_and_malformed_records_are_errors_not_runs() {
         .build()
         .expect("registry");
     let mut conn = raw(&h.url).await;
-    let planted: [&[&str]; 4] = [
+    let fp = "0".repeat(64);
+    let planted: [&[&str]; 6] = [
         &["SET", "{k}", "a plain string"],
-        &["HSET", "{k}", "v", "9", "state", "done", "fp", "x"],
+        &["SET", "{k}", &format!("9|done|{fp}|0|||1")],
+        &["SET", "{k}", &format!("1|done|{fp}")],
+        &["SET", "{k}", &format!("1|exploded|{fp}|0|||1")],
         &["HSET", "{k}", "v", "1", "state", "done"],
         &["RPUSH", "{k}", "a list"],
     ];
@@ -206,14 +209,15 @@ async fn records_carry_a_format_version() {
         .expect("id")
         .expect("write");
     let mut conn = raw(&h.url).await;
-    let fields: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
+    let record: String = redis::cmd("GET")
         .arg(key.as_str())
         .query_async(&mut conn)
         .await
-        .expect("HGETALL");
-    assert_eq!(fields.get("v").map(String::as_str), Some("1"));
-    assert_eq!(fields.get("state").map(String::as_str), Some("done"));
-    assert_eq!(fields.get("fp"), Some(&fp.to_hex()));
+        .expect("GET");
+    let fields: Vec<&str> = record.splitn(7, '|').collect();
+    assert_eq!(fields[..3], ["1", "done", fp.to_hex().as_str()], "{record}");
+    let payload: serde_json::Value = serde_json::from_str(fields[6]).expect("the result, verbatim");
+    assert_eq!(payload, json!({"n": 1, "key": key.as_str(), "attempt": 0}));
     let ttl: i64 = redis::cmd("PTTL")
         .arg(key.as_str())
         .query_async(&mut conn)

@@ -1,20 +1,24 @@
 //! [`RedisStore`]: Redis and Redis Cluster (feature `redis`).
 //!
-//! Each record is one hash under its key:
+//! Each record is one string under its key, seven fields joined by `|`:
+//!
+//! ```text
+//! 1|<state>|<fingerprint>|<attempt>|<token>|<lease until>|<payload>
+//! ```
 //!
 //! | field | meaning |
 //! |---|---|
-//! | `v` | format version, `1` |
-//! | `state` | `running`, `released`, `done` or `failed` |
-//! | `fp` | argument fingerprint, 64 hex digits |
-//! | `attempt` | the holder's attempt number |
-//! | `token` | the holder's lease token (running only) |
-//! | `lease_until` | lease end, server time in ms (running only) |
-//! | `result` / `error` | the recorded outcome (done / failed only) |
+//! | `1` | the format version |
+//! | state | `running`, `released`, `done` or `failed` |
+//! | fingerprint | the arguments' fingerprint, 64 hex digits |
+//! | attempt | the holder's attempt number |
+//! | token | the holder's lease token, 32 hex digits (running only) |
+//! | lease until | lease end, server time in ms (running only) |
+//! | payload | the result or error, verbatim (done / failed only; last, so it may hold `|`) |
 //!
-//! Every operation is one Lua script over that one key (cluster-safe) or
-//! one command; lease and record expiry use the server's clock (`TIME`,
-//! `PEXPIRE`), never the worker's.
+//! Every operation is one Lua script over that one key (cluster-safe):
+//! one `GET`, and at most `TIME` and one `SET .. PX`; lease and record expiry
+//! use the server's clock, never the worker's.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -34,27 +38,29 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
--- Returns the record's fields, nil when absent, or raises 'corrupt: ..'.
+-- Returns the record, nil when absent, or raises 'corrupt: ..'. A key of
+-- another type fails the GET (WRONGTYPE).
 local function load(key)
-  local kind = redis.call('TYPE', key)['ok']
-  if kind == 'none' then return nil end
-  if kind ~= 'hash' then return error('corrupt: the key holds a ' .. kind .. ', not an idem record') end
-  local r = redis.call('HMGET', key, 'v', 'state', 'fp', 'attempt', 'token', 'lease_until', 'result', 'error')
-  if r[1] ~= '1' then return error('corrupt: unknown record format version ' .. tostring(r[1])) end
-  local rec = { state = r[2], fp = r[3], attempt = tonumber(r[4]), token = r[5], lease_until = tonumber(r[6]), result = r[7], error = r[8] }
-  if type(rec.fp) ~= 'string' or #rec.fp ~= 64 then return error('corrupt: bad fingerprint') end
-  if rec.state == 'running' then
-    if not rec.attempt or not rec.lease_until or type(rec.token) ~= 'string' then return error('corrupt: incomplete running record') end
-  elseif rec.state == 'released' then
+  local raw = redis.call('GET', key)
+  if not raw then return nil end
+  local v, state, fp, attempt, token, lease, payload =
+    string.match(raw, '^(%d+)|(%l+)|(%x*)|(%d*)|(%x*)|(%d*)|(.*)$')
+  if not v then return error('corrupt: the value is not an idem record') end
+  if v ~= '1' then return error('corrupt: unknown record format version ' .. v) end
+  if #fp ~= 64 then return error('corrupt: bad fingerprint') end
+  local rec = { state = state, fp = fp, attempt = tonumber(attempt), token = token, lease_until = tonumber(lease), payload = payload }
+  if state == 'running' then
+    if not rec.attempt or not rec.lease_until or #token ~= 32 then return error('corrupt: incomplete running record') end
+  elseif state == 'released' then
     if not rec.attempt then return error('corrupt: incomplete released record') end
-  elseif rec.state == 'done' then
-    if type(rec.result) ~= 'string' then return error('corrupt: done record without result') end
-  elseif rec.state == 'failed' then
-    if type(rec.error) ~= 'string' then return error('corrupt: failed record without error') end
-  else
-    return error('corrupt: unknown state ' .. tostring(rec.state))
+  elseif state ~= 'done' and state ~= 'failed' then
+    return error('corrupt: unknown state ' .. state)
   end
   return rec
+end
+local function store(key, state, fp, attempt, token, lease_until, payload, px)
+  redis.call('SET', key, '1|' .. state .. '|' .. fp .. '|' .. string.format('%d', attempt) .. '|' .. token .. '|'
+    .. lease_until .. '|' .. payload, 'PX', string.format('%d', px))
 end
 "#;
 
@@ -71,23 +77,17 @@ if rec then
     attempt = rec.attempt + 1
   elseif rec.state == 'released' then
     attempt = rec.attempt + 1
-  elseif rec.state == 'done' then
-    return {'done', rec.fp, rec.result}
   else
-    return {'failed', rec.fp, rec.error}
+    return {rec.state, rec.fp, rec.payload}
   end
 end
 local lease = tonumber(ARGV[3])
--- Taking a record over: drop the fields of its last state.
-if rec then redis.call('DEL', KEYS[1]) end
-redis.call('HSET', KEYS[1], 'v', '1', 'state', 'running', 'fp', ARGV[1], 'attempt', tostring(attempt),
-  'token', ARGV[2], 'lease_until', tostring(now + lease))
-redis.call('PEXPIRE', KEYS[1], lease + tonumber(ARGV[4]))
-return {'acquired', tostring(attempt)}
+store(KEYS[1], 'running', ARGV[1], attempt, ARGV[2], string.format('%d', now + lease), '', lease + tonumber(ARGV[4]))
+return {'acquired', string.format('%d', attempt)}
 "#;
 
 /// KEYS[1]; ARGV: token, op ('done' | 'failed' | 'released' | 'renew'),
-/// payload (result, error, or lease ms), ttl ms.
+/// payload (result, error, or lease ms), ms to keep the record.
 /// Returns 'ok' or 'lost'.
 const SETTLE: &str = r#"
 local rec = load(KEYS[1])
@@ -95,19 +95,12 @@ if not rec or rec.state ~= 'running' or rec.token ~= ARGV[1] then return 'lost' 
 local op = ARGV[2]
 if op == 'renew' then
   local lease = tonumber(ARGV[3])
-  redis.call('HSET', KEYS[1], 'lease_until', tostring(now_ms() + lease))
-  redis.call('PEXPIRE', KEYS[1], lease + tonumber(ARGV[4]))
-  return 'ok'
-end
--- The token stays: nothing reads it once the record is not running.
-if op == 'done' then
-  redis.call('HSET', KEYS[1], 'state', 'done', 'result', ARGV[3])
-elseif op == 'failed' then
-  redis.call('HSET', KEYS[1], 'state', 'failed', 'error', ARGV[3])
+  store(KEYS[1], 'running', rec.fp, rec.attempt, rec.token, string.format('%d', now_ms() + lease), '', lease + tonumber(ARGV[4]))
+elseif op == 'released' then
+  store(KEYS[1], 'released', rec.fp, rec.attempt, '', '', '', tonumber(ARGV[4]))
 else
-  redis.call('HSET', KEYS[1], 'state', 'released')
+  store(KEYS[1], op, rec.fp, rec.attempt, '', '', ARGV[3], tonumber(ARGV[4]))
 end
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[4]))
 return 'ok'
 "#;
 
@@ -117,8 +110,7 @@ const GET: &str = r#"
 local rec = load(KEYS[1])
 if not rec or rec.state == 'released' then return nil end
 if rec.state == 'running' then return {'running', rec.fp, tostring(rec.attempt)} end
-if rec.state == 'done' then return {'done', rec.fp, rec.result} end
-return {'failed', rec.fp, rec.error}
+return {rec.state, rec.fp, rec.payload}
 "#;
 
 /// A Lua script and its SHA-1, run with EVALSHA and, on `NOSCRIPT`, with
