@@ -148,32 +148,6 @@ async fn malformed_rows_are_errors_not_runs() {
 }
 
 #[tokio::test]
-async fn expired_records_are_purged() {
-    let Some(h) = PgHarness::new().await else {
-        return;
-    };
-    let counter = Counter::new(
-        Duration::ZERO,
-        WriteOptions::new().ttl(Duration::from_millis(50)),
-    );
-    let registry = Registry::builder(())
-        .store(h.store())
-        .tool(counter)
-        .build()
-        .expect("registry");
-    for n in 0..20 {
-        registry
-            .call("r", "counter", json!({ "n": n }))
-            .await
-            .expect("call");
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(h.store.purge_expired().await.expect("purge"), 20);
-    assert_eq!(h.store.purge_expired().await.expect("purge"), 0);
-    h.cleanup().await;
-}
-
-#[tokio::test]
 async fn a_background_task_purges_expired_rows() {
     let Some(h) = PgHarness::new().await else {
         return;

@@ -147,31 +147,6 @@ async fn malformed_rows_are_errors_not_runs() {
     assert_eq!(counter.total(), 0);
 }
 
-#[tokio::test]
-async fn expired_records_are_purged() {
-    let Some(h) = SqliteHarness::new().await else {
-        return;
-    };
-    let counter = Counter::new(
-        Duration::ZERO,
-        WriteOptions::new().ttl(Duration::from_millis(50)),
-    );
-    let registry = Registry::builder(())
-        .store(h.store())
-        .tool(counter.clone())
-        .build()
-        .expect("registry");
-    for n in 0..20 {
-        registry
-            .call("r", "counter", json!({ "n": n }))
-            .await
-            .expect("call");
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(h.store.purge_expired().await.expect("purge"), 20);
-    assert_eq!(h.store.purge_expired().await.expect("purge"), 0);
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_stores_on_one_file_run_each_operation_once() {
     let dir = TempDir::new("sqlite-shared");

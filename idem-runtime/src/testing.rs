@@ -128,6 +128,7 @@ macro_rules! __idem_with_cases {
             release_counts_the_attempt,
             permanent_failure_is_replayed,
             result_ttl_expires,
+            purge_removes_only_expired_records,
             absent_key_refuses_token_ops,
             fingerprint_is_kept,
             corrupt_record_is_an_error,
@@ -691,6 +692,39 @@ pub mod cases {
         past_short().await;
         assert_eq!(store.get(&k).await.ok(), Some(None));
         assert_eq!(acquired(store.claim(&k, &f, LONG).await).attempt(), 0);
+    }
+
+    /// Purging frees expired records and leaves live ones alone.
+    pub async fn purge_removes_only_expired_records<H: Harness>(h: &H) {
+        let store = h.store();
+        let (ns, f) = (namespace(), fp(1));
+        let (live, dead) = (key(&ns, "live"), key(&ns, "dead"));
+        let t = acquired(store.claim(&live, &f, LONG).await);
+        store
+            .complete(&live, &t, "1", LONG)
+            .await
+            .expect("complete");
+        let t = acquired(store.claim(&dead, &f, LONG).await);
+        store
+            .complete(&dead, &t, "2", SHORT)
+            .await
+            .expect("complete");
+        past_short().await;
+        store.purge_expired().await.expect("purge");
+        assert_eq!(store.get(&dead).await.ok(), Some(None));
+        assert_eq!(
+            store.get(&live).await.ok(),
+            Some(Some(Entry::Done {
+                result: "1".into(),
+                fingerprint: f
+            })),
+            "purging must not touch a live record"
+        );
+        assert_eq!(
+            store.purge_expired().await.ok(),
+            Some(0),
+            "nothing left to purge"
+        );
     }
 
     /// Token operations on a key nobody claimed are refused.

@@ -374,6 +374,10 @@ impl IdemStore for MemoryStore {
         })
     }
 
+    async fn purge_expired(&self) -> Result<u64, StoreError> {
+        Ok(MemoryStore::purge_expired(self) as u64)
+    }
+
     async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
         let now = self.now();
         let slot = Slot::of(key, self.seed);

@@ -219,6 +219,14 @@ pub trait IdemStore: Send + Sync + 'static {
 
     /// What the store holds under `key` (`None` if nothing, or released).
     fn get(&self, key: &IdemKey) -> impl Future<Output = Result<Option<Entry>, StoreError>> + Send;
+
+    /// Deletes the expired records now and returns how many. Expired
+    /// records are never answered, so this only frees space; stores whose
+    /// records expire by themselves (Redis) have nothing to do and return 0,
+    /// as does this default.
+    fn purge_expired(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        async { Ok(0) }
+    }
 }
 
 /// A boxed, `Send` future.
@@ -260,6 +268,7 @@ pub trait DynIdemStore: Send + Sync + 'static {
         lease: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
     fn dyn_get<'a>(&'a self, key: &'a IdemKey) -> BoxFuture<'a, Result<Option<Entry>, StoreError>>;
+    fn dyn_purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>>;
 }
 
 impl<T: IdemStore> DynIdemStore for T {
@@ -306,6 +315,9 @@ impl<T: IdemStore> DynIdemStore for T {
     }
     fn dyn_get<'a>(&'a self, key: &'a IdemKey) -> BoxFuture<'a, Result<Option<Entry>, StoreError>> {
         Box::pin(self.get(key))
+    }
+    fn dyn_purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(self.purge_expired())
     }
 }
 
@@ -356,6 +368,9 @@ impl<T: IdemStore> IdemStore for Arc<T> {
     fn get(&self, key: &IdemKey) -> impl Future<Output = Result<Option<Entry>, StoreError>> + Send {
         (**self).get(key)
     }
+    fn purge_expired(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        (**self).purge_expired()
+    }
 }
 
 /// An erased store is a store, so generic code (the conformance suite, say)
@@ -400,5 +415,8 @@ impl IdemStore for Arc<dyn DynIdemStore> {
     }
     async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
         (**self).dyn_get(key).await
+    }
+    async fn purge_expired(&self) -> Result<u64, StoreError> {
+        (**self).dyn_purge_expired().await
     }
 }

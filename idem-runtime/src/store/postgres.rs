@@ -583,6 +583,10 @@ impl IdemStore for PostgresStore {
         }
     }
 
+    async fn purge_expired(&self) -> Result<u64, StoreError> {
+        PostgresStore::purge_expired(self).await
+    }
+
     async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
         let conn = self.pool.get().await.map_err(pg_error)?;
         let row = conn

@@ -157,12 +157,13 @@ impl SqliteStore {
     /// Deletes every expired record now; returns how many. Claims also
     /// sweep a few expired records each, so the table stays bounded even if
     /// this is never called.
-    pub async fn purge_expired(&self) -> Result<usize, StoreError> {
+    pub async fn purge_expired(&self) -> Result<u64, StoreError> {
         self.run(|conn| {
             conn.execute(
                 "DELETE FROM idem_records WHERE expires_at <= ?1",
                 params![now_ms()],
             )
+            .map(|n| n as u64)
             .map_err(sql_error)
         })
         .await
@@ -474,6 +475,10 @@ impl IdemStore for SqliteStore {
             }
         })
         .await
+    }
+
+    async fn purge_expired(&self) -> Result<u64, StoreError> {
+        SqliteStore::purge_expired(self).await
     }
 
     async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
