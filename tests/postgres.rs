@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use idem::prelude::*;
 use idem::testing::{Counter, Harness};
-use idem::{Fingerprint, PostgresOptions, PostgresStore, StoreError, WriteOptions};
+use idem::{Fingerprint, PostgresOptions, PostgresStore, WriteOptions};
 use serde_json::json;
 
 struct PgHarness {
@@ -111,39 +111,25 @@ async fn malformed_rows_are_errors_not_runs() {
     let Some(h) = PgHarness::new().await else {
         return;
     };
-    let counter = Counter::default();
-    let registry = Registry::builder(())
-        .store(h.store())
-        .tool(counter.clone())
-        .build()
-        .expect("registry");
     let rows = [
         "'bogus', '\\x00', 0, NULL, NULL, NULL",
         "'done', '\\x00', 0, NULL, NULL, '1'",
         "'done', decode(repeat('00', 32), 'hex'), 0, NULL, NULL, NULL",
     ];
-    for (n, row) in rows.iter().enumerate() {
-        let args = json!({ "n": n });
-        let (key, _) = registry
-            .identify("r", "counter", args.clone())
-            .expect("id")
-            .expect("write");
-        h.store
-            .execute_raw(&format!(
-                "INSERT INTO {{table}} VALUES ('{}', {row}, now() + interval '1 hour')",
-                key.as_str()
-            ))
-            .await
-            .expect("plant");
-        match registry.call("r", "counter", args).await {
-            Err(ToolError::Store {
-                source: StoreError::Corrupt { .. },
-                ..
-            }) => {}
-            other => panic!("{row}: expected a Corrupt store error, got {other:?}"),
+    let store = h.store();
+    idem::testing::malformed_records_are_refused(h.store(), rows.len(), |i, key| {
+        let (store, row) = (store.clone(), rows[i]);
+        async move {
+            store
+                .execute_raw(&format!(
+                    "INSERT INTO {{table}} VALUES ('{}', {row}, now() + interval '1 hour')",
+                    key.as_str()
+                ))
+                .await
+                .expect("plant");
         }
-    }
-    assert_eq!(counter.total(), 0);
+    })
+    .await;
     h.cleanup().await;
 }
 

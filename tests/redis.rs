@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use idem::prelude::*;
 use idem::testing::{Counter, Harness};
-use idem::{Fingerprint, IdemStore, RedisOptions, RedisStore, StoreError, WriteOptions};
+use idem::{Fingerprint, RedisOptions, RedisStore, StoreError, WriteOptions};
 use serde_json::json;
 use support::{RedisCluster, RedisServer};
 
@@ -131,59 +131,35 @@ async fn foreign_and_malformed_records_are_errors_not_runs() {
     let Some(h) = RedisHarness::shared().await else {
         return;
     };
-    let counter = Counter::new(Duration::ZERO, WriteOptions::new());
-    let ns = format!(
-        "idem-test-foreign-{:x}",
-        idem::LeaseToken::generate(0).id() as u64
-    );
-    let registry = Registry::builder(())
-        .store(h.store())
-        .namespace(&ns)
-        .tool(counter.clone())
-        .build()
-        .expect("registry");
-    let mut conn = raw(&h.url).await;
     let fp = "0".repeat(64);
-    let planted: [&[&str]; 6] = [
-        &["SET", "{k}", "a plain string"],
-        &["SET", "{k}", &format!("9|done|{fp}|0|||1")],
-        &["SET", "{k}", &format!("1|done|{fp}")],
-        &["SET", "{k}", &format!("1|exploded|{fp}|0|||1")],
-        &["HSET", "{k}", "v", "1", "state", "done"],
-        &["RPUSH", "{k}", "a list"],
-    ];
-    for (n, cmd) in planted.iter().enumerate() {
-        let args = json!({ "n": n });
-        let (key, _) = registry
-            .identify("r", "counter", args.clone())
-            .expect("id")
-            .expect("write");
-        let mut c = redis::cmd(cmd[0]);
-        for a in &cmd[1..] {
-            c.arg(if *a == "{k}" { key.as_str() } else { a });
+    let planted: Vec<Vec<String>> = [
+        &["SET", "a plain string"][..],
+        &["SET", &format!("9|done|{fp}|0|||1")],
+        &["SET", &format!("1|done|{fp}")],
+        &["SET", &format!("1|exploded|{fp}|0|||1")],
+        &["HSET", "v", "1", "state", "done"],
+        &["RPUSH", "a list"],
+    ]
+    .iter()
+    .map(|c| c.iter().map(|a| (*a).to_owned()).collect())
+    .collect();
+    let url = h.url.clone();
+    idem::testing::malformed_records_are_refused(h.store(), planted.len(), |i, key| {
+        let (url, cmd) = (url.clone(), planted[i].clone());
+        async move {
+            let mut conn = raw(&url).await;
+            let mut c = redis::cmd(&cmd[0]);
+            c.arg(key.as_str()).arg(&cmd[1..]);
+            let _: redis::Value = c.query_async(&mut conn).await.expect("plant");
+            let _: () = redis::cmd("EXPIRE")
+                .arg(key.as_str())
+                .arg(60)
+                .query_async(&mut conn)
+                .await
+                .expect("EXPIRE");
         }
-        let _: redis::Value = c.query_async(&mut conn).await.expect("plant");
-        let _: () = redis::cmd("EXPIRE")
-            .arg(key.as_str())
-            .arg(60)
-            .query_async(&mut conn)
-            .await
-            .expect("EXPIRE");
-        match registry.call("r", "counter", args).await {
-            Err(ToolError::Store {
-                source: StoreError::Corrupt { reason, .. },
-                ..
-            }) => {
-                assert!(!reason.is_empty());
-            }
-            other => panic!("{cmd:?}: expected a Corrupt store error, got {other:?}"),
-        }
-        assert!(matches!(
-            h.store().get(&key).await,
-            Err(StoreError::Corrupt { .. })
-        ));
-    }
-    assert_eq!(counter.total(), 0, "nothing may run over a foreign record");
+    })
+    .await;
 }
 
 #[tokio::test]

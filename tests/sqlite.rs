@@ -13,7 +13,7 @@ use std::process::Stdio;
 
 use idem::prelude::*;
 use idem::testing::{Counter, Harness};
-use idem::{Fingerprint, IdemStore, SqliteStore, StoreError, WriteOptions};
+use idem::{Fingerprint, IdemStore, SqliteStore, WriteOptions};
 use serde_json::json;
 use support::TempDir;
 
@@ -111,40 +111,26 @@ async fn malformed_rows_are_errors_not_runs() {
     let Some(h) = SqliteHarness::new().await else {
         return;
     };
-    let counter = Counter::default();
-    let registry = Registry::builder(())
-        .store(h.store())
-        .tool(counter.clone())
-        .build()
-        .expect("registry");
     let rows = [
         "'bogus', x'00', 0, NULL, NULL, NULL",
         "'done', zeroblob(32), 0, NULL, NULL, NULL",
         "'running', zeroblob(32), 0, NULL, NULL, NULL",
         "'done', 'text, not a blob', 0, NULL, NULL, '1'",
     ];
-    for (n, row) in rows.iter().enumerate() {
-        let args = json!({ "n": n });
-        let (key, _) = registry
-            .identify("r", "counter", args.clone())
-            .expect("id")
-            .expect("write");
-        h.store
-            .execute_raw(&format!(
-                "INSERT OR REPLACE INTO idem_records VALUES ('{}', {row}, 99999999999999)",
-                key.as_str()
-            ))
-            .await
-            .expect("plant");
-        match registry.call("r", "counter", args).await {
-            Err(ToolError::Store {
-                source: StoreError::Corrupt { .. },
-                ..
-            }) => {}
-            other => panic!("{row}: expected a Corrupt store error, got {other:?}"),
+    let store = h.store();
+    idem::testing::malformed_records_are_refused(h.store(), rows.len(), |i, key| {
+        let (store, row) = (store.clone(), rows[i]);
+        async move {
+            store
+                .execute_raw(&format!(
+                    "INSERT OR REPLACE INTO idem_records VALUES ('{}', {row}, 99999999999999)",
+                    key.as_str()
+                ))
+                .await
+                .expect("plant");
         }
-    }
-    assert_eq!(counter.total(), 0);
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

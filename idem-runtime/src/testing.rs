@@ -334,6 +334,46 @@ fn registry(store: Arc<dyn DynIdemStore>, ns: &str, counter: &Counter) -> Regist
     registry_with(store, ns, counter, |b| b)
 }
 
+/// For a backend's own malformed-record tests: `plant(i, key)` writes the
+/// `i`th malformed record (of `count`) under `key`; each must make a write
+/// call over it a `Corrupt` store error, and a read of it an error, without
+/// running anything.
+pub async fn malformed_records_are_refused<S, F, Fut>(store: Arc<S>, count: usize, plant: F)
+where
+    S: IdemStore,
+    F: Fn(usize, IdemKey) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let counter = Counter::new(Duration::ZERO, WriteOptions::new());
+    let registry = registry(store.clone(), &namespace(), &counter);
+    for i in 0..count {
+        let args = json!({ "n": i });
+        let key = match registry.identify("r", "counter", args.clone()) {
+            Ok(Some((key, _))) => key,
+            other => panic!("identify: {other:?}"),
+        };
+        plant(i, key.clone()).await;
+        match registry.call("r", "counter", args).await {
+            Err(ToolError::Store {
+                source: StoreError::Corrupt { reason, .. },
+                ..
+            }) => {
+                assert!(!reason.is_empty(), "record {i}: a reason");
+            }
+            other => panic!("record {i}: expected a Corrupt store error, got {other:?}"),
+        }
+        assert!(
+            store.get(&key).await.is_err(),
+            "record {i}: reading it is an error too"
+        );
+    }
+    assert_eq!(
+        counter.total(),
+        0,
+        "nothing may run over a malformed record"
+    );
+}
+
 /// Which store operation a [`FaultyStore`] disturbs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(usize)]
