@@ -1,9 +1,9 @@
 //! [`RedisStore`]: Redis and Redis Cluster (feature `redis`).
 //!
-//! Each record is one string under its key, seven fields joined by `|`:
+//! Each record is one string under its key, six fields joined by `|`:
 //!
 //! ```text
-//! 1|<state>|<fingerprint>|<attempt>|<token>|<lease until>|<payload>
+//! 1|<state>|<fingerprint>|<attempt>|<token>|<payload>
 //! ```
 //!
 //! | field | meaning |
@@ -13,12 +13,13 @@
 //! | fingerprint | the arguments' fingerprint, 64 hex digits |
 //! | attempt | the holder's attempt number |
 //! | token | the holder's lease token, 32 hex digits (running only) |
-//! | lease until | lease end, server time in ms (running only) |
 //! | payload | the result or error, verbatim (done / failed only; last, so it may hold `|`) |
 //!
-//! Every operation is one Lua script over that one key (cluster-safe):
-//! one `GET`, and at most `TIME` and one `SET .. PX`; lease and record expiry
-//! use the server's clock, never the worker's.
+//! Time is the key's own expiry, kept by the server: a running record
+//! expires [`CLAIM_RETENTION`] after its lease ends, so its lease is live
+//! while its `PTTL` exceeds the retention. Every operation is one Lua script
+//! over that one key (cluster-safe): a `GET` and one `SET .. PX`, and a
+//! `PTTL` when a running record is found.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -34,23 +35,19 @@ use crate::key::{Fingerprint, IdemKey};
 
 /// Shared preamble: the server's clock in ms, and a record's checked fields.
 const PRELUDE: &str = r#"
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 -- Returns the record, nil when absent, or raises 'corrupt: ..'. A key of
 -- another type fails the GET (WRONGTYPE).
 local function load(key)
   local raw = redis.call('GET', key)
   if not raw then return nil end
-  local v, state, fp, attempt, token, lease, payload =
-    string.match(raw, '^(%d+)|(%l+)|(%x*)|(%d*)|(%x*)|(%d*)|(.*)$')
+  local v, state, fp, attempt, token, payload =
+    string.match(raw, '^(%d+)|(%l+)|(%x*)|(%d*)|(%x*)|(.*)$')
   if not v then return error('corrupt: the value is not an idem record') end
   if v ~= '1' then return error('corrupt: unknown record format version ' .. v) end
   if #fp ~= 64 then return error('corrupt: bad fingerprint') end
-  local rec = { state = state, fp = fp, attempt = tonumber(attempt), token = token, lease_until = tonumber(lease), payload = payload }
+  local rec = { state = state, fp = fp, attempt = tonumber(attempt), token = token, payload = payload }
   if state == 'running' then
-    if not rec.attempt or not rec.lease_until or #token ~= 32 then return error('corrupt: incomplete running record') end
+    if not rec.attempt or #token ~= 32 then return error('corrupt: incomplete running record') end
   elseif state == 'released' then
     if not rec.attempt then return error('corrupt: incomplete released record') end
   elseif state ~= 'done' and state ~= 'failed' then
@@ -58,9 +55,9 @@ local function load(key)
   end
   return rec
 end
-local function store(key, state, fp, attempt, token, lease_until, payload, px)
+local function store(key, state, fp, attempt, token, payload, px)
   redis.call('SET', key, '1|' .. state .. '|' .. fp .. '|' .. string.format('%d', attempt) .. '|' .. token .. '|'
-    .. lease_until .. '|' .. payload, 'PX', string.format('%d', px))
+    .. payload, 'PX', string.format('%d', px))
 end
 "#;
 
@@ -69,11 +66,12 @@ end
 /// {'done', fp, result} | {'failed', fp, error}.
 const CLAIM: &str = r#"
 local rec = load(KEYS[1])
-local now = now_ms()
+local retention = tonumber(ARGV[4])
 local attempt = 0
 if rec then
   if rec.state == 'running' then
-    if rec.lease_until > now then return {'running', rec.fp, tostring(rec.attempt)} end
+    -- The lease is live while more than the retention is left.
+    if redis.call('PTTL', KEYS[1]) > retention then return {'running', rec.fp, tostring(rec.attempt)} end
     attempt = rec.attempt + 1
   elseif rec.state == 'released' then
     attempt = rec.attempt + 1
@@ -81,25 +79,24 @@ if rec then
     return {rec.state, rec.fp, rec.payload}
   end
 end
-local lease = tonumber(ARGV[3])
-store(KEYS[1], 'running', ARGV[1], attempt, ARGV[2], string.format('%d', now + lease), '', lease + tonumber(ARGV[4]))
+store(KEYS[1], 'running', ARGV[1], attempt, ARGV[2], '', tonumber(ARGV[3]) + retention)
 return {'acquired', string.format('%d', attempt)}
 "#;
 
 /// KEYS[1]; ARGV: token, op ('done' | 'failed' | 'released' | 'renew'),
-/// payload (result, error, or lease ms), ms to keep the record.
+/// payload (result, error, or lease ms), ms to keep the record (for renew:
+/// the retention after the lease).
 /// Returns 'ok' or 'lost'.
 const SETTLE: &str = r#"
 local rec = load(KEYS[1])
 if not rec or rec.state ~= 'running' or rec.token ~= ARGV[1] then return 'lost' end
 local op = ARGV[2]
 if op == 'renew' then
-  local lease = tonumber(ARGV[3])
-  store(KEYS[1], 'running', rec.fp, rec.attempt, rec.token, string.format('%d', now_ms() + lease), '', lease + tonumber(ARGV[4]))
+  store(KEYS[1], 'running', rec.fp, rec.attempt, rec.token, '', tonumber(ARGV[3]) + tonumber(ARGV[4]))
 elseif op == 'released' then
-  store(KEYS[1], 'released', rec.fp, rec.attempt, '', '', '', tonumber(ARGV[4]))
+  store(KEYS[1], 'released', rec.fp, rec.attempt, '', '', tonumber(ARGV[4]))
 else
-  store(KEYS[1], op, rec.fp, rec.attempt, '', '', ARGV[3], tonumber(ARGV[4]))
+  store(KEYS[1], op, rec.fp, rec.attempt, '', ARGV[3], tonumber(ARGV[4]))
 end
 return 'ok'
 "#;
