@@ -6,7 +6,10 @@
 //!
 //! - [`canonical_json`], [`IdemKey::derive`], [`Scope`]: what an operation's
 //!   identity is (CONTRACT.md §4).
-//! - [`IdemStore`] and [`MemoryStore`]: where claims and results live.
+//! - [`IdemStore`] and its backends: [`MemoryStore`] (always), and behind
+//!   features `SqliteStore` (`sqlite`), `PostgresStore` (`postgres`) and
+//!   `RedisStore` (`redis`, `redis-tls`); `testing` (`test-util`) holds
+//!   the conformance suite every backend passes.
 //! - [`ReadTool`], [`WriteTool`]: what the macros implement.
 //! - [`Registry`]: tools by name, their definitions, and
 //!   [`Registry::call`], which runs write tools at most once per operation.
