@@ -34,6 +34,23 @@ pub fn canonical_json(value: &Value) -> String {
     out
 }
 
+/// Runs `f` on the canonical form of a typed value, written straight from
+/// its `Serialize` (no `Value` in between) where the direct writer covers
+/// it, else through `serde_json::to_value`.
+pub(crate) fn with_canonical_typed<T: serde::Serialize, R>(
+    value: &T,
+    f: impl FnOnce(&str) -> R,
+) -> Result<R, serde_json::Error> {
+    let mut direct = String::with_capacity(128);
+    match crate::canonical_ser::write_canonical(value, &mut direct) {
+        Ok(()) => Ok(f(&direct)),
+        Err(crate::canonical_ser::Unsupported) => {
+            let full = serde_json::to_value(value)?;
+            Ok(with_canonical(&full, f))
+        }
+    }
+}
+
 /// Runs `f` on the canonical form of `value`, written into a buffer this
 /// thread reuses (the hot path derives a key per call).
 pub(crate) fn with_canonical<R>(value: &Value, f: impl FnOnce(&str) -> R) -> R {
@@ -163,9 +180,8 @@ fn write_number(out: &mut String, n: &Number) {
     } else {
         match n.as_f64() {
             // serde_json never holds NaN or infinities in a `Number` unless
-            // `arbitrary_precision` is on; ryu-js writes ECMAScript's
-            // Number.prototype.toString form, `-0` as `0`.
-            Some(f) if f.is_finite() => out.push_str(ryu_js::Buffer::new().format_finite(f)),
+            // `arbitrary_precision` is on.
+            Some(f) if f.is_finite() => write_f64(out, f),
             // Only reachable with `arbitrary_precision` and a number no f64
             // can hold: keep its text rather than invent one.
             _ => out.push_str(&n.to_string()),
@@ -192,7 +208,13 @@ static ESCAPE: [u8; 256] = {
     table
 };
 
-fn write_string(out: &mut String, s: &str) {
+/// A finite float in ECMAScript's Number.prototype.toString form (`-0` as
+/// `0`), as ryu-js writes it.
+pub(crate) fn write_f64(out: &mut String, f: f64) {
+    out.push_str(ryu_js::Buffer::new().format_finite(f));
+}
+
+pub(crate) fn write_string(out: &mut String, s: &str) {
     out.push('"');
     let bytes = s.as_bytes();
     let mut start = 0;

@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
-use crate::canonical::with_canonical;
+use crate::canonical::{with_canonical, with_canonical_typed};
 use crate::ctx::{Ctx, WriteCtx};
 use crate::error::{StoreError, ToolError};
 use crate::key::{Fingerprint, IdemKey};
@@ -176,28 +176,36 @@ pub(crate) fn operation<S, T: WriteTool<S>>(
     args: Value,
 ) -> Result<(T::Args, IdemKey, Fingerprint), ToolError> {
     let args: T::Args = parse_args(name, args)?;
-    let full = to_json(&args).map_err(|e| ToolError::InvalidArgs {
+    let unserializable = |e: serde_json::Error| ToolError::InvalidArgs {
         tool: name.to_owned(),
         message: format!("the arguments could not be re-serialized to derive the key: {e}"),
-    })?;
+    };
     let scope = cfg.scope.with_run(run_id);
-    let (key, fingerprint) = match (cfg.key_fields, &full) {
-        (Some(fields), Value::Object(map)) => {
-            let subset: Map<String, Value> = fields
-                .iter()
-                .filter_map(|f| map.get(*f).map(|v| ((*f).to_owned(), v.clone())))
-                .collect();
-            let key = IdemKey::derive(scope, name, cfg.version, &Value::Object(subset));
-            (key, Fingerprint::of(&full))
-        }
+    let keyed_on_all = |digest: [u8; 32]| {
+        (
+            IdemKey::from_digest(&digest),
+            Fingerprint::from_bytes(digest),
+        )
+    };
+    let (key, fingerprint) = match cfg.key_fields {
         // Keyed on every argument: the key's digest fingerprints them too.
-        _ => {
-            let digest = with_canonical(&full, |c| IdemKey::digest(scope, name, cfg.version, c));
-            (
-                IdemKey::from_digest(&digest),
-                Fingerprint::from_bytes(digest),
-            )
-        }
+        None => keyed_on_all(
+            with_canonical_typed(&args, |c| IdemKey::digest(scope, name, cfg.version, c))
+                .map_err(unserializable)?,
+        ),
+        Some(fields) => match to_json(&args).map_err(unserializable)? {
+            Value::Object(map) => {
+                let subset: Map<String, Value> = fields
+                    .iter()
+                    .filter_map(|f| map.get(*f).map(|v| ((*f).to_owned(), v.clone())))
+                    .collect();
+                let key = IdemKey::derive(scope, name, cfg.version, &Value::Object(subset));
+                (key, Fingerprint::of(&Value::Object(map)))
+            }
+            other => keyed_on_all(with_canonical(&other, |c| {
+                IdemKey::digest(scope, name, cfg.version, c)
+            })),
+        },
     };
     let key = match namespace {
         Some(ns) => key.with_namespace(ns),

@@ -15,6 +15,7 @@
 //!   [`Registry::call`], which runs write tools at most once per operation.
 
 mod canonical;
+mod canonical_ser;
 mod ctx;
 mod engine;
 mod error;
