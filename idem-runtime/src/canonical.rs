@@ -41,39 +41,45 @@ pub(crate) fn with_canonical_typed<T: serde::Serialize, R>(
     value: &T,
     f: impl FnOnce(&str) -> R,
 ) -> Result<R, serde_json::Error> {
-    let mut direct = String::with_capacity(128);
-    match crate::canonical_ser::write_canonical(value, &mut direct) {
-        Ok(()) => Ok(f(&direct)),
-        Err(crate::canonical_ser::Unsupported) => {
-            let full = serde_json::to_value(value)?;
-            Ok(with_canonical(&full, f))
-        }
+    // On `Unsupported`, `f` comes back unused for the general path.
+    let direct = with_buffer(
+        |buffer| match crate::canonical_ser::write_canonical(value, buffer) {
+            Ok(()) => Ok(f(buffer)),
+            Err(crate::canonical_ser::Unsupported) => Err(f),
+        },
+    );
+    match direct {
+        Ok(out) => Ok(out),
+        Err(f) => Ok(with_canonical(&serde_json::to_value(value)?, f)),
     }
 }
 
 /// Runs `f` on the canonical form of `value`, written into a buffer this
 /// thread reuses (the hot path derives a key per call).
 pub(crate) fn with_canonical<R>(value: &Value, f: impl FnOnce(&str) -> R) -> R {
+    with_buffer(|buffer| {
+        write_value(buffer, value);
+        f(buffer)
+    })
+}
+
+/// Runs `f` on an empty string buffer this thread reuses.
+fn with_buffer<R>(f: impl FnOnce(&mut String) -> R) -> R {
     thread_local! {
         static BUFFER: std::cell::RefCell<String> = std::cell::RefCell::new(String::with_capacity(256));
     }
     BUFFER.with(|cell| match cell.try_borrow_mut() {
         Ok(mut buffer) => {
             buffer.clear();
-            write_value(&mut buffer, value);
-            let out = f(&buffer);
+            let out = f(&mut buffer);
             // Do not keep a huge argument's buffer alive.
             if buffer.capacity() > 1 << 16 {
                 *buffer = String::with_capacity(256);
             }
             out
         }
-        // Re-entered from `f`: fall back to a buffer of its own.
-        Err(_) => {
-            let mut own = String::new();
-            write_value(&mut own, value);
-            f(&own)
-        }
+        // Re-entered from `f`: a buffer of its own.
+        Err(_) => f(&mut String::new()),
     })
 }
 

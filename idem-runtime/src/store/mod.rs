@@ -47,6 +47,17 @@ pub mod sqlite;
 /// and a worker whose lease lapsed can still record if nobody claimed since.
 pub const CLAIM_RETENTION: Duration = Duration::from_secs(3600);
 
+/// The outcome of a compare-and-set on the holder's token that changed
+/// `changed` records: one, or the lease is lost.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn fenced(changed: u64) -> Result<(), StoreError> {
+    if changed == 1 {
+        Ok(())
+    } else {
+        Err(StoreError::LeaseLost)
+    }
+}
+
 /// The fencing token of one claim, and which attempt of the operation it is.
 ///
 /// Tokens are 128-bit values unique across processes (a random per-process

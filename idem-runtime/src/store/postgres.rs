@@ -13,7 +13,7 @@ use std::time::Duration;
 use bb8::{ManageConnection, Pool, RunError};
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
-use super::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken};
+use super::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, fenced};
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 
@@ -392,11 +392,7 @@ INSERT INTO {t}_schema (version) SELECT {SCHEMA_VERSION} WHERE NOT EXISTS (SELEC
             )
             .await
             .map_err(sql_error)?;
-        if changed == 1 {
-            Ok(())
-        } else {
-            Err(StoreError::LeaseLost)
-        }
+        fenced(changed)
     }
 }
 
@@ -576,11 +572,7 @@ impl IdemStore for PostgresStore {
             )
             .await
             .map_err(sql_error)?;
-        if changed == 1 {
-            Ok(())
-        } else {
-            Err(StoreError::LeaseLost)
-        }
+        fenced(changed)
     }
 
     async fn purge_expired(&self) -> Result<u64, StoreError> {

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::oneshot;
 
-use super::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken};
+use super::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, fenced};
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 
@@ -281,6 +281,14 @@ fn read_row(conn: &Connection, key: &str) -> Result<Option<Row>, StoreError> {
     })
 }
 
+/// The live row under `key`, interpreted; `None` if absent or expired.
+fn seen(conn: &Connection, key: &str, now: i64) -> Result<Option<Seen>, StoreError> {
+    read_row(conn, key)?
+        .map(|row| interpret(key, row, now))
+        .transpose()
+        .map(Option::flatten)
+}
+
 /// What a live row means.
 enum Seen {
     Running {
@@ -299,6 +307,31 @@ enum Seen {
         fingerprint: Fingerprint,
         error: String,
     },
+}
+
+impl Seen {
+    /// The entry a caller sees; `None` for a released record.
+    fn into_entry(self) -> Option<Entry> {
+        match self {
+            Seen::Running {
+                fingerprint,
+                attempt,
+                ..
+            } => Some(Entry::Running {
+                fingerprint,
+                attempt,
+            }),
+            Seen::Released { .. } => None,
+            Seen::Done {
+                fingerprint,
+                result,
+            } => Some(Entry::Done {
+                result,
+                fingerprint,
+            }),
+            Seen::Failed { fingerprint, error } => Some(Entry::Failed { error, fingerprint }),
+        }
+    }
 }
 
 fn interpret(key: &str, row: Row, now: i64) -> Result<Option<Seen>, StoreError> {
@@ -354,36 +387,22 @@ impl IdemStore for SqliteStore {
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(sql_error)?;
             let now = now_ms();
-            let attempt = match read_row(&tx, &key)?
-                .map(|r| interpret(&key, r, now))
-                .transpose()?
-                .flatten()
-            {
+            let attempt = match seen(&tx, &key, now)? {
                 None => 0,
-                Some(Seen::Running {
-                    fingerprint,
-                    attempt,
-                    lease_live: true,
-                }) => {
-                    return Ok(Claim::Existing(Entry::Running {
-                        fingerprint,
+                Some(
+                    Seen::Running {
                         attempt,
-                    }));
-                }
-                Some(Seen::Running { attempt, .. } | Seen::Released { attempt }) => {
-                    attempt.saturating_add(1)
-                }
-                Some(Seen::Done {
-                    fingerprint,
-                    result,
-                }) => {
-                    return Ok(Claim::Existing(Entry::Done {
-                        result,
-                        fingerprint,
-                    }));
-                }
-                Some(Seen::Failed { fingerprint, error }) => {
-                    return Ok(Claim::Existing(Entry::Failed { error, fingerprint }));
+                        lease_live: false,
+                        ..
+                    }
+                    | Seen::Released { attempt },
+                ) => attempt.saturating_add(1),
+                // A live lease or a recorded outcome: report it.
+                Some(held) => {
+                    return held
+                        .into_entry()
+                        .map(Claim::Existing)
+                        .ok_or_else(|| StoreError::corrupt(key.as_str(), "unexpected state"));
                 }
             };
             let lease_until = now.saturating_add(ms(lease));
@@ -468,11 +487,7 @@ impl IdemStore for SqliteStore {
                     ])
                 })
                 .map_err(sql_error)?;
-            if changed == 1 {
-                Ok(())
-            } else {
-                Err(StoreError::LeaseLost)
-            }
+            fenced(changed as u64)
         })
         .await
     }
@@ -485,33 +500,7 @@ impl IdemStore for SqliteStore {
         let key = key.as_str().to_owned();
         self.run(move |conn| {
             let now = now_ms();
-            Ok(
-                match read_row(conn, &key)?
-                    .map(|r| interpret(&key, r, now))
-                    .transpose()?
-                    .flatten()
-                {
-                    None | Some(Seen::Released { .. }) => None,
-                    Some(Seen::Running {
-                        fingerprint,
-                        attempt,
-                        ..
-                    }) => Some(Entry::Running {
-                        fingerprint,
-                        attempt,
-                    }),
-                    Some(Seen::Done {
-                        fingerprint,
-                        result,
-                    }) => Some(Entry::Done {
-                        result,
-                        fingerprint,
-                    }),
-                    Some(Seen::Failed { fingerprint, error }) => {
-                        Some(Entry::Failed { error, fingerprint })
-                    }
-                },
-            )
+            Ok(seen(conn, &key, now)?.and_then(Seen::into_entry))
         })
         .await
     }
@@ -548,11 +537,7 @@ impl SqliteStore {
                     ])
                 })
                 .map_err(sql_error)?;
-            if changed == 1 {
-                Ok(())
-            } else {
-                Err(StoreError::LeaseLost)
-            }
+            fenced(changed as u64)
         })
         .await
     }
