@@ -1,11 +1,15 @@
 //! What a `MemoryStore` record costs: fills a store with N recorded
-//! results (1-byte results, keys as the registry makes them) and reports
-//! the resident memory per entry beyond the result's own size, from
-//! `/proc/self/statm` (Linux).
+//! results (1-byte results, keys and fingerprints as the registry makes
+//! them) and reports the resident memory per entry beyond the result's own
+//! size, from `/proc/self/statm` (Linux).
 //!
 //! ```text
-//! cargo run --release --example memory_footprint -- [N=1000000]
+//! cargo run --release --example memory_footprint -- [N=1000000] [subset]
 //! ```
+//!
+//! By default each operation is keyed on all its arguments, so its
+//! fingerprint is its key's digest (the usual case); with `subset`, as for
+//! a tool with `key = [..]`, every record keeps a fingerprint of its own.
 
 use std::time::Duration;
 
@@ -32,11 +36,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .with_namespace("shop")
         })
         .collect();
+    let subset = std::env::args().nth(2).as_deref() == Some("subset");
     let key_len = keys.first().map_or(0, |k| k.as_str().len());
-    let fp = Fingerprint::of(&json!({}));
+    let own = Fingerprint::of(&json!({"other": "arguments"}));
+    let fingerprint = |key: &IdemKey| {
+        let hex = &key.as_str()[key.as_str().len() - 64..];
+        match Fingerprint::from_hex(hex) {
+            Some(digest) if !subset => digest,
+            _ => own,
+        }
+    };
     let store = MemoryStore::new();
     let before = resident_bytes().ok_or("no /proc/self/statm")?;
     for key in &keys {
+        let fp = fingerprint(key);
         if let Ok(Claim::Acquired(token)) = store.claim(key, &fp, Duration::from_secs(30)).await {
             store
                 .complete(key, &token, "1", Duration::from_secs(3600))
@@ -49,6 +62,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{}",
         json!({
             "entries": store.len(),
+            "fingerprints": if subset { "own" } else { "key digest" },
             "key_bytes": key_len,
             "result_bytes": 1,
             "resident_bytes_per_entry": (per_entry * 10.0).round() / 10.0,

@@ -29,44 +29,32 @@ use serde_json::{Map, Number, Value};
 /// );
 /// ```
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::with_capacity(64);
+    let mut out = Vec::with_capacity(64);
     write_value(&mut out, value);
-    out
+    // Only `str` contents and ASCII were written.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// Runs `f` on the canonical form of a typed value, written straight from
-/// its `Serialize` (no `Value` in between) where the direct writer covers
-/// it, else through `serde_json::to_value`.
-pub(crate) fn with_canonical_typed<T: serde::Serialize, R>(
+/// Appends the canonical form of a typed value to `out`: written straight
+/// from its `Serialize` (no `Value` in between) where the direct writer
+/// covers it, else through `serde_json::to_value`.
+pub(crate) fn write_typed<T: serde::Serialize + ?Sized>(
+    out: &mut Vec<u8>,
     value: &T,
-    f: impl FnOnce(&str) -> R,
-) -> Result<R, serde_json::Error> {
-    // On `Unsupported`, `f` comes back unused for the general path.
-    let direct = with_buffer(
-        |buffer| match crate::canonical_ser::write_canonical(value, buffer) {
-            Ok(()) => Ok(f(buffer)),
-            Err(crate::canonical_ser::Unsupported) => Err(f),
-        },
-    );
-    match direct {
-        Ok(out) => Ok(out),
-        Err(f) => Ok(with_canonical(&serde_json::to_value(value)?, f)),
+) -> Result<(), serde_json::Error> {
+    let start = out.len();
+    if crate::canonical_ser::write_canonical(value, out).is_err() {
+        out.truncate(start);
+        write_value(out, &serde_json::to_value(value)?);
     }
+    Ok(())
 }
 
-/// Runs `f` on the canonical form of `value`, written into a buffer this
-/// thread reuses (the hot path derives a key per call).
-pub(crate) fn with_canonical<R>(value: &Value, f: impl FnOnce(&str) -> R) -> R {
-    with_buffer(|buffer| {
-        write_value(buffer, value);
-        f(buffer)
-    })
-}
-
-/// Runs `f` on an empty string buffer this thread reuses.
-fn with_buffer<R>(f: impl FnOnce(&mut String) -> R) -> R {
+/// Runs `f` on an empty byte buffer this thread reuses (the hot path
+/// derives a key per call).
+pub(crate) fn with_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
     thread_local! {
-        static BUFFER: std::cell::RefCell<String> = std::cell::RefCell::new(String::with_capacity(256));
+        static BUFFER: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(Vec::with_capacity(256));
     }
     BUFFER.with(|cell| match cell.try_borrow_mut() {
         Ok(mut buffer) => {
@@ -74,39 +62,40 @@ fn with_buffer<R>(f: impl FnOnce(&mut String) -> R) -> R {
             let out = f(&mut buffer);
             // Do not keep a huge argument's buffer alive.
             if buffer.capacity() > 1 << 16 {
-                *buffer = String::with_capacity(256);
+                *buffer = Vec::with_capacity(256);
             }
             out
         }
-        // Re-entered from `f`: a buffer of its own.
-        Err(_) => f(&mut String::new()),
+        // Re-entered from `f` (a `Serialize` impl deriving a key): a buffer
+        // of its own.
+        Err(_) => f(&mut Vec::new()),
     })
 }
 
 /// Appends the canonical form of `value` to `out`.
-pub(crate) fn write_value(out: &mut String, value: &Value) {
+pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
     match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(true) => out.push_str("true"),
-        Value::Bool(false) => out.push_str("false"),
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
         Value::Number(n) => write_number(out, n),
         Value::String(s) => write_string(out, s),
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_value(out, item);
             }
-            out.push(']');
+            out.push(b']');
         }
         Value::Object(map) => write_object(out, map),
     }
 }
 
-fn write_object(out: &mut String, map: &Map<String, Value>) {
-    out.push('{');
+fn write_object(out: &mut Vec<u8>, map: &Map<String, Value>) {
+    out.push(b'{');
     // serde_json's default map is ordered by UTF-8 bytes (= code points), which
     // agrees with UTF-16 order except between U+E000..=U+FFFF and astral
     // characters. With `preserve_order` the map is in insertion order. Either
@@ -129,16 +118,16 @@ fn write_object(out: &mut String, map: &Map<String, Value>) {
         members.sort_unstable_by(|a, b| cmp_utf16(a.0, b.0));
         write_members(out, members.into_iter());
     }
-    out.push('}');
+    out.push(b'}');
 }
 
-fn write_members<'a>(out: &mut String, members: impl Iterator<Item = (&'a String, &'a Value)>) {
+fn write_members<'a>(out: &mut Vec<u8>, members: impl Iterator<Item = (&'a String, &'a Value)>) {
     for (i, (key, value)) in members.enumerate() {
         if i > 0 {
-            out.push(',');
+            out.push(b',');
         }
         write_string(out, key);
-        out.push(':');
+        out.push(b':');
         write_value(out, value);
     }
 }
@@ -178,11 +167,11 @@ fn first_unit(c: char) -> u32 {
     }
 }
 
-fn write_number(out: &mut String, n: &Number) {
+fn write_number(out: &mut Vec<u8>, n: &Number) {
     if let Some(u) = n.as_u64() {
-        out.push_str(itoa::Buffer::new().format(u));
+        out.extend_from_slice(itoa::Buffer::new().format(u).as_bytes());
     } else if let Some(i) = n.as_i64() {
-        out.push_str(itoa::Buffer::new().format(i));
+        out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes());
     } else {
         match n.as_f64() {
             // serde_json never holds NaN or infinities in a `Number` unless
@@ -190,7 +179,7 @@ fn write_number(out: &mut String, n: &Number) {
             Some(f) if f.is_finite() => write_f64(out, f),
             // Only reachable with `arbitrary_precision` and a number no f64
             // can hold: keep its text rather than invent one.
-            _ => out.push_str(&n.to_string()),
+            _ => out.extend_from_slice(n.to_string().as_bytes()),
         }
     }
 }
@@ -216,12 +205,12 @@ static ESCAPE: [u8; 256] = {
 
 /// A finite float in ECMAScript's Number.prototype.toString form (`-0` as
 /// `0`), as ryu-js writes it.
-pub(crate) fn write_f64(out: &mut String, f: f64) {
-    out.push_str(ryu_js::Buffer::new().format_finite(f));
+pub(crate) fn write_f64(out: &mut Vec<u8>, f: f64) {
+    out.extend_from_slice(ryu_js::Buffer::new().format_finite(f).as_bytes());
 }
 
-pub(crate) fn write_string(out: &mut String, s: &str) {
-    out.push('"');
+pub(crate) fn write_string(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
     let bytes = s.as_bytes();
     let mut start = 0;
     while let Some(offset) = bytes[start..]
@@ -229,25 +218,24 @@ pub(crate) fn write_string(out: &mut String, s: &str) {
         .position(|&b| ESCAPE[usize::from(b)] != 0)
     {
         let i = start + offset;
-        // The byte is ASCII, so `i` is a char boundary.
-        out.push_str(&s[start..i]);
+        out.extend_from_slice(&bytes[start..i]);
         let b = bytes[i];
         match ESCAPE[usize::from(b)] {
             b'u' => {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.push_str("\\u00");
-                out.push(char::from(HEX[usize::from(b >> 4)]));
-                out.push(char::from(HEX[usize::from(b & 0xF)]));
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(b >> 4)]);
+                out.push(HEX[usize::from(b & 0xF)]);
             }
             short => {
-                out.push('\\');
-                out.push(char::from(short));
+                out.push(b'\\');
+                out.push(short);
             }
         }
         start = i + 1;
     }
-    out.push_str(&s[start..]);
-    out.push('"');
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
 }
 
 #[cfg(test)]

@@ -10,6 +10,9 @@
 //! byte for byte `canonical_json(&serde_json::to_value(x))` (a property test
 //! checks it).
 
+use std::borrow::Cow;
+use std::cmp::Ordering;
+
 use serde::Serialize;
 use serde::ser::{self, Impossible};
 
@@ -36,55 +39,80 @@ impl ser::Error for Unsupported {
 /// Writes the canonical JSON of `value` into `out`, or says it cannot.
 pub(crate) fn write_canonical<T: Serialize + ?Sized>(
     value: &T,
-    out: &mut String,
+    out: &mut Vec<u8>,
 ) -> Result<(), Unsupported> {
     value.serialize(Writer { out })
 }
 
 struct Writer<'a> {
-    out: &'a mut String,
+    out: &'a mut Vec<u8>,
 }
 
-/// Members of an object, sorted when it ends.
+/// An object's members, written into `out` as they come; reordered when it
+/// ends unless they came sorted (as struct fields declared in name order
+/// do).
 struct Object<'a> {
-    out: &'a mut String,
-    members: Vec<(String, String)>,
+    out: &'a mut Vec<u8>,
+    /// Where the first member starts in `out`.
+    start: usize,
+    /// Each member's name and where its `"name":value` lies in `out`.
+    members: Vec<Member>,
+    /// Whether the names so far came in strictly increasing order.
+    sorted: bool,
     pending_key: Option<String>,
     /// For `{variant: {..}}`: close the outer object too.
-    variant: Option<&'static str>,
+    variant: bool,
+}
+
+struct Member {
+    name: Cow<'static, str>,
+    start: usize,
+    end: usize,
 }
 
 impl Object<'_> {
-    fn member<T: Serialize + ?Sized>(&mut self, key: String, value: &T) -> Result<(), Unsupported> {
-        let mut text = String::new();
-        value.serialize(Writer { out: &mut text })?;
-        self.members.push((key, text));
+    fn member<T: Serialize + ?Sized>(
+        &mut self,
+        name: Cow<'static, str>,
+        value: &T,
+    ) -> Result<(), Unsupported> {
+        if let Some(last) = self.members.last() {
+            self.out.push(b',');
+            if cmp_utf16(&last.name, &name) != Ordering::Less {
+                self.sorted = false;
+            }
+        }
+        let start = self.out.len();
+        write_string_into(self.out, &name);
+        self.out.push(b':');
+        value.serialize(Writer { out: self.out })?;
+        let end = self.out.len();
+        self.members.push(Member { name, start, end });
         Ok(())
     }
 
     fn finish(mut self) -> Result<(), Unsupported> {
-        self.members.sort_unstable_by(|a, b| cmp_utf16(&a.0, &b.0));
-        if self.members.windows(2).any(|w| w[0].0 == w[1].0) {
-            // Duplicate keys: `to_value` keeps the last; leave it to it.
-            return Err(Unsupported);
-        }
-        if let Some(variant) = self.variant {
-            self.out.push('{');
-            write_string_into(self.out, variant);
-            self.out.push(':');
-        }
-        self.out.push('{');
-        for (i, (key, value)) in self.members.iter().enumerate() {
-            if i > 0 {
-                self.out.push(',');
+        if !self.sorted {
+            self.members
+                .sort_unstable_by(|a, b| cmp_utf16(&a.name, &b.name));
+            if self.members.windows(2).any(|w| w[0].name == w[1].name) {
+                // Duplicate names: `to_value` keeps the last; leave it to it.
+                return Err(Unsupported);
             }
-            write_string_into(self.out, key);
-            self.out.push(':');
-            self.out.push_str(value);
+            // Copy the members after what was written, in order, then
+            // drop what was written: no allocation once the buffer is warm.
+            let written = self.start..self.out.len();
+            for (i, m) in self.members.iter().enumerate() {
+                if i > 0 {
+                    self.out.push(b',');
+                }
+                self.out.extend_from_within(m.start..m.end);
+            }
+            self.out.drain(written);
         }
-        self.out.push('}');
-        if self.variant.is_some() {
-            self.out.push('}');
+        self.out.push(b'}');
+        if self.variant {
+            self.out.push(b'}');
         }
         Ok(())
     }
@@ -92,7 +120,7 @@ impl Object<'_> {
 
 /// Elements of an array, written as they come.
 struct Array<'a> {
-    out: &'a mut String,
+    out: &'a mut Vec<u8>,
     first: bool,
     variant: Option<&'static str>,
 }
@@ -100,16 +128,16 @@ struct Array<'a> {
 impl Array<'_> {
     fn element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsupported> {
         if !self.first {
-            self.out.push(',');
+            self.out.push(b',');
         }
         self.first = false;
         value.serialize(Writer { out: self.out })
     }
 
     fn finish(self) -> Result<(), Unsupported> {
-        self.out.push(']');
+        self.out.push(b']');
         if self.variant.is_some() {
-            self.out.push('}');
+            self.out.push(b'}');
         }
         Ok(())
     }
@@ -118,11 +146,11 @@ impl Array<'_> {
 impl<'a> Writer<'a> {
     fn array(self, variant: Option<&'static str>) -> Array<'a> {
         if let Some(v) = variant {
-            self.out.push('{');
+            self.out.push(b'{');
             write_string_into(self.out, v);
-            self.out.push(':');
+            self.out.push(b':');
         }
-        self.out.push('[');
+        self.out.push(b'[');
         Array {
             out: self.out,
             first: true,
@@ -131,11 +159,19 @@ impl<'a> Writer<'a> {
     }
 
     fn object(self, variant: Option<&'static str>, len: Option<usize>) -> Object<'a> {
+        if let Some(v) = variant {
+            self.out.push(b'{');
+            write_string_into(self.out, v);
+            self.out.push(b':');
+        }
+        self.out.push(b'{');
         Object {
+            start: self.out.len(),
             out: self.out,
             members: Vec::with_capacity(len.unwrap_or(0)),
+            sorted: true,
             pending_key: None,
-            variant,
+            variant: variant.is_some(),
         }
     }
 }
@@ -152,7 +188,8 @@ impl<'a> ser::Serializer for Writer<'a> {
     type SerializeStructVariant = Object<'a>;
 
     fn serialize_bool(self, v: bool) -> Result<(), Unsupported> {
-        self.out.push_str(if v { "true" } else { "false" });
+        self.out
+            .extend_from_slice(if v { b"true" } else { b"false" });
         Ok(())
     }
     fn serialize_i8(self, v: i8) -> Result<(), Unsupported> {
@@ -165,7 +202,8 @@ impl<'a> ser::Serializer for Writer<'a> {
         self.serialize_i64(i64::from(v))
     }
     fn serialize_i64(self, v: i64) -> Result<(), Unsupported> {
-        self.out.push_str(itoa::Buffer::new().format(v));
+        self.out
+            .extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
         Ok(())
     }
     fn serialize_u8(self, v: u8) -> Result<(), Unsupported> {
@@ -178,7 +216,8 @@ impl<'a> ser::Serializer for Writer<'a> {
         self.serialize_u64(u64::from(v))
     }
     fn serialize_u64(self, v: u64) -> Result<(), Unsupported> {
-        self.out.push_str(itoa::Buffer::new().format(v));
+        self.out
+            .extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
         Ok(())
     }
     fn serialize_f32(self, v: f32) -> Result<(), Unsupported> {
@@ -189,7 +228,7 @@ impl<'a> ser::Serializer for Writer<'a> {
         if v.is_finite() {
             write_f64(self.out, v);
         } else {
-            self.out.push_str("null");
+            self.out.extend_from_slice(b"null");
         }
         Ok(())
     }
@@ -215,7 +254,7 @@ impl<'a> ser::Serializer for Writer<'a> {
         value.serialize(self)
     }
     fn serialize_unit(self) -> Result<(), Unsupported> {
-        self.out.push_str("null");
+        self.out.extend_from_slice(b"null");
         Ok(())
     }
     fn serialize_unit_struct(self, _: &'static str) -> Result<(), Unsupported> {
@@ -247,11 +286,11 @@ impl<'a> ser::Serializer for Writer<'a> {
         variant: &'static str,
         value: &T,
     ) -> Result<(), Unsupported> {
-        self.out.push('{');
+        self.out.push(b'{');
         write_string_into(self.out, variant);
-        self.out.push(':');
+        self.out.push(b':');
         value.serialize(Writer { out: self.out })?;
-        self.out.push('}');
+        self.out.push(b'}');
         Ok(())
     }
     fn serialize_seq(self, _: Option<usize>) -> Result<Array<'a>, Unsupported> {
@@ -327,7 +366,7 @@ impl ser::SerializeMap for Object<'_> {
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsupported> {
         let key = self.pending_key.take().ok_or(Unsupported)?;
-        self.member(key, value)
+        self.member(Cow::Owned(key), value)
     }
     fn end(self) -> Result<(), Unsupported> {
         self.finish()
@@ -345,7 +384,7 @@ macro_rules! struct_traits {
                 key: &'static str,
                 value: &T,
             ) -> Result<(), Unsupported> {
-                self.member(key.to_owned(), value)
+                self.member(Cow::Borrowed(key), value)
             }
             fn end(self) -> Result<(), Unsupported> {
                 self.finish()
@@ -481,10 +520,10 @@ mod tests {
     /// The direct writer must say exactly what the `Value` path says, or
     /// step aside.
     fn same_as_value_path<T: Serialize>(x: &T) -> Result<(), TestCaseError> {
-        let mut direct = String::new();
+        let mut direct = Vec::new();
         if write_canonical(x, &mut direct).is_ok() {
             let via_value = serde_json::to_value(x).map(|v| canonical_json(&v));
-            prop_assert_eq!(Some(direct), via_value.ok());
+            prop_assert_eq!(String::from_utf8(direct).ok(), via_value.ok());
         }
         Ok(())
     }
@@ -557,7 +596,7 @@ mod tests {
         fn any_json_value_writes_as_through_value(v in any_json()) {
             same_as_value_path(&v)?;
             // A `Value` is always covered.
-            let mut direct = String::new();
+            let mut direct = Vec::new();
             prop_assert!(write_canonical(&v, &mut direct).is_ok());
         }
 
@@ -577,9 +616,9 @@ mod tests {
 
     #[test]
     fn what_the_value_path_treats_specially_steps_aside() {
-        let mut out = String::new();
+        let mut out = Vec::new();
         let int_keys: BTreeMap<u32, u32> = [(1, 2)].into();
         assert!(write_canonical(&int_keys, &mut out).is_err());
-        assert!(write_canonical(&u128::MAX, &mut String::new()).is_err());
+        assert!(write_canonical(&u128::MAX, &mut Vec::new()).is_err());
     }
 }

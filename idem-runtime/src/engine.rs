@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
-use crate::canonical::{with_canonical, with_canonical_typed};
+use crate::canonical::{write_typed, write_value};
 use crate::ctx::{Ctx, WriteCtx};
 use crate::error::{StoreError, ToolError};
 use crate::key::{Fingerprint, IdemKey};
@@ -68,7 +68,11 @@ pub(crate) fn parse_args<A: DeserializeOwned>(tool: &str, args: Value) -> Result
     };
     let mut args = args;
     integral_floats_to_integers(&mut args);
-    serde_path_to_error::deserialize(args).map_err(|e| {
+    // Path tracking allocates for every field: only an error pays for it.
+    if let Ok(parsed) = A::deserialize(&args) {
+        return Ok(parsed);
+    }
+    serde_path_to_error::deserialize(&args).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         if path == "." {
@@ -190,7 +194,7 @@ pub(crate) fn operation<S, T: WriteTool<S>>(
     let (key, fingerprint) = match cfg.key_fields {
         // Keyed on every argument: the key's digest fingerprints them too.
         None => keyed_on_all(
-            with_canonical_typed(&args, |c| IdemKey::digest(scope, name, cfg.version, c))
+            IdemKey::digest_with(scope, name, cfg.version, |out| write_typed(out, &args))
                 .map_err(unserializable)?,
         ),
         Some(fields) => match to_json(&args).map_err(unserializable)? {
@@ -202,9 +206,13 @@ pub(crate) fn operation<S, T: WriteTool<S>>(
                 let key = IdemKey::derive(scope, name, cfg.version, &Value::Object(subset));
                 (key, Fingerprint::of(&Value::Object(map)))
             }
-            other => keyed_on_all(with_canonical(&other, |c| {
-                IdemKey::digest(scope, name, cfg.version, c)
-            })),
+            other => keyed_on_all(
+                IdemKey::digest_with(scope, name, cfg.version, |out| {
+                    write_value(out, &other);
+                    Ok::<_, serde_json::Error>(())
+                })
+                .map_err(unserializable)?,
+            ),
         },
     };
     let key = match namespace {

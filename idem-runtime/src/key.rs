@@ -5,7 +5,7 @@ use std::fmt;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::canonical::with_canonical;
+use crate::canonical::{with_buffer, write_value};
 
 /// Version tag of the key derivation; part of every digest.
 const KEY_DOMAIN: &str = "idem/v1";
@@ -77,19 +77,14 @@ impl IdemKey {
     /// assert_eq!(a.as_str(), "idem:3547ebd6d4c68bb01e6f6281e4541908d3eaf75463efb241f406a8c5cd33a71a");
     /// ```
     pub fn derive(scope: Scope<'_>, tool: &str, version: u32, args: &Value) -> IdemKey {
-        with_canonical(args, |canonical| {
-            Self::from_canonical(scope, tool, version, canonical)
-        })
-    }
-
-    /// [`derive`](Self::derive) for arguments already in canonical form.
-    pub(crate) fn from_canonical(
-        scope: Scope<'_>,
-        tool: &str,
-        version: u32,
-        canonical: &str,
-    ) -> IdemKey {
-        Self::from_digest(&Self::digest(scope, tool, version, canonical))
+        let digest = Self::digest_with(scope, tool, version, |out| {
+            write_value(out, args);
+            Ok::<_, std::convert::Infallible>(())
+        });
+        match digest {
+            Ok(digest) => Self::from_digest(&digest),
+            Err(never) => match never {},
+        }
     }
 
     /// `"idem:" + hex(digest)`.
@@ -100,23 +95,30 @@ impl IdemKey {
         IdemKey(key)
     }
 
-    /// The digest of the key of `canonical` arguments (see
-    /// [`derive`](Self::derive)).
-    pub(crate) fn digest(scope: Scope<'_>, tool: &str, version: u32, canonical: &str) -> [u8; 32] {
-        let mut h = Sha256::new();
-        enc(&mut h, KEY_DOMAIN.as_bytes());
-        match scope {
-            Scope::Run(run_id) => {
-                h.update(((4 + run_id.len()) as u64).to_be_bytes());
-                h.update(b"run:");
-                h.update(run_id.as_bytes());
-            }
-            Scope::Global => enc(&mut h, b"global"),
-        }
-        enc(&mut h, tool.as_bytes());
-        enc(&mut h, itoa::Buffer::new().format(version).as_bytes());
-        enc(&mut h, canonical.as_bytes());
-        h.finalize().into()
+    /// The digest of the key whose canonical arguments `write` appends to
+    /// the buffer it is given (see [`derive`](Self::derive)).
+    pub(crate) fn digest_with<E>(
+        scope: Scope<'_>,
+        tool: &str,
+        version: u32,
+        write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+    ) -> Result<[u8; 32], E> {
+        hash_framed(
+            |m| {
+                enc(m, KEY_DOMAIN.as_bytes());
+                match scope {
+                    Scope::Run(run_id) => {
+                        m.extend_from_slice(&((4 + run_id.len()) as u64).to_be_bytes());
+                        m.extend_from_slice(b"run:");
+                        m.extend_from_slice(run_id.as_bytes());
+                    }
+                    Scope::Global => enc(m, b"global"),
+                }
+                enc(m, tool.as_bytes());
+                enc(m, itoa::Buffer::new().format(version).as_bytes());
+            },
+            write,
+        )
     }
 
     /// The digest this key ends with, when it has the form this crate
@@ -193,14 +195,17 @@ impl Fingerprint {
     /// The fingerprint of `args`: SHA-256 over a domain tag and
     /// `canonical_json(args)`, both length-prefixed.
     pub fn of(args: &Value) -> Fingerprint {
-        with_canonical(args, Self::of_canonical)
-    }
-
-    pub(crate) fn of_canonical(canonical: &str) -> Fingerprint {
-        let mut h = Sha256::new();
-        enc(&mut h, FINGERPRINT_DOMAIN.as_bytes());
-        enc(&mut h, canonical.as_bytes());
-        Fingerprint(h.finalize().into())
+        let digest = hash_framed(
+            |m| enc(m, FINGERPRINT_DOMAIN.as_bytes()),
+            |out| {
+                write_value(out, args);
+                Ok::<_, std::convert::Infallible>(())
+            },
+        );
+        match digest {
+            Ok(digest) => Fingerprint(digest),
+            Err(never) => match never {},
+        }
     }
 
     /// The raw digest.
@@ -239,9 +244,29 @@ impl fmt::Debug for Fingerprint {
     }
 }
 
-fn enc(h: &mut Sha256, bytes: &[u8]) {
-    h.update((bytes.len() as u64).to_be_bytes());
-    h.update(bytes);
+/// `x`'s length as 8 bytes big-endian, then `x`.
+fn enc(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
+    out.extend_from_slice(bytes);
+}
+
+/// SHA-256 of `head ‖ enc(body)`, where `head` and `write` append the
+/// framing and the body to one buffer: the message is hashed in one piece,
+/// which costs less than feeding the hasher field by field, and the body
+/// is written where it is hashed.
+fn hash_framed<E>(
+    head: impl FnOnce(&mut Vec<u8>),
+    write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+) -> Result<[u8; 32], E> {
+    with_buffer(|m| {
+        head(m);
+        let at = m.len();
+        m.extend_from_slice(&[0; 8]);
+        write(m)?;
+        let len = (m.len() - at - 8) as u64;
+        m[at..at + 8].copy_from_slice(&len.to_be_bytes());
+        Ok(Sha256::digest(&m[..]).into())
+    })
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";

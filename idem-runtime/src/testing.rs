@@ -803,6 +803,22 @@ pub mod cases {
             *existing(store.claim(&k, &fp(2), LONG).await).fingerprint(),
             fp(1)
         );
+        // As the registry passes it for a tool keyed on all its arguments:
+        // the digest the key ends with (which a store may keep implicitly).
+        let k = key(&namespace(), "fp-digest");
+        let digest = Fingerprint::from_hex(&k.as_str()[k.as_str().len() - 64..])
+            .expect("a derived key ends with its digest");
+        let token = acquired(store.claim(&k, &digest, LONG).await);
+        assert_eq!(
+            *existing(store.claim(&k, &fp(2), LONG).await).fingerprint(),
+            digest
+        );
+        store
+            .complete(&k, &token, "2", LONG)
+            .await
+            .expect("complete");
+        let entry = store.get(&k).await.expect("get").expect("recorded");
+        assert_eq!(*entry.fingerprint(), digest);
     }
 
     /// A record the backend cannot understand is an error, never a panic,

@@ -33,17 +33,23 @@ pub struct MemoryStore {
     seed: u64,
 }
 
-/// A stored key, in 32 bytes: the digest a key of this crate's form ends
-/// with, its first eight bytes mixed with a keyed hash of the namespace; the
-/// SHA-256 of any other key string. Uniformly distributed either way, so
-/// its first bytes are its hash.
+/// A stored key, in 16 bytes: the first half of the digest a key of this
+/// crate's form ends with, its first eight bytes mixed with a keyed hash of
+/// the namespace; the first half of the SHA-256 of any other key string.
+/// Uniformly distributed either way, so its first bytes are its hash. Two
+/// live keys share a slot with odds of about n² / 2¹²⁹ (one in 10²¹ for
+/// a billion records).
 #[derive(Clone, Copy, PartialEq, Eq)]
-struct Slot([u8; 32]);
+struct Slot([u8; 16]);
 
 impl Slot {
-    fn of(key: &IdemKey, seed: u64) -> Slot {
+    /// The key's slot, and the digest it ends with if it has this crate's
+    /// form.
+    fn of(key: &IdemKey, seed: u64) -> (Slot, Option<[u8; 32]>) {
+        let mut slot = [0u8; 16];
         match key.split_digest() {
-            Some((namespace, mut digest)) => {
+            Some((namespace, digest)) => {
+                slot.copy_from_slice(&digest[..16]);
                 // FNV-1a from a per-store random basis: namespaces are few
                 // and chosen by the application, not by its callers.
                 let mix = namespace
@@ -52,17 +58,20 @@ impl Slot {
                         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
                     })
                     .to_le_bytes();
-                for (d, m) in digest.iter_mut().zip(mix) {
+                for (d, m) in slot.iter_mut().zip(mix) {
                     *d ^= m;
                 }
-                Slot(digest)
+                (Slot(slot), Some(digest))
             }
-            None => Slot(Sha256::digest(key.as_str().as_bytes()).into()),
+            None => {
+                slot.copy_from_slice(&Sha256::digest(key.as_str().as_bytes())[..16]);
+                (Slot(slot), None)
+            }
         }
     }
 
     fn shard(&self) -> usize {
-        usize::from(self.0[31]) & (SHARDS - 1)
+        usize::from(self.0[15]) & (SHARDS - 1)
     }
 }
 
@@ -104,7 +113,10 @@ struct Shard {
 
 /// Times are milliseconds since the store's epoch.
 struct Record {
-    fingerprint: [u8; 32],
+    /// The arguments' fingerprint; `None` when it is the digest the key
+    /// ends with (a tool keyed on all its arguments: the usual case), which
+    /// the key gives back.
+    fingerprint: Option<Box<[u8; 32]>>,
     expires_at: u64,
     state: State,
 }
@@ -129,6 +141,25 @@ const MIN_SWEEP_INTERVAL: usize = 256;
 
 fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// What a record keeps of `fingerprint`, for a key ending with `digest`.
+fn keep(fingerprint: &Fingerprint, digest: Option<[u8; 32]>) -> Option<Box<[u8; 32]>> {
+    match digest {
+        Some(d) if d == *fingerprint.as_bytes() => None,
+        _ => Some(Box::new(*fingerprint.as_bytes())),
+    }
+}
+
+impl Record {
+    /// The fingerprint kept by [`keep`], for the key ending with `digest`.
+    fn fingerprint(&self, digest: Option<[u8; 32]>) -> Fingerprint {
+        // `None` is only kept for a key that ends with a digest.
+        Fingerprint::from_bytes(match &self.fingerprint {
+            Some(own) => **own,
+            None => digest.unwrap_or_default(),
+        })
+    }
 }
 
 impl MemoryStore {
@@ -191,11 +222,11 @@ impl MemoryStore {
         ttl: Duration,
     ) {
         let now = self.now();
-        let slot = Slot::of(key, self.seed);
+        let (slot, digest) = Slot::of(key, self.seed);
         self.shard(&slot).insert(
             slot,
             Record {
-                fingerprint: *fingerprint.as_bytes(),
+                fingerprint: keep(fingerprint, digest),
                 expires_at: now.saturating_add(ms(ttl)),
                 state: State::Done(result.into()),
             },
@@ -212,7 +243,7 @@ impl MemoryStore {
         f: impl FnOnce(&mut Record, u64),
     ) -> Result<(), StoreError> {
         let now = self.now();
-        let slot = Slot::of(key, self.seed);
+        let (slot, _) = Slot::of(key, self.seed);
         let mut shard = self.shard(&slot);
         let Some(record) = shard.live_mut(&slot, now) else {
             return Err(StoreError::LeaseLost);
@@ -266,7 +297,12 @@ impl Shard {
     }
 }
 
-fn running(fingerprint: [u8; 32], token: &LeaseToken, lease: Duration, now: u64) -> Record {
+fn running(
+    fingerprint: Option<Box<[u8; 32]>>,
+    token: &LeaseToken,
+    lease: Duration,
+    now: u64,
+) -> Record {
     let lease_until = now.saturating_add(ms(lease));
     Record {
         fingerprint,
@@ -287,7 +323,7 @@ impl IdemStore for MemoryStore {
         lease: Duration,
     ) -> Result<Claim, StoreError> {
         let now = self.now();
-        let slot = Slot::of(key, self.seed);
+        let (slot, digest) = Slot::of(key, self.seed);
         let mut shard = self.shard(&slot);
         let attempt = match shard.live_mut(&slot, now) {
             None => 0,
@@ -298,7 +334,7 @@ impl IdemStore for MemoryStore {
                     ..
                 } if *lease_until > now => {
                     return Ok(Claim::Existing(Entry::Running {
-                        fingerprint: Fingerprint::from_bytes(record.fingerprint),
+                        fingerprint: record.fingerprint(digest),
                         attempt: *attempt,
                     }));
                 }
@@ -308,13 +344,13 @@ impl IdemStore for MemoryStore {
                 State::Done(result) => {
                     return Ok(Claim::Existing(Entry::Done {
                         result: result.to_string(),
-                        fingerprint: Fingerprint::from_bytes(record.fingerprint),
+                        fingerprint: record.fingerprint(digest),
                     }));
                 }
                 State::Failed(error) => {
                     return Ok(Claim::Existing(Entry::Failed {
                         error: error.to_string(),
-                        fingerprint: Fingerprint::from_bytes(record.fingerprint),
+                        fingerprint: record.fingerprint(digest),
                     }));
                 }
             },
@@ -322,7 +358,7 @@ impl IdemStore for MemoryStore {
         let token = LeaseToken::generate(attempt);
         shard.insert(
             slot,
-            running(*fingerprint.as_bytes(), &token, lease, now),
+            running(keep(fingerprint, digest), &token, lease, now),
             now,
         );
         Ok(Claim::Acquired(token))
@@ -370,7 +406,7 @@ impl IdemStore for MemoryStore {
         lease: Duration,
     ) -> Result<(), StoreError> {
         self.with_holder(key, token, |record, now| {
-            *record = running(record.fingerprint, token, lease, now);
+            *record = running(record.fingerprint.take(), token, lease, now);
         })
     }
 
@@ -380,10 +416,10 @@ impl IdemStore for MemoryStore {
 
     async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
         let now = self.now();
-        let slot = Slot::of(key, self.seed);
+        let (slot, digest) = Slot::of(key, self.seed);
         let mut shard = self.shard(&slot);
         Ok(shard.live_mut(&slot, now).and_then(|record| {
-            let fingerprint = Fingerprint::from_bytes(record.fingerprint);
+            let fingerprint = record.fingerprint(digest);
             match &record.state {
                 State::Running { attempt, .. } => Some(Entry::Running {
                     fingerprint,
