@@ -18,9 +18,10 @@ use crate::key::{Fingerprint, IdemKey};
 /// tests with a paused Tokio clock control it). Expired records are swept
 /// from a shard as it grows, in amortised constant time per operation, and on
 /// [`purge_expired`](Self::purge_expired); memory stays proportional to the
-/// records alive, not to every key ever seen. A record takes about 170 bytes
-/// besides its result (BENCHMARKS.md): keys are kept as their SHA-256, times
-/// as milliseconds.
+/// records alive, not to every key ever seen. A record takes 110–170 bytes
+/// besides its result, depending on the hash tables' load (BENCHMARKS.md):
+/// keys are kept as half their digest, times as milliseconds, and the
+/// fingerprint only when it is not the key's own digest.
 ///
 /// It guarantees once-only execution within one process. Records are lost
 /// when the process exits: a crashed agent that resumes in a new process
