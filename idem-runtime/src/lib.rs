@@ -13,6 +13,7 @@
 //! - [`ReadTool`], [`WriteTool`]: what the macros implement.
 //! - [`Registry`]: tools by name, their definitions, and
 //!   [`Registry::call`], which runs write tools at most once per operation.
+//! - `mcp` (features `mcp`, `mcp-http`): the registry as an MCP server.
 
 mod canonical;
 mod canonical_ser;
@@ -26,6 +27,8 @@ mod schema;
 pub mod store;
 mod tool;
 
+#[cfg(feature = "mcp")]
+pub mod mcp;
 #[cfg(feature = "test-util")]
 pub mod testing;
 

@@ -1,0 +1,238 @@
+//! A real MCP client (rmcp's) talking to `examples/mcp_server.rs` as a
+//! separate process, over stdio and over streamable HTTP.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ServiceError, ServiceExt};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+type Client = RunningService<RoleClient, ()>;
+
+/// The example's binary, built beside this test (by `cargo test`, which
+/// builds the examples; by `cargo build --example` when run alone).
+fn example() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    // target/<profile>/deps/mcp-<hash> -> target/<profile>/examples/
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>")
+        .join("examples");
+    let bin = dir.join(format!("mcp_server{}", std::env::consts::EXE_SUFFIX));
+    if !bin.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = std::process::Command::new(cargo)
+            .args(["build", "--example", "mcp_server"])
+            .status()
+            .expect("cargo build --example mcp_server");
+        assert!(status.success(), "cargo build --example mcp_server failed");
+    }
+    bin
+}
+
+fn args(v: Value) -> serde_json::Map<String, Value> {
+    match v {
+        Value::Object(map) => map,
+        other => panic!("arguments must be an object, not {other}"),
+    }
+}
+
+async fn call(client: &Client, name: &str, arguments: Value) -> CallToolResult {
+    client
+        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args(arguments)))
+        .await
+        .unwrap_or_else(|e| panic!("tools/call {name}: {e}"))
+}
+
+async fn call_in_run(client: &Client, run: &str, name: &str, arguments: Value) -> CallToolResult {
+    let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(args(arguments));
+    params.meta = Some(args(json!({ "idem/run_id": run })).into());
+    client
+        .call_tool(params)
+        .await
+        .unwrap_or_else(|e| panic!("tools/call {name}: {e}"))
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+async fn charges_made(client: &Client) -> u64 {
+    let out = call(client, "charges_made", json!({})).await;
+    assert_eq!(out.is_error, Some(false), "{out:?}");
+    text(&out).parse().expect("a count")
+}
+
+fn tool<'a>(tools: &'a [Tool], name: &str) -> &'a Tool {
+    tools
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("no tool {name} in {tools:?}"))
+}
+
+/// What both transports must show: the tools as listed, one execution for
+/// a repeated write, errors where MCP puts them.
+async fn exercise(client: &Client) {
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let mut names: Vec<&str> = tools.iter().map(|t| &*t.name).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["charge_card", "charges_made", "lookup_order"]);
+    let charge = tool(&tools, "charge_card");
+    let annotations = charge.annotations.as_ref().expect("annotations");
+    assert_eq!(annotations.read_only_hint, Some(false));
+    assert_eq!(annotations.idempotent_hint, Some(true));
+    assert_eq!(annotations.destructive_hint, Some(false));
+    assert_eq!(annotations.open_world_hint, Some(true));
+    assert_eq!(
+        charge.input_schema.get("required"),
+        Some(&json!(["order_id", "amount"]))
+    );
+    let lookup = tool(&tools, "lookup_order");
+    assert_eq!(
+        lookup.annotations.as_ref().and_then(|a| a.read_only_hint),
+        Some(true)
+    );
+
+    // The same write twice (the model retrying, arguments reordered): one
+    // execution, the same result.
+    let first = call(
+        client,
+        "charge_card",
+        json!({"order_id": "o-1", "amount": 4200}),
+    )
+    .await;
+    let second = call(
+        client,
+        "charge_card",
+        json!({"amount": 4200, "order_id": "o-1"}),
+    )
+    .await;
+    assert_eq!(first.is_error, Some(false), "{first:?}");
+    let receipt = first
+        .structured_content
+        .clone()
+        .expect("structured content");
+    assert_eq!(receipt["charge_id"], "ch_0001");
+    assert!(
+        receipt["idempotency_key"]
+            .as_str()
+            .is_some_and(|k| k.starts_with("idem:"))
+    );
+    assert_eq!(second.structured_content, Some(receipt.clone()));
+    assert_eq!(text(&first), text(&second));
+    assert_eq!(charges_made(client).await, 1);
+
+    // Another order runs.
+    let other = call(
+        client,
+        "charge_card",
+        json!({"order_id": "o-2", "amount": 4200}),
+    )
+    .await;
+    assert_eq!(
+        other.structured_content.as_ref().map(|r| &r["charge_id"]),
+        Some(&json!("ch_0002"))
+    );
+
+    // A run named in `_meta` is its own scope: the first order again runs
+    // once in it, and is replayed within it.
+    let in_run = call_in_run(
+        client,
+        "run-b",
+        "charge_card",
+        json!({"order_id": "o-1", "amount": 4200}),
+    )
+    .await;
+    let again = call_in_run(
+        client,
+        "run-b",
+        "charge_card",
+        json!({"order_id": "o-1", "amount": 4200}),
+    )
+    .await;
+    let id = in_run
+        .structured_content
+        .as_ref()
+        .map(|r| r["charge_id"].clone());
+    assert_eq!(id, Some(json!("ch_0003")));
+    assert_eq!(again.structured_content, in_run.structured_content);
+    assert_ne!(
+        in_run
+            .structured_content
+            .as_ref()
+            .map(|r| &r["idempotency_key"]),
+        Some(&receipt["idempotency_key"])
+    );
+    assert_eq!(charges_made(client).await, 3);
+
+    // Bad arguments: a tool result with isError and the field named.
+    let bad = call(
+        client,
+        "charge_card",
+        json!({"order_id": "o-3", "amount": "lots"}),
+    )
+    .await;
+    assert_eq!(bad.is_error, Some(true), "{bad:?}");
+    assert!(text(&bad).contains("`amount`"), "{}", text(&bad));
+    assert_eq!(charges_made(client).await, 3);
+
+    // An unknown tool: a protocol error.
+    match client.call_tool(CallToolRequestParams::new("refund")).await {
+        Err(ServiceError::McpError(e)) => {
+            assert_eq!(e.code.0, -32602, "{e:?}");
+            assert!(e.message.contains("refund"), "{e:?}");
+        }
+        other => panic!("expected a protocol error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_real_client_over_stdio_sees_one_execution_per_operation() {
+    let mut command = Command::new(example());
+    command.stderr(Stdio::null());
+    let transport = TokioChildProcess::new(command).expect("spawn the example");
+    let client = ().serve(transport).await.expect("initialize");
+    let info = client.peer_info().expect("server info");
+    assert_eq!(
+        info.server_info.as_ref().map(|i| i.name.as_str()),
+        Some("idem-shop")
+    );
+    exercise(&client).await;
+    client.cancel().await.expect("shut down");
+}
+
+#[tokio::test]
+async fn a_real_client_over_streamable_http_sees_one_execution_per_operation() {
+    let mut server = Command::new(example())
+        .args(["--http", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn the example");
+    let stderr = server.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    let url = loop {
+        let line = lines
+            .next_line()
+            .await
+            .expect("read the example's stderr")
+            .expect("the example exited before listening");
+        if let Some(url) = line.strip_prefix("mcp_server: listening on ") {
+            break url.to_owned();
+        }
+    };
+    let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.expect("initialize");
+    exercise(&client).await;
+    client.cancel().await.expect("shut down");
+    server.kill().await.expect("stop the example");
+}
