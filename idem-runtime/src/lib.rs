@@ -13,6 +13,9 @@
 //! - [`ReadTool`], [`WriteTool`]: what the macros implement.
 //! - [`Registry`]: tools by name, their definitions, and
 //!   [`Registry::call`], which runs write tools at most once per operation.
+//! - Provider tool calls as they arrive ([`Registry::openai_tool_call`],
+//!   [`Registry::anthropic_tool_use`], [`Registry::gemini_function_call`]),
+//!   answered in the provider's shape.
 //! - `mcp` (features `mcp`, `mcp-http`): the registry as an MCP server.
 
 mod canonical;
@@ -21,6 +24,7 @@ mod ctx;
 mod engine;
 mod error;
 mod key;
+mod providers;
 mod registry;
 mod render;
 mod schema;
@@ -36,6 +40,7 @@ pub use crate::canonical::canonical_json;
 pub use crate::ctx::{Ctx, WriteCtx};
 pub use crate::error::{BoxError, RegistryError, StoreError, ToolError};
 pub use crate::key::{Fingerprint, IdemKey, Scope, ScopeKind};
+pub use crate::providers::{MalformedCall, ToolReply};
 pub use crate::registry::{IntoTool, Registry, RegistryBuilder, valid_tool_name};
 pub use crate::render::RenderError;
 pub use crate::store::memory::MemoryStore;

@@ -1,0 +1,225 @@
+//! Provider tool calls as they arrive (tests/data/providers: responses in
+//! the shapes OpenAI, Anthropic and Gemini send), dispatched through the
+//! registry, and the replies compared with the golden files in
+//! `tests/golden/providers/`. After a deliberate change, rewrite them with
+//! `IDEM_BLESS=1 cargo test --test providers` and read the diff.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use idem::prelude::*;
+use idem::{MalformedCall, ToolReply};
+use serde_json::{Value, json};
+
+#[derive(Default)]
+struct Shop {
+    charges: AtomicU64,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct ChargeArgs {
+    order_id: String,
+    amount: u64,
+}
+
+/// Charge a card.
+#[write_tool]
+async fn charge_card(#[args] a: ChargeArgs, ctx: &WriteCtx<Shop>) -> Result<Value, String> {
+    let n = ctx.state().charges.fetch_add(1, Ordering::SeqCst) + 1;
+    Ok(json!({ "charge_id": format!("ch_{n:04}"), "order_id": a.order_id, "amount": a.amount }))
+}
+
+/// Look an order up.
+#[read_tool]
+async fn lookup_order(order_id: String) -> Result<String, String> {
+    Ok(format!("{order_id}: awaiting payment"))
+}
+
+fn registry() -> Registry<Shop> {
+    Registry::builder(Shop::default())
+        .tool(charge_card)
+        .tool(lookup_order)
+        .build()
+        .expect("registry")
+}
+
+fn data(name: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/providers")
+        .join(format!("{name}.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn golden(name: &str, replies: &[ToolReply]) {
+    let actual = Value::Array(replies.iter().map(|r| r.message.clone()).collect());
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden/providers")
+        .join(format!("{name}.json"));
+    let text = serde_json::to_string_pretty(&actual).expect("json") + "\n";
+    if std::env::var_os("IDEM_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, &text).expect("write golden file");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; create it with IDEM_BLESS=1", path.display()));
+    assert!(
+        expected == text,
+        "{name} differs from {}; if the change is intended, rerun with IDEM_BLESS=1\n--- expected\n{expected}\n--- actual\n{text}",
+        path.display()
+    );
+}
+
+fn executions(registry: &Registry<Shop>) -> u64 {
+    registry.state().charges.load(Ordering::SeqCst)
+}
+
+fn charge_id(reply: &ToolReply) -> Option<&Value> {
+    reply.outcome.as_ref().ok().map(|v| &v["charge_id"])
+}
+
+#[tokio::test]
+async fn openai_chat_tool_calls() {
+    let registry = registry();
+    let response = data("openai_chat");
+    let calls = response["choices"][0]["message"]["tool_calls"]
+        .as_array()
+        .expect("tool_calls");
+    let mut replies = Vec::new();
+    for call in calls {
+        replies.push(
+            registry
+                .openai_tool_call("run-42", call)
+                .await
+                .expect("well formed"),
+        );
+    }
+    // The repeated charge (new call id, reordered arguments) ran once.
+    assert_eq!(executions(&registry), 1);
+    assert_eq!(charge_id(&replies[0]), Some(&json!("ch_0001")));
+    assert_eq!(replies[1].message["content"], replies[0].message["content"]);
+    assert_eq!(replies[1].message["tool_call_id"], "call_9yLr3W2qRnA4bC8d");
+    // A missing argument: an error for the model, naming the field.
+    assert!(matches!(
+        replies[2].outcome,
+        Err(ToolError::InvalidArgs { .. })
+    ));
+    assert!(
+        replies[2].message["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("amount"))
+    );
+    assert_eq!(replies[3].message["content"], "o-1001: awaiting payment");
+    golden("openai_chat", &replies);
+}
+
+#[tokio::test]
+async fn openai_responses_function_calls() {
+    let registry = registry();
+    let response = data("openai_responses");
+    let mut replies = Vec::new();
+    for item in response["output"].as_array().expect("output") {
+        replies.push(
+            registry
+                .openai_function_call("run-42", item)
+                .await
+                .expect("well formed"),
+        );
+    }
+    assert_eq!(executions(&registry), 1);
+    assert_eq!(replies[0].message["output"], replies[1].message["output"]);
+    golden("openai_responses", &replies);
+}
+
+#[tokio::test]
+async fn anthropic_tool_use_blocks() {
+    let registry = registry();
+    let response = data("anthropic");
+    let mut replies = Vec::new();
+    for block in response["content"].as_array().expect("content") {
+        if block["type"] == "tool_use" {
+            replies.push(
+                registry
+                    .anthropic_tool_use("run-42", block)
+                    .await
+                    .expect("well formed"),
+            );
+        }
+    }
+    assert_eq!(executions(&registry), 1);
+    assert_eq!(replies[1].message["content"], replies[2].message["content"]);
+    assert_eq!(replies[1].message.get("is_error"), None);
+    // An unknown tool is an error result the model can read.
+    assert!(matches!(
+        replies[3].outcome,
+        Err(ToolError::UnknownTool { .. })
+    ));
+    assert_eq!(replies[3].message["is_error"], true);
+    assert_eq!(
+        replies[3].message["tool_use_id"],
+        "toolu_01D39t23tz23ot240168ot2"
+    );
+    golden("anthropic", &replies);
+}
+
+#[tokio::test]
+async fn gemini_function_calls() {
+    let registry = registry();
+    let response = data("gemini");
+    let mut replies = Vec::new();
+    for part in response["candidates"][0]["content"]["parts"]
+        .as_array()
+        .expect("parts")
+    {
+        replies.push(
+            registry
+                .gemini_function_call("run-42", part)
+                .await
+                .expect("well formed"),
+        );
+    }
+    // `4200.0` is the integer 4200: the same operation, run once.
+    assert_eq!(executions(&registry), 1);
+    assert_eq!(
+        replies[0].message["functionResponse"]["response"],
+        replies[1].message["functionResponse"]["response"]
+    );
+    assert_eq!(replies[1].message["functionResponse"]["id"], "fc-2");
+    assert!(replies[2].message["functionResponse"]["response"]["error"].is_string());
+    golden("gemini", &replies);
+}
+
+#[tokio::test]
+async fn calls_without_an_id_or_a_name_are_refused_not_run() {
+    let registry = registry();
+    let no_id = json!({"type": "function", "function": {"name": "charge_card", "arguments": "{}"}});
+    let err = registry
+        .openai_tool_call("run-42", &no_id)
+        .await
+        .expect_err("no id");
+    assert_eq!(
+        err,
+        MalformedCall {
+            shape: "an OpenAI tool_calls entry",
+            problem: "`id` is missing".into()
+        }
+    );
+    let no_name = json!({"type": "tool_use", "id": "toolu_1", "name": 7, "input": {}});
+    let err = registry
+        .anthropic_tool_use("run-42", &no_name)
+        .await
+        .expect_err("no name");
+    assert_eq!(
+        err.to_string(),
+        "not an Anthropic tool_use block: `name` is not a non-empty string"
+    );
+    let not_a_call = json!({"text": "hello"});
+    assert!(
+        registry
+            .gemini_function_call("run-42", &not_a_call)
+            .await
+            .is_err()
+    );
+    assert_eq!(executions(&registry), 0);
+}
