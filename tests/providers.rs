@@ -4,6 +4,8 @@
 //! `tests/golden/providers/`. After a deliberate change, rewrite them with
 //! `IDEM_BLESS=1 cargo test --test providers` and read the diff.
 
+mod support;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -52,23 +54,8 @@ fn data(name: &str) -> Value {
 }
 
 fn golden(name: &str, replies: &[ToolReply]) {
-    let actual = Value::Array(replies.iter().map(|r| r.message.clone()).collect());
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden/providers")
-        .join(format!("{name}.json"));
-    let text = serde_json::to_string_pretty(&actual).expect("json") + "\n";
-    if std::env::var_os("IDEM_BLESS").is_some() {
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(&path, &text).expect("write golden file");
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}; create it with IDEM_BLESS=1", path.display()));
-    assert!(
-        expected == text,
-        "{name} differs from {}; if the change is intended, rerun with IDEM_BLESS=1\n--- expected\n{expected}\n--- actual\n{text}",
-        path.display()
-    );
+    let messages = Value::Array(replies.iter().map(|r| r.message.clone()).collect());
+    support::golden(&format!("providers/{name}"), &messages);
 }
 
 fn executions(registry: &Registry<Shop>) -> u64 {

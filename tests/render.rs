@@ -2,8 +2,9 @@
 //! golden files in `tests/golden/`. After a deliberate change, rewrite them
 //! with `IDEM_BLESS=1 cargo test --test render` and read the diff.
 
+mod support;
+
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use idem::prelude::*;
 use serde_json::{Value, json};
@@ -95,33 +96,14 @@ fn registry(with_map: bool) -> Registry<()> {
     builder.build().expect("registry")
 }
 
-fn golden(name: &str, actual: &Value) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(format!("{name}.json"));
-    let text = serde_json::to_string_pretty(actual).expect("json") + "\n";
-    if std::env::var_os("IDEM_BLESS").is_some() {
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(&path, &text).expect("write golden file");
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}; create it with IDEM_BLESS=1", path.display()));
-    assert!(
-        expected == text,
-        "{name} differs from {}; if the change is intended, rerun with IDEM_BLESS=1\n--- expected\n{expected}\n--- actual\n{text}",
-        path.display()
-    );
-}
-
 #[test]
 fn openai() {
-    golden("openai", &registry(true).openai_tools());
+    support::golden("openai", &registry(true).openai_tools());
 }
 
 #[test]
 fn openai_strict() {
-    golden(
+    support::golden(
         "openai_strict",
         &registry(false).openai_tools_strict().expect("strict"),
     );
@@ -129,17 +111,17 @@ fn openai_strict() {
 
 #[test]
 fn anthropic() {
-    golden("anthropic", &registry(true).anthropic_tools());
+    support::golden("anthropic", &registry(true).anthropic_tools());
 }
 
 #[test]
 fn gemini() {
-    golden("gemini", &registry(true).gemini_tools());
+    support::golden("gemini", &registry(true).gemini_tools());
 }
 
 #[test]
 fn mcp() {
-    golden("mcp", &registry(true).mcp_tools());
+    support::golden("mcp", &registry(true).mcp_tools());
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Shared by the integration tests: reaching the machine's services,
-//! starting private `redis-server` processes, and re-running this test
-//! binary as a child process.
+//! starting private `redis-server` processes, re-running this test binary
+//! as a child process, and golden files.
 //!
 //! Services are never skipped silently: without them a test prints why and
 //! how to start them, and under `CI=true` it fails instead.
@@ -375,4 +375,25 @@ pub(crate) async fn postgres_schema() -> Option<(tokio_postgres::Client, String)
         .await
         .expect("CREATE SCHEMA");
     Some((client, schema))
+}
+
+/// Compares `actual` with the golden file `tests/golden/<name>.json`, or
+/// rewrites it under `IDEM_BLESS=1` (then read the diff).
+pub(crate) fn golden(name: &str, actual: &serde_json::Value) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(format!("{name}.json"));
+    let text = serde_json::to_string_pretty(actual).expect("json") + "\n";
+    if std::env::var_os("IDEM_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, &text).expect("write golden file");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; create it with IDEM_BLESS=1", path.display()));
+    assert!(
+        expected == text,
+        "{name} differs from {}; if the change is intended, rerun with IDEM_BLESS=1\n--- expected\n{expected}\n--- actual\n{text}",
+        path.display()
+    );
 }
