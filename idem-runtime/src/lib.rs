@@ -16,7 +16,8 @@
 //! - Provider tool calls as they arrive ([`Registry::openai_tool_call`],
 //!   [`Registry::anthropic_tool_use`], [`Registry::gemini_function_call`]),
 //!   answered in the provider's shape.
-//! - `mcp` (features `mcp`, `mcp-http`): the registry as an MCP server.
+//! - `mcp` (features `mcp`, `mcp-http`): the registry as an MCP server;
+//!   `rig` (feature `rig`): its tools as rig tools.
 
 mod canonical;
 mod canonical_ser;
@@ -33,6 +34,8 @@ mod tool;
 
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "rig")]
+pub mod rig;
 #[cfg(feature = "test-util")]
 pub mod testing;
 

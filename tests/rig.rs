@@ -1,0 +1,128 @@
+//! A rig agent (rig-agent 0.44) whose model is scripted (rig-core's
+//! `MockCompletionModel`: no network) calls the registry's tools through
+//! `Registry::rig_tools`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use idem::prelude::*;
+use idem::rig::run_context;
+use rig_agent::agent::AgentBuilder;
+use rig_core::message::Message;
+use rig_core::test_utils::{MockCompletionModel, MockTurn};
+use rig_core::tool::ToolContext;
+use serde_json::{Value, json};
+
+#[derive(Default)]
+struct Shop {
+    charges: AtomicU64,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct ChargeArgs {
+    /// The order to charge for.
+    order_id: String,
+    /// Amount in cents.
+    amount: u64,
+}
+
+/// Charge a card.
+#[write_tool]
+async fn charge_card(#[args] a: ChargeArgs, ctx: &WriteCtx<Shop>) -> Result<Value, String> {
+    let n = ctx.state().charges.fetch_add(1, Ordering::SeqCst) + 1;
+    Ok(json!({ "charge_id": format!("ch_{n:04}"), "order_id": a.order_id }))
+}
+
+/// Look an order up.
+#[read_tool]
+async fn lookup_order(order_id: String) -> Result<String, String> {
+    Ok(format!("{order_id}: awaiting payment"))
+}
+
+fn registry() -> Registry<Shop> {
+    Registry::builder(Shop::default())
+        .tool(charge_card)
+        .tool(lookup_order)
+        .build()
+        .expect("registry")
+}
+
+/// A model that charges order o-1, charges it again under a new call id
+/// (arguments reordered, as a model repeats itself), then answers.
+fn model() -> MockCompletionModel {
+    MockCompletionModel::from_turns([
+        MockTurn::tool_call(
+            "call_1",
+            "charge_card",
+            json!({"order_id": "o-1", "amount": 4200}),
+        ),
+        MockTurn::tool_call(
+            "call_2",
+            "charge_card",
+            json!({"amount": 4200, "order_id": "o-1"}),
+        ),
+        MockTurn::text("The order is paid."),
+    ])
+}
+
+/// Runs the scripted agent once with `context`; the run's transcript as
+/// JSON text.
+async fn run(registry: &Registry<Shop>, context: ToolContext) -> String {
+    let agent = AgentBuilder::new(model())
+        .dynamic_tools(registry.rig_tools().expect("rig tools"))
+        .build();
+    let response = agent
+        .prompt(Message::user("Charge order o-1 for 42 EUR."))
+        .tool_context(context)
+        .max_turns(5)
+        .run()
+        .await
+        .expect("agent run");
+    serde_json::to_string(&response.messages).expect("transcript")
+}
+
+fn executions(registry: &Registry<Shop>) -> u64 {
+    registry.state().charges.load(Ordering::SeqCst)
+}
+
+#[tokio::test]
+async fn a_rig_agent_repeating_a_write_runs_it_once() {
+    let registry = registry();
+    let definitions = registry.rig_tools().expect("rig tools");
+    let names: Vec<String> = definitions
+        .iter()
+        .map(|t| t.definition().name.to_string())
+        .collect();
+    assert_eq!(names, ["charge_card", "lookup_order"]);
+    assert_eq!(
+        definitions[0].definition().parameters["required"],
+        json!(["order_id", "amount"])
+    );
+
+    // The model calls charge_card twice: one execution, both tool results
+    // carry the first charge.
+    let transcript = run(&registry, run_context("run-1").expect("context")).await;
+    assert_eq!(executions(&registry), 1);
+    assert_eq!(transcript.matches("ch_0001").count(), 2, "{transcript}");
+
+    // Our own retry of the whole run (a provider timeout, a resumed
+    // checkpoint) under the same run id: replayed, not charged again.
+    let transcript = run(&registry, run_context("run-1").expect("context")).await;
+    assert_eq!(executions(&registry), 1);
+    assert_eq!(transcript.matches("ch_0001").count(), 2, "{transcript}");
+
+    // Another run is another operation.
+    let transcript = run(&registry, run_context("run-2").expect("context")).await;
+    assert_eq!(executions(&registry), 2);
+    assert!(transcript.contains("ch_0002"), "{transcript}");
+}
+
+#[tokio::test]
+async fn without_a_run_id_nothing_runs_and_the_model_is_told() {
+    let registry = registry();
+    let transcript = run(&registry, ToolContext::new()).await;
+    assert_eq!(executions(&registry), 0);
+    assert!(
+        transcript.contains("without an idem run id"),
+        "{transcript}"
+    );
+}
