@@ -97,7 +97,21 @@ async fn exercise(client: &Client) {
         charge.input_schema.get("required"),
         Some(&json!(["order_id", "amount"]))
     );
+    // The receipt is a struct with a schema: MCP's outputSchema.
+    let output = charge.output_schema.as_ref().expect("outputSchema");
+    assert_eq!(output.get("type"), Some(&json!("object")));
+    assert_eq!(
+        output.get("required"),
+        Some(&json!([
+            "charge_id",
+            "order_id",
+            "amount",
+            "idempotency_key"
+        ]))
+    );
     let lookup = tool(&tools, "lookup_order");
+    // A free-form JSON result has none.
+    assert!(lookup.output_schema.is_none());
     assert_eq!(
         lookup.annotations.as_ref().and_then(|a| a.read_only_hint),
         Some(true)

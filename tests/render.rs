@@ -71,10 +71,22 @@ enum Payer {
     Shop { budget: String },
 }
 
+/// A shipment booked (its schema is MCP's `outputSchema`).
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Shipment {
+    /// The courier's tracking number.
+    tracking: String,
+    /// Days until delivery.
+    eta_days: u32,
+}
+
 /// Ship an order.
 #[write_tool(destructive = false, open_world = true)]
-async fn ship(#[args] a: ShipArgs, ctx: &WriteCtx) -> Result<String, String> {
-    Ok(format!("{} {}", a.order_id, ctx.idem_key()))
+async fn ship(#[args] a: ShipArgs, ctx: &WriteCtx) -> Result<Shipment, String> {
+    Ok(Shipment {
+        tracking: format!("{} {}", a.order_id, ctx.idem_key()),
+        eta_days: 2,
+    })
 }
 
 /// Tag a customer.

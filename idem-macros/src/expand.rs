@@ -88,13 +88,17 @@ pub(crate) fn expand(kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs, ret: &Type) -
             Output = ::core::result::Result<Self::Output, Self::Error>,
         > + ::core::marker::Send
     };
+    let (ok_ty, err_ty) = split_result(ret);
     let info = quote! {
         fn info(&self) -> ::idem::__private::ToolInfo {
-            ::idem::__private::ToolInfo::new(#name, #description)
+            #[allow(unused_imports)]
+            use ::idem::__private::{OutputSchemaKnown as _, OutputSchemaUnknown as _};
+            ::idem::__private::ToolInfo::new(#name, #description).with_output_schema(
+                (&&::idem::__private::OutputType::<#ok_ty>::new()).output_schema(),
+            )
         }
     };
 
-    let (ok_ty, err_ty) = split_result(ret);
     let (assert_args, assert_output) = match kind {
         Kind::Read => (quote!(assert_read_args), quote!(assert_read_output)),
         Kind::Write => (quote!(assert_write_args), quote!(assert_write_output)),

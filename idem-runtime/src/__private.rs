@@ -11,6 +11,39 @@ pub use crate::registry::{CallThroughRegistry, Erased, InvalidTool, marker};
 pub use crate::{Ctx, IntoTool, OnInFlight, ScopeKind, ToolInfo, WriteCtx, WriteOptions};
 use crate::{ReadArgs, ReadOutput, ReadTool, ToolFailure, WriteArgs, WriteOutput, WriteTool};
 
+/// The result type of a tool, for [`OutputSchemaKnown`] /
+/// [`OutputSchemaUnknown`]: `(&&OutputType::<T>::new()).output_schema()`
+/// is `T`'s schema when `T: JsonSchema` (autoref specialisation picks
+/// the first), `None` otherwise.
+pub struct OutputType<T: ?Sized>(std::marker::PhantomData<T>);
+
+impl<T: ?Sized> OutputType<T> {
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        OutputType(std::marker::PhantomData)
+    }
+}
+
+pub trait OutputSchemaKnown {
+    fn output_schema(&self) -> Option<serde_json::Value>;
+}
+
+impl<T: schemars::JsonSchema> OutputSchemaKnown for &OutputType<T> {
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        crate::schema::output_schema::<T>()
+    }
+}
+
+pub trait OutputSchemaUnknown {
+    fn output_schema(&self) -> Option<serde_json::Value>;
+}
+
+impl<T: ?Sized> OutputSchemaUnknown for OutputType<T> {
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        None
+    }
+}
+
 /// Splits a tool function's return type alias into its result and error.
 #[diagnostic::on_unimplemented(
     message = "a tool must return `Result<T, E>`, not `{Self}`",

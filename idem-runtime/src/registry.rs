@@ -556,6 +556,7 @@ impl<S: Send + Sync + 'static, T: ReadTool<S>> ErasedTool<S> for ReadEntry<S, T>
             input_schema: schema::input_schema::<T::Args>(&self.info.name)?,
             destructive: false,
             open_world: false,
+            output_schema: self.info.output_schema.clone(),
         })
     }
 
@@ -601,6 +602,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for WriteEntry<S, 
             input_schema,
             destructive: self.options.destructive,
             open_world: self.options.open_world,
+            output_schema: self.info.output_schema.clone(),
         })
     }
 

@@ -107,12 +107,16 @@ impl ToolDef {
                 "openWorldHint": self.open_world,
             }),
         };
-        json!({
+        let mut tool = json!({
             "name": self.name,
             "description": self.description,
             "inputSchema": self.input_schema,
             "annotations": annotations,
-        })
+        });
+        if let Some(schema) = &self.output_schema {
+            tool["outputSchema"] = schema.clone();
+        }
+        tool
     }
 }
 

@@ -34,6 +34,23 @@ pub(crate) fn input_schema<A: JsonSchema>(tool: &str) -> Result<Value, RegistryE
     Ok(value)
 }
 
+/// The JSON Schema of a result type `T`, normalised as the arguments'
+/// are, when `T` is a JSON object; `None` for scalars, sequences and
+/// enums, which MCP's `outputSchema` cannot describe.
+pub(crate) fn output_schema<T: JsonSchema>() -> Option<Value> {
+    let mut value = SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
+    let root = value.as_object_mut()?;
+    if root.get("type").and_then(Value::as_str) != Some("object") {
+        return None;
+    }
+    root.remove("title");
+    root.remove("$schema");
+    Some(value)
+}
+
 /// Checks that every `key = [..]` field is a property of the schema.
 pub(crate) fn check_key_fields(
     tool: &str,

@@ -21,6 +21,10 @@ pub struct ToolInfo {
     pub name: Cow<'static, str>,
     /// What the tool does and when to call it.
     pub description: Cow<'static, str>,
+    /// The JSON Schema of the tool's result, when it is known and an
+    /// object (MCP's `outputSchema`). The macros fill it in when the
+    /// result type implements `JsonSchema`.
+    pub output_schema: Option<Value>,
 }
 
 impl ToolInfo {
@@ -32,7 +36,21 @@ impl ToolInfo {
         ToolInfo {
             name: name.into(),
             description: description.into(),
+            output_schema: None,
         }
+    }
+
+    /// The result's schema, from `T`: kept when it describes a JSON object
+    /// (the only results MCP gives an `outputSchema`), dropped otherwise.
+    pub fn with_output_type<T: schemars::JsonSchema>(self) -> ToolInfo {
+        self.with_output_schema(crate::schema::output_schema::<T>())
+    }
+
+    /// The result's schema as given (normally from
+    /// [`with_output_type`](Self::with_output_type)).
+    pub fn with_output_schema(mut self, schema: Option<Value>) -> ToolInfo {
+        self.output_schema = schema;
+        self
     }
 }
 
@@ -297,4 +315,7 @@ pub struct ToolDef {
     pub destructive: bool,
     /// MCP's `openWorldHint`.
     pub open_world: bool,
+    /// JSON Schema of the result when it is known and an object (MCP's
+    /// `outputSchema`); see [`ToolInfo::output_schema`].
+    pub output_schema: Option<Value>,
 }
