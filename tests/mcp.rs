@@ -225,8 +225,8 @@ async fn a_real_client_over_stdio_sees_one_execution_per_operation() {
     client.cancel().await.expect("shut down");
 }
 
-#[tokio::test]
-async fn a_real_client_over_streamable_http_sees_one_execution_per_operation() {
+/// Starts the example on streamable HTTP; its URL, and the process.
+async fn http_example() -> (String, tokio::process::Child) {
     let mut server = Command::new(example())
         .args(["--http", "127.0.0.1:0"])
         .stderr(Stdio::piped())
@@ -245,8 +245,69 @@ async fn a_real_client_over_streamable_http_sees_one_execution_per_operation() {
             break url.to_owned();
         }
     };
+    // Keep reading: the example logs every execution to stderr, and a
+    // closed pipe would fail its writes.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (url, server)
+}
+
+#[tokio::test]
+async fn a_real_client_over_streamable_http_sees_one_execution_per_operation() {
+    let (url, mut server) = http_example().await;
     let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.expect("initialize");
     exercise(&client).await;
     client.cancel().await.expect("shut down");
+    server.kill().await.expect("stop the example");
+}
+
+/// One stateless MCP 2026-07-28 request (no session), over a plain HTTP/1.1
+/// connection; the response body.
+async fn stateless_call(url: &str, name: &str, arguments: Value, run: Option<&str>) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.strip_prefix("http://").expect("an http URL");
+    let (host, path) = rest.split_once('/').expect("a path");
+    let mut meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    if let Some(run) = run {
+        meta["idem/run_id"] = json!(run);
+    }
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments, "_meta": meta},
+    })
+    .to_string();
+    let request = format!(
+        "POST /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: tools/call\r\nMcp-Name: {name}\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = tokio::net::TcpStream::connect(host).await.expect("connect");
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.expect("read");
+    response
+}
+
+#[tokio::test]
+async fn a_stateless_http_write_needs_a_run_id_and_then_runs_once() {
+    let (url, mut server) = http_example().await;
+    let args = json!({"order_id": "o-9", "amount": 100});
+    // No session, no run id: refused, nothing runs.
+    let refused = stateless_call(&url, "charge_card", args.clone(), None).await;
+    assert!(refused.contains(r#""isError":true"#), "{refused}");
+    assert!(refused.contains("idem/run_id"), "{refused}");
+    let count = stateless_call(&url, "charges_made", json!({}), None).await;
+    assert!(count.contains(r#""text":"0""#), "{count}");
+    // With a run id: once, then replayed.
+    let first = stateless_call(&url, "charge_card", args.clone(), Some("run-s")).await;
+    let again = stateless_call(&url, "charge_card", args, Some("run-s")).await;
+    assert!(first.contains(r#""charge_id":"ch_0001""#), "{first}");
+    assert!(again.contains(r#""charge_id":"ch_0001""#), "{again}");
+    let count = stateless_call(&url, "charges_made", json!({}), None).await;
+    assert!(count.contains(r#""text":"1""#), "{count}");
     server.kill().await.expect("stop the example");
 }

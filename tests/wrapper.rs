@@ -680,3 +680,63 @@ async fn memory_store_does_not_grow_without_bound() {
     store.purge_expired();
     assert_eq!(store.len(), 0);
 }
+
+/// A write tool whose first run panics, as a buggy tool might.
+#[derive(Clone, Default)]
+struct Fragile {
+    runs: Arc<AtomicUsize>,
+}
+
+impl WriteTool<()> for Fragile {
+    type Args = idem::testing::CounterArgs;
+    type Output = u32;
+    type Error = String;
+    fn info(&self) -> ToolInfo {
+        ToolInfo::new("fragile", "Panics on its first run.")
+    }
+    fn options(&self) -> WriteOptions {
+        WriteOptions::new().lease(Duration::from_secs(2))
+    }
+    async fn call(&self, _: Self::Args, ctx: &WriteCtx<()>) -> Result<u32, String> {
+        if self.runs.fetch_add(1, Ordering::SeqCst) == 0 {
+            panic!("boom");
+        }
+        Ok(ctx.attempt())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_tool_fails_its_call_and_its_claim_lapses_like_a_crash() {
+    let tool = Fragile::default();
+    let registry = Registry::builder(())
+        .tool(tool.clone())
+        .build()
+        .expect("registry");
+    let args = json!({"n": 1});
+    match registry.call("r", "fragile", args.clone()).await {
+        Err(ToolError::Failed {
+            message,
+            permanent: false,
+            ..
+        }) => assert!(message.contains("panicked (boom)"), "{message}"),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    // Whether it took effect is unknown: the key stays claimed, as after a
+    // crash, until the lease lapses.
+    assert!(matches!(
+        registry.call("r", "fragile", args.clone()).await,
+        Err(ToolError::InFlight { .. })
+    ));
+    assert_eq!(tool.runs.load(Ordering::SeqCst), 1);
+    sleep(2_100).await;
+    // Then it runs again, counting the lapsed attempt, and is recorded.
+    assert_eq!(
+        registry.call("r", "fragile", args.clone()).await.ok(),
+        Some(json!(1))
+    );
+    assert_eq!(
+        registry.call("r", "fragile", args).await.ok(),
+        Some(json!(1))
+    );
+    assert_eq!(tool.runs.load(Ordering::SeqCst), 2);
+}

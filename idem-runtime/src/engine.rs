@@ -128,7 +128,11 @@ pub(crate) async fn call_read<S, T: ReadTool<S>>(
 ) -> Result<Value, ToolError> {
     let args: T::Args = parse_args(name, args)?;
     let ctx = Ctx::new(run_id, shared.state.clone());
-    match tool.call(args, &ctx).await {
+    let outcome = catch_panic(tool.call(args, &ctx)).await.map_err(|panic| {
+        tracing::error!(tool = name, panic = %panic, "the tool panicked");
+        panicked(name, &panic)
+    })?;
+    match outcome {
         Ok(out) => to_json(&out).map_err(|e| ToolError::Failed {
             tool: name.to_owned(),
             message: format!("the result could not be serialized: {e}"),
@@ -156,6 +160,34 @@ async fn bounded<T>(
     match tokio::time::timeout(limit, fut).await {
         Ok(result) => result,
         Err(_) => Err(StoreError::Timeout { op, after: limit }),
+    }
+}
+
+/// Runs `fut`, turning a panic in it into `Err` with the panic's message,
+/// so that a buggy tool fails its call instead of unwinding through the
+/// caller (an MCP server would never answer the request).
+async fn catch_panic<F: Future>(fut: F) -> Result<F::Output, String> {
+    let mut fut = pin!(fut);
+    std::future::poll_fn(move |cx| {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+            Ok(std::task::Poll::Ready(out)) => std::task::Poll::Ready(Ok(out)),
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Err(payload) => std::task::Poll::Ready(Err(payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a non-string panic payload".to_owned()))),
+        }
+    })
+    .await
+}
+
+/// The error of a call whose body panicked.
+fn panicked(name: &str, panic: &str) -> ToolError {
+    ToolError::Failed {
+        tool: name.to_owned(),
+        message: format!("the tool panicked ({panic}); whether it took effect is unknown"),
+        permanent: false,
     }
 }
 
@@ -302,7 +334,23 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
     // The context owns the key from here; the wrapper borrows it back.
     let ctx = WriteCtx::new(Ctx::new(run_id, shared.state.clone()), key, token.attempt());
     let key = ctx.idem_key();
-    let outcome = with_heartbeat(tool.call(args, &ctx), store, key, &token, cfg, limit, name).await;
+    let outcome = with_heartbeat(
+        catch_panic(tool.call(args, &ctx)),
+        store,
+        key,
+        &token,
+        cfg,
+        limit,
+        name,
+    )
+    .await;
+    // A panic is handled as a crash would be: nothing is recorded or
+    // released, so the claim lapses with its lease and the next claim counts
+    // an attempt; the body may or may not have taken effect.
+    let outcome = outcome.map_err(|panic| {
+        tracing::error!(tool = name, key = %key, panic = %panic, "the tool panicked; its claim lapses with its lease");
+        panicked(name, &panic)
+    })?;
 
     // 3. Record the outcome.
     match outcome {

@@ -26,10 +26,14 @@
 //! Keys are scoped to a run (CONTRACT.md §4). A call's run is, first, the
 //! string under [`RUN_ID_META`] in the request's `_meta`, when the client
 //! sends one (an agent that resumes a run after a crash sends the same id,
-//! and its repeated writes are replayed); else the handler's own run: one
-//! per `McpServer` value, so one per stdio connection, and one per MCP
-//! session over streamable HTTP, where [`McpServer::streamable_http`]
-//! makes a handler per session.
+//! and its repeated writes are replayed); else the MCP session: over
+//! streamable HTTP the `Mcp-Session-Id` the client sends with every
+//! request, over stdio (or any byte stream) the connection, one run per
+//! `McpServer` value. A request over HTTP outside any session (the
+//! stateless protocol of MCP 2026-07-28) has no run to share with its
+//! duplicates: a write tool called that way without a run id in `_meta` is
+//! refused with an error result saying so, and does not run; read tools
+//! run.
 //!
 //! # Errors
 //!
@@ -216,17 +220,60 @@ impl<S: Send + Sync + 'static> ServerHandler for McpServer<S> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let run = meta_run_id(request.meta.as_ref().map(|m| &m.0.0))
+        let named = meta_run_id(request.meta.as_ref().map(|m| &m.0.0))
             .or_else(|| meta_run_id(Some(&context.meta.0.0)))
             .map(str::to_owned);
+        let run = match (named, http_session(&context)) {
+            (Some(run), _) => Some(run),
+            (None, Some(Some(session))) => Some(session),
+            (None, Some(None)) if self.is_write(&request.name) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "Error: `{}` changes things and this request belongs to no MCP session, \
+                     so a repeat of it could not be recognised. Send the agent run's id in \
+                     `_meta[\"{RUN_ID_META}\"]`, or use a session.",
+                    request.name
+                ))])
+                .into());
+            }
+            (None, _) => None,
+        };
         self.call(&request.name, request.arguments, run.as_deref())
             .await
             .map(CallToolResponse::from)
     }
 }
 
+impl<S: Send + Sync + 'static> McpServer<S> {
+    fn is_write(&self, name: &str) -> bool {
+        self.registry
+            .definitions()
+            .iter()
+            .any(|d| d.name == name && d.kind == crate::tool::ToolKind::Write)
+    }
+}
+
+/// Over streamable HTTP, the run of the request's MCP session
+/// (`Some(None)`: a request outside any session); `None` off HTTP.
 #[cfg(feature = "mcp-http")]
-mod http {
+fn http_session(context: &RequestContext<RoleServer>) -> Option<Option<String>> {
+    let parts = context.extensions.get::<::http::request::Parts>()?;
+    Some(
+        parts
+            .headers
+            .get("mcp-session-id")
+            .and_then(|id| id.to_str().ok())
+            .filter(|id| !id.is_empty())
+            .map(|id| format!("mcp-session-{id}")),
+    )
+}
+
+#[cfg(not(feature = "mcp-http"))]
+fn http_session(_: &RequestContext<RoleServer>) -> Option<Option<String>> {
+    None
+}
+
+#[cfg(feature = "mcp-http")]
+mod streamable {
     use std::sync::Arc;
 
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -239,8 +286,8 @@ mod http {
     impl<S: Send + Sync + 'static> McpServer<S> {
         /// This server as a streamable HTTP endpoint (feature `mcp-http`):
         /// a `tower` service to mount in axum, hyper or any tower stack.
-        /// Each MCP session gets a handler of its own, hence a run of its
-        /// own (see the [module docs](super)).
+        /// Calls run in their MCP session's run unless they name one (see
+        /// the [module docs](super)).
         pub fn streamable_http(
             self,
             config: StreamableHttpServerConfig,
