@@ -54,7 +54,7 @@ pub(crate) fn write_typed<T: serde::Serialize + ?Sized>(
 /// derives a key per call).
 pub(crate) fn with_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
     thread_local! {
-        static BUFFER: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(Vec::with_capacity(256));
+        static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     BUFFER.with(|cell| match cell.try_borrow_mut() {
         Ok(mut buffer) => {
@@ -209,9 +209,42 @@ pub(crate) fn write_f64(out: &mut Vec<u8>, f: f64) {
     out.extend_from_slice(ryu_js::Buffer::new().format_finite(f).as_bytes());
 }
 
+/// Whether any byte of `bytes` needs an escape (a control character, `"`
+/// or `\\`), eight bytes at a time.
+fn needs_escape(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Exact for "some byte is below n" with n <= 128 (and zero bytes).
+    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word);
+        if below(x, 0x20)
+            | below(x ^ (ONES * u64::from(b'"')), 1)
+            | below(x ^ (ONES * u64::from(b'\\')), 1)
+            != 0
+        {
+            return true;
+        }
+    }
+    chunks
+        .remainder()
+        .iter()
+        .any(|&b| ESCAPE[usize::from(b)] != 0)
+}
+
 pub(crate) fn write_string(out: &mut Vec<u8>, s: &str) {
-    out.push(b'"');
     let bytes = s.as_bytes();
+    if !needs_escape(bytes) {
+        out.reserve(bytes.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
+    out.push(b'"');
     let mut start = 0;
     while let Some(offset) = bytes[start..]
         .iter()
@@ -255,6 +288,24 @@ mod tests {
             canonical_json(&v),
             "{\"a\":3,\"\u{1F600}\":2,\"\u{FB01}\":1}"
         );
+    }
+
+    #[test]
+    fn the_word_scan_finds_exactly_the_bytes_to_escape() {
+        // Every byte value at every position of a word and of the tail,
+        // beside bytes that need no escape (ASCII and UTF-8 continuation).
+        for filler in [b'a', 0x7f, 0xc3, 0xff, b'!', b'#', b'[', b']'] {
+            for len in [1, 7, 8, 9, 16, 17] {
+                for at in 0..len {
+                    for b in 0..=255u8 {
+                        let mut bytes = vec![filler; len];
+                        bytes[at] = b;
+                        let expected = bytes.iter().any(|&c| ESCAPE[usize::from(c)] != 0);
+                        assert_eq!(needs_escape(&bytes), expected, "{bytes:?}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]
