@@ -184,7 +184,8 @@ fn success(value: Value) -> CallToolResult {
     result
 }
 
-/// A fresh run id for a handler: `mcp-` and 128 random bits in hex.
+/// A fresh run id for a handler: `mcp-` and a 128-bit lease-token id
+/// (seeded from the OS, unique per call), in hex.
 fn new_run_id() -> Arc<str> {
     let token = crate::store::LeaseToken::generate(0);
     format!("mcp-{:032x}", token.id()).into()
