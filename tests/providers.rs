@@ -4,46 +4,16 @@
 //! `tests/golden/providers/`. After a deliberate change, rewrite them with
 //! `IDEM_BLESS=1 cargo test --test providers` and read the diff.
 
+#[path = "support/shop.rs"]
+mod shop;
 mod support;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use idem::prelude::*;
 use idem::{MalformedCall, ToolReply};
 use serde_json::{Value, json};
-
-#[derive(Default)]
-struct Shop {
-    charges: AtomicU64,
-}
-
-#[derive(Serialize, Deserialize, JsonSchema)]
-struct ChargeArgs {
-    order_id: String,
-    amount: u64,
-}
-
-/// Charge a card.
-#[write_tool]
-async fn charge_card(#[args] a: ChargeArgs, ctx: &WriteCtx<Shop>) -> Result<Value, String> {
-    let n = ctx.state().charges.fetch_add(1, Ordering::SeqCst) + 1;
-    Ok(json!({ "charge_id": format!("ch_{n:04}"), "order_id": a.order_id, "amount": a.amount }))
-}
-
-/// Look an order up.
-#[read_tool]
-async fn lookup_order(order_id: String) -> Result<String, String> {
-    Ok(format!("{order_id}: awaiting payment"))
-}
-
-fn registry() -> Registry<Shop> {
-    Registry::builder(Shop::default())
-        .tool(charge_card)
-        .tool(lookup_order)
-        .build()
-        .expect("registry")
-}
+use shop::{executions, registry};
 
 fn data(name: &str) -> Value {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -56,10 +26,6 @@ fn data(name: &str) -> Value {
 fn golden(name: &str, replies: &[ToolReply]) {
     let messages = Value::Array(replies.iter().map(|r| r.message.clone()).collect());
     support::golden(&format!("providers/{name}"), &messages);
-}
-
-fn executions(registry: &Registry<Shop>) -> u64 {
-    registry.state().charges.load(Ordering::SeqCst)
 }
 
 fn charge_id(reply: &ToolReply) -> Option<&Value> {

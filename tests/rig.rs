@@ -2,7 +2,8 @@
 //! `MockCompletionModel`: no network) calls the registry's tools through
 //! `Registry::rig_tools`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+#[path = "support/shop.rs"]
+mod shop;
 
 use idem::prelude::*;
 use idem::rig::run_context;
@@ -10,41 +11,8 @@ use rig_agent::agent::AgentBuilder;
 use rig_core::message::Message;
 use rig_core::test_utils::{MockCompletionModel, MockTurn};
 use rig_core::tool::ToolContext;
-use serde_json::{Value, json};
-
-#[derive(Default)]
-struct Shop {
-    charges: AtomicU64,
-}
-
-#[derive(Serialize, Deserialize, JsonSchema)]
-struct ChargeArgs {
-    /// The order to charge for.
-    order_id: String,
-    /// Amount in cents.
-    amount: u64,
-}
-
-/// Charge a card.
-#[write_tool]
-async fn charge_card(#[args] a: ChargeArgs, ctx: &WriteCtx<Shop>) -> Result<Value, String> {
-    let n = ctx.state().charges.fetch_add(1, Ordering::SeqCst) + 1;
-    Ok(json!({ "charge_id": format!("ch_{n:04}"), "order_id": a.order_id }))
-}
-
-/// Look an order up.
-#[read_tool]
-async fn lookup_order(order_id: String) -> Result<String, String> {
-    Ok(format!("{order_id}: awaiting payment"))
-}
-
-fn registry() -> Registry<Shop> {
-    Registry::builder(Shop::default())
-        .tool(charge_card)
-        .tool(lookup_order)
-        .build()
-        .expect("registry")
-}
+use serde_json::json;
+use shop::{Shop, executions, registry};
 
 /// A model that charges order o-1, charges it again under a new call id
 /// (arguments reordered, as a model repeats itself), then answers.
@@ -78,10 +46,6 @@ async fn run(registry: &Registry<Shop>, context: ToolContext) -> String {
         .await
         .expect("agent run");
     serde_json::to_string(&response.messages).expect("transcript")
-}
-
-fn executions(registry: &Registry<Shop>) -> u64 {
-    registry.state().charges.load(Ordering::SeqCst)
 }
 
 #[tokio::test]

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use idem::testing::Counter;
-use idem::{Registry, WriteOptions};
+use idem::testing::{Counter, Fault, FaultyStore, Op};
+use idem::{MemoryStore, Registry, WriteOptions};
 use serde_json::json;
 
 #[tokio::test]
@@ -61,6 +61,27 @@ async fn tracing_reports_replays_with_tool_and_key() {
         slow.call("r", "counter", json!({"n": 3})),
     );
     assert!(a.is_ok() != b.is_ok(), "one runs, one is in flight");
+    // The body ran but its result could not be recorded: the caller still
+    // gets the result, and the failure is logged at error level with the key.
+    let store = Arc::new(FaultyStore::new(MemoryStore::new()));
+    store.set(Op::Complete, Fault::Unavailable);
+    let unrecorded = Registry::builder(())
+        .store(store)
+        .tool(Counter::new(Duration::ZERO, WriteOptions::new()))
+        .build()
+        .expect("registry");
+    let (unrecorded_key, _) = unrecorded
+        .identify("r", "counter", json!({"n": 4}))
+        .expect("id")
+        .expect("write");
+    let out = unrecorded
+        .call("r", "counter", json!({"n": 4}))
+        .await
+        .expect("the operation happened: its result comes back");
+    assert_eq!(
+        (&out["n"], &out["key"]),
+        (&json!(4), &json!(unrecorded_key.as_str()))
+    );
     let (key, _) = registry
         .identify("r", "counter", json!({"n": 1}))
         .expect("id")
@@ -84,4 +105,13 @@ async fn tracing_reports_replays_with_tool_and_key() {
         "{replay_line}"
     );
     assert!(replay_line.contains(key.as_str()), "{replay_line}");
+    let unrecorded_line = log
+        .lines()
+        .find(|l| l.contains("could not be recorded"))
+        .unwrap_or_else(|| panic!("no unrecorded-result event in:\n{log}"));
+    assert!(unrecorded_line.contains("ERROR"), "{unrecorded_line}");
+    assert!(
+        unrecorded_line.contains(unrecorded_key.as_str()),
+        "{unrecorded_line}"
+    );
 }

@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
-use crate::canonical::{write_typed, write_value};
+use crate::canonical::write_typed;
 use crate::ctx::{Ctx, WriteCtx};
 use crate::error::{StoreError, ToolError};
 use crate::key::{Fingerprint, IdemKey};
@@ -217,35 +217,34 @@ pub(crate) fn operation<S, T: WriteTool<S>>(
         message: format!("the arguments could not be re-serialized to derive the key: {e}"),
     };
     let scope = cfg.scope.with_run(run_id);
-    let keyed_on_all = |digest: [u8; 32]| {
-        (
-            IdemKey::from_digest(&digest),
-            Fingerprint::from_bytes(digest),
-        )
-    };
-    let (key, fingerprint) = match cfg.key_fields {
-        // Keyed on every argument: the key's digest fingerprints them too.
-        None => keyed_on_all(
-            IdemKey::digest_with(scope, name, cfg.version, |out| write_typed(out, &args))
-                .map_err(unserializable)?,
-        ),
+    // Keyed on a subset of the arguments (registration checked that they
+    // are an object): the key from the subset, the fingerprint from all.
+    let subset = match cfg.key_fields {
         Some(fields) => match to_json(&args).map_err(unserializable)? {
-            Value::Object(map) => {
-                let subset: Map<String, Value> = fields
-                    .iter()
-                    .filter_map(|f| map.get(*f).map(|v| ((*f).to_owned(), v.clone())))
-                    .collect();
-                let key = IdemKey::derive(scope, name, cfg.version, &Value::Object(subset));
-                (key, Fingerprint::of(&Value::Object(map)))
-            }
-            other => keyed_on_all(
-                IdemKey::digest_with(scope, name, cfg.version, |out| {
-                    write_value(out, &other);
-                    Ok::<_, serde_json::Error>(())
-                })
-                .map_err(unserializable)?,
-            ),
+            Value::Object(map) => Some((fields, map)),
+            _ => None,
         },
+        None => None,
+    };
+    let (key, fingerprint) = match subset {
+        Some((fields, map)) => {
+            let subset: Map<String, Value> = fields
+                .iter()
+                .filter_map(|f| map.get(*f).map(|v| ((*f).to_owned(), v.clone())))
+                .collect();
+            let key = IdemKey::derive(scope, name, cfg.version, &Value::Object(subset));
+            (key, Fingerprint::of(&Value::Object(map)))
+        }
+        // Keyed on every argument: the key's digest fingerprints them too.
+        None => {
+            let digest =
+                IdemKey::digest_with(scope, name, cfg.version, |out| write_typed(out, &args))
+                    .map_err(unserializable)?;
+            (
+                IdemKey::from_digest(&digest),
+                Fingerprint::from_bytes(digest),
+            )
+        }
     };
     let key = match namespace {
         Some(ns) => key.with_namespace(ns),

@@ -77,14 +77,7 @@ impl IdemKey {
     /// assert_eq!(a.as_str(), "idem:3547ebd6d4c68bb01e6f6281e4541908d3eaf75463efb241f406a8c5cd33a71a");
     /// ```
     pub fn derive(scope: Scope<'_>, tool: &str, version: u32, args: &Value) -> IdemKey {
-        let digest = Self::digest_with(scope, tool, version, |out| {
-            write_value(out, args);
-            Ok::<_, std::convert::Infallible>(())
-        });
-        match digest {
-            Ok(digest) => Self::from_digest(&digest),
-            Err(never) => match never {},
-        }
+        Self::from_digest(&hash_value(key_head(scope, tool, version), args))
     }
 
     /// `"idem:" + hex(digest)`.
@@ -103,22 +96,7 @@ impl IdemKey {
         version: u32,
         write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
     ) -> Result<[u8; 32], E> {
-        hash_framed(
-            |m| {
-                enc(m, KEY_DOMAIN.as_bytes());
-                match scope {
-                    Scope::Run(run_id) => {
-                        m.extend_from_slice(&((4 + run_id.len()) as u64).to_be_bytes());
-                        m.extend_from_slice(b"run:");
-                        m.extend_from_slice(run_id.as_bytes());
-                    }
-                    Scope::Global => enc(m, b"global"),
-                }
-                enc(m, tool.as_bytes());
-                enc(m, itoa::Buffer::new().format(version).as_bytes());
-            },
-            write,
-        )
+        hash_framed(key_head(scope, tool, version), write)
     }
 
     /// The digest this key ends with, when it has the form this crate
@@ -195,17 +173,7 @@ impl Fingerprint {
     /// The fingerprint of `args`: SHA-256 over a domain tag and
     /// `canonical_json(args)`, both length-prefixed.
     pub fn of(args: &Value) -> Fingerprint {
-        let digest = hash_framed(
-            |m| enc(m, FINGERPRINT_DOMAIN.as_bytes()),
-            |out| {
-                write_value(out, args);
-                Ok::<_, std::convert::Infallible>(())
-            },
-        );
-        match digest {
-            Ok(digest) => Fingerprint(digest),
-            Err(never) => match never {},
-        }
+        Fingerprint(hash_value(|m| enc(m, FINGERPRINT_DOMAIN.as_bytes()), args))
     }
 
     /// The raw digest.
@@ -248,6 +216,36 @@ impl fmt::Debug for Fingerprint {
 fn enc(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
     out.extend_from_slice(bytes);
+}
+
+/// The framing of a key's digest ahead of its arguments:
+/// `enc("idem/v1") ‖ enc(scope) ‖ enc(tool) ‖ enc(version)`.
+fn key_head(scope: Scope<'_>, tool: &str, version: u32) -> impl FnOnce(&mut Vec<u8>) {
+    move |m| {
+        enc(m, KEY_DOMAIN.as_bytes());
+        match scope {
+            Scope::Run(run_id) => {
+                m.extend_from_slice(&((4 + run_id.len()) as u64).to_be_bytes());
+                m.extend_from_slice(b"run:");
+                m.extend_from_slice(run_id.as_bytes());
+            }
+            Scope::Global => enc(m, b"global"),
+        }
+        enc(m, tool.as_bytes());
+        enc(m, itoa::Buffer::new().format(version).as_bytes());
+    }
+}
+
+/// [`hash_framed`] of a JSON value's canonical form, which cannot fail.
+fn hash_value(head: impl FnOnce(&mut Vec<u8>), value: &Value) -> [u8; 32] {
+    let digest = hash_framed(head, |out| {
+        write_value(out, value);
+        Ok::<_, std::convert::Infallible>(())
+    });
+    match digest {
+        Ok(digest) => digest,
+        Err(never) => match never {},
+    }
 }
 
 /// SHA-256 of `head ‖ enc(body)`, where `head` and `write` append the

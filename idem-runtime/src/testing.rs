@@ -491,6 +491,9 @@ impl<S: IdemStore> IdemStore for FaultyStore<S> {
     async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
         self.gate(Op::Get, self.inner.get(key)).await
     }
+    async fn purge_expired(&self) -> Result<u64, StoreError> {
+        self.inner.purge_expired().await
+    }
 }
 
 /// The cases; each takes the harness and panics on a violation.

@@ -33,7 +33,8 @@ use super::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken};
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 
-/// Shared preamble: the server's clock in ms, and a record's checked fields.
+/// Shared preamble: reading a record with its fields checked, and writing
+/// one with its expiry.
 const PRELUDE: &str = r#"
 -- Returns the record, nil when absent, or raises 'corrupt: ..'. A key of
 -- another type fails the GET (WRONGTYPE).
