@@ -9,34 +9,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use idem::prelude::*;
 use idem::{Fingerprint, IdemStore};
-use serde_json::{Value, json};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
-fn small() -> Value {
-    // ≈ 100 bytes
-    json!({"amount": 4200, "currency": "eur", "customer_id": "cus_42", "note": "order 1001, first charge"})
-}
-
-fn medium() -> Value {
-    // ≈ 2 KB: a flat object of 40 string fields
-    let fields: serde_json::Map<String, Value> = (0..40)
-        .map(|i| {
-            (
-                format!("field_{i:02}"),
-                json!(format!("value number {i} of a medium-sized argument set")),
-            )
-        })
-        .collect();
-    Value::Object(fields)
-}
-
-fn nested() -> Value {
-    json!({
-        "order": {"id": "o-1001", "customer": {"id": "cus_42", "address": {"city": "Oslo", "zip": "0150"}}},
-        "lines": (0..10).map(|i| json!({"sku": format!("sku-{i}"), "qty": i, "price": {"amount": 199 + i, "currency": "eur"}})).collect::<Vec<_>>(),
-        "flags": [true, false, null],
-    })
-}
+#[path = "support/arguments.rs"]
+mod arguments;
+use arguments::{medium, nested, small};
 
 fn keys(c: &mut Criterion) {
     let mut group = c.benchmark_group("keys");
