@@ -250,7 +250,8 @@ enum Conn {
 
 /// A store on Redis or Redis Cluster: one reconnecting, multiplexed
 /// connection shared by every task (commands from concurrent calls are
-/// pipelined on it), atomic Lua scripts, server-side expiry.
+/// pipelined on it), atomic single-key operations (`SET .. NX` for a new
+/// claim, Lua scripts otherwise), server-side expiry.
 ///
 /// # What the guarantees need from Redis
 ///
