@@ -521,6 +521,25 @@ async fn build_rejects_bad_registries() {
         nodesc,
         Err(RegistryError::MissingDescription { .. })
     ));
+    // Arguments must be named (a JSON object), which a bare number is not.
+    struct Scalar;
+    impl ReadTool<()> for Scalar {
+        type Args = u64;
+        type Output = ();
+        type Error = String;
+        fn info(&self) -> ToolInfo {
+            ToolInfo::new("scalar", "Takes a bare number.")
+        }
+        async fn call(&self, _: u64, _: &Ctx<()>) -> Result<(), String> {
+            Ok(())
+        }
+    }
+    let scalar = Registry::builder(()).tool(Scalar).build();
+    assert!(
+        matches!(&scalar, Err(RegistryError::InvalidSchema { tool, message })
+            if tool == "scalar" && message.contains("named fields")),
+        "{scalar:?}"
+    );
 }
 
 #[tokio::test]

@@ -173,10 +173,7 @@ impl<S: Send + Sync + 'static> McpServer<S> {
 /// A tool's result: its JSON as text, and as structured content when it is
 /// an object (the only shape MCP's `structuredContent` takes).
 fn success(value: Value) -> CallToolResult {
-    let text = match &value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
+    let text = crate::providers::result_text(&value);
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     if value.is_object() {
         result.structured_content = Some(value);

@@ -80,9 +80,9 @@ fn string<'a>(
     }
 }
 
-/// A result as the text providers carry: a string as itself, anything
-/// else as JSON.
-fn result_text(value: &Value) -> String {
+/// A result as the text providers (and MCP's text content) carry: a
+/// string as itself, anything else as JSON.
+pub(crate) fn result_text(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         other => other.to_string(),

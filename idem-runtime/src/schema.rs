@@ -9,28 +9,18 @@ use crate::error::RegistryError;
 /// The JSON Schema of `A` as tools present it: an object root with an
 /// explicit `required` (possibly empty) and no root `title` or `$schema`.
 pub(crate) fn input_schema<A: JsonSchema>(tool: &str) -> Result<Value, RegistryError> {
-    let schema = SchemaSettings::draft2020_12()
-        .into_generator()
-        .into_root_schema_for::<A>();
-    let invalid = |message: &str| RegistryError::InvalidSchema {
-        tool: tool.to_owned(),
-        message: message.to_owned(),
+    let Some(mut value) = object_schema::<A>() else {
+        return Err(RegistryError::InvalidSchema {
+            tool: tool.to_owned(),
+            message: "the arguments must be a struct with named fields (a JSON object), not a scalar, sequence or enum".to_owned(),
+        });
     };
-    let mut value = schema.to_value();
-    let Value::Object(root) = &mut value else {
-        return Err(invalid("the arguments' schema is not a JSON object"));
-    };
-    if root.get("type").and_then(Value::as_str) != Some("object") {
-        return Err(invalid(
-            "the arguments must be a struct with named fields (a JSON object), not a scalar, sequence or enum",
-        ));
+    if let Value::Object(root) = &mut value {
+        root.entry("properties")
+            .or_insert_with(|| Value::Object(Default::default()));
+        root.entry("required")
+            .or_insert_with(|| Value::Array(Vec::new()));
     }
-    root.remove("title");
-    root.remove("$schema");
-    root.entry("properties")
-        .or_insert_with(|| Value::Object(Default::default()));
-    root.entry("required")
-        .or_insert_with(|| Value::Array(Vec::new()));
     Ok(value)
 }
 
@@ -38,6 +28,12 @@ pub(crate) fn input_schema<A: JsonSchema>(tool: &str) -> Result<Value, RegistryE
 /// are, when `T` is a JSON object; `None` for scalars, sequences and
 /// enums, which MCP's `outputSchema` cannot describe.
 pub(crate) fn output_schema<T: JsonSchema>() -> Option<Value> {
+    object_schema::<T>()
+}
+
+/// `T`'s draft 2020-12 schema without its root `title` and `$schema`, when
+/// its root describes a JSON object.
+fn object_schema<T: JsonSchema>() -> Option<Value> {
     let mut value = SchemaSettings::draft2020_12()
         .into_generator()
         .into_root_schema_for::<T>()
