@@ -41,6 +41,21 @@ impl Harness for PgHarness {
         self.store.clone()
     }
 
+    fn server(&self) -> Option<std::net::SocketAddr> {
+        support::url_server(&support::postgres_url())
+    }
+
+    async fn store_via(&self, addr: std::net::SocketAddr) -> Arc<PostgresStore> {
+        let url = support::url_via(&support::postgres_url(), addr);
+        let options = PostgresOptions::new()
+            .schema(&self.schema)
+            .purge_interval(None);
+        let store = PostgresStore::connect_with(&url, options)
+            .await
+            .expect("connect through the proxy");
+        Arc::new(store)
+    }
+
     async fn corrupt(&self, key: &IdemKey, _: &Fingerprint) {
         let sql = format!(
             "INSERT INTO {{table}} VALUES ('{}', 'bogus', '\\x00', 0, NULL, NULL, NULL, now() + interval '1 hour')

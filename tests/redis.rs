@@ -49,6 +49,21 @@ impl Harness for RedisHarness {
         self.store.clone()
     }
 
+    fn server(&self) -> Option<std::net::SocketAddr> {
+        support::url_server(&self.url)
+    }
+
+    async fn store_via(&self, addr: std::net::SocketAddr) -> Arc<RedisStore> {
+        // The registry's store timeout bounds each operation; the client's
+        // own response timeout is set out of its way, so that a stalled
+        // command stays stalled.
+        let options = RedisOptions::new().response_timeout(Duration::from_secs(120));
+        let store = RedisStore::connect_with(&support::url_via(&self.url, addr), options)
+            .await
+            .expect("connect through the proxy");
+        Arc::new(store)
+    }
+
     async fn corrupt(&self, key: &IdemKey, _: &Fingerprint) {
         let mut conn = raw(&self.url).await;
         let _: () = redis::cmd("SET")

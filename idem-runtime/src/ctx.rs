@@ -3,6 +3,8 @@
 use std::ops::Deref;
 use std::sync::Arc;
 
+use tokio::sync::watch;
+
 use crate::key::IdemKey;
 
 /// What every tool body may see: the run it is called in and the
@@ -39,20 +41,47 @@ impl<S> std::fmt::Debug for Ctx<S> {
     }
 }
 
-/// The context of a write tool: a [`Ctx`] plus the operation's identity.
+/// The context of a write tool: a [`Ctx`] plus the operation's identity
+/// and its lease.
 ///
 /// Pass [`idem_key`](Self::idem_key) downstream (a payment API's
 /// idempotency key, a message id) so that even a duplicate that gets past
 /// the store — a lapsed lease, a lost record — is deduplicated there.
+///
+/// # A body that outlives its lease
+///
+/// The registry renews the claim's lease while the body runs. If renewals
+/// fail until the lease runs out (the store is unreachable or too slow) or
+/// the store says another worker took the key over, the lease is lost:
+/// another worker may now run the same operation. The body is not
+/// cancelled — stopping a side effect half-way can be worse than finishing
+/// it — but it can tell: [`lease_lost`](Self::lease_lost) resolves and
+/// [`is_lease_lost`](Self::is_lease_lost) turns true, so a body with steps
+/// can stop before its next one, and [`fencing_token`](Self::fencing_token)
+/// lets a downstream refuse the older worker's writes. Whatever such a body
+/// returns is not recorded over the new owner's record: its caller gets
+/// [`ToolError::LeaseLost`](crate::ToolError::LeaseLost).
 pub struct WriteCtx<S = ()> {
     ctx: Ctx<S>,
     key: IdemKey,
     attempt: u32,
+    lease: watch::Receiver<bool>,
 }
 
 impl<S> WriteCtx<S> {
-    pub(crate) fn new(ctx: Ctx<S>, key: IdemKey, attempt: u32) -> WriteCtx<S> {
-        WriteCtx { ctx, key, attempt }
+    /// `lease` turns true when the lease is lost.
+    pub(crate) fn new(
+        ctx: Ctx<S>,
+        key: IdemKey,
+        attempt: u32,
+        lease: watch::Receiver<bool>,
+    ) -> WriteCtx<S> {
+        WriteCtx {
+            ctx,
+            key,
+            attempt,
+            lease,
+        }
     }
 
     /// The operation's key: the same for every retry of this operation,
@@ -66,6 +95,46 @@ impl<S> WriteCtx<S> {
     /// `0` on the first run.
     pub fn attempt(&self) -> u32 {
         self.attempt
+    }
+
+    /// A number that grows with every claim of this operation: a worker
+    /// that takes the key over after another's lease lapsed, or after a
+    /// transient failure, has a higher one. A downstream that remembers the
+    /// highest token it has seen for an [`idem_key`](Self::idem_key) and
+    /// refuses lower ones fences off a worker that lost its lease. (It is
+    /// [`attempt`](Self::attempt), which only grows while the operation's
+    /// record lives: up to the result TTL, or an hour after its last lease.)
+    pub fn fencing_token(&self) -> u64 {
+        u64::from(self.attempt)
+    }
+
+    /// Whether this call's lease has been lost: the store said another
+    /// worker took the key over, or renewals failed until the lease ran
+    /// out, so another worker may be running the operation now.
+    pub fn is_lease_lost(&self) -> bool {
+        *self.lease.borrow()
+    }
+
+    /// Resolves when this call's lease is lost (see
+    /// [`is_lease_lost`](Self::is_lease_lost)); never, while it is held.
+    /// Race it against a step that should not run twice:
+    ///
+    /// ```
+    /// # use idem_runtime::WriteCtx;
+    /// # async fn send(_: &str) -> Result<(), String> { Ok(()) }
+    /// async fn step(ctx: &WriteCtx) -> Result<(), String> {
+    ///     tokio::select! {
+    ///         sent = send(ctx.idem_key().as_str()) => sent,
+    ///         () = ctx.lease_lost() => Err("lease lost: another worker may run this".into()),
+    ///     }
+    /// }
+    /// ```
+    pub async fn lease_lost(&self) {
+        let mut lease = self.lease.clone();
+        if lease.wait_for(|lost| *lost).await.is_err() {
+            // The call is over and the lease was never lost.
+            std::future::pending::<()>().await;
+        }
     }
 }
 
@@ -83,6 +152,7 @@ impl<S> std::fmt::Debug for WriteCtx<S> {
             .field("run_id", &self.ctx.run_id)
             .field("idem_key", &self.key)
             .field("attempt", &self.attempt)
+            .field("lease_lost", &self.is_lease_lost())
             .finish_non_exhaustive()
     }
 }

@@ -44,7 +44,9 @@ pub use crate::ctx::{Ctx, WriteCtx};
 pub use crate::error::{BoxError, RegistryError, StoreError, ToolError};
 pub use crate::key::{Fingerprint, IdemKey, Scope, ScopeKind};
 pub use crate::providers::{MalformedCall, ToolReply};
-pub use crate::registry::{IntoTool, Registry, RegistryBuilder, valid_tool_name};
+pub use crate::registry::{
+    DEFAULT_MAX_RESULT_BYTES, IntoTool, Registry, RegistryBuilder, valid_tool_name,
+};
 pub use crate::render::RenderError;
 pub use crate::store::memory::MemoryStore;
 #[cfg(feature = "postgres")]

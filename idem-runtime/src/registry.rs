@@ -23,6 +23,7 @@ pub(crate) struct Defaults {
     ttl: Duration,
     max_hold: Duration,
     on_in_flight: OnInFlight,
+    max_result_bytes: usize,
 }
 
 impl Default for Defaults {
@@ -32,12 +33,19 @@ impl Default for Defaults {
             ttl: Duration::from_secs(24 * 3600),
             max_hold: Duration::from_secs(600),
             on_in_flight: OnInFlight::Reject,
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
         }
     }
 }
 
 /// The smallest lease accepted: the heartbeat renews every third of it.
 const MIN_LEASE: Duration = Duration::from_millis(10);
+
+/// The default [`RegistryBuilder::max_result_bytes`]: 1 MiB.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
+
+/// The smallest `max_result_bytes` accepted: room for an error message.
+const MIN_RESULT_BYTES: usize = 1024;
 
 /// The tools of an application, their definitions for the model, and the
 /// store their writes go through.
@@ -248,6 +256,18 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
         self
     }
 
+    /// Default ceiling on the size of a recorded result or error, as JSON
+    /// text ([`DEFAULT_MAX_RESULT_BYTES`], 1 MiB; at least 1 KiB).
+    ///
+    /// A larger result is returned to its caller but never sent to the
+    /// store: the operation is recorded as a permanent failure saying it
+    /// ran and its result was too large to replay, so duplicates get that
+    /// error and never run it again. A larger error text is cut to fit.
+    pub fn max_result_bytes(mut self, bytes: usize) -> Self {
+        self.defaults.max_result_bytes = bytes;
+        self
+    }
+
     /// Default behaviour of a duplicate that arrives in flight (reject).
     pub fn default_on_in_flight(mut self, on_in_flight: OnInFlight) -> Self {
         self.defaults.on_in_flight = on_in_flight;
@@ -281,7 +301,7 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
             });
         }
         let d = &self.defaults;
-        check_durations("*", d.lease, d.ttl, d.max_hold)?;
+        check_settings("*", d.lease, d.ttl, d.max_hold, d.max_result_bytes)?;
         if self.store_timeout.is_zero() {
             return Err(RegistryError::InvalidSetting {
                 tool: "*".into(),
@@ -343,11 +363,12 @@ fn valid_namespace(ns: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'))
 }
 
-fn check_durations(
+fn check_settings(
     tool: &str,
     lease: Duration,
     ttl: Duration,
     max_hold: Duration,
+    max_result_bytes: usize,
 ) -> Result<(), RegistryError> {
     let bad = |message: String| {
         Err(RegistryError::InvalidSetting {
@@ -366,6 +387,11 @@ fn check_durations(
     if max_hold < lease {
         return bad(format!(
             "max_hold ({max_hold:?}) must not be shorter than the lease ({lease:?})"
+        ));
+    }
+    if max_result_bytes < MIN_RESULT_BYTES {
+        return bad(format!(
+            "max_result_bytes must be at least {MIN_RESULT_BYTES}, got {max_result_bytes}"
         ));
     }
     Ok(())
@@ -543,6 +569,7 @@ fn resolve(opts: &WriteOptions, defaults: &Defaults) -> Resolved {
         scope: opts.scope,
         version: opts.version,
         key_fields: opts.key_fields,
+        max_result_bytes: opts.max_result_bytes.unwrap_or(defaults.max_result_bytes),
     }
 }
 
@@ -590,7 +617,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for WriteEntry<S, 
         check_info(&self.info)?;
         let name = &self.info.name;
         let cfg = resolve(&self.options, defaults);
-        check_durations(name, cfg.lease, cfg.ttl, cfg.max_hold)?;
+        check_settings(name, cfg.lease, cfg.ttl, cfg.max_hold, cfg.max_result_bytes)?;
         let input_schema = schema::input_schema::<T::Args>(name)?;
         if let Some(fields) = cfg.key_fields {
             schema::check_key_fields(name, &input_schema, fields)?;

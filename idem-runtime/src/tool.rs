@@ -85,6 +85,7 @@ pub struct WriteOptions {
     pub(crate) lease: Option<Duration>,
     pub(crate) ttl: Option<Duration>,
     pub(crate) max_hold: Option<Duration>,
+    pub(crate) max_result_bytes: Option<usize>,
     pub(crate) on_in_flight: Option<OnInFlight>,
     pub(crate) scope: ScopeKind,
     pub(crate) version: u32,
@@ -101,6 +102,7 @@ impl WriteOptions {
             lease: None,
             ttl: None,
             max_hold: None,
+            max_result_bytes: None,
             on_in_flight: None,
             scope: ScopeKind::Run,
             version: 1,
@@ -128,6 +130,15 @@ impl WriteOptions {
     /// longer keeps running, but its claim lapses.
     pub const fn max_hold(mut self, max_hold: Duration) -> Self {
         self.max_hold = Some(max_hold);
+        self
+    }
+
+    /// The largest result or error text recorded for this tool (the
+    /// registry's [`max_result_bytes`](crate::RegistryBuilder::max_result_bytes)
+    /// by default): a larger result is returned once and recorded as a
+    /// failure that says so, never run again.
+    pub const fn max_result_bytes(mut self, bytes: usize) -> Self {
+        self.max_result_bytes = Some(bytes);
         self
     }
 

@@ -397,3 +397,26 @@ pub(crate) fn golden(name: &str, actual: &serde_json::Value) {
         path.display()
     );
 }
+
+/// The server address in a `scheme://[user@]host:port[/..]` URL.
+pub(crate) fn url_server(url: &str) -> Option<std::net::SocketAddr> {
+    use std::net::ToSocketAddrs;
+    let (_, rest) = url.split_once("://")?;
+    let authority = rest.split('/').next()?;
+    let host_port = authority.rsplit('@').next()?;
+    host_port.to_socket_addrs().ok()?.next()
+}
+
+/// `url` with its host and port replaced by `addr` (a proxy in front of it).
+pub(crate) fn url_via(url: &str, addr: std::net::SocketAddr) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a URL with a scheme");
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let user = match authority.rsplit_once('@') {
+        Some((user, _)) => format!("{user}@"),
+        None => String::new(),
+    };
+    format!("{scheme}://{user}{addr}{path}")
+}

@@ -122,6 +122,9 @@ struct Record {
     state: State,
 }
 
+/// A record's state; a settled one keeps the token that settled it, so
+/// that the same settle repeated (a retry whose first reply was lost)
+/// succeeds.
 enum State {
     Running {
         token: [u8; 16],
@@ -129,10 +132,41 @@ enum State {
         attempt: u32,
     },
     Released {
+        token: [u8; 16],
         attempt: u32,
     },
-    Done(Box<str>),
-    Failed(Box<str>),
+    Done {
+        token: [u8; 16],
+        result: Box<str>,
+    },
+    Failed {
+        token: [u8; 16],
+        error: Box<str>,
+    },
+}
+
+/// Which settled state a settle moves a record to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Settle {
+    Released,
+    Done,
+    Failed,
+}
+
+impl State {
+    /// Whether `settle` by `token` with `payload` made this state.
+    fn settled_by(&self, settle: Settle, token: &[u8; 16], payload: &str) -> bool {
+        match self {
+            State::Running { .. } => false,
+            State::Released { token: t, .. } => settle == Settle::Released && t == token,
+            State::Done { token: t, result } => {
+                settle == Settle::Done && t == token && **result == *payload
+            }
+            State::Failed { token: t, error } => {
+                settle == Settle::Failed && t == token && **error == *payload
+            }
+        }
+    }
 }
 
 /// Shards are a power of two; enough that 2 × cores tasks rarely meet.
@@ -229,18 +263,24 @@ impl MemoryStore {
             Record {
                 fingerprint: keep(fingerprint, digest),
                 expires_at: now.saturating_add(ms(ttl)),
-                state: State::Done(result.into()),
+                state: State::Done {
+                    token: [0; 16],
+                    result: result.into(),
+                },
             },
             now,
         );
     }
 
     /// Applies `f` to the live record under `key`, if it is running with
-    /// `token`; otherwise `LeaseLost`.
+    /// `token`. If `settle` by `token` with `payload` already made it what
+    /// it is (a repeat whose reply was lost), succeeds without a change;
+    /// otherwise `LeaseLost`.
     fn with_holder(
         &self,
         key: &IdemKey,
         token: &LeaseToken,
+        settle: Option<(Settle, &str)>,
         f: impl FnOnce(&mut Record, u64),
     ) -> Result<(), StoreError> {
         let now = self.now();
@@ -249,13 +289,17 @@ impl MemoryStore {
         let Some(record) = shard.live_mut(&slot, now) else {
             return Err(StoreError::LeaseLost);
         };
-        match record.state {
-            State::Running { token: t, .. } if t == token.id().to_le_bytes() => {
+        let id = token.id().to_le_bytes();
+        match &record.state {
+            State::Running { token: t, .. } if *t == id => {
                 f(record, now);
                 shard.wrote(now);
                 Ok(())
             }
-            _ => Err(StoreError::LeaseLost),
+            held => match settle {
+                Some((settle, payload)) if held.settled_by(settle, &id, payload) => Ok(()),
+                _ => Err(StoreError::LeaseLost),
+            },
         }
     }
 }
@@ -339,16 +383,16 @@ impl IdemStore for MemoryStore {
                         attempt: *attempt,
                     }));
                 }
-                State::Running { attempt, .. } | State::Released { attempt } => {
+                State::Running { attempt, .. } | State::Released { attempt, .. } => {
                     attempt.saturating_add(1)
                 }
-                State::Done(result) => {
+                State::Done { result, .. } => {
                     return Ok(Claim::Existing(Entry::Done {
                         result: result.to_string(),
                         fingerprint: record.fingerprint(digest),
                     }));
                 }
-                State::Failed(error) => {
+                State::Failed { error, .. } => {
                     return Ok(Claim::Existing(Entry::Failed {
                         error: error.to_string(),
                         fingerprint: record.fingerprint(digest),
@@ -372,15 +416,19 @@ impl IdemStore for MemoryStore {
         result: &str,
         ttl: Duration,
     ) -> Result<(), StoreError> {
-        self.with_holder(key, token, |record, now| {
-            record.state = State::Done(result.into());
+        self.with_holder(key, token, Some((Settle::Done, result)), |record, now| {
+            record.state = State::Done {
+                token: token.id().to_le_bytes(),
+                result: result.into(),
+            };
             record.expires_at = now.saturating_add(ms(ttl));
         })
     }
 
     async fn release(&self, key: &IdemKey, token: &LeaseToken) -> Result<(), StoreError> {
-        self.with_holder(key, token, |record, now| {
+        self.with_holder(key, token, Some((Settle::Released, "")), |record, now| {
             record.state = State::Released {
+                token: token.id().to_le_bytes(),
                 attempt: token.attempt(),
             };
             record.expires_at = now.saturating_add(ms(CLAIM_RETENTION));
@@ -394,8 +442,11 @@ impl IdemStore for MemoryStore {
         error: &str,
         ttl: Duration,
     ) -> Result<(), StoreError> {
-        self.with_holder(key, token, |record, now| {
-            record.state = State::Failed(error.into());
+        self.with_holder(key, token, Some((Settle::Failed, error)), |record, now| {
+            record.state = State::Failed {
+                token: token.id().to_le_bytes(),
+                error: error.into(),
+            };
             record.expires_at = now.saturating_add(ms(ttl));
         })
     }
@@ -406,7 +457,7 @@ impl IdemStore for MemoryStore {
         token: &LeaseToken,
         lease: Duration,
     ) -> Result<(), StoreError> {
-        self.with_holder(key, token, |record, now| {
+        self.with_holder(key, token, None, |record, now| {
             *record = running(record.fingerprint.take(), token, lease, now);
         })
     }
@@ -427,11 +478,11 @@ impl IdemStore for MemoryStore {
                     attempt: *attempt,
                 }),
                 State::Released { .. } => None,
-                State::Done(result) => Some(Entry::Done {
+                State::Done { result, .. } => Some(Entry::Done {
                     result: result.to_string(),
                     fingerprint,
                 }),
-                State::Failed(error) => Some(Entry::Failed {
+                State::Failed { error, .. } => Some(Entry::Failed {
                     error: error.to_string(),
                     fingerprint,
                 }),

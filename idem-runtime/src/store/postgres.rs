@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bb8::{ManageConnection, Pool, RunError};
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use super::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, fenced};
@@ -143,9 +144,17 @@ impl Sql {
             // A recorded outcome is read without a lock (replays do not
             // queue on the row); otherwise the row is taken over when it
             // may be, else read back.
+            // A recorded outcome is read without a lock (replays do not
+            // queue on the row); otherwise the row is taken over when it
+            // may be (expired, released, its lease lapsed, or running with
+            // this very token: our own claim sent again), else read back.
+            // The read-back comes from the statement's snapshot, which in a
+            // race with a concurrent claim can be older than the row the
+            // insert conflicted with: missing, released or lapsed. Then the
+            // claim asks again (see `PostgresStore::claim`).
             claim: format!(
                 "WITH done AS (
-                     SELECT state, fingerprint, attempt, payload FROM {t}
+                     SELECT state, fingerprint, attempt, payload, NULL::boolean AS lease_live FROM {t}
                      WHERE key = $1 AND state IN ('done', 'failed') AND expires_at > now()
                  ), taken AS (
                      INSERT INTO {t} AS r (key, state, fingerprint, attempt, token, lease_until, payload, expires_at)
@@ -156,26 +165,36 @@ impl Sql {
                      ON CONFLICT (key) DO UPDATE SET
                          state = 'running', fingerprint = EXCLUDED.fingerprint, token = EXCLUDED.token,
                          lease_until = EXCLUDED.lease_until, payload = NULL, expires_at = EXCLUDED.expires_at,
-                         attempt = CASE WHEN r.expires_at <= now() THEN 0 ELSE r.attempt + 1 END
+                         attempt = CASE WHEN r.state = 'running' AND r.token = EXCLUDED.token THEN r.attempt
+                                        WHEN r.expires_at <= now() THEN 0
+                                        ELSE r.attempt + 1 END
                      WHERE r.expires_at <= now() OR r.state = 'released'
-                        OR (r.state = 'running' AND r.lease_until <= now())
+                        OR (r.state = 'running' AND (r.lease_until <= now() OR r.token = EXCLUDED.token))
                      RETURNING r.attempt
                  )
-                 SELECT 'acquired'::text, NULL::bytea, attempt, NULL::text FROM taken
+                 SELECT 'acquired'::text, NULL::bytea, attempt, NULL::text, NULL::boolean FROM taken
                  UNION ALL
-                 SELECT state, fingerprint, attempt, payload FROM done
+                 SELECT state, fingerprint, attempt, payload, lease_live FROM done
                  UNION ALL
-                 SELECT state, fingerprint, attempt, payload FROM {t}
+                 SELECT state, fingerprint, attempt, payload, lease_until > now() FROM {t}
                  WHERE key = $1 AND expires_at > now()
                    AND NOT EXISTS (SELECT 1 FROM taken) AND NOT EXISTS (SELECT 1 FROM done)"
             ),
             read: format!(
-                "SELECT state, fingerprint, attempt, payload FROM {t} WHERE key = $1 AND expires_at > now()"
+                "SELECT state, fingerprint, attempt, payload, lease_until > now() FROM {t}
+                 WHERE key = $1 AND expires_at > now()"
             ),
+            // A settled row keeps the token that settled it, so the very
+            // same settle repeated (its first reply lost: same token, state
+            // and payload) matches and changes nothing.
             settle: format!(
-                "UPDATE {t} SET state = $3, payload = $4, token = NULL, lease_until = NULL,
-                     expires_at = now() + $5::float8 * interval '1 millisecond'
-                 WHERE key = $1 AND state = 'running' AND token = $2 AND expires_at > now()"
+                "UPDATE {t} SET
+                     payload = CASE WHEN state = 'running' THEN $4 ELSE payload END,
+                     expires_at = CASE WHEN state = 'running'
+                         THEN now() + $5::float8 * interval '1 millisecond' ELSE expires_at END,
+                     lease_until = NULL, state = $3
+                 WHERE key = $1 AND token = $2 AND expires_at > now()
+                   AND (state = 'running' OR (state = $3 AND payload IS NOT DISTINCT FROM $4))"
             ),
             renew: format!(
                 "UPDATE {t} SET lease_until = now() + $3::float8 * interval '1 millisecond',
@@ -204,21 +223,32 @@ struct PgManager {
 
 impl ManageConnection for PgManager {
     type Connection = PgConn;
-    type Error = tokio_postgres::Error;
+    type Error = StoreError;
 
-    async fn connect(&self) -> Result<PgConn, tokio_postgres::Error> {
-        let client = connect(&self.config).await?;
+    async fn connect(&self) -> Result<PgConn, StoreError> {
+        let client = connect(&self.config).await.map_err(sql_error)?;
+        let prepare = async |sql: &str| client.prepare(sql).await.map_err(sql_error);
         Ok(PgConn {
-            claim: client.prepare(&self.sql.claim).await?,
-            read: client.prepare(&self.sql.read).await?,
-            settle: client.prepare(&self.sql.settle).await?,
-            renew: client.prepare(&self.sql.renew).await?,
+            claim: prepare(&self.sql.claim).await?,
+            read: prepare(&self.sql.read).await?,
+            settle: prepare(&self.sql.settle).await?,
+            renew: prepare(&self.sql.renew).await?,
             client,
         })
     }
 
-    async fn is_valid(&self, conn: &mut PgConn) -> Result<(), tokio_postgres::Error> {
-        conn.client.simple_query("").await.map(|_| ())
+    /// Run at every checkout: a connection whose server end is gone (a
+    /// terminated backend, a restarted server, an idle timeout) is never
+    /// handed to an operation. No round trip: the connection task has
+    /// already seen the socket close.
+    async fn is_valid(&self, conn: &mut PgConn) -> Result<(), StoreError> {
+        if conn.client.is_closed() {
+            Err(StoreError::unavailable(
+                "the pooled PostgreSQL connection was closed",
+            ))
+        } else {
+            Ok(())
+        }
     }
 
     fn has_broken(&self, conn: &mut PgConn) -> bool {
@@ -262,6 +292,26 @@ impl std::fmt::Debug for PostgresStore {
     }
 }
 
+/// Runs `$op` (which uses the pooled connection `$conn`) and, if the
+/// connection broke under it, once more on another. Safe for every
+/// statement of this store: a claim that took effect recognises its own
+/// token, a settle repeated by its token succeeds, and the rest only read.
+/// (A macro: an async closure's future would not be known to be `Send`.)
+macro_rules! with_conn {
+    ($store:expr, |$conn:ident| $op:expr) => {{
+        let $conn = $store.pool.get().await.map_err(pg_error)?;
+        match $op.await {
+            Err(e) if connection_lost(&e) => {
+                tracing::debug!(error = %e, "PostgreSQL connection lost; sending once more");
+                drop($conn);
+                let $conn = $store.pool.get().await.map_err(pg_error)?;
+                $op.await.map_err(sql_error)
+            }
+            other => other.map_err(sql_error),
+        }
+    }};
+}
+
 impl PostgresStore {
     /// Connects to `postgres://user:password@host:port/database` and
     /// creates the table if missing.
@@ -295,10 +345,9 @@ impl PostgresStore {
         let pool = Pool::builder()
             .max_size(options.pool_size.max(1))
             .connection_timeout(options.connect_timeout)
-            .test_on_check_out(false)
+            .test_on_check_out(true)
             .build(manager)
-            .await
-            .map_err(sql_error)?;
+            .await?;
         let purger = options.purge_interval.map(|every| {
             let (pool, sql) = (pool.clone(), sql.clone());
             PurgeTask(tokio::spawn(async move {
@@ -339,7 +388,7 @@ impl PostgresStore {
     state       text NOT NULL,        -- running | released | done | failed
     fingerprint bytea NOT NULL,       -- 32 bytes
     attempt     integer NOT NULL,
-    token       bytea,                -- 16 bytes, running only
+    token       bytea,                -- 16 bytes: the holder's (running) or the settler's
     lease_until timestamptz,          -- running only
     payload     text,                 -- result (done) or error (failed)
     expires_at  timestamptz NOT NULL
@@ -382,16 +431,10 @@ INSERT INTO {t}_schema (version) SELECT {SCHEMA_VERSION} WHERE NOT EXISTS (SELEC
         payload: Option<&str>,
         keep: Duration,
     ) -> Result<(), StoreError> {
-        let conn = self.pool.get().await.map_err(pg_error)?;
         let token = token.id().to_be_bytes().to_vec();
-        let changed = conn
-            .client
-            .execute(
-                &conn.settle,
-                &[&key.as_str(), &token, &state, &payload, &millis(keep)],
-            )
-            .await
-            .map_err(sql_error)?;
+        let params: [&(dyn ToSql + Sync); 5] =
+            [&key.as_str(), &token, &state, &payload, &millis(keep)];
+        let changed = with_conn!(self, |conn| conn.client.execute(&conn.settle, &params))?;
         fenced(changed)
     }
 }
@@ -441,47 +484,85 @@ fn millis(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// Lost connections, and the server shutting a session down (SQLSTATE
+/// class 08, 57P01-57P03: a terminated backend, a restart, a failover)
+/// are `Unavailable`; other database errors the backend's own.
 fn sql_error(e: tokio_postgres::Error) -> StoreError {
-    if e.as_db_error().is_some() {
-        StoreError::backend(e)
-    } else {
-        // Closed connections, I/O errors, timeouts.
+    if connection_lost(&e) {
         StoreError::unavailable(e)
+    } else {
+        StoreError::backend(e)
     }
 }
 
-fn pg_error(e: RunError<tokio_postgres::Error>) -> StoreError {
+/// Whether `e` means the connection broke under the statement, so that it
+/// is worth sending once more over another connection.
+fn connection_lost(e: &tokio_postgres::Error) -> bool {
+    match e.as_db_error() {
+        None => true,
+        Some(db) => {
+            let code = db.code().code();
+            code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03")
+        }
+    }
+}
+
+fn pg_error(e: RunError<StoreError>) -> StoreError {
     match e {
-        RunError::User(e) => sql_error(e),
+        RunError::User(e) => e,
         RunError::TimedOut => {
             StoreError::unavailable("timed out waiting for a PostgreSQL connection")
         }
     }
 }
 
-fn entry(key: &IdemKey, row: &tokio_postgres::Row) -> Result<Entry, StoreError> {
+/// What a row read back means.
+enum Read {
+    /// A record a caller can be shown.
+    Entry(Entry),
+    /// Running, but its lease has lapsed: claimable.
+    Lapsed(Entry),
+    /// Released after a transient failure: claimable.
+    Released,
+}
+
+/// Reads a row of (state, fingerprint, attempt, payload, lease live).
+fn read_row(key: &IdemKey, row: &tokio_postgres::Row) -> Result<Read, StoreError> {
     let corrupt = |why: String| StoreError::corrupt(key.as_str(), why);
     let state: String = row.try_get(0).map_err(|e| corrupt(e.to_string()))?;
     let fp: Vec<u8> = row.try_get(1).map_err(|e| corrupt(e.to_string()))?;
     let attempt: i32 = row.try_get(2).map_err(|e| corrupt(e.to_string()))?;
     let payload: Option<String> = row.try_get(3).map_err(|e| corrupt(e.to_string()))?;
+    let lease_live: Option<bool> = row.try_get(4).map_err(|e| corrupt(e.to_string()))?;
     let fingerprint = <[u8; 32]>::try_from(fp.as_slice())
         .map(Fingerprint::from_bytes)
         .map_err(|_| corrupt("the fingerprint is not 32 bytes".into()))?;
     let attempt = u32::try_from(attempt).map_err(|_| corrupt("bad attempt".into()))?;
     match (state.as_str(), payload) {
-        ("running", _) => Ok(Entry::Running {
-            fingerprint,
-            attempt,
-        }),
-        ("done", Some(result)) => Ok(Entry::Done {
+        ("running", _) => {
+            let running = Entry::Running {
+                fingerprint,
+                attempt,
+            };
+            match lease_live {
+                Some(true) => Ok(Read::Entry(running)),
+                Some(false) => Ok(Read::Lapsed(running)),
+                None => Err(corrupt("a running record without a lease".into())),
+            }
+        }
+        ("released", _) => Ok(Read::Released),
+        ("done", Some(result)) => Ok(Read::Entry(Entry::Done {
             result,
             fingerprint,
-        }),
-        ("failed", Some(error)) => Ok(Entry::Failed { error, fingerprint }),
+        })),
+        ("failed", Some(error)) => Ok(Read::Entry(Entry::Failed { error, fingerprint })),
         (state, _) => Err(corrupt(format!("unreadable {state:?} record"))),
     }
 }
+
+/// How often a claim asks again when its read-back was overtaken by a
+/// concurrent claim (see `Sql::claim`); each retry sees a newer snapshot.
+const CLAIM_TRIES: usize = 5;
 
 impl IdemStore for PostgresStore {
     async fn claim(
@@ -493,37 +574,28 @@ impl IdemStore for PostgresStore {
         let token = LeaseToken::generate(0);
         let token_bytes = token.id().to_be_bytes().to_vec();
         let fp = fingerprint.as_bytes().to_vec();
-        let conn = self.pool.get().await.map_err(pg_error)?;
+        let (lease_ms, retention_ms) = (millis(lease), millis(CLAIM_RETENTION));
+        let params: [&(dyn ToSql + Sync); 5] =
+            [&key.as_str(), &fp, &token_bytes, &lease_ms, &retention_ms];
         let corrupt = |why: String| StoreError::corrupt(key.as_str(), why);
-        // Empty only in a race with a concurrent first insert (see `Sql`):
-        // the next try sees its row.
-        for _ in 0..3 {
-            let row = conn
-                .client
-                .query_opt(
-                    &conn.claim,
-                    &[
-                        &key.as_str(),
-                        &fp,
-                        &token_bytes,
-                        &millis(lease),
-                        &millis(CLAIM_RETENTION),
-                    ],
-                )
-                .await
-                .map_err(sql_error)?;
+        for _ in 0..CLAIM_TRIES {
+            let row = with_conn!(self, |conn| conn.client.query_opt(&conn.claim, &params))?;
+            // No row, or a claimable one: overtaken by a concurrent claim.
             let Some(row) = row else { continue };
             let state: String = row.try_get(0).map_err(|e| corrupt(e.to_string()))?;
-            if state != "acquired" {
-                return entry(key, &row).map(Claim::Existing);
+            if state == "acquired" {
+                let attempt: i32 = row.try_get(2).map_err(|e| corrupt(e.to_string()))?;
+                let attempt = u32::try_from(attempt).map_err(|_| corrupt("bad attempt".into()))?;
+                return Ok(Claim::Acquired(LeaseToken::from_parts(token.id(), attempt)));
             }
-            let attempt: i32 = row.try_get(2).map_err(|e| corrupt(e.to_string()))?;
-            let attempt = u32::try_from(attempt).map_err(|_| corrupt("bad attempt".into()))?;
-            return Ok(Claim::Acquired(LeaseToken::from_parts(token.id(), attempt)));
+            match read_row(key, &row)? {
+                Read::Entry(entry) => return Ok(Claim::Existing(entry)),
+                Read::Lapsed(_) | Read::Released => continue,
+            }
         }
-        Err(StoreError::backend(
-            "the record changed under three claims in a row",
-        ))
+        Err(StoreError::unavailable(format!(
+            "the record changed under {CLAIM_TRIES} claims in a row"
+        )))
     }
 
     async fn complete(
@@ -557,21 +629,10 @@ impl IdemStore for PostgresStore {
         token: &LeaseToken,
         lease: Duration,
     ) -> Result<(), StoreError> {
-        let conn = self.pool.get().await.map_err(pg_error)?;
         let token = token.id().to_be_bytes().to_vec();
-        let changed = conn
-            .client
-            .execute(
-                &conn.renew,
-                &[
-                    &key.as_str(),
-                    &token,
-                    &millis(lease),
-                    &millis(CLAIM_RETENTION),
-                ],
-            )
-            .await
-            .map_err(sql_error)?;
+        let (lease_ms, retention_ms) = (millis(lease), millis(CLAIM_RETENTION));
+        let params: [&(dyn ToSql + Sync); 4] = [&key.as_str(), &token, &lease_ms, &retention_ms];
+        let changed = with_conn!(self, |conn| conn.client.execute(&conn.renew, &params))?;
         fenced(changed)
     }
 
@@ -580,23 +641,12 @@ impl IdemStore for PostgresStore {
     }
 
     async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
-        let conn = self.pool.get().await.map_err(pg_error)?;
-        let row = conn
+        let row = with_conn!(self, |conn| conn
             .client
-            .query_opt(&conn.read, &[&key.as_str()])
-            .await
-            .map_err(sql_error)?;
-        match row {
-            None => Ok(None),
-            Some(row) => {
-                let state: String = row
-                    .try_get(0)
-                    .map_err(|e| StoreError::corrupt(key.as_str(), e.to_string()))?;
-                if state == "released" {
-                    return Ok(None);
-                }
-                entry(key, &row).map(Some)
-            }
+            .query_opt(&conn.read, &[&key.as_str()]))?;
+        match row.map(|row| read_row(key, &row)).transpose()? {
+            None | Some(Read::Released) => Ok(None),
+            Some(Read::Entry(entry) | Read::Lapsed(entry)) => Ok(Some(entry)),
         }
     }
 }

@@ -12,7 +12,7 @@
 //! | state | `running`, `released`, `done` or `failed` |
 //! | fingerprint | the arguments' fingerprint, 64 hex digits |
 //! | attempt | the holder's attempt number |
-//! | token | the holder's lease token, 32 hex digits (running only) |
+//! | token | the lease token of the holder (running), or of the worker that settled it (released, done, failed; empty in records written before idem 0.2) |
 //! | payload | the result or error, verbatim (done / failed only; last, so it may hold `|`) |
 //!
 //! Time is the key's own expiry, kept by the server: a running record
@@ -72,7 +72,10 @@ local rec = load(KEYS[1])
 local retention = tonumber(ARGV[4])
 local attempt = 0
 if rec then
-  if rec.state == 'running' then
+  if rec.state == 'running' and rec.token == ARGV[2] then
+    -- Our own claim, sent again after its reply was lost.
+    return {'acquired', tostring(rec.attempt)}
+  elseif rec.state == 'running' then
     -- The lease is live while more than the retention is left.
     if redis.call('PTTL', KEYS[1]) > retention then return {'running', rec.fp, tostring(rec.attempt)} end
     attempt = rec.attempt + 1
@@ -102,23 +105,24 @@ if held and string.sub(held, 65, 65) == '|' and string.find(held, '^%x+|%d+$') t
   local op = ARGV[2]
   if op == 'renew' then
     redis.call('SET', KEYS[1], raw, 'PX', string.format('%d', tonumber(ARGV[3]) + tonumber(ARGV[4])))
-  elseif op == 'released' then
-    redis.call('SET', KEYS[1], '1|released|' .. held .. '||', 'PX', ARGV[4])
   else
-    redis.call('SET', KEYS[1], '1|' .. op .. '|' .. held .. '||' .. ARGV[3], 'PX', ARGV[4])
+    -- A settled record keeps the token that settled it.
+    redis.call('SET', KEYS[1], '1|' .. op .. '|' .. held .. '|' .. ARGV[1] .. '|' .. ARGV[3], 'PX', ARGV[4])
   end
   return 'ok'
 end
--- Anything else: lost, or corrupt.
+-- Anything else: a repeat, lost, or corrupt.
 local rec = load(KEYS[1])
-if not rec or rec.state ~= 'running' or rec.token ~= ARGV[1] then return 'lost' end
 local op = ARGV[2]
+if rec and rec.token == ARGV[1] and rec.state == op and (op == 'released' or rec.payload == ARGV[3]) then
+  -- This very settle took effect already; its reply was lost.
+  return 'ok'
+end
+if not rec or rec.state ~= 'running' or rec.token ~= ARGV[1] then return 'lost' end
 if op == 'renew' then
   store(KEYS[1], 'running', rec.fp, rec.attempt, rec.token, '', tonumber(ARGV[3]) + tonumber(ARGV[4]))
-elseif op == 'released' then
-  store(KEYS[1], 'released', rec.fp, rec.attempt, '', '', tonumber(ARGV[4]))
 else
-  store(KEYS[1], op, rec.fp, rec.attempt, '', ARGV[3], tonumber(ARGV[4]))
+  store(KEYS[1], op, rec.fp, rec.attempt, rec.token, ARGV[3], tonumber(ARGV[4]))
 end
 return 'ok'
 "#;
@@ -368,7 +372,21 @@ impl RedisStore {
         Ok(pair.get(1).filter(|p| *p != "noeviction").cloned())
     }
 
+    /// Sends `cmd`; if its connection dropped, sends it once more over a
+    /// new one. Safe for every command this store sends: a claim that
+    /// took effect recognises its own token, a settle repeated by its token
+    /// succeeds, and the rest only read.
     async fn query<T: redis::FromRedisValue>(&self, cmd: &Cmd) -> Result<T, RedisError> {
+        match self.query_once(cmd).await {
+            Err(e) if connection_lost(&e) => {
+                tracing::debug!(error = %e, "Redis connection lost; sending once more");
+                self.query_once(cmd).await
+            }
+            other => other,
+        }
+    }
+
+    async fn query_once<T: redis::FromRedisValue>(&self, cmd: &Cmd) -> Result<T, RedisError> {
         match &self.conn {
             Conn::Single(c) => cmd.query_async(&mut c.clone()).await,
             Conn::Cluster(c) => cmd.query_async(&mut c.clone()).await,
@@ -448,6 +466,13 @@ fn url_error(url: &str, e: RedisError) -> StoreError {
         .map(|(scheme, rest)| format!("{scheme}://{}", rest.rsplit('@').next().unwrap_or(rest)))
         .unwrap_or_else(|| "<unparsable>".to_owned());
     StoreError::backend(format!("invalid Redis URL {shown}: {e}"))
+}
+
+/// Whether `e` means the connection broke under the command (closed by the
+/// server, reset, a restart), so that it may not have been sent or
+/// answered: worth sending once more over a new connection.
+fn connection_lost(e: &RedisError) -> bool {
+    e.is_connection_dropped() || e.is_io_error() || e.is_unrecoverable_error()
 }
 
 /// Connection-level failures are `Unavailable` (retry later); the rest are

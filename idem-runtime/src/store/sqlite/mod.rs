@@ -2,15 +2,18 @@
 //!
 //! One table, `idem_records`, keyed by the stored key. The database runs in
 //! WAL mode, so several processes can share one file; a dedicated thread
-//! owns this process's connection and runs each operation as one
-//! transaction, keeping blocking I/O off the async runtime.
+//! (`worker`) owns this process's connection and runs each operation as one
+//! transaction, keeping blocking I/O off the async runtime, and never
+//! applies an operation whose caller gave up.
+
+mod worker;
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
-use tokio::sync::oneshot;
+use rusqlite::{Connection, OptionalExtension, params};
+
+use self::worker::{Worker, write};
 
 use super::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, fenced};
 use crate::error::StoreError;
@@ -25,7 +28,7 @@ CREATE TABLE IF NOT EXISTS idem_records (
     state       TEXT NOT NULL,     -- running | released | done | failed
     fingerprint BLOB NOT NULL,     -- 32 bytes
     attempt     INTEGER NOT NULL,
-    token       BLOB,              -- 16 bytes, running only
+    token       BLOB,              -- 16 bytes: the holder's (running) or the settler's
     lease_until INTEGER,           -- unix ms, running only
     payload     TEXT,              -- result (done) or error (failed)
     expires_at  INTEGER NOT NULL   -- unix ms
@@ -74,15 +77,13 @@ impl SqliteOptions {
     }
 }
 
-type Job = Box<dyn FnOnce(&mut Connection) + Send>;
-
 /// An embedded store in one SQLite file, durable across restarts and
 /// shareable by several processes on one machine.
 ///
 /// SQLite is bundled: nothing to install. Time is this machine's wall clock
 /// (every process on the file shares it).
 pub struct SqliteStore {
-    jobs: mpsc::Sender<Job>,
+    worker: Worker,
     path: PathBuf,
 }
 
@@ -106,31 +107,14 @@ impl SqliteStore {
         options: SqliteOptions,
     ) -> Result<SqliteStore, StoreError> {
         let path = path.as_ref().to_owned();
-        let (jobs, rx) = mpsc::channel::<Job>();
-        let (ready_tx, ready_rx) = oneshot::channel();
         let thread_path = path.clone();
-        std::thread::Builder::new()
-            .name("idem-sqlite".into())
-            .spawn(move || {
-                let mut conn = match open_connection(&thread_path, &options) {
-                    Ok(conn) => {
-                        let _ = ready_tx.send(Ok(()));
-                        conn
-                    }
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e));
-                        return;
-                    }
-                };
-                while let Ok(job) = rx.recv() {
-                    job(&mut conn);
-                }
-            })
-            .map_err(StoreError::backend)?;
-        ready_rx
-            .await
-            .map_err(|_| StoreError::backend("the SQLite thread ended while opening"))??;
-        Ok(SqliteStore { jobs, path })
+        let busy_timeout = options.busy_timeout;
+        let worker = Worker::start(
+            move || open_connection(&thread_path, &options),
+            busy_timeout,
+        )
+        .await?;
+        Ok(SqliteStore { worker, path })
     }
 
     /// The database file.
@@ -138,35 +122,22 @@ impl SqliteStore {
         &self.path
     }
 
-    /// Runs `f` on the connection's thread.
-    async fn run<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        let (tx, rx) = oneshot::channel();
-        let job: Job = Box::new(move |conn| {
-            let _ = tx.send(f(conn));
-        });
-        self.jobs
-            .send(job)
-            .map_err(|_| StoreError::unavailable("the SQLite thread has stopped"))?;
-        rx.await
-            .map_err(|_| StoreError::unavailable("the SQLite thread has stopped"))?
-    }
-
     /// Deletes every expired record now; returns how many. Claims also
     /// sweep a few expired records each, so the table stays bounded even if
     /// this is never called.
     pub async fn purge_expired(&self) -> Result<u64, StoreError> {
-        self.run(|conn| {
-            conn.execute(
-                "DELETE FROM idem_records WHERE expires_at <= ?1",
-                params![now_ms()],
-            )
-            .map(|n| n as u64)
-            .map_err(sql_error)
-        })
-        .await
+        self.worker
+            .run(|conn, ticket| {
+                write(conn, ticket, |tx| {
+                    tx.execute(
+                        "DELETE FROM idem_records WHERE expires_at <= ?1",
+                        params![now_ms()],
+                    )
+                    .map(|n| n as u64)
+                    .map_err(sql_error)
+                })
+            })
+            .await
     }
 
     /// Test hook: runs raw SQL on the store's connection (to plant a
@@ -174,7 +145,8 @@ impl SqliteStore {
     #[cfg(feature = "test-util")]
     pub async fn execute_raw(&self, sql: &str) -> Result<usize, StoreError> {
         let sql = sql.to_owned();
-        self.run(move |conn| conn.execute(&sql, []).map_err(sql_error))
+        self.worker
+            .run(move |conn, _| conn.execute(&sql, []).map_err(sql_error))
             .await
     }
 }
@@ -186,7 +158,6 @@ fn open_connection(path: &Path, options: &SqliteOptions) -> Result<Connection, S
             path.display()
         ))
     })?;
-    conn.busy_timeout(options.busy_timeout).map_err(sql_error)?;
     conn.pragma_update(None, "journal_mode", "WAL")
         .map_err(sql_error)?;
     conn.pragma_update(
@@ -369,6 +340,60 @@ fn interpret(key: &str, row: Row, now: i64) -> Result<Option<Seen>, StoreError> 
     }))
 }
 
+/// A claim inside its transaction: acquired with a new running record, or
+/// what the live record holds.
+fn claim(
+    tx: &rusqlite::Transaction<'_>,
+    key: &str,
+    fingerprint: &Fingerprint,
+    token: &LeaseToken,
+    lease: Duration,
+) -> Result<Claim, StoreError> {
+    let now = now_ms();
+    let attempt = match seen(tx, key, now)? {
+        None => 0,
+        Some(
+            Seen::Running {
+                attempt,
+                lease_live: false,
+                ..
+            }
+            | Seen::Released { attempt },
+        ) => attempt.saturating_add(1),
+        // A live lease or a recorded outcome: report it.
+        Some(held) => {
+            return held
+                .into_entry()
+                .map(Claim::Existing)
+                .ok_or_else(|| StoreError::corrupt(key, "unexpected state"));
+        }
+    };
+    let lease_until = now.saturating_add(ms(lease));
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO idem_records
+             (key, state, fingerprint, attempt, token, lease_until, payload, expires_at)
+             VALUES (?1, 'running', ?2, ?3, ?4, ?5, NULL, ?6)",
+    )
+    .and_then(|mut stmt| {
+        stmt.execute(params![
+            key,
+            fingerprint.as_bytes().as_slice(),
+            attempt,
+            token.id().to_be_bytes().as_slice(),
+            lease_until,
+            lease_until.saturating_add(ms(CLAIM_RETENTION)),
+        ])
+    })
+    .map_err(sql_error)?;
+    tx.prepare_cached(
+        "DELETE FROM idem_records WHERE key IN
+             (SELECT key FROM idem_records WHERE expires_at <= ?1 LIMIT ?2)",
+    )
+    .and_then(|mut stmt| stmt.execute(params![now, SWEEP_PER_CLAIM]))
+    .map_err(sql_error)?;
+    Ok(Claim::Acquired(LeaseToken::from_parts(token.id(), attempt)))
+}
+
 /// How many expired rows each claim deletes on the side.
 const SWEEP_PER_CLAIM: i64 = 8;
 
@@ -382,56 +407,13 @@ impl IdemStore for SqliteStore {
         let key = key.as_str().to_owned();
         let fingerprint = *fingerprint;
         let token = LeaseToken::generate(0);
-        self.run(move |conn| {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(sql_error)?;
-            let now = now_ms();
-            let attempt = match seen(&tx, &key, now)? {
-                None => 0,
-                Some(
-                    Seen::Running {
-                        attempt,
-                        lease_live: false,
-                        ..
-                    }
-                    | Seen::Released { attempt },
-                ) => attempt.saturating_add(1),
-                // A live lease or a recorded outcome: report it.
-                Some(held) => {
-                    return held
-                        .into_entry()
-                        .map(Claim::Existing)
-                        .ok_or_else(|| StoreError::corrupt(key.as_str(), "unexpected state"));
-                }
-            };
-            let lease_until = now.saturating_add(ms(lease));
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO idem_records
-                 (key, state, fingerprint, attempt, token, lease_until, payload, expires_at)
-                 VALUES (?1, 'running', ?2, ?3, ?4, ?5, NULL, ?6)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    key,
-                    fingerprint.as_bytes().as_slice(),
-                    attempt,
-                    token.id().to_be_bytes().as_slice(),
-                    lease_until,
-                    lease_until.saturating_add(ms(CLAIM_RETENTION)),
-                ])
+        self.worker
+            .run(move |conn, ticket| {
+                write(conn, ticket, |tx| {
+                    claim(tx, &key, &fingerprint, &token, lease)
+                })
             })
-            .map_err(sql_error)?;
-            tx.prepare_cached(
-                "DELETE FROM idem_records WHERE key IN
-                 (SELECT key FROM idem_records WHERE expires_at <= ?1 LIMIT ?2)",
-            )
-            .and_then(|mut stmt| stmt.execute(params![now, SWEEP_PER_CLAIM]))
-            .map_err(sql_error)?;
-            tx.commit().map_err(sql_error)?;
-            Ok(Claim::Acquired(LeaseToken::from_parts(token.id(), attempt)))
-        })
-        .await
+            .await
     }
 
     async fn complete(
@@ -469,27 +451,30 @@ impl IdemStore for SqliteStore {
     ) -> Result<(), StoreError> {
         let key = key.as_str().to_owned();
         let token = token.id().to_be_bytes();
-        self.run(move |conn| {
-            let now = now_ms();
-            let lease_until = now.saturating_add(ms(lease));
-            let changed = conn
-                .prepare_cached(
-                    "UPDATE idem_records SET lease_until = ?3, expires_at = ?4
+        self.worker
+            .run(move |conn, ticket| {
+                write(conn, ticket, |tx| {
+                    let now = now_ms();
+                    let lease_until = now.saturating_add(ms(lease));
+                    let changed = tx
+                        .prepare_cached(
+                            "UPDATE idem_records SET lease_until = ?3, expires_at = ?4
                      WHERE key = ?1 AND state = 'running' AND token = ?2 AND expires_at > ?5",
-                )
-                .and_then(|mut stmt| {
-                    stmt.execute(params![
-                        key,
-                        token.as_slice(),
-                        lease_until,
-                        lease_until.saturating_add(ms(CLAIM_RETENTION)),
-                        now
-                    ])
+                        )
+                        .and_then(|mut stmt| {
+                            stmt.execute(params![
+                                key,
+                                token.as_slice(),
+                                lease_until,
+                                lease_until.saturating_add(ms(CLAIM_RETENTION)),
+                                now
+                            ])
+                        })
+                        .map_err(sql_error)?;
+                    fenced(changed as u64)
                 })
-                .map_err(sql_error)?;
-            fenced(changed as u64)
-        })
-        .await
+            })
+            .await
     }
 
     async fn purge_expired(&self) -> Result<u64, StoreError> {
@@ -498,16 +483,20 @@ impl IdemStore for SqliteStore {
 
     async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
         let key = key.as_str().to_owned();
-        self.run(move |conn| {
-            let now = now_ms();
-            Ok(seen(conn, &key, now)?.and_then(Seen::into_entry))
-        })
-        .await
+        self.worker
+            .run(move |conn, _| {
+                let now = now_ms();
+                Ok(seen(conn, &key, now)?.and_then(Seen::into_entry))
+            })
+            .await
     }
 }
 
 impl SqliteStore {
-    /// complete / fail / release: one compare-and-set `UPDATE` on the token.
+    /// complete / fail / release: one compare-and-set `UPDATE` on the
+    /// token. A settled row keeps the token that settled it, so the very
+    /// same settle repeated (same token, state and payload) matches and
+    /// changes nothing.
     async fn settle(
         &self,
         key: &IdemKey,
@@ -518,27 +507,33 @@ impl SqliteStore {
     ) -> Result<(), StoreError> {
         let key = key.as_str().to_owned();
         let token = token.id().to_be_bytes();
-        self.run(move |conn| {
-            let now = now_ms();
-            let changed = conn
-                .prepare_cached(
-                    "UPDATE idem_records
-                     SET state = ?3, payload = ?4, token = NULL, lease_until = NULL, expires_at = ?5
-                     WHERE key = ?1 AND state = 'running' AND token = ?2 AND expires_at > ?6",
-                )
-                .and_then(|mut stmt| {
-                    stmt.execute(params![
-                        key,
-                        token.as_slice(),
-                        state,
-                        payload,
-                        now.saturating_add(ms(keep)),
-                        now
-                    ])
+        self.worker
+            .run(move |conn, ticket| {
+                write(conn, ticket, |tx| {
+                    let now = now_ms();
+                    let changed = tx
+                        .prepare_cached(
+                            "UPDATE idem_records SET
+                         payload = CASE WHEN state = 'running' THEN ?4 ELSE payload END,
+                         expires_at = CASE WHEN state = 'running' THEN ?5 ELSE expires_at END,
+                         lease_until = NULL, state = ?3
+                     WHERE key = ?1 AND token = ?2 AND expires_at > ?6
+                       AND (state = 'running' OR (state = ?3 AND payload IS ?4))",
+                        )
+                        .and_then(|mut stmt| {
+                            stmt.execute(params![
+                                key,
+                                token.as_slice(),
+                                state,
+                                payload,
+                                now.saturating_add(ms(keep)),
+                                now
+                            ])
+                        })
+                        .map_err(sql_error)?;
+                    fenced(changed as u64)
                 })
-                .map_err(sql_error)?;
-            fenced(changed as u64)
-        })
-        .await
+            })
+            .await
     }
 }

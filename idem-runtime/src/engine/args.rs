@@ -1,0 +1,198 @@
+//! The model's arguments, from what a provider sent to the tool's typed
+//! arguments: unwrapping a JSON string, numbers made exact, and errors that
+//! name what is wrong.
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::error::ToolError;
+
+/// 2^53: below it every integer is exact as an `f64`; from it on, an `f64`
+/// may be a rounded neighbour of the integer that was written.
+const EXACT_F64_LIMIT: f64 = 9_007_199_254_740_992.0;
+
+/// Turns the model's arguments into `A`, naming the field that does not fit.
+///
+/// `null`, `""` and a string holding a JSON object (as OpenAI sends
+/// arguments) are accepted. `keyed` (a write tool's arguments, which derive
+/// its key) refuses numbers that cannot be keyed exactly.
+pub(crate) fn parse_args<A: DeserializeOwned>(
+    tool: &str,
+    args: Value,
+    keyed: bool,
+) -> Result<A, ToolError> {
+    let invalid = |message: String| ToolError::InvalidArgs {
+        tool: tool.to_owned(),
+        message,
+    };
+    let mut args = arguments_object(args).map_err(invalid)?;
+    normalize_numbers(&mut args, keyed, &mut String::new()).map_err(invalid)?;
+    // Path tracking allocates for every field: only an error pays for it.
+    if let Ok(parsed) = A::deserialize(&args) {
+        return Ok(parsed);
+    }
+    serde_path_to_error::deserialize(&args).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." {
+            invalid(inner.to_string())
+        } else {
+            invalid(format!("field `{path}`: {inner}"))
+        }
+    })
+}
+
+/// The arguments as a JSON object, or what is wrong with them.
+fn arguments_object(args: Value) -> Result<Value, String> {
+    match args {
+        Value::Null => Ok(Value::Object(Map::new())),
+        Value::String(s) if s.trim().is_empty() => Ok(Value::Object(Map::new())),
+        // serde_json's errors say what and where: "EOF while parsing an
+        // object at line 1 column 12", "lone leading surrogate in hex
+        // escape", "recursion limit exceeded".
+        Value::String(s) => match serde_json::from_str::<Value>(&s) {
+            Ok(v @ Value::Object(_)) => Ok(v),
+            Ok(other) => Err(format!(
+                "the arguments string holds {}, not a JSON object of named arguments",
+                json_kind(&other)
+            )),
+            Err(e) => Err(format!("the arguments string is not valid JSON: {e}")),
+        },
+        v @ Value::Object(_) => Ok(v),
+        other => Err(format!(
+            "expected a JSON object of named arguments, got {}",
+            json_kind(&other)
+        )),
+    }
+}
+
+/// Makes every number exact, so that one number has one key.
+///
+/// Models write `1.0` where an integer is meant: an integral float is the
+/// same number as the integer, so it becomes one (integer parameters accept
+/// it, float parameters still get the same value). A float at or beyond
+/// 2^53 may already have been rounded from what was written (`1e20` and
+/// `100000000000000000001` parse to the same `f64`): for `keyed` arguments
+/// it is refused rather than risk two operations sharing a key. `path`
+/// is where in the arguments `value` is, for the message.
+fn normalize_numbers(value: &mut Value, keyed: bool, path: &mut String) -> Result<(), String> {
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            let Some(f) = n.as_f64() else { return Ok(()) };
+            if f.abs() < EXACT_F64_LIMIT {
+                if f.fract() == 0.0 {
+                    // |f| < 2^53: exact as an i64.
+                    *n = serde_json::Number::from(f as i64);
+                }
+            } else if keyed {
+                let at = if path.is_empty() {
+                    String::new()
+                } else {
+                    format!(" at `{path}`")
+                };
+                return Err(format!(
+                    "the number {n}{at} is too large to be keyed exactly: from 2^53 on, a number \
+                     with a fraction or an exponent, or an integer beyond 64 bits, may have been \
+                     rounded. Send it as an integer of at most 64 bits, or as a string"
+                ));
+            }
+            Ok(())
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                normalize_numbers(item, keyed, path)?;
+                path.truncate(len);
+            }
+            Ok(())
+        }
+        Value::Object(map) => {
+            for (name, member) in map.iter_mut() {
+                let len = path.len();
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(name);
+                normalize_numbers(member, keyed, path)?;
+                path.truncate(len);
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(args: Value, keyed: bool) -> Result<Value, String> {
+        parse_args::<Value>("t", args, keyed).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn integral_floats_become_integers_below_2_pow_53() {
+        assert_eq!(parse(json!({"n": 1.0}), true), Ok(json!({"n": 1})));
+        assert_eq!(
+            parse(json!({"n": -9007199254740991.0}), true),
+            Ok(json!({"n": -9007199254740991_i64}))
+        );
+        assert_eq!(parse(json!({"x": 1.5}), true), Ok(json!({"x": 1.5})));
+    }
+
+    #[test]
+    fn numbers_that_may_be_rounded_are_refused_when_keyed() {
+        // 10^20 and 10^20 + 1 are the same f64: neither can be keyed.
+        for text in [
+            r#"{"n": 100000000000000000000}"#,
+            r#"{"n": 100000000000000000001}"#,
+            r#"{"a": {"b": [1, 9007199254740993.0]}}"#,
+            r#"{"n": 1e300}"#,
+        ] {
+            let err = parse(Value::String(text.into()), true).expect_err(text);
+            assert!(err.contains("too large to be keyed exactly"), "{err}");
+        }
+        let err = parse(json!({"a": {"b": [1, 1e20]}}), true).unwrap_err();
+        assert!(err.contains("at `a.b[1]`"), "{err}");
+        // Integers up to 64 bits are exact, whatever their size.
+        assert_eq!(
+            parse(Value::String(r#"{"n": 18446744073709551615}"#.into()), true),
+            Ok(json!({"n": u64::MAX}))
+        );
+        // A read tool's arguments are not keyed: they pass.
+        assert_eq!(parse(json!({"n": 1e20}), false), Ok(json!({"n": 1e20})));
+    }
+
+    #[test]
+    fn malformed_argument_strings_say_what_is_wrong() {
+        let cases = [
+            (r#"{"amount": 12"#, "not valid JSON: EOF while parsing"),
+            (
+                r#"{"s": "\ud800"}"#,
+                "not valid JSON: unexpected end of hex escape",
+            ),
+            ("[1, 2]", "holds an array, not a JSON object"),
+            ("\"hi\"", "holds a string, not a JSON object"),
+        ];
+        for (text, expected) in cases {
+            let err = parse(Value::String(text.into()), true).expect_err(text);
+            assert!(err.contains(expected), "{text}: {err}");
+        }
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        let err = parse(Value::String(format!("{{\"a\": {deep}}}")), true).unwrap_err();
+        assert!(err.contains("recursion limit exceeded"), "{err}");
+    }
+}

@@ -1,0 +1,288 @@
+//! Holding a claim from the moment it is acquired until its outcome is
+//! recorded: the heartbeat that renews the lease beside the body (never
+//! blocking it), the signal the body sees when its lease is lost, and the
+//! settling operations (complete, fail, release), retried while the lease can
+//! be held.
+//!
+//! The lease is *known held* until the send time of the last successful
+//! claim or renewal plus the lease: a renewal that fails leaves that
+//! deadline where it was, and when it passes, another worker may claim the
+//! key, so the body is told its lease is lost.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::Resolved;
+use super::task::bounded;
+use crate::error::StoreError;
+use crate::key::IdemKey;
+use crate::store::{DynIdemStore, LeaseToken};
+
+/// The first pause between two tries of a failed store operation.
+const FIRST_BACKOFF: Duration = Duration::from_millis(20);
+/// The longest pause between two tries of a settling operation.
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+
+/// How long a settling operation is retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Window {
+    /// Up to `max_hold` after the claim, and at least while the lease is
+    /// known held: recording an outcome (a result, a permanent failure),
+    /// without which a retry would run the body again.
+    MaxHold,
+    /// While the lease is known held: releasing after a transient failure,
+    /// which the lease's lapse achieves anyway.
+    Lease,
+}
+
+/// What a call's hold works with: the store and the tool's settings.
+#[derive(Clone, Copy)]
+pub(crate) struct Site<'a> {
+    pub(crate) store: &'a dyn DynIdemStore,
+    pub(crate) cfg: &'a Resolved,
+    /// The registry's bound on one store operation.
+    pub(crate) limit: Duration,
+    /// The tool's name, for logs and errors.
+    pub(crate) tool: &'a str,
+}
+
+/// One call's hold on its claim.
+pub(crate) struct Hold<'a> {
+    site: Site<'a>,
+    key: &'a IdemKey,
+    token: LeaseToken,
+    claimed_at: Instant,
+    /// Until when the lease is known held.
+    held_until: Mutex<Instant>,
+    /// The operations of one call never overlap: a renewal racing the
+    /// `complete` would find the record settled and report the lease lost.
+    ops: tokio::sync::Mutex<()>,
+    /// Turns true, for the body to see, when the lease is lost.
+    lost: watch::Sender<bool>,
+    /// The store said another worker holds the key: nothing this call
+    /// writes can land any more.
+    taken_over: AtomicBool,
+}
+
+impl<'a> Hold<'a> {
+    /// A hold on the claim `token` of `key`, acquired by a request sent at
+    /// `claimed_at`; `lost` is the body's view of it.
+    pub(crate) fn new(
+        site: Site<'a>,
+        key: &'a IdemKey,
+        token: LeaseToken,
+        claimed_at: Instant,
+        lost: watch::Sender<bool>,
+    ) -> Hold<'a> {
+        Hold {
+            site,
+            key,
+            token,
+            claimed_at,
+            held_until: Mutex::new(claimed_at + site.cfg.lease),
+            ops: tokio::sync::Mutex::new(()),
+            lost,
+            taken_over: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn store(&self) -> &'a dyn DynIdemStore {
+        self.site.store
+    }
+
+    pub(crate) fn key(&self) -> &'a IdemKey {
+        self.key
+    }
+
+    pub(crate) fn token(&self) -> &LeaseToken {
+        &self.token
+    }
+
+    pub(crate) fn tool(&self) -> &'a str {
+        self.site.tool
+    }
+
+    /// How long a recorded outcome is kept.
+    pub(crate) fn ttl(&self) -> Duration {
+        self.site.cfg.ttl
+    }
+
+    /// The largest result or error text recorded.
+    pub(crate) fn max_result_bytes(&self) -> usize {
+        self.site.cfg.max_result_bytes
+    }
+
+    /// `text` as it can be recorded by every store and replayed: NUL
+    /// characters (which PostgreSQL's `text` refuses) replaced by U+FFFD,
+    /// and cut to `max_result_bytes` on a character boundary. The caller
+    /// gets the same text as its duplicates.
+    pub(crate) fn storable_error(&self, text: &str) -> String {
+        const CUT: &str = " [truncated]";
+        let limit = self.max_result_bytes();
+        let mut text = text.replace('\0', "\u{fffd}");
+        if text.len() > limit {
+            let mut end = limit.saturating_sub(CUT.len());
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+            text.push_str(CUT);
+        }
+        text
+    }
+
+    fn held_until(&self) -> Instant {
+        *self
+            .held_until
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn extend(&self, until: Instant) {
+        let mut held = self
+            .held_until
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        *held = (*held).max(until);
+    }
+
+    /// Tells the body its lease is lost (once).
+    fn lose(&self, why: &str) {
+        if !self.lost.send_replace(true) {
+            tracing::warn!(tool = self.site.tool, key = %self.key, why, "lease lost while the tool runs: another worker may run this operation");
+        }
+    }
+
+    /// One store operation of this call, bounded by the store timeout and
+    /// never overlapping another.
+    async fn op<T>(
+        &self,
+        name: &'static str,
+        fut: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let _turn = self.ops.lock().await;
+        let result = bounded(self.site.limit, name, fut).await;
+        if matches!(result, Err(StoreError::LeaseLost)) {
+            self.taken_over.store(true, Ordering::Relaxed);
+        }
+        result
+    }
+
+    /// Renews the lease every third of it, beside the body and beside the
+    /// recording of its outcome; retries a failed renewal sooner; tells
+    /// the body when the lease is lost. Renews up to `max_hold` after the
+    /// claim, then lets the lease lapse. Never ends by itself.
+    pub(crate) async fn heartbeat(&self) -> Infallible {
+        let lease = self.site.cfg.lease;
+        let period = lease / 3;
+        let give_up = self.claimed_at + self.site.cfg.max_hold;
+        let mut next = self.claimed_at + period;
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            // Wake for the next renewal, or when the lease runs out first.
+            let held_until = self.held_until();
+            let wake = if held_until > Instant::now() {
+                next.min(held_until)
+            } else {
+                next
+            };
+            tokio::time::sleep_until(wake).await;
+            let now = Instant::now();
+            if now >= self.held_until() {
+                self.lose("renewals failed until the lease ran out");
+            }
+            if now < next {
+                continue;
+            }
+            let remaining = give_up.saturating_duration_since(now);
+            if remaining.is_zero() {
+                tracing::warn!(tool = self.site.tool, key = %self.key, max_hold = ?self.site.cfg.max_hold, "max_hold reached: the lease is no longer renewed and will lapse");
+                tokio::time::sleep_until(self.held_until()).await;
+                self.lose("max_hold reached");
+                return std::future::pending().await;
+            }
+            let extension = lease.min(remaining);
+            match self.renew(extension).await {
+                Ok(()) => {
+                    self.extend(now + extension);
+                    next = now + period;
+                    backoff = FIRST_BACKOFF;
+                }
+                Err(StoreError::LeaseLost) => {
+                    self.lose("the store says another worker holds the key");
+                    return std::future::pending().await;
+                }
+                Err(e) => {
+                    tracing::warn!(tool = self.site.tool, key = %self.key, error = %e, "lease renewal failed; retrying");
+                    next = Instant::now() + backoff;
+                    backoff = (backoff * 2).min(period.max(FIRST_BACKOFF));
+                }
+            }
+        }
+    }
+
+    /// One renewal. If the lease runs out while it is in flight (a store
+    /// that stalls), the body is told at once; the renewal goes on, and
+    /// may still succeed if nobody claimed the key meanwhile.
+    async fn renew(&self, extension: Duration) -> Result<(), StoreError> {
+        let renewal = self.op(
+            "renew",
+            self.site.store.dyn_renew(self.key, &self.token, extension),
+        );
+        let mut renewal = std::pin::pin!(renewal);
+        match tokio::time::timeout_at(self.held_until(), renewal.as_mut()).await {
+            Ok(result) => result,
+            Err(_) => {
+                self.lose("the lease ran out while a renewal was in flight");
+                renewal.await
+            }
+        }
+    }
+
+    /// Runs a settling operation (`name`, made by `op`), retrying a
+    /// retryable failure (a dropped connection, a timeout) with backoff for
+    /// as long as `window` allows. Backends retry an operation whose
+    /// connection dropped, and a settle repeated with the same token after
+    /// it took effect succeeds, so a retry is always safe.
+    pub(crate) async fn settle<F>(
+        &self,
+        name: &'static str,
+        window: Window,
+        op: impl Fn() -> F,
+    ) -> Result<(), StoreError>
+    where
+        F: Future<Output = Result<(), StoreError>>,
+    {
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            let error = match self.op(name, op()).await {
+                Ok(()) => return Ok(()),
+                Err(e) if !e.is_retryable() => return Err(e),
+                Err(e) => e,
+            };
+            if self.taken_over.load(Ordering::Relaxed) {
+                // A renewal was refused meanwhile: this cannot land.
+                return Err(StoreError::LeaseLost);
+            }
+            let deadline = match window {
+                Window::MaxHold => {
+                    (self.claimed_at + self.site.cfg.max_hold).max(self.held_until())
+                }
+                Window::Lease => self.held_until(),
+            };
+            let now = Instant::now();
+            if now + backoff >= deadline {
+                return Err(error);
+            }
+            tracing::warn!(tool = self.site.tool, key = %self.key, op = name, error = %error, retry_in = ?backoff, "store operation failed; retrying");
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+}

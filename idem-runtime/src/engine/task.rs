@@ -1,0 +1,87 @@
+//! Small future combinators the wrapper is built from: a bound on store
+//! operations, panics caught as errors, one poll, and a future driven beside
+//! another.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::{Pin, pin};
+use std::task::Poll;
+use std::time::Duration;
+
+use crate::error::{StoreError, ToolError};
+
+/// Bounds a store operation by the registry's store timeout.
+pub(crate) async fn bounded<T>(
+    limit: Duration,
+    op: &'static str,
+    fut: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    let mut fut = pin!(fut);
+    // An in-process store answers at once: no timer (or clock read) then.
+    if let Some(result) = poll_once(fut.as_mut()).await {
+        return result;
+    }
+    match tokio::time::timeout(limit, fut).await {
+        Ok(result) => result,
+        Err(_) => Err(StoreError::Timeout { op, after: limit }),
+    }
+}
+
+/// Runs `fut`, turning a panic in it into `Err` with the panic's message,
+/// so that a buggy tool fails its call instead of unwinding through the
+/// caller (an MCP server would never answer the request).
+pub(crate) async fn catch_panic<F: Future>(fut: F) -> Result<F::Output, String> {
+    let mut fut = pin!(fut);
+    std::future::poll_fn(move |cx| {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+            Ok(Poll::Ready(out)) => Poll::Ready(Ok(out)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(payload) => Poll::Ready(Err(payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a non-string panic payload".to_owned()))),
+        }
+    })
+    .await
+}
+
+/// The error of a call whose body panicked.
+pub(crate) fn panicked(name: &str, panic: &str) -> ToolError {
+    ToolError::Failed {
+        tool: name.to_owned(),
+        message: format!("the tool panicked ({panic}); whether it took effect is unknown"),
+        permanent: false,
+    }
+}
+
+/// Polls `fut` once: its output if it is ready.
+pub(crate) async fn poll_once<F: Future>(mut fut: Pin<&mut F>) -> Option<F::Output> {
+    std::future::poll_fn(|cx| {
+        Poll::Ready(match fut.as_mut().poll(cx) {
+            Poll::Ready(out) => Some(out),
+            Poll::Pending => None,
+        })
+    })
+    .await
+}
+
+/// Drives `work` to completion while also driving `side`, which never ends
+/// by itself (a heartbeat); `side` is dropped when `work` is done. `work`
+/// is polled first, so work that is ready at once never starts `side`.
+pub(crate) async fn beside<F: Future>(
+    work: F,
+    side: impl Future<Output = Infallible>,
+) -> F::Output {
+    let (mut work, mut side) = (pin!(work), pin!(side));
+    std::future::poll_fn(move |cx| {
+        if let Poll::Ready(out) = work.as_mut().poll(cx) {
+            return Poll::Ready(out);
+        }
+        match side.as_mut().poll(cx) {
+            Poll::Ready(never) => match never {},
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
+}

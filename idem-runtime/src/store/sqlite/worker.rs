@@ -1,0 +1,174 @@
+//! The thread that owns a `SqliteStore`'s connection, and the jobs sent to
+//! it: each job carries a [`Ticket`] that says whether its caller still
+//! waits, so that an operation whose caller gave up (the registry's store
+//! timeout, a dropped future) is never applied afterwards.
+//!
+//! Two places enforce it. While a job waits for another process's lock, the
+//! busy handler gives up as soon as the caller has. And a write commits only
+//! after [`Ticket::commit`] has won the race against the caller's give-up.
+//! What remains is the commit itself (a page write, an fsync with
+//! `synchronous_full`): a caller that gives up during it is told nothing
+//! was done although the write lands, as with any store whose answer is
+//! lost; the wrapper's retries are safe against that.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+use tokio::sync::oneshot;
+
+use super::sql_error;
+use crate::error::StoreError;
+
+/// The caller waits for the job.
+const WAITING: u8 = 0;
+/// The caller gave up: the job must change nothing.
+const ABANDONED: u8 = 1;
+/// The job is committing: the caller must wait for its answer.
+const COMMITTING: u8 = 2;
+
+/// A job's view of its caller.
+#[derive(Clone)]
+pub(super) struct Ticket(Arc<AtomicU8>);
+
+impl Ticket {
+    /// Whether the caller gave up.
+    fn abandoned(&self) -> bool {
+        self.0.load(Ordering::Acquire) == ABANDONED
+    }
+
+    /// Claims the right to commit: false if the caller gave up first.
+    fn commit(&self) -> bool {
+        self.0
+            .compare_exchange(WAITING, COMMITTING, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+}
+
+/// The caller's side of a ticket: gives up when dropped before the answer,
+/// unless the job already started committing.
+struct Waiter(Arc<AtomicU8>);
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        let _ = self
+            .0
+            .compare_exchange(WAITING, ABANDONED, Ordering::AcqRel, Ordering::Acquire);
+    }
+}
+
+type Job = Box<dyn FnOnce(&mut Connection, &Ticket) + Send>;
+
+/// The handle on the connection's thread.
+pub(super) struct Worker {
+    jobs: mpsc::Sender<(Job, Ticket)>,
+}
+
+thread_local! {
+    /// The job the connection's thread is running, and how long it may
+    /// wait for a lock: what the busy handler consults.
+    static CURRENT: RefCell<Option<(Ticket, Instant)>> = const { RefCell::new(None) };
+}
+
+/// SQLite's busy handler on the connection's thread: keeps waiting for
+/// another process's lock while the job's caller waits and the busy
+/// timeout has not passed.
+fn busy(retries: i32) -> bool {
+    let go_on = CURRENT.with(|current| match &*current.borrow() {
+        Some((ticket, deadline)) => !ticket.abandoned() && Instant::now() < *deadline,
+        None => false,
+    });
+    if go_on {
+        // 1, 2, 4 .. 16 ms: prompt at first, cheap when the wait is long.
+        let pause = 1u64 << retries.clamp(0, 4);
+        std::thread::sleep(Duration::from_millis(pause));
+    }
+    go_on
+}
+
+impl Worker {
+    /// Starts the thread: `open` makes its connection, whose result is
+    /// returned; jobs may wait `busy_timeout` for another process's lock.
+    pub(super) async fn start(
+        open: impl FnOnce() -> Result<Connection, StoreError> + Send + 'static,
+        busy_timeout: Duration,
+    ) -> Result<Worker, StoreError> {
+        let (jobs, rx) = mpsc::channel::<(Job, Ticket)>();
+        let (ready_tx, ready_rx) = oneshot::channel();
+        std::thread::Builder::new()
+            .name("idem-sqlite".into())
+            .spawn(move || {
+                let opened = open().and_then(|mut conn| {
+                    conn.busy_handler(Some(busy)).map_err(sql_error)?;
+                    Ok(conn)
+                });
+                let mut conn = match opened {
+                    Ok(conn) => {
+                        let _ = ready_tx.send(Ok(()));
+                        conn
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                while let Ok((job, ticket)) = rx.recv() {
+                    if ticket.abandoned() {
+                        continue;
+                    }
+                    let deadline = Instant::now() + busy_timeout;
+                    CURRENT.with(|c| *c.borrow_mut() = Some((ticket.clone(), deadline)));
+                    job(&mut conn, &ticket);
+                    CURRENT.with(|c| *c.borrow_mut() = None);
+                }
+            })
+            .map_err(StoreError::backend)?;
+        ready_rx
+            .await
+            .map_err(|_| StoreError::backend("the SQLite thread ended while opening"))??;
+        Ok(Worker { jobs })
+    }
+
+    /// Runs `f` on the connection's thread. If this future is dropped
+    /// before `f` commits, `f` changes nothing.
+    pub(super) async fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection, &Ticket) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let state = Arc::new(AtomicU8::new(WAITING));
+        let _waiter = Waiter(state.clone());
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move |conn, ticket| {
+            let _ = tx.send(f(conn, ticket));
+        });
+        self.jobs
+            .send((job, Ticket(state)))
+            .map_err(|_| StoreError::unavailable("the SQLite thread has stopped"))?;
+        rx.await
+            .map_err(|_| StoreError::unavailable("the SQLite thread has stopped"))?
+    }
+}
+
+/// Runs `f` in an immediate (write-locked) transaction and commits it only
+/// if the caller still waits; otherwise rolls it back.
+pub(super) fn write<T>(
+    conn: &mut Connection,
+    ticket: &Ticket,
+    f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql_error)?;
+    let out = f(&tx)?;
+    if !ticket.commit() {
+        // Dropping `tx` rolls it back.
+        return Err(StoreError::unavailable(
+            "the caller gave up before the write committed; nothing was changed",
+        ));
+    }
+    tx.commit().map_err(sql_error)?;
+    Ok(out)
+}
