@@ -130,6 +130,9 @@ async fn malformed_rows_are_errors_not_runs() {
         "'bogus', '\\x00', 0, NULL, NULL, NULL",
         "'done', '\\x00', 0, NULL, NULL, '1'",
         "'done', decode(repeat('00', 32), 'hex'), 0, NULL, NULL, NULL",
+        // Running without a lease: corrupt, as every backend calls it, not
+        // in flight until it expires.
+        "'running', decode(repeat('00', 32), 'hex'), 0, decode(repeat('00', 16), 'hex'), NULL, NULL",
     ];
     let store = h.store();
     idem::testing::malformed_records_are_refused(h.store(), rows.len(), |i, key| {
@@ -187,5 +190,68 @@ async fn a_background_task_purges_expired_rows() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(left, 0, "the purge task emptied the table of expired rows");
+    h.cleanup().await;
+}
+
+/// Terminates every backend whose `application_name` is `app`, as an
+/// operator or a failover would; returns how many.
+async fn terminate_backends(client: &tokio_postgres::Client, app: &str) -> i64 {
+    client
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1",
+            &[&app],
+        )
+        .await
+        .expect("terminate backends")
+        .get(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminated_backends_lose_nothing() {
+    let Some(h) = PgHarness::new().await else {
+        return;
+    };
+    // The store's connections carry a name of their own, so that only
+    // they are terminated.
+    let app = format!("idem_fault_{:x}", idem::LeaseToken::generate(0).id() as u64);
+    let url = format!("{}?application_name={app}", support::postgres_url());
+    let options = PostgresOptions::new()
+        .schema(&h.schema)
+        .purge_interval(None);
+    let store = PostgresStore::connect_with(&url, options)
+        .await
+        .expect("connect");
+    let counter = Counter::new(Duration::from_millis(300), WriteOptions::new());
+    let registry = Registry::builder(())
+        .store(store)
+        .tool(counter.clone())
+        .build()
+        .expect("registry");
+    let call = |n: u64| {
+        let registry = registry.clone();
+        tokio::spawn(async move { registry.call("r", "counter", json!({ "n": n })).await })
+    };
+
+    // Between calls: the pool's idle connections are terminated.
+    call(1).await.expect("task").expect("first call");
+    assert!(terminate_backends(&h.client, &app).await > 0);
+    let second = call(2)
+        .await
+        .expect("task")
+        .expect("a claim after the termination");
+
+    // While a body runs: its record goes over a new connection.
+    let third = call(3);
+    while counter.total() < 3 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(terminate_backends(&h.client, &app).await > 0);
+    let third = third.await.expect("task").expect("the result is recorded");
+
+    for (n, out) in [(2, second), (3, third)] {
+        let replay = call(n).await.expect("task").expect("replay");
+        assert_eq!(replay, out, "operation {n} was recorded");
+    }
+    assert_eq!(counter.total(), 3, "each operation ran once");
     h.cleanup().await;
 }

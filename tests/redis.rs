@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use idem::prelude::*;
-use idem::testing::{Counter, Harness};
+use idem::testing::{Counter, Harness, Proxy};
 use idem::{Fingerprint, RedisOptions, RedisStore, StoreError, WriteOptions};
 use serde_json::json;
 use support::{RedisCluster, RedisServer};
@@ -232,7 +232,14 @@ async fn killed_server_fails_closed_and_recovers() {
         return;
     }
     let mut server = RedisServer::start(&["--appendonly", "yes", "--appendfsync", "always"]);
-    let counter = Counter::new(Duration::from_millis(5), WriteOptions::new());
+    // A call whose body ran when the server died retries its record for
+    // max_hold: two seconds here, then it returns its result unrecorded.
+    let counter = Counter::new(
+        Duration::from_millis(5),
+        WriteOptions::new()
+            .lease(Duration::from_secs(1))
+            .max_hold(Duration::from_secs(2)),
+    );
     let registry = registry_on(
         RedisStore::connect(&server.url()).await.expect("connect"),
         &counter,
@@ -359,23 +366,68 @@ impl idem::WriteTool<Gate> for Gate {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn result_is_returned_when_recording_fails_and_the_retry_reuses_the_key() {
-    if !support::redis_binaries() {
-        return;
-    }
-    let mut server = RedisServer::start(&["--appendonly", "yes", "--appendfsync", "always"]);
-    let gate = Gate::new();
-    let registry = Registry::builder(gate.clone())
+/// A registry over a private server for [`Gate`], recording retried for
+/// `max_hold`.
+async fn gate_registry(server: &RedisServer, gate: &Gate, max_hold: Duration) -> Registry<Gate> {
+    Registry::builder(gate.clone())
         .store(RedisStore::connect(&server.url()).await.expect("connect"))
+        .default_lease(Duration::from_millis(600))
+        .default_max_hold(max_hold)
         .tool(gate.clone())
         .build()
-        .expect("registry");
+        .expect("registry")
+}
+
+/// Starts `gate` in the background and waits until its body runs.
+async fn gate_running(
+    registry: &Registry<Gate>,
+    gate: &Gate,
+) -> tokio::task::JoinHandle<Result<serde_json::Value, ToolError>> {
     let call = {
         let registry = registry.clone();
         tokio::spawn(async move { registry.call("r", "gate", json!({"x": 1})).await })
     };
     bounded("the body to start", gate.started.notified()).await;
+    call
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_between_claim_and_record_loses_nothing() {
+    if !support::redis_binaries() {
+        return;
+    }
+    let mut server = RedisServer::start(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let gate = Gate::new();
+    let registry = gate_registry(&server, &gate, Duration::from_secs(600)).await;
+    let call = gate_running(&registry, &gate).await;
+    // The claim is on disk; every connection dies with the server.
+    server.restart();
+    gate.proceed.notify_one();
+    let first = bounded("the call", call)
+        .await
+        .expect("task")
+        .expect("the result");
+    let again = bounded("a duplicate", registry.call("r", "gate", json!({"x": 1})))
+        .await
+        .expect("the duplicate is answered");
+    assert_eq!(first, again, "the result was recorded across the restart");
+    assert_eq!(
+        gate.runs.lock().expect("lock").len(),
+        1,
+        "the body ran once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_away_longer_than_max_hold_returns_the_result_and_the_retry_reuses_the_key() {
+    if !support::redis_binaries() {
+        return;
+    }
+    let mut server = RedisServer::start(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let gate = Gate::new();
+    // Recording is retried for 1.2 s (twice the 600 ms lease), no longer.
+    let registry = gate_registry(&server, &gate, Duration::from_millis(1200)).await;
+    let call = gate_running(&registry, &gate).await;
     server.kill(); // the claim is on disk; `complete` will find no server
     gate.proceed.notify_one();
     let first = bounded("the first call", call).await.expect("task");
@@ -383,11 +435,7 @@ async fn result_is_returned_when_recording_fails_and_the_retry_reuses_the_key() 
 
     server.restart(); // AOF brings the claim back
     tokio::time::sleep(Duration::from_millis(1200)).await; // past the 600 ms lease
-    let retry = {
-        let registry = registry.clone();
-        tokio::spawn(async move { registry.call("r", "gate", json!({"x": 1})).await })
-    };
-    bounded("the retry's body", gate.started.notified()).await;
+    let retry = gate_running(&registry, &gate).await;
     gate.proceed.notify_one();
     let second = bounded("the retry", retry)
         .await
@@ -398,6 +446,54 @@ async fn result_is_returned_when_recording_fails_and_the_retry_reuses_the_key() 
     assert_eq!(runs.len(), 2);
     assert_eq!(runs[0].0, runs[1].0, "the retry reuses the idempotency key");
     assert_eq!((runs[0].1, runs[1].1), (0, 1), "and counts the attempt");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_the_server_closes_when_idle_lose_nothing() {
+    if !support::redis_binaries() {
+        return;
+    }
+    // The server closes clients idle for a second, as managed Redis does.
+    let server = RedisServer::start(&["--timeout", "1"]);
+    // The body outlasts the idle timeout and its lease needs no renewal
+    // meanwhile: its `complete` meets a connection the server has closed.
+    let counter = Counter::new(
+        Duration::from_millis(2500),
+        WriteOptions::new().lease(Duration::from_secs(30)),
+    );
+    let registry = registry_on(
+        RedisStore::connect(&server.url()).await.expect("connect"),
+        &counter,
+    );
+    let connections = || {
+        server
+            .cli(&["INFO", "stats"])
+            .lines()
+            .find_map(|l| l.strip_prefix("total_connections_received:"))
+            .and_then(|n| n.trim().parse::<u64>().ok())
+            .expect("total_connections_received")
+    };
+    let before = connections();
+    let first = bounded(
+        "a call idling past the timeout",
+        registry.call("r", "counter", json!({"n": 1})),
+    )
+    .await
+    .expect("its result is recorded over a new connection");
+    // Idle between calls: the next claim meets a closed connection too.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let again = bounded(
+        "a call after idling",
+        registry.call("r", "counter", json!({"n": 1})),
+    )
+    .await
+    .expect("a claim after idling succeeds");
+    assert_eq!(first, again, "the duplicate replays the recorded result");
+    assert_eq!(counter.total(), 1, "the body ran once");
+    assert!(
+        connections() > before + 1,
+        "the server closed the idle connections and new ones were made"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -694,4 +790,129 @@ async fn an_evicting_memory_policy_is_detected() {
     let safe = RedisServer::start(&["--maxmemory-policy", "noeviction"]);
     let store = RedisStore::connect(&safe.url()).await.expect("connect");
     assert_eq!(store.evicting_policy().await.expect("CONFIG GET"), None);
+}
+
+/// A private primary and a replica of it, in sync, replicating through a
+/// proxy the test can black-hole (a lagging or partitioned replica).
+async fn primary_and_replica() -> (RedisServer, RedisServer, Proxy) {
+    let primary = RedisServer::start(&[]);
+    let link = Proxy::start(([127, 0, 0, 1], primary.port).into())
+        .await
+        .expect("proxy");
+    let port = link.addr().port().to_string();
+    let replica = RedisServer::start(&["--replicaof", "127.0.0.1", &port]);
+    for _ in 0..400 {
+        if replica
+            .cli(&["INFO", "replication"])
+            .contains("master_link_status:up")
+        {
+            return (primary, replica, link);
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the replica did not sync with its primary");
+}
+
+/// Kills the primary and promotes the replica, as a failover does; what
+/// was held on the link is lost with the primary.
+fn fail_over(primary: &mut RedisServer, replica: &RedisServer, link: &Proxy) {
+    primary.kill();
+    link.forward();
+    assert!(replica.cli(&["REPLICAOF", "NO", "ONE"]).contains("OK"));
+}
+
+async fn failover_registry(url: &str, options: RedisOptions, counter: &Counter) -> Registry<()> {
+    Registry::builder(())
+        .store(
+            RedisStore::connect_with(url, options)
+                .await
+                .expect("connect"),
+        )
+        .namespace("failover")
+        .tool(counter.clone())
+        .build()
+        .expect("registry")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_wait_a_failover_can_lose_a_result_and_run_it_twice() {
+    if !support::redis_binaries() {
+        return;
+    }
+    let (mut primary, replica, link) = primary_and_replica().await;
+    let counter = Counter::new(Duration::ZERO, WriteOptions::new());
+    let on_primary = failover_registry(&primary.url(), RedisOptions::new(), &counter).await;
+    // The replica lags (partitioned here; slow in production): the primary
+    // acknowledges the claim and the result alone.
+    link.black_hole();
+    let first = on_primary
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("recorded on the primary");
+    fail_over(&mut primary, &replica, &link);
+    let on_replica = failover_registry(&replica.url(), RedisOptions::new(), &counter).await;
+    let second = on_replica
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("the promoted replica answers");
+    assert_eq!(first["key"], second["key"]);
+    assert_eq!(
+        counter.total(),
+        2,
+        "the promoted replica never had the record: the body ran again"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_wait_a_failover_loses_nothing_and_a_lagging_replica_runs_nothing() {
+    if !support::redis_binaries() {
+        return;
+    }
+    let (mut primary, replica, link) = primary_and_replica().await;
+    let options = RedisOptions::new().wait_for_replicas(1, Duration::from_millis(300));
+    let counter = Counter::new(
+        Duration::ZERO,
+        WriteOptions::new().lease(Duration::from_millis(500)),
+    );
+    let on_primary = failover_registry(&primary.url(), options, &counter).await;
+
+    // A replica that does not acknowledge: the claim fails, nothing runs.
+    link.black_hole();
+    match on_primary.call("r", "counter", json!({"n": 1})).await {
+        Err(e @ ToolError::Store { .. }) => assert!(e.is_retryable(), "{e}"),
+        other => panic!("an unreplicated claim must not run, got {other:?}"),
+    }
+    assert_eq!(counter.total(), 0, "nothing ran on an unreplicated claim");
+
+    // The link heals (the replica reconnects and catches up); once the
+    // unreplicated claim's lease is over, the call runs, and its claim and
+    // result reach the replica before the caller hears of them.
+    link.forward();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let mut first = None;
+    for _ in 0..100 {
+        match on_primary.call("r", "counter", json!({"n": 1})).await {
+            Ok(out) => {
+                first = Some(out);
+                break;
+            }
+            // The replica may still be resyncing.
+            Err(ToolError::Store { .. } | ToolError::InFlight { .. }) => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(other) => panic!("unexpected {other:?}"),
+        }
+    }
+    let first = first.expect("the call runs once the replica acknowledges");
+    fail_over(&mut primary, &replica, &link);
+    // The promoted replica has no replica of its own: a store asking for
+    // one would refuse every write there, as it should. The replay writes
+    // nothing; read it without the option.
+    let on_replica = failover_registry(&replica.url(), RedisOptions::new(), &counter).await;
+    let replay = on_replica
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("the promoted replica replays");
+    assert_eq!(first, replay, "the result survived the failover");
+    assert_eq!(counter.total(), 1, "and the body ran once");
 }

@@ -271,3 +271,57 @@ async fn processes_sharing_one_file_run_each_operation_once() {
         "executions == distinct operations across 3 processes"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_given_up_while_the_file_is_locked_is_never_applied() {
+    let dir = TempDir::new("sqlite-locked");
+    let path = dir.0.join("idem.db");
+    let store = Arc::new(SqliteStore::open(&path).await.expect("open"));
+    let counter = Counter::default();
+    let registry = Registry::builder(())
+        .store(store.clone())
+        .store_timeout(Duration::from_millis(300))
+        .tool(counter.clone())
+        .build()
+        .expect("registry");
+    let (key, _) = registry
+        .identify("r", "counter", json!({"n": 1}))
+        .expect("identify")
+        .expect("a write tool");
+
+    // Another connection (as another process would) holds the write lock
+    // for longer than the registry waits for the store.
+    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let holder_path = path.clone();
+    let holder = std::thread::spawn(move || {
+        let conn = rusqlite::Connection::open(holder_path).expect("open");
+        conn.execute_batch("BEGIN IMMEDIATE").expect("lock");
+        locked_tx.send(()).expect("signal");
+        let _ = release_rx.recv();
+        conn.execute_batch("COMMIT").expect("unlock");
+    });
+    locked_rx.recv().expect("the lock is held");
+    match registry.call("r", "counter", json!({"n": 1})).await {
+        Err(ToolError::Store {
+            source: idem::StoreError::Timeout { op: "claim", .. },
+            ..
+        }) => {}
+        other => panic!("expected the claim to time out, got {other:?}"),
+    }
+    release_tx.send(()).expect("release");
+    holder.join().expect("holder");
+
+    // The store's thread runs jobs in order: once this read is answered,
+    // the abandoned claim has had every chance to be applied.
+    assert_eq!(
+        store.get(&key).await.expect("get"),
+        None,
+        "the claim whose caller gave up was not applied"
+    );
+    registry
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("the retry runs at once, not refused as in flight");
+    assert_eq!(counter.total(), 1);
+}

@@ -73,7 +73,9 @@ local retention = tonumber(ARGV[4])
 local attempt = 0
 if rec then
   if rec.state == 'running' and rec.token == ARGV[2] then
-    -- Our own claim, sent again after its reply was lost.
+    -- Our own claim, sent again after its reply was lost. Written again so
+    -- that a WAIT after it covers it.
+    redis.call('SET', KEYS[1], redis.call('GET', KEYS[1]), 'KEEPTTL')
     return {'acquired', tostring(rec.attempt)}
   elseif rec.state == 'running' then
     -- The lease is live while more than the retention is left.
@@ -115,7 +117,9 @@ end
 local rec = load(KEYS[1])
 local op = ARGV[2]
 if rec and rec.token == ARGV[1] and rec.state == op and (op == 'released' or rec.payload == ARGV[3]) then
-  -- This very settle took effect already; its reply was lost.
+  -- This very settle took effect already; its reply was lost. Written
+  -- again so that a WAIT after it covers it.
+  redis.call('SET', KEYS[1], redis.call('GET', KEYS[1]), 'KEEPTTL')
   return 'ok'
 end
 if not rec or rec.state ~= 'running' or rec.token ~= ARGV[1] then return 'lost' end
@@ -166,6 +170,10 @@ pub struct RedisOptions {
     pub response_timeout: Duration,
     /// How often a lost connection is retried before commands fail: 2.
     pub reconnect_retries: usize,
+    /// Wait for this many replicas to acknowledge every write, up to the
+    /// duration (`WAIT`): `None` by default. See
+    /// [`wait_for_replicas`](Self::wait_for_replicas).
+    pub wait_for_replicas: Option<(usize, Duration)>,
     /// For `rediss://`: the PEM certificate(s) of the CA that signed the
     /// server's certificate, instead of the platform's roots.
     #[cfg(feature = "redis-tls")]
@@ -187,6 +195,25 @@ impl RedisOptions {
     /// Sets [`response_timeout`](Self::response_timeout).
     pub fn response_timeout(mut self, timeout: Duration) -> Self {
         self.response_timeout = timeout;
+        self
+    }
+
+    /// After every write (a claim, a recorded outcome, a renewal), waits up
+    /// to `timeout` for `replicas` replicas to acknowledge it (`WAIT`), so
+    /// that a failover to a replica loses neither claims nor results.
+    ///
+    /// A write not acknowledged in time fails as
+    /// [`StoreError::Unavailable`]: a claim then runs nothing (its record
+    /// holds the key for one lease), and recording an outcome is retried
+    /// as after any store failure. Without it, a failover can lose the
+    /// writes of the last moments before it (replication is asynchronous),
+    /// and an operation whose claim or result was lost runs again.
+    ///
+    /// Single servers only: [`RedisStore::connect_cluster_with`] refuses
+    /// it, since a cluster connection does not keep a `WAIT` on the
+    /// connection of the write before it.
+    pub fn wait_for_replicas(mut self, replicas: usize, timeout: Duration) -> Self {
+        self.wait_for_replicas = Some((replicas, timeout));
         self
     }
 
@@ -230,6 +257,7 @@ impl Default for RedisOptions {
             connection_timeout: Duration::from_secs(1),
             response_timeout: Duration::from_secs(1),
             reconnect_retries: 2,
+            wait_for_replicas: None,
             #[cfg(feature = "redis-tls")]
             tls_root_ca: None,
         }
@@ -270,6 +298,8 @@ enum Conn {
 ///   idempotency key (`ctx.idem_key()`) is then the last line of defence.
 pub struct RedisStore {
     conn: Conn,
+    /// `WAIT` after every write: replicas, and how long.
+    wait: Option<(usize, Duration)>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -302,6 +332,7 @@ impl RedisStore {
             .map_err(store_error)?;
         let store = RedisStore {
             conn: Conn::Single(manager),
+            wait: options.wait_for_replicas,
         };
         store.check_eviction_policy().await;
         Ok(store)
@@ -325,6 +356,11 @@ impl RedisStore {
         I: IntoIterator<Item = U>,
         U: AsRef<str>,
     {
+        if options.wait_for_replicas.is_some() {
+            return Err(StoreError::backend(
+                "RedisOptions::wait_for_replicas is not supported with Redis Cluster",
+            ));
+        }
         let urls: Vec<String> = urls.into_iter().map(|u| u.as_ref().to_owned()).collect();
         #[cfg(feature = "redis-tls")]
         install_crypto_provider();
@@ -344,6 +380,7 @@ impl RedisStore {
         let conn = client.get_async_connection().await.map_err(store_error)?;
         let store = RedisStore {
             conn: Conn::Cluster(conn),
+            wait: None,
         };
         store.check_eviction_policy().await;
         Ok(store)
@@ -393,13 +430,50 @@ impl RedisStore {
         }
     }
 
+    /// Sends a write: as [`query`](Self::query), or with `wait_for_replicas`
+    /// set, pipelined with its `WAIT` on the same connection. Returns the
+    /// reply and how many replicas acknowledged it (for
+    /// [`replicated`](Self::replicated)). A write resent after a dropped
+    /// connection writes again even when it finds itself applied, so the
+    /// `WAIT` on the new connection covers it.
+    async fn write(&self, cmd: &Cmd) -> Result<(RValue, usize), RedisError> {
+        let Some((replicas, timeout)) = self.wait else {
+            return Ok((self.query(cmd).await?, usize::MAX));
+        };
+        let mut pipe = redis::pipe();
+        pipe.add_command(cmd.clone())
+            .cmd("WAIT")
+            .arg(replicas)
+            .arg(millis(timeout));
+        let send = async || match &self.conn {
+            Conn::Single(c) => pipe.query_async(&mut c.clone()).await,
+            Conn::Cluster(c) => pipe.query_async(&mut c.clone()).await,
+        };
+        match send().await {
+            Err(e) if connection_lost(&e) => send().await,
+            other => other,
+        }
+    }
+
+    /// Fails a write that fewer replicas acknowledged than asked for.
+    fn replicated(&self, acked: usize) -> Result<(), StoreError> {
+        match self.wait {
+            Some((replicas, timeout)) if acked < replicas => Err(StoreError::unavailable(format!(
+                "the write reached {acked} of {replicas} replicas within {timeout:?}"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     /// Runs `script` over `key`: EVALSHA, then EVAL if the node lacks it.
+    /// Returns the reply and how many replicas acknowledged it (see
+    /// [`write`](Self::write)).
     async fn eval(
         &self,
         script: &Script,
         key: &IdemKey,
         args: &[&[u8]],
-    ) -> Result<RValue, StoreError> {
+    ) -> Result<(RValue, usize), StoreError> {
         let build = |verb: &str, first: &str| {
             let mut cmd = redis::cmd(verb);
             cmd.arg(first).arg(1).arg(key.as_str());
@@ -408,13 +482,13 @@ impl RedisStore {
             }
             cmd
         };
-        match self.query(&build("EVALSHA", &script.sha)).await {
-            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => self
-                .query(&build("EVAL", &script.body))
-                .await
-                .map_err(|e| script_error(key, e)),
-            other => other.map_err(|e| script_error(key, e)),
-        }
+        let sent = match self.write(&build("EVALSHA", &script.sha)).await {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                self.write(&build("EVAL", &script.body)).await
+            }
+            other => other,
+        };
+        sent.map_err(|e| script_error(key, e))
     }
 
     /// Runs SETTLE: `op` on the record held with `token`.
@@ -428,7 +502,7 @@ impl RedisStore {
     ) -> Result<(), StoreError> {
         let token = token.id_hex();
         let expiry = millis(expiry).to_string();
-        let reply = self
+        let (reply, acked) = self
             .eval(
                 &scripts()[1],
                 key,
@@ -436,7 +510,7 @@ impl RedisStore {
             )
             .await?;
         match as_text(&reply).as_deref() {
-            Some("ok") => Ok(()),
+            Some("ok") => self.replicated(acked),
             Some("lost") => Err(StoreError::LeaseLost),
             _ => Err(StoreError::corrupt(
                 key.as_str(),
@@ -555,11 +629,14 @@ impl IdemStore for RedisStore {
             .arg("NX")
             .arg("PX")
             .arg(millis(lease).saturating_add(millis(CLAIM_RETENTION)));
-        match self.query::<RValue>(&first).await {
-            Ok(RValue::Okay) => return Ok(Claim::Acquired(token)),
+        match self.write(&first).await {
+            Ok((RValue::Okay, acked)) => {
+                self.replicated(acked)?;
+                return Ok(Claim::Acquired(token));
+            }
             // Taken (or of another type): the script sorts out which.
-            Ok(RValue::Nil) => {}
-            Ok(other) => {
+            Ok((RValue::Nil, _)) => {}
+            Ok((other, _)) => {
                 return Err(StoreError::corrupt(
                     key.as_str(),
                     format!("unexpected reply to SET NX: {other:?}"),
@@ -571,7 +648,7 @@ impl IdemStore for RedisStore {
             millis(lease).to_string(),
             millis(CLAIM_RETENTION).to_string(),
         );
-        let reply = self
+        let (reply, acked) = self
             .eval(
                 &scripts()[0],
                 key,
@@ -595,6 +672,7 @@ impl IdemStore for RedisStore {
                 .and_then(as_text)
                 .and_then(|a| a.parse().ok())
                 .ok_or_else(|| StoreError::corrupt(key.as_str(), "bad attempt"))?;
+            self.replicated(acked)?;
             return Ok(Claim::Acquired(LeaseToken::from_parts(token.id(), attempt)));
         }
         parse_entry(key, &parts).map(Claim::Existing)
@@ -641,7 +719,7 @@ impl IdemStore for RedisStore {
     }
 
     async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
-        match self.eval(&scripts()[2], key, &[]).await? {
+        match self.eval(&scripts()[2], key, &[]).await?.0 {
             RValue::Nil => Ok(None),
             RValue::Array(parts) => parse_entry(key, &parts).map(Some),
             _ => Err(StoreError::corrupt(key.as_str(), "unexpected reply to get")),

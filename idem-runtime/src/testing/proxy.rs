@@ -169,8 +169,14 @@ async fn pump(
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };
-        // Hold the bytes read so far while nothing flows.
-        if flow.wait_for(|f| *f == Flow::Forward).await.is_err() {
+        // Hold the bytes read so far while nothing flows; bytes held in a
+        // black hole never arrive: the connection ends with it.
+        let mut holed = false;
+        let forward = flow.wait_for(|f| {
+            holed |= *f == Flow::BlackHole;
+            *f == Flow::Forward
+        });
+        if forward.await.is_err() || holed {
             return;
         }
         if to.write_all(&buf[..n]).await.is_err() {
