@@ -1,4 +1,4 @@
-//! The store contract (CONTRACT.md §5a) and its backends.
+//! The store contract and its backends.
 //!
 //! A store keeps one record per [`IdemKey`]. A record is, in turn:
 //!
@@ -23,6 +23,22 @@
 //! released record is kept for [`CLAIM_RETENTION`] after its lease ends so
 //! that the next claim can count the attempt; a done or failed record for
 //! its TTL.
+//!
+//! # Operations sent twice
+//!
+//! A connection can drop after the store applied an operation and before
+//! its reply arrived. So that the operation can be sent again:
+//!
+//! - a settled record keeps the token that settled it, and `complete`,
+//!   `fail` or `release` repeated with the same token and the same payload
+//!   on the record it settled succeeds and changes nothing;
+//! - a backend that resends a `claim` itself uses the same token both
+//!   times, and a claim that finds a running record holding its own token
+//!   is `Acquired` with that record's attempt.
+//!
+//! Backends resend an operation once when its connection dropped
+//! (`RedisStore`, `PostgresStore`), and the registry retries settling
+//! operations that fail with a retryable error.
 
 use std::future::Future;
 use std::pin::Pin;

@@ -209,6 +209,8 @@ impl Sql {
 /// A pooled connection with every statement prepared.
 struct PgConn {
     client: Client,
+    /// An operation found the connection broken: the pool drops it.
+    broken: std::sync::atomic::AtomicBool,
     claim: Statement,
     read: Statement,
     settle: Statement,
@@ -234,6 +236,7 @@ impl ManageConnection for PgManager {
             settle: prepare(&self.sql.settle).await?,
             renew: prepare(&self.sql.renew).await?,
             client,
+            broken: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -252,7 +255,7 @@ impl ManageConnection for PgManager {
     }
 
     fn has_broken(&self, conn: &mut PgConn) -> bool {
-        conn.client.is_closed()
+        conn.client.is_closed() || *conn.broken.get_mut()
     }
 }
 
@@ -293,7 +296,9 @@ impl std::fmt::Debug for PostgresStore {
 }
 
 /// Runs `$op` (which uses the pooled connection `$conn`) and, if the
-/// connection broke under it, once more on another. Safe for every
+/// connection broke under it, once more on a new connection, made for the
+/// purpose and then given to the pool: the other pooled connections may
+/// have died with it (a restart, a failover), unnoticed yet. Safe for every
 /// statement of this store: a claim that took effect recognises its own
 /// token, a settle repeated by its token succeeds, and the rest only read.
 /// (A macro: an async closure's future would not be known to be `Send`.)
@@ -302,10 +307,17 @@ macro_rules! with_conn {
         let $conn = $store.pool.get().await.map_err(pg_error)?;
         match $op.await {
             Err(e) if connection_lost(&e) => {
-                tracing::debug!(error = %e, "PostgreSQL connection lost; sending once more");
+                tracing::debug!(error = %e, "PostgreSQL connection lost; sending once more on a new one");
+                $conn.broken.store(true, std::sync::atomic::Ordering::Relaxed);
                 drop($conn);
-                let $conn = $store.pool.get().await.map_err(pg_error)?;
-                $op.await.map_err(sql_error)
+                let fresh = $store.pool.dedicated_connection().await?;
+                let out = {
+                    let $conn = &fresh;
+                    $op.await.map_err(sql_error)
+                };
+                // The pool may be full again: then the connection just closes.
+                let _ = $store.pool.add(fresh);
+                out
             }
             other => other.map_err(sql_error),
         }

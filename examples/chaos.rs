@@ -1,0 +1,749 @@
+//! A chaos run: worker processes call a write tool through a TCP proxy in
+//! front of the store while faults are injected at random, and a
+//! downstream ledger records every run of the tool's body. At the end it
+//! checks what idem promises and prints a table and one JSON line.
+//!
+//! ```text
+//! cargo run --release --example chaos -- --store redis|postgres|sqlite [--seconds 30] [--workers 4]
+//! ```
+//!
+//! - **Operations.** Work comes in rounds of eight operations; every worker
+//!   calls every operation of a round (duplicates from several places at
+//!   once), retrying each call until it answers. A worker restarted after a
+//!   SIGKILL starts again from the first round, as an agent resumed from an
+//!   old checkpoint would.
+//! - **Faults** (one at a time, every half to one and a half seconds):
+//!   `cut` every connection through the proxy; `stall` it for longer than
+//!   the one-second lease; `black_hole` it (a partition: the connections
+//!   open during it do not survive); `restart` the server (Redis, private,
+//!   AOF `appendfsync always`) or terminate the store's backends
+//!   (PostgreSQL); `sigstop` a worker past its lease; `sigkill` a worker
+//!   and start it again. SQLite has no network: only the worker faults.
+//! - **Verdict.** Operations never completed, operations whose callers got
+//!   different results, and body runs beyond the first that no injected
+//!   fault explains (a lease can lapse only while a fault lasts: the
+//!   network or server was away, or the worker that ran the body before
+//!   was paused or killed) must all be 0; the run exits non-zero
+//!   otherwise. A rerun must also carry a higher attempt than the run
+//!   before it.
+//!
+//! RELIABILITY.md has the figures per store.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use clap::{Parser, ValueEnum};
+use idem::prelude::*;
+use idem::testing::Proxy;
+use serde_json::{Value, json};
+
+/// The tool's lease: faults that outlast it make leases lapse.
+const LEASE: Duration = Duration::from_secs(1);
+/// Operations per round.
+const ROUND: u64 = 8;
+/// How long workers may take to finish their last round after the faults.
+const DRAIN: Duration = Duration::from_secs(120);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum StoreKind {
+    Redis,
+    Postgres,
+    Sqlite,
+}
+
+/// A chaos run against one store.
+#[derive(Debug, Parser)]
+#[command(
+    about = "Worker processes call a write tool while faults are injected; checks that nothing runs twice unexplained, nothing is lost, and every caller agrees"
+)]
+struct Cli {
+    /// The store under test.
+    #[arg(long, value_enum)]
+    store: StoreKind,
+    /// How long faults are injected.
+    #[arg(long, default_value_t = 30)]
+    seconds: u64,
+    /// How many worker processes.
+    #[arg(long, default_value_t = 4)]
+    workers: usize,
+    /// Seed of the fault schedule (random by default; printed).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Internal: run as this worker.
+    #[arg(long, hide = true)]
+    worker: Option<usize>,
+    /// Internal: the store a worker connects to (URL or SQLite path).
+    #[arg(long, hide = true)]
+    url: Option<String>,
+    /// Internal: the PostgreSQL schema a worker uses.
+    #[arg(long, hide = true)]
+    schema: Option<String>,
+    /// Internal: the ledger file.
+    #[arg(long, hide = true)]
+    ledger: Option<PathBuf>,
+    /// Internal: a worker stops starting rounds once this file exists.
+    #[arg(long, hide = true)]
+    stop_file: Option<PathBuf>,
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+fn main() -> Result<(), BoxError> {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    match cli.worker {
+        Some(id) => runtime.block_on(worker::run(id, &cli)),
+        None => runtime.block_on(orchestrate(&cli)),
+    }
+}
+
+/// Milliseconds since the Unix epoch: one clock for every process.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+// ---------------------------------------------------------------------------
+// The worker: a registry over the store, the tool, the call loop.
+
+mod worker {
+    use super::*;
+    use std::fs::{File, OpenOptions};
+
+    /// What the body sees: the ledger it appends each run to.
+    pub(super) struct Downstream {
+        ledger: Mutex<File>,
+        worker: usize,
+    }
+
+    /// Charge an order: the side effect whose every run the ledger records.
+    #[write_tool(lease = "1s")]
+    async fn charge(op: u64, ctx: &WriteCtx<Downstream>) -> Result<Value, String> {
+        let line = format!(
+            "{op} {} {} {} {}\n",
+            ctx.idem_key(),
+            ctx.attempt(),
+            ctx.state().worker,
+            now_ms()
+        );
+        // One write(2) on an O_APPEND file: whole lines, even across
+        // processes killed mid-run.
+        if let Ok(mut ledger) = ctx.state().ledger.lock() {
+            ledger
+                .write_all(line.as_bytes())
+                .map_err(|e| e.to_string())?;
+        }
+        let pause = 10 + fastrand::u64(..40);
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+        Ok(json!({ "op": op, "attempt": ctx.attempt(), "ran_on": ctx.state().worker }))
+    }
+
+    async fn store(cli: &Cli) -> Result<Arc<dyn idem::DynIdemStore>, BoxError> {
+        let url = cli.url.as_deref().ok_or("--url")?;
+        Ok(match cli.store {
+            StoreKind::Redis => Arc::new(idem::RedisStore::connect(url).await?),
+            StoreKind::Postgres => {
+                let schema = cli.schema.as_deref().ok_or("--schema")?;
+                let options = idem::PostgresOptions::new()
+                    .schema(schema)
+                    .purge_interval(None);
+                Arc::new(idem::PostgresStore::connect_with(url, options).await?)
+            }
+            StoreKind::Sqlite => Arc::new(idem::SqliteStore::open(url).await?),
+        })
+    }
+
+    /// Calls every operation of round after round until the stop file
+    /// appears, then finishes the round it is in. Prints one JSON line per
+    /// answered operation.
+    pub(super) async fn run(id: usize, cli: &Cli) -> Result<(), BoxError> {
+        let ledger = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(cli.ledger.as_ref().ok_or("--ledger")?)?;
+        let stop = cli.stop_file.clone().ok_or("--stop-file")?;
+        let registry = Registry::builder(Downstream {
+            ledger: Mutex::new(ledger),
+            worker: id,
+        })
+        .shared_store(store(cli).await?)
+        .namespace("chaos")
+        .tool(charge)
+        .build()?;
+        let mut round = 0;
+        while !stop.exists() {
+            let mut ops: Vec<u64> = (round * ROUND..(round + 1) * ROUND).collect();
+            fastrand::shuffle(&mut ops);
+            let calls = ops.into_iter().map(|op| {
+                let registry = registry.clone();
+                tokio::spawn(async move { call_until_answered(&registry, op).await })
+            });
+            for call in calls.collect::<Vec<_>>() {
+                let line = call.await?;
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "{line}")?;
+                out.flush()?;
+            }
+            round += 1;
+        }
+        Ok(())
+    }
+
+    /// One operation, retried until it answers: its report line.
+    async fn call_until_answered(registry: &Registry<Downstream>, op: u64) -> Value {
+        let started = Instant::now();
+        let deadline = started + DRAIN;
+        let mut calls = 0;
+        loop {
+            calls += 1;
+            let outcome = registry
+                .call("chaos-run", "charge", json!({ "op": op }))
+                .await;
+            let answer = match outcome {
+                Ok(result) => json!({ "result": result }),
+                Err(e) if e.is_retryable() && Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(20 + fastrand::u64(..100))).await;
+                    continue;
+                }
+                Err(e) if e.is_retryable() => json!({ "unanswered": e.to_string() }),
+                Err(e) => json!({ "error": e.to_string() }),
+            };
+            let mut line = json!({
+                "op": op,
+                "calls": calls,
+                "ms": started.elapsed().as_secs_f64() * 1000.0,
+            });
+            if let (Value::Object(line), Value::Object(answer)) = (&mut line, answer) {
+                line.extend(answer);
+            }
+            return line;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The orchestrator: the server, the proxy, the workers, the faults.
+
+/// An injected fault and when it lasted.
+#[derive(Debug, Clone)]
+struct FaultEvent {
+    kind: &'static str,
+    start: u64,
+    end: u64,
+    /// The worker it hit, for `sigstop` and `sigkill`.
+    worker: Option<usize>,
+}
+
+/// The server the workers' store talks to.
+enum Server {
+    Redis {
+        child: Child,
+        port: u16,
+        dir: PathBuf,
+    },
+    Postgres {
+        url: String,
+        schema: String,
+        app: String,
+    },
+    Sqlite {
+        path: PathBuf,
+    },
+}
+
+impl Server {
+    fn start(kind: StoreKind, dir: &Path) -> Result<Server, BoxError> {
+        Ok(match kind {
+            StoreKind::Redis => {
+                let port = std::net::TcpListener::bind("127.0.0.1:0")?
+                    .local_addr()?
+                    .port();
+                let child = spawn_redis(port, dir)?;
+                Server::Redis {
+                    child,
+                    port,
+                    dir: dir.to_owned(),
+                }
+            }
+            StoreKind::Postgres => {
+                let url = std::env::var("IDEM_POSTGRES_URL")
+                    .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+                let tag = format!("{:x}", idem::LeaseToken::generate(0).id() as u64);
+                Server::Postgres {
+                    url,
+                    schema: format!("idem_chaos_{tag}"),
+                    app: format!("idem_chaos_{tag}"),
+                }
+            }
+            StoreKind::Sqlite => Server::Sqlite {
+                path: dir.join("chaos.db"),
+            },
+        })
+    }
+
+    /// Where a proxy would connect; `None` for SQLite.
+    fn addr(&self) -> Option<std::net::SocketAddr> {
+        match self {
+            Server::Redis { port, .. } => Some(([127, 0, 0, 1], *port).into()),
+            Server::Postgres { url, .. } => {
+                use std::net::ToSocketAddrs;
+                let authority = url.split_once("://")?.1.split('/').next()?;
+                authority.rsplit('@').next()?.to_socket_addrs().ok()?.next()
+            }
+            Server::Sqlite { .. } => None,
+        }
+    }
+
+    /// The store URL the workers use: through `proxy` where there is one.
+    fn worker_url(&self, proxy: Option<&Proxy>) -> String {
+        let via = |url: &str| match proxy {
+            Some(p) => {
+                let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+                let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+                let user = authority
+                    .rsplit_once('@')
+                    .map(|(u, _)| format!("{u}@"))
+                    .unwrap_or_default();
+                format!("{scheme}://{user}{}{path}", p.addr())
+            }
+            None => url.to_owned(),
+        };
+        match self {
+            Server::Redis { port, .. } => via(&format!("redis://127.0.0.1:{port}")),
+            Server::Postgres { url, app, .. } => format!("{}?application_name={app}", via(url)),
+            Server::Sqlite { path } => path.display().to_string(),
+        }
+    }
+
+    /// Prepares the store (the PostgreSQL table) before the workers start.
+    async fn prepare(&self) -> Result<(), BoxError> {
+        if let Server::Postgres { url, schema, .. } = self {
+            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+            tokio::spawn(connection);
+            client
+                .batch_execute(&format!("CREATE SCHEMA {schema}"))
+                .await?;
+            idem::PostgresStore::connect_with(url, idem::PostgresOptions::new().schema(schema))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// A server restart (Redis, AOF on) or the store's backends terminated
+    /// (PostgreSQL). `None` if the store has no server.
+    async fn restart(&mut self) -> Result<Option<&'static str>, BoxError> {
+        match self {
+            Server::Redis { child, port, dir } => {
+                let _ = child.kill();
+                let _ = child.wait();
+                *child = spawn_redis(*port, dir)?;
+                Ok(Some("restart"))
+            }
+            Server::Postgres { url, app, .. } => {
+                let (client, connection) =
+                    tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+                tokio::spawn(connection);
+                client
+                    .execute(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+                        &[&app.as_str()],
+                    )
+                    .await?;
+                Ok(Some("terminate"))
+            }
+            Server::Sqlite { .. } => Ok(None),
+        }
+    }
+
+    async fn stop(&mut self) {
+        match self {
+            Server::Redis { child, .. } => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            Server::Postgres { url, schema, .. } => {
+                if let Ok((client, connection)) =
+                    tokio_postgres::connect(url, tokio_postgres::NoTls).await
+                {
+                    tokio::spawn(connection);
+                    let _ = client
+                        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+                        .await;
+                }
+            }
+            Server::Sqlite { .. } => {}
+        }
+    }
+}
+
+fn spawn_redis(port: u16, dir: &Path) -> Result<Child, BoxError> {
+    let child = Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
+        .args(["--appendonly", "yes", "--appendfsync", "always"])
+        .arg("--dir")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start redis-server (apt-get install redis-server): {e}"))?;
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(child);
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    Err("redis-server did not come up".into())
+}
+
+/// The worker processes and what they print.
+struct Workers {
+    children: Vec<Child>,
+    args: Vec<String>,
+    reports: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Workers {
+    fn spawn(&mut self, id: usize) -> Result<(), BoxError> {
+        let mut child = Command::new(std::env::current_exe()?)
+            .args(&self.args)
+            .args(["--worker", &id.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let stdout = child.stdout.take().ok_or("worker stdout")?;
+        let reports = self.reports.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let (Ok(v), Ok(mut r)) = (serde_json::from_str(&line), reports.lock()) {
+                    r.push(v);
+                }
+            }
+        });
+        if id < self.children.len() {
+            self.children[id] = child;
+        } else {
+            self.children.push(child);
+        }
+        Ok(())
+    }
+
+    fn signal(&self, id: usize, signal: &str) {
+        let _ = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.children[id].id().to_string())
+            .status();
+    }
+
+    /// Waits for every worker to exit, killing those still running after
+    /// `limit`.
+    fn wait(&mut self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        for child in &mut self.children {
+            loop {
+                match child.try_wait() {
+                    Ok(Some(_)) | Err(_) => break,
+                    Ok(None) if Instant::now() >= deadline => {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        break;
+                    }
+                    Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+                }
+            }
+        }
+    }
+}
+
+/// Injects one fault at random; returns what it was.
+async fn inject(
+    server: &mut Server,
+    proxy: Option<&Proxy>,
+    workers: &mut Workers,
+) -> Result<Option<FaultEvent>, BoxError> {
+    let start = now_ms();
+    let lapse = LEASE + LEASE / 2;
+    let network = ["cut", "stall", "black_hole", "restart"];
+    let kinds: Vec<&str> = match proxy {
+        Some(_) => network
+            .iter()
+            .chain(&["sigstop", "sigkill"])
+            .copied()
+            .collect(),
+        None => vec!["sigstop", "sigkill"],
+    };
+    let kind = kinds[fastrand::usize(..kinds.len())];
+    let mut worker = None;
+    let kind: &'static str = match (kind, proxy) {
+        ("cut", Some(p)) => {
+            p.cut();
+            "cut"
+        }
+        ("stall", Some(p)) => {
+            p.stall();
+            tokio::time::sleep(lapse).await;
+            p.forward();
+            "stall"
+        }
+        ("black_hole", Some(p)) => {
+            p.black_hole();
+            tokio::time::sleep(lapse).await;
+            p.forward();
+            "black_hole"
+        }
+        ("restart", _) => match server.restart().await? {
+            Some(kind) => kind,
+            None => return Ok(None),
+        },
+        ("sigstop", _) => {
+            let id = fastrand::usize(..workers.children.len());
+            workers.signal(id, "STOP");
+            tokio::time::sleep(lapse).await;
+            workers.signal(id, "CONT");
+            worker = Some(id);
+            "sigstop"
+        }
+        _ => {
+            let id = fastrand::usize(..workers.children.len());
+            workers.signal(id, "KILL");
+            let _ = workers.children[id].wait();
+            workers.spawn(id)?;
+            worker = Some(id);
+            "sigkill"
+        }
+    };
+    Ok(Some(FaultEvent {
+        kind,
+        start,
+        end: now_ms(),
+        worker,
+    }))
+}
+
+async fn orchestrate(cli: &Cli) -> Result<(), BoxError> {
+    let seed = cli.seed.unwrap_or_else(|| fastrand::u64(..));
+    fastrand::seed(seed);
+    let dir = std::env::temp_dir().join(format!("idem-chaos-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let mut server = Server::start(cli.store, &dir)?;
+    server.prepare().await?;
+    let proxy = match server.addr() {
+        Some(addr) => Some(Proxy::start(addr).await?),
+        None => None,
+    };
+    let (ledger, stop_file) = (dir.join("ledger"), dir.join("stop"));
+    let mut args = vec![
+        "--store".to_owned(),
+        format!("{:?}", cli.store).to_lowercase(),
+        "--url".to_owned(),
+        server.worker_url(proxy.as_ref()),
+        "--ledger".to_owned(),
+        ledger.display().to_string(),
+        "--stop-file".to_owned(),
+        stop_file.display().to_string(),
+    ];
+    if let Server::Postgres { schema, .. } = &server {
+        args.extend(["--schema".to_owned(), schema.clone()]);
+    }
+    let mut workers = Workers {
+        children: Vec::new(),
+        args,
+        reports: Arc::default(),
+    };
+    for id in 0..cli.workers {
+        workers.spawn(id)?;
+    }
+    let mut faults = Vec::new();
+    let until = Instant::now() + Duration::from_secs(cli.seconds);
+    while Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(500 + fastrand::u64(..1000))).await;
+        if let Some(fault) = inject(&mut server, proxy.as_ref(), &mut workers).await? {
+            faults.push(fault);
+        }
+    }
+    std::fs::write(&stop_file, b"stop")?;
+    workers.wait(DRAIN + Duration::from_secs(30));
+    let reports = workers
+        .reports
+        .lock()
+        .map(|r| r.clone())
+        .unwrap_or_default();
+    let verdict = analyse(&std::fs::read_to_string(&ledger)?, &reports, &faults);
+    server.stop().await;
+    let _ = std::fs::remove_dir_all(&dir);
+    verdict.print(cli, seed);
+    if verdict.violations() > 0 {
+        return Err(format!("{} violation(s)", verdict.violations()).into());
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// The verdict: what the ledger and the callers' answers show.
+
+/// One run of the body, from the ledger.
+#[derive(Debug, Clone)]
+struct Run {
+    attempt: u32,
+    worker: usize,
+    at: u64,
+}
+
+#[derive(Debug, Default)]
+struct Verdict {
+    operations: usize,
+    calls: u64,
+    faults: BTreeMap<&'static str, usize>,
+    never_completed: usize,
+    different_results: usize,
+    extra_runs: usize,
+    extra_runs_explained: usize,
+    unexplained: Vec<String>,
+    latencies: Vec<f64>,
+}
+
+impl Verdict {
+    fn violations(&self) -> usize {
+        self.never_completed + self.different_results + self.unexplained.len()
+    }
+
+    fn percentile(&self, p: f64) -> f64 {
+        let mut l = self.latencies.clone();
+        l.sort_by(f64::total_cmp);
+        match l.len() {
+            0 => 0.0,
+            n => l[((n as f64 - 1.0) * p).round() as usize],
+        }
+    }
+
+    fn print(&self, cli: &Cli, seed: u64) {
+        let store = format!("{:?}", cli.store).to_lowercase();
+        println!(
+            "chaos run: {store}, {} s, {} workers, seed {seed}",
+            cli.seconds, cli.workers
+        );
+        println!("  operations                     {:>8}", self.operations);
+        println!("  calls                          {:>8}", self.calls);
+        for (kind, n) in &self.faults {
+            println!("  faults: {kind:<22} {n:>8}");
+        }
+        println!(
+            "  never completed                {:>8}   (must be 0)",
+            self.never_completed
+        );
+        println!(
+            "  callers given different results {:>7}   (must be 0)",
+            self.different_results
+        );
+        println!("  body runs beyond the first     {:>8}", self.extra_runs);
+        println!(
+            "    explained by a lapsing fault {:>8}",
+            self.extra_runs_explained
+        );
+        println!(
+            "    unexplained                  {:>8}   (must be 0)",
+            self.unexplained.len()
+        );
+        println!(
+            "  latency p50 / p99              {:>8.1} / {:.1} ms",
+            self.percentile(0.5),
+            self.percentile(0.99)
+        );
+        for why in &self.unexplained {
+            println!("  VIOLATION: {why}");
+        }
+        let line = json!({
+            "store": store, "seconds": cli.seconds, "workers": cli.workers, "seed": seed,
+            "operations": self.operations, "calls": self.calls, "faults": self.faults,
+            "never_completed": self.never_completed, "different_results": self.different_results,
+            "extra_runs": self.extra_runs, "extra_runs_explained": self.extra_runs_explained,
+            "violations": self.violations(),
+            "p50_ms": self.percentile(0.5), "p99_ms": self.percentile(0.99),
+        });
+        println!("{line}");
+    }
+}
+
+fn analyse(ledger: &str, reports: &[Value], faults: &[FaultEvent]) -> Verdict {
+    let mut v = Verdict::default();
+    for f in faults {
+        *v.faults.entry(f.kind).or_default() += 1;
+    }
+    let mut answered: HashMap<u64, HashSet<String>> = HashMap::new();
+    let mut seen: HashSet<u64> = HashSet::new();
+    for r in reports {
+        let Some(op) = r["op"].as_u64() else { continue };
+        seen.insert(op);
+        v.calls += r["calls"].as_u64().unwrap_or(0);
+        let answer = answered.entry(op).or_default();
+        if !r["result"].is_null() {
+            answer.insert(r["result"].to_string());
+            v.latencies.push(r["ms"].as_f64().unwrap_or(0.0));
+        } else if !r["error"].is_null() {
+            answer.insert(format!("error: {}", r["error"]));
+        }
+    }
+    let mut runs: HashMap<u64, Vec<Run>> = HashMap::new();
+    for line in ledger.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        if let [op, _key, attempt, worker, at] = f[..]
+            && let (Ok(op), Ok(attempt), Ok(worker), Ok(at)) =
+                (op.parse(), attempt.parse(), worker.parse(), at.parse())
+        {
+            seen.insert(op);
+            runs.entry(op).or_default().push(Run {
+                attempt,
+                worker,
+                at,
+            });
+        }
+    }
+    v.operations = seen.len();
+    v.never_completed = seen
+        .iter()
+        .filter(|op| answered.get(op).is_none_or(HashSet::is_empty))
+        .count();
+    v.different_results = answered.values().filter(|a| a.len() > 1).count();
+    for (op, mut runs) in runs {
+        runs.sort_by_key(|r| (r.at, r.attempt));
+        for pair in runs.windows(2) {
+            let (before, rerun) = (&pair[0], &pair[1]);
+            v.extra_runs += 1;
+            let lapsing = faults.iter().any(|f| {
+                f.start <= rerun.at
+                    && f.end + LEASE.as_millis() as u64 >= before.at
+                    && f.kind != "cut"
+                    && f.worker.is_none_or(|w| w == before.worker)
+            });
+            if rerun.attempt <= before.attempt {
+                v.unexplained.push(format!(
+                    "op {op}: a rerun with attempt {} after attempt {}",
+                    rerun.attempt, before.attempt
+                ));
+            } else if lapsing {
+                v.extra_runs_explained += 1;
+            } else {
+                v.unexplained.push(format!(
+                    "op {op}: rerun at {} (attempt {}) with no lapsing fault since the run at {}",
+                    rerun.at, rerun.attempt, before.at
+                ));
+            }
+        }
+    }
+    v
+}
