@@ -73,6 +73,11 @@ struct Cli {
     /// Seed of the fault schedule (random by default; printed).
     #[arg(long)]
     seed: Option<u64>,
+    /// Redis only: run the server without AOF, so that a restart forgets
+    /// every claim and result. A broken setup, to see that the run reports
+    /// what it costs (operations run again at the same attempt).
+    #[arg(long)]
+    no_persistence: bool,
     /// Internal: run as this worker.
     #[arg(long, hide = true)]
     worker: Option<usize>,
@@ -249,6 +254,8 @@ enum Server {
         child: Child,
         port: u16,
         dir: PathBuf,
+        /// AOF on (`appendfsync always`): restarts keep every record.
+        aof: bool,
     },
     Postgres {
         url: String,
@@ -261,17 +268,19 @@ enum Server {
 }
 
 impl Server {
-    fn start(kind: StoreKind, dir: &Path) -> Result<Server, BoxError> {
-        Ok(match kind {
+    fn start(cli: &Cli, dir: &Path) -> Result<Server, BoxError> {
+        Ok(match cli.store {
             StoreKind::Redis => {
                 let port = std::net::TcpListener::bind("127.0.0.1:0")?
                     .local_addr()?
                     .port();
-                let child = spawn_redis(port, dir)?;
+                let aof = !cli.no_persistence;
+                let child = spawn_redis(port, dir, aof)?;
                 Server::Redis {
                     child,
                     port,
                     dir: dir.to_owned(),
+                    aof,
                 }
             }
             StoreKind::Postgres => {
@@ -342,10 +351,15 @@ impl Server {
     /// (PostgreSQL). `None` if the store has no server.
     async fn restart(&mut self) -> Result<Option<&'static str>, BoxError> {
         match self {
-            Server::Redis { child, port, dir } => {
+            Server::Redis {
+                child,
+                port,
+                dir,
+                aof,
+            } => {
                 let _ = child.kill();
                 let _ = child.wait();
-                *child = spawn_redis(*port, dir)?;
+                *child = spawn_redis(*port, dir, *aof)?;
                 Ok(Some("restart"))
             }
             Server::Postgres { url, app, .. } => {
@@ -385,7 +399,12 @@ impl Server {
     }
 }
 
-fn spawn_redis(port: u16, dir: &Path) -> Result<Child, BoxError> {
+fn spawn_redis(port: u16, dir: &Path, aof: bool) -> Result<Child, BoxError> {
+    let persistence: &[&str] = if aof {
+        &["--appendonly", "yes", "--appendfsync", "always"]
+    } else {
+        &["--appendonly", "no"]
+    };
     let child = Command::new("redis-server")
         .args([
             "--port",
@@ -395,7 +414,7 @@ fn spawn_redis(port: u16, dir: &Path) -> Result<Child, BoxError> {
             "--save",
             "",
         ])
-        .args(["--appendonly", "yes", "--appendfsync", "always"])
+        .args(persistence)
         .arg("--dir")
         .arg(dir)
         .stdout(Stdio::null())
@@ -540,7 +559,7 @@ async fn orchestrate(cli: &Cli) -> Result<(), BoxError> {
     fastrand::seed(seed);
     let dir = std::env::temp_dir().join(format!("idem-chaos-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    let mut server = Server::start(cli.store, &dir)?;
+    let mut server = Server::start(cli, &dir)?;
     server.prepare().await?;
     let proxy = match server.addr() {
         Some(addr) => Some(Proxy::start(addr).await?),

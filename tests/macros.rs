@@ -341,3 +341,31 @@ fn definitions_describe_every_tool() {
     );
     let _ = OnInFlight::Reject;
 }
+
+/// Render a report: its result can be larger than this tool records.
+#[write_tool(max_result_bytes = 1024)]
+async fn report(lines: usize, ctx: &WriteCtx) -> Result<String, String> {
+    let _ = ctx;
+    Ok("line\n".repeat(lines))
+}
+
+#[tokio::test]
+async fn max_result_bytes_on_the_attribute_reaches_the_registry() {
+    let registry = Registry::builder(())
+        .tool(report)
+        .build()
+        .expect("registry");
+    let small = registry.call("r", "report", json!({"lines": 10})).await;
+    assert_eq!(small.expect("small"), json!("line\n".repeat(10)));
+    let big = registry
+        .call("r", "report", json!({"lines": 1000}))
+        .await
+        .expect("the first caller gets its result");
+    assert_eq!(big.as_str().map(str::len), Some(5000));
+    match registry.call("r", "report", json!({"lines": 1000})).await {
+        Err(ToolError::Failed { message, .. }) => {
+            assert!(message.contains("max_result_bytes (1024)"), "{message}")
+        }
+        other => panic!("a duplicate gets the too-large error, got {other:?}"),
+    }
+}

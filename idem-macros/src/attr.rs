@@ -32,6 +32,7 @@ pub(crate) struct Attrs {
     pub(crate) lease: Option<Dur>,
     pub(crate) ttl: Option<Dur>,
     pub(crate) max_hold: Option<Dur>,
+    pub(crate) max_result_bytes: Option<usize>,
     pub(crate) scope: Option<Scope>,
     pub(crate) key: Option<(Span, Vec<Ident>)>,
     pub(crate) version: Option<u32>,
@@ -99,6 +100,19 @@ impl Attrs {
             LEASE => self.lease = Some(parse_duration(&meta.value()?.parse()?, false)?),
             TTL => self.ttl = Some(parse_duration(&meta.value()?.parse()?, false)?),
             MAX_HOLD => self.max_hold = Some(parse_duration(&meta.value()?.parse()?, false)?),
+            MAX_RESULT_BYTES => {
+                let lit: syn::Lit = meta.value()?.parse()?;
+                let bytes = match &lit {
+                    syn::Lit::Int(int) => int.base10_parse::<usize>().ok().filter(|b| *b >= 1024),
+                    _ => None,
+                };
+                self.max_result_bytes = Some(bytes.ok_or_else(|| {
+                    syn::Error::new_spanned(
+                        &lit,
+                        "`max_result_bytes` is a whole number of bytes, at least 1024 (room for an error message), e.g. `max_result_bytes = 65536`",
+                    )
+                })?);
+            }
             SCOPE => {
                 let lit: LitStr = meta.value()?.parse()?;
                 self.scope = Some(match lit.value().as_str() {

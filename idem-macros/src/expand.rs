@@ -386,6 +386,9 @@ fn write_options(attrs: &Attrs) -> TokenStream {
         let d = millis(d.millis);
         chain = quote!(#chain.max_hold(#d));
     }
+    if let Some(bytes) = attrs.max_result_bytes {
+        chain = quote!(#chain.max_result_bytes(#bytes));
+    }
     if let Some(scope) = &attrs.scope {
         let scope = match scope {
             Scope::Run => quote!(::idem::__private::ScopeKind::Run),

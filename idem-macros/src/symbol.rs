@@ -5,6 +5,7 @@ pub(crate) const DESCRIPTION: &str = "description";
 pub(crate) const LEASE: &str = "lease";
 pub(crate) const TTL: &str = "ttl";
 pub(crate) const MAX_HOLD: &str = "max_hold";
+pub(crate) const MAX_RESULT_BYTES: &str = "max_result_bytes";
 pub(crate) const SCOPE: &str = "scope";
 pub(crate) const KEY: &str = "key";
 pub(crate) const VERSION: &str = "version";
@@ -26,6 +27,7 @@ pub(crate) const WRITE_KEYS: &[&str] = &[
     LEASE,
     TTL,
     MAX_HOLD,
+    MAX_RESULT_BYTES,
     SCOPE,
     KEY,
     VERSION,

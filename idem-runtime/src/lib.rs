@@ -9,7 +9,8 @@
 //! - [`IdemStore`] and its backends: [`MemoryStore`] (always), and behind
 //!   features `SqliteStore` (`sqlite`), `PostgresStore` (`postgres`) and
 //!   `RedisStore` (`redis`, `redis-tls`); `testing` (`test-util`) holds
-//!   the conformance suite every backend passes.
+//!   the conformance suite every backend passes, and a TCP proxy that cuts,
+//!   stalls and black-holes a store's connections for its fault cases.
 //! - [`ReadTool`], [`WriteTool`]: what the macros implement.
 //! - [`Registry`]: tools by name, their definitions, and
 //!   [`Registry::call`], which runs write tools at most once per operation.

@@ -250,7 +250,9 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
         self
     }
 
-    /// Default ceiling on lease renewals (10 min).
+    /// Default ceiling on holding a claim (10 min): on lease renewals and
+    /// on retries of recording an outcome (see
+    /// [`WriteOptions::max_hold`](crate::WriteOptions::max_hold)).
     pub fn default_max_hold(mut self, max_hold: Duration) -> Self {
         self.defaults.max_hold = max_hold;
         self

@@ -126,8 +126,12 @@ impl WriteOptions {
         self
     }
 
-    /// The ceiling on heartbeat renewals (default 10 min): a body that runs
-    /// longer keeps running, but its claim lapses.
+    /// The ceiling on holding a claim (default 10 min), counted from the
+    /// claim: the heartbeat renews the lease until then (a body that runs
+    /// longer keeps running, but its claim lapses and it is told through
+    /// [`WriteCtx::lease_lost`](crate::WriteCtx::lease_lost)), and an
+    /// outcome that cannot be recorded at once is retried until then (or
+    /// while the lease is still held, if that is later).
     pub const fn max_hold(mut self, max_hold: Duration) -> Self {
         self.max_hold = Some(max_hold);
         self

@@ -29,6 +29,7 @@ struct ChargeArgs {
     lease = "500ms",
     ttl = "7d",
     max_hold = "2m",
+    max_result_bytes = 65536,
     scope = "global",
     key = [order_id],
     version = 2,

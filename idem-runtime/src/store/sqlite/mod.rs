@@ -449,32 +449,18 @@ impl IdemStore for SqliteStore {
         token: &LeaseToken,
         lease: Duration,
     ) -> Result<(), StoreError> {
-        let key = key.as_str().to_owned();
-        let token = token.id().to_be_bytes();
-        self.worker
-            .run(move |conn, ticket| {
-                write(conn, ticket, |tx| {
-                    let now = now_ms();
-                    let lease_until = now.saturating_add(ms(lease));
-                    let changed = tx
-                        .prepare_cached(
-                            "UPDATE idem_records SET lease_until = ?3, expires_at = ?4
-                     WHERE key = ?1 AND state = 'running' AND token = ?2 AND expires_at > ?5",
-                        )
-                        .and_then(|mut stmt| {
-                            stmt.execute(params![
-                                key,
-                                token.as_slice(),
-                                lease_until,
-                                lease_until.saturating_add(ms(CLAIM_RETENTION)),
-                                now
-                            ])
-                        })
-                        .map_err(sql_error)?;
-                    fenced(changed as u64)
-                })
-            })
-            .await
+        self.fenced_update(
+            "UPDATE idem_records SET lease_until = ?3, expires_at = ?4
+             WHERE key = ?1 AND state = 'running' AND token = ?2 AND expires_at > ?5",
+            key,
+            token,
+            move |key, token, now| {
+                let lease_until = now.saturating_add(ms(lease));
+                let expires_at = lease_until.saturating_add(ms(CLAIM_RETENTION));
+                (key, token, lease_until, expires_at, now)
+            },
+        )
+        .await
     }
 
     async fn purge_expired(&self) -> Result<u64, StoreError> {
@@ -505,31 +491,50 @@ impl SqliteStore {
         payload: Option<String>,
         keep: Duration,
     ) -> Result<(), StoreError> {
+        self.fenced_update(
+            "UPDATE idem_records SET
+                 payload = CASE WHEN state = 'running' THEN ?4 ELSE payload END,
+                 expires_at = CASE WHEN state = 'running' THEN ?5 ELSE expires_at END,
+                 lease_until = NULL, state = ?3
+             WHERE key = ?1 AND token = ?2 AND expires_at > ?6
+               AND (state = 'running' OR (state = ?3 AND payload IS ?4))",
+            key,
+            token,
+            move |key, token, now| {
+                (
+                    key,
+                    token,
+                    state,
+                    payload,
+                    now.saturating_add(ms(keep)),
+                    now,
+                )
+            },
+        )
+        .await
+    }
+
+    /// Runs `sql`, a compare-and-set `UPDATE` on the holder's token, in a
+    /// write transaction, with the parameters `params` makes from the key,
+    /// the token's bytes and now: `LeaseLost` unless it changed one row.
+    async fn fenced_update<P>(
+        &self,
+        sql: &'static str,
+        key: &IdemKey,
+        token: &LeaseToken,
+        params: impl FnOnce(String, [u8; 16], i64) -> P + Send + 'static,
+    ) -> Result<(), StoreError>
+    where
+        P: rusqlite::Params,
+    {
         let key = key.as_str().to_owned();
         let token = token.id().to_be_bytes();
         self.worker
             .run(move |conn, ticket| {
                 write(conn, ticket, |tx| {
-                    let now = now_ms();
                     let changed = tx
-                        .prepare_cached(
-                            "UPDATE idem_records SET
-                         payload = CASE WHEN state = 'running' THEN ?4 ELSE payload END,
-                         expires_at = CASE WHEN state = 'running' THEN ?5 ELSE expires_at END,
-                         lease_until = NULL, state = ?3
-                     WHERE key = ?1 AND token = ?2 AND expires_at > ?6
-                       AND (state = 'running' OR (state = ?3 AND payload IS ?4))",
-                        )
-                        .and_then(|mut stmt| {
-                            stmt.execute(params![
-                                key,
-                                token.as_slice(),
-                                state,
-                                payload,
-                                now.saturating_add(ms(keep)),
-                                now
-                            ])
-                        })
+                        .prepare_cached(sql)
+                        .and_then(|mut stmt| stmt.execute(params(key, token, now_ms())))
                         .map_err(sql_error)?;
                     fenced(changed as u64)
                 })
