@@ -24,8 +24,10 @@
 //!   fault explains (a lease can lapse only while a fault lasts: the
 //!   network or server was away, or the worker that ran the body before
 //!   was paused or killed) must all be 0; the run exits non-zero
-//!   otherwise. A rerun must also carry a higher attempt than the run
-//!   before it.
+//!   otherwise. No two runs of an operation may share an attempt (two
+//!   claims would have held one lease). Runs are compared in claim order:
+//!   a worker frozen between its claim and its side effect writes its line
+//!   after the next attempt's, once it wakes.
 //!
 //! RELIABILITY.md has the figures per store.
 
@@ -739,30 +741,42 @@ fn analyse(ledger: &str, reports: &[Value], faults: &[FaultEvent]) -> Verdict {
         .count();
     v.different_results = answered.values().filter(|a| a.len() > 1).count();
     for (op, mut runs) in runs {
-        runs.sort_by_key(|r| (r.at, r.attempt));
+        // In claim order. A body's ledger line can come after a later
+        // attempt's: a worker frozen between its claim and its side effect
+        // runs on once it wakes, its lease long lost (what fencing tokens
+        // are for downstream).
+        runs.sort_by_key(|r| (r.attempt, r.at));
         for pair in runs.windows(2) {
-            let (before, rerun) = (&pair[0], &pair[1]);
+            let (earlier, later) = (&pair[0], &pair[1]);
             v.extra_runs += 1;
-            let lapsing = faults.iter().any(|f| {
-                f.start <= rerun.at
-                    && f.end + LEASE.as_millis() as u64 >= before.at
-                    && f.kind != "cut"
-                    && f.worker.is_none_or(|w| w == before.worker)
-            });
-            if rerun.attempt <= before.attempt {
+            if later.attempt == earlier.attempt {
                 v.unexplained.push(format!(
-                    "op {op}: a rerun with attempt {} after attempt {}",
-                    rerun.attempt, before.attempt
+                    "op {op}: two runs with attempt {}: two claims held one lease",
+                    later.attempt
                 ));
-            } else if lapsing {
+            } else if lapsed(faults, earlier, later) {
                 v.extra_runs_explained += 1;
             } else {
                 v.unexplained.push(format!(
-                    "op {op}: rerun at {} (attempt {}) with no lapsing fault since the run at {}",
-                    rerun.at, rerun.attempt, before.at
+                    "op {op}: attempt {} at {} and attempt {} at {} with no lapsing fault between",
+                    earlier.attempt, earlier.at, later.attempt, later.at
                 ));
             }
         }
     }
     v
+}
+
+/// Whether a fault that can make a lease lapse lasted between two runs: the
+/// network or the server away (not a mere cut, after which the client
+/// reconnects at once), or the worker of the earlier run paused or killed.
+fn lapsed(faults: &[FaultEvent], earlier: &Run, later: &Run) -> bool {
+    let (from, to) = (earlier.at.min(later.at), earlier.at.max(later.at));
+    let slack = LEASE.as_millis() as u64;
+    faults.iter().any(|f| {
+        f.kind != "cut"
+            && f.start <= to
+            && f.end + slack >= from
+            && f.worker.is_none_or(|w| w == earlier.worker)
+    })
 }
