@@ -635,6 +635,7 @@ struct Verdict {
     extra_runs: usize,
     extra_runs_explained: usize,
     unexplained: Vec<String>,
+    disagreements: Vec<String>,
     latencies: Vec<f64>,
 }
 
@@ -685,7 +686,7 @@ impl Verdict {
             self.percentile(0.5),
             self.percentile(0.99)
         );
-        for why in &self.unexplained {
+        for why in self.unexplained.iter().chain(&self.disagreements) {
             println!("  VIOLATION: {why}");
         }
         let line = json!({
@@ -739,7 +740,14 @@ fn analyse(ledger: &str, reports: &[Value], faults: &[FaultEvent]) -> Verdict {
         .iter()
         .filter(|op| answered.get(op).is_none_or(HashSet::is_empty))
         .count();
-    v.different_results = answered.values().filter(|a| a.len() > 1).count();
+    for (op, answers) in &answered {
+        if answers.len() > 1 {
+            v.different_results += 1;
+            let answers: Vec<&str> = answers.iter().map(|a| &a[..a.len().min(160)]).collect();
+            v.disagreements
+                .push(format!("op {op}: callers got {answers:?}"));
+        }
+    }
     for (op, mut runs) in runs {
         // In claim order. A body's ledger line can come after a later
         // attempt's: a worker frozen between its claim and its side effect

@@ -916,3 +916,56 @@ async fn with_wait_a_failover_loses_nothing_and_a_lagging_replica_runs_nothing()
     assert_eq!(first, replay, "the result survived the failover");
     assert_eq!(counter.total(), 1, "and the body ran once");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_loading_its_data_after_a_restart_is_waited_out() {
+    if !support::redis_binaries() {
+        return;
+    }
+    let mut server = RedisServer::start(&[
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "everysec",
+        "--enable-debug-command",
+        "local",
+    ]);
+    // Enough data that loading it after a restart takes a while, during
+    // which the server answers `-LOADING`.
+    server.cli(&["DEBUG", "POPULATE", "3000000", "filler", "64"]);
+    server.cli(&["BGREWRITEAOF"]);
+    for _ in 0..600 {
+        if server
+            .cli(&["INFO", "persistence"])
+            .contains("aof_rewrite_in_progress:0")
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let gate = Gate::new();
+    let registry = gate_registry(&server, &gate, Duration::from_secs(600)).await;
+    let call = gate_running(&registry, &gate).await;
+    server.restart_without_waiting();
+    let loading = server.cli(&["PING"]).contains("LOADING");
+    // The body ends while the server loads: its record must wait it out.
+    gate.proceed.notify_one();
+    let first = bounded("the call", call)
+        .await
+        .expect("task")
+        .expect("the result");
+    assert!(
+        loading,
+        "the server was not loading when the body ended: the fault did not happen"
+    );
+    let again = registry
+        .call("r", "gate", json!({"x": 1}))
+        .await
+        .expect("the duplicate replays");
+    assert_eq!(first, again, "recorded, not refused: LOADING is retryable");
+    assert_eq!(
+        gate.runs.lock().expect("lock").len(),
+        1,
+        "the body ran once"
+    );
+}

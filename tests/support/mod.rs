@@ -156,6 +156,11 @@ impl RedisServer {
     }
 
     fn spawn(&mut self) {
+        self.spawn_child();
+        self.wait_ready();
+    }
+
+    fn spawn_child(&mut self) {
         let child = Command::new("redis-server")
             .arg(self.port_flag)
             .arg(self.port.to_string())
@@ -168,7 +173,6 @@ impl RedisServer {
             .spawn()
             .expect("spawn redis-server");
         self.child = Some(child);
-        self.wait_ready();
     }
 
     fn wait_ready(&self) {
@@ -207,6 +211,23 @@ impl RedisServer {
     pub(crate) fn restart(&mut self) {
         self.kill();
         self.spawn();
+    }
+
+    /// Starts it again, returning as soon as it accepts connections: it
+    /// may still be loading its data (and answer `-LOADING`).
+    pub(crate) fn restart_without_waiting(&mut self) {
+        self.kill();
+        self.spawn_child();
+        for _ in 0..400 {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!(
+            "redis-server on port {} did not accept connections",
+            self.port
+        );
     }
 
     /// Runs `redis-cli` against it.

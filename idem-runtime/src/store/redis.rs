@@ -549,8 +549,20 @@ fn connection_lost(e: &RedisError) -> bool {
     e.is_connection_dropped() || e.is_io_error() || e.is_unrecoverable_error()
 }
 
-/// Connection-level failures are `Unavailable` (retry later); the rest are
-/// the backend's own errors.
+/// Replies with which a server says it cannot serve now but will soon:
+/// loading its data after a restart, running a long script, a replica not
+/// yet promoted or resyncing, a cluster reconfiguring.
+const NOT_NOW: &[&str] = &[
+    "LOADING",
+    "BUSY",
+    "TRYAGAIN",
+    "MASTERDOWN",
+    "READONLY",
+    "CLUSTERDOWN",
+];
+
+/// Connection-level failures and a server that cannot serve now are
+/// `Unavailable` (retry later); the rest are the backend's own errors.
 fn store_error(e: RedisError) -> StoreError {
     if e.is_io_error()
         || e.is_timeout()
@@ -558,6 +570,7 @@ fn store_error(e: RedisError) -> StoreError {
         || e.is_connection_refusal()
         || e.is_unrecoverable_error()
         || e.is_cluster_error()
+        || e.code().is_some_and(|code| NOT_NOW.contains(&code))
     {
         StoreError::unavailable(e)
     } else {
