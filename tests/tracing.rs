@@ -61,13 +61,19 @@ async fn tracing_reports_replays_with_tool_and_key() {
         slow.call("r", "counter", json!({"n": 3})),
     );
     assert!(a.is_ok() != b.is_ok(), "one runs, one is in flight");
-    // The body ran but its result could not be recorded: the caller still
-    // gets the result, and the failure is logged at error level with the key.
+    // The body ran but its result could not be recorded within max_hold
+    // (retried until then; 300 ms here): the caller still gets the result,
+    // and the failure is logged at error level with the key.
     let store = Arc::new(FaultyStore::new(MemoryStore::new()));
     store.set(Op::Complete, Fault::Unavailable);
     let unrecorded = Registry::builder(())
         .store(store)
-        .tool(Counter::new(Duration::ZERO, WriteOptions::new()))
+        .tool(Counter::new(
+            Duration::ZERO,
+            WriteOptions::new()
+                .lease(Duration::from_millis(100))
+                .max_hold(Duration::from_millis(300)),
+        ))
         .build()
         .expect("registry");
     let (unrecorded_key, _) = unrecorded
