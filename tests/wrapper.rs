@@ -302,16 +302,26 @@ async fn invalid_arguments_name_the_field_and_nothing_runs() {
             "expected a JSON object of named arguments, got an array",
         ),
         (
+            json!(r#"{"order_id": "o", "amount": 5"#),
+            "the arguments string is not valid JSON: EOF while parsing an object at line 1 column 29",
+        ),
+        (
             json!("not json"),
-            "expected a JSON object of named arguments, got a string",
+            "the arguments string is not valid JSON: expected ident at line 1 column 2",
+        ),
+        (
+            json!("[1, 2]"),
+            "the arguments string holds an array, not a JSON object of named arguments",
         ),
     ];
     for (args, expected) in cases {
         match registry.call("r", "pay", args).await {
             Err(ToolError::InvalidArgs { message, .. }) => {
                 assert_eq!(message, expected);
+                // Fields are named by their path; only text that is not
+                // JSON at all is placed by line and column.
                 assert!(
-                    !message.contains("line 1"),
+                    expected.contains("not valid JSON") || !message.contains("line 1"),
                     "no parser positions: {message}"
                 );
             }
