@@ -1,3 +1,6 @@
+// The `idem` facade: the runtime and the two tool macros under one name.
+// Its crate documentation is the README.
+
 #![doc = include_str!("../README.md")]
 
 pub use idem_runtime::*;

@@ -5,8 +5,8 @@ use syn::meta::ParseNestedMeta;
 use syn::punctuated::Punctuated;
 use syn::{Ident, LitBool, LitInt, LitStr, Token};
 
-use crate::Kind;
 use crate::ctxt::Ctxt;
+use crate::kind::Kind;
 use crate::symbol::*;
 
 /// A duration literal, checked: `"30s"`.

@@ -7,9 +7,9 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{FnArg, ItemFn, PathArguments, Type};
 
-use crate::Kind;
 use crate::ast::{Param, ToolFn};
 use crate::attr::{Attrs, InFlight, Scope};
+use crate::kind::Kind;
 
 /// Generated code for a checked tool function.
 ///

@@ -12,6 +12,7 @@ mod ast;
 mod attr;
 mod ctxt;
 mod expand;
+mod kind;
 mod symbol;
 mod valid;
 
@@ -20,21 +21,7 @@ use proc_macro2::TokenStream as TokenStream2;
 use quote::quote;
 use syn::{ItemFn, ReturnType};
 
-/// Which macro is expanding.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Read,
-    Write,
-}
-
-impl Kind {
-    fn attr_name(self) -> &'static str {
-        match self {
-            Kind::Read => "read_tool",
-            Kind::Write => "write_tool",
-        }
-    }
-}
+use crate::kind::Kind;
 
 /// Turns an `async fn` into a read tool. See the `idem` crate.
 #[proc_macro_attribute]

@@ -1,21 +1,13 @@
-//! Every rule CONTRACT.md §2 sets, each reported at the offending tokens.
+//! Every rule a tool function must follow (docs/spec.md, "Tool functions"),
+//! each reported at the offending tokens.
 
 use quote::ToTokens;
 use syn::ReturnType;
 
-use crate::Kind;
 use crate::ast::{CtxKind, Param, ToolFn};
 use crate::attr::Attrs;
 use crate::ctxt::Ctxt;
-
-/// The name every provider accepts: `^[A-Za-z_][A-Za-z0-9_-]{0,63}$`.
-pub(crate) fn valid_name(name: &str) -> bool {
-    let b = name.as_bytes();
-    matches!(b.first(), Some(c) if c.is_ascii_alphabetic() || *c == b'_')
-        && b.len() <= 64
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'-')
-}
+use crate::kind::Kind;
 
 pub(crate) fn check(cx: &mut Ctxt, kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs) {
     let sig = &tool.item.sig;
@@ -99,7 +91,7 @@ fn check_name(cx: &mut Ctxt, tool: &ToolFn<'_>, attrs: &Attrs) {
                 name.len()
             ),
         );
-    } else if !valid_name(&name) {
+    } else if !idem_rules::valid_tool_name(&name) {
         cx.error_spanned_by(
             tokens,
             format!(

@@ -7,7 +7,7 @@ pub use schemars;
 pub use serde;
 pub use serde_json;
 
-pub use crate::registry::{CallThroughRegistry, Erased, InvalidTool, marker};
+pub use crate::registry::{CallThroughRegistry, InvalidTool, Registration, marker};
 pub use crate::{Ctx, IntoTool, OnInFlight, ScopeKind, ToolInfo, WriteCtx, WriteOptions};
 use crate::{ReadArgs, ReadOutput, ReadTool, ToolFailure, WriteArgs, WriteOutput, WriteTool};
 

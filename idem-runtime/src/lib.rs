@@ -21,7 +21,6 @@
 //!   `rig` (feature `rig`): its tools as rig tools.
 
 mod canonical;
-mod canonical_ser;
 mod ctx;
 mod engine;
 mod error;
@@ -42,12 +41,11 @@ pub mod testing;
 
 pub use crate::canonical::canonical_json;
 pub use crate::ctx::{Ctx, WriteCtx};
+pub use crate::engine::DEFAULT_MAX_RESULT_BYTES;
 pub use crate::error::{BoxError, RegistryError, StoreError, ToolError};
 pub use crate::key::{Fingerprint, IdemKey, Scope, ScopeKind};
 pub use crate::providers::{MalformedCall, ToolReply};
-pub use crate::registry::{
-    DEFAULT_MAX_RESULT_BYTES, IntoTool, Registry, RegistryBuilder, valid_tool_name,
-};
+pub use crate::registry::{IntoTool, Registry, RegistryBuilder, valid_tool_name};
 pub use crate::render::RenderError;
 pub use crate::store::memory::MemoryStore;
 #[cfg(feature = "postgres")]

@@ -18,7 +18,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::Resolved;
+use super::settings::Resolved;
 use super::task::bounded;
 use crate::error::StoreError;
 use crate::key::IdemKey;

@@ -2,7 +2,22 @@
 //! violation. Store-level cases first, then the registry over the store,
 //! then faults made for real on the network between store and server.
 
-use super::*;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::faults::{Fault, FaultyStore, Op};
+use super::fixtures::Counter;
+use super::harness::Harness;
+use super::helpers::*;
+use super::proxy::Proxy;
+use crate::error::{StoreError, ToolError};
+use crate::key::{Fingerprint, IdemKey};
+use crate::store::{Claim, Entry, IdemStore, LeaseToken};
+use crate::tool::{OnInFlight, WriteOptions};
 
 /// Claim, complete, and every later claim replays the result.
 pub async fn claim_complete_replay<H: Harness>(h: &H) {
@@ -875,4 +890,44 @@ pub async fn net_body_sees_its_lease_lost<H: Harness>(h: &H) {
         .await
         .expect("replay");
     assert_eq!(replay, b, "the new owner's result stands");
+}
+
+/// For a backend's own malformed-record tests: `plant(i, key)` writes the
+/// `i`th malformed record (of `count`) under `key`; each must make a write
+/// call over it a `Corrupt` store error, and a read of it an error, without
+/// running anything.
+pub async fn malformed_records_are_refused<S, F, Fut>(store: Arc<S>, count: usize, plant: F)
+where
+    S: IdemStore,
+    F: Fn(usize, IdemKey) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let counter = Counter::new(Duration::ZERO, WriteOptions::new());
+    let registry = registry(store.clone(), &namespace(), &counter);
+    for i in 0..count {
+        let args = json!({ "n": i });
+        let key = match registry.identify("r", "counter", args.clone()) {
+            Ok(Some((key, _))) => key,
+            other => panic!("identify: {other:?}"),
+        };
+        plant(i, key.clone()).await;
+        match registry.call("r", "counter", args).await {
+            Err(ToolError::Store {
+                source: StoreError::Corrupt { reason, .. },
+                ..
+            }) => {
+                assert!(!reason.is_empty(), "record {i}: a reason");
+            }
+            other => panic!("record {i}: expected a Corrupt store error, got {other:?}"),
+        }
+        assert!(
+            store.get(&key).await.is_err(),
+            "record {i}: reading it is an error too"
+        );
+    }
+    assert_eq!(
+        counter.total(),
+        0,
+        "nothing may run over a malformed record"
+    );
 }

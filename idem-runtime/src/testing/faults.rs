@@ -3,7 +3,13 @@
 //! Backends with a server meet real network faults instead, through
 //! [`Proxy`](super::Proxy).
 
-use super::*;
+use std::future::Future;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
+
+use crate::error::StoreError;
+use crate::key::{Fingerprint, IdemKey};
+use crate::store::{Claim, Entry, IdemStore, LeaseToken};
 
 /// Which store operation a [`FaultyStore`] disturbs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +39,17 @@ pub enum Fault {
     Unavailable = 1,
     /// Never answer.
     Hang = 2,
+}
+
+impl Fault {
+    /// The fault `cell` holds (as [`FaultyStore::set`] stored it).
+    fn of(cell: &AtomicU8) -> Fault {
+        let stored = cell.load(Ordering::SeqCst);
+        [Fault::Unavailable, Fault::Hang]
+            .into_iter()
+            .find(|fault| *fault as u8 == stored)
+            .unwrap_or(Fault::None)
+    }
 }
 
 /// A store wrapper that makes chosen operations fail or hang, to show how
@@ -69,10 +86,10 @@ impl<S: IdemStore> FaultyStore<S> {
         op: Op,
         fut: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        match self.faults[op as usize].load(Ordering::SeqCst) {
-            1 => Err(StoreError::unavailable("injected outage")),
-            2 => std::future::pending().await,
-            _ => fut.await,
+        match Fault::of(&self.faults[op as usize]) {
+            Fault::Unavailable => Err(StoreError::unavailable("injected outage")),
+            Fault::Hang => std::future::pending().await,
+            Fault::None => fut.await,
         }
     }
 }

@@ -3,7 +3,15 @@
 //! large result, runs a hook (to inject a fault mid-call) or stops when its
 //! lease is lost.
 
-use super::*;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ctx::WriteCtx;
+use crate::tool::{ToolInfo, WriteOptions, WriteTool};
 
 /// Per operation, the (key, attempt) of each run.
 type Runs = HashMap<u64, Vec<(String, u32)>>;

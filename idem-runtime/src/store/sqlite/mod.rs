@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use self::worker::{Worker, write};
+use self::worker::{Worker, sql_error, write};
 
 use super::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, fenced};
 use crate::error::StoreError;
@@ -203,17 +203,6 @@ fn now_ms() -> i64 {
 
 fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// Busy and I/O failures are `Unavailable`; the rest the backend's own.
-fn sql_error(e: rusqlite::Error) -> StoreError {
-    use rusqlite::ErrorCode::*;
-    match e.sqlite_error_code() {
-        Some(DatabaseBusy | DatabaseLocked | SystemIoFailure | CannotOpen | DiskFull) => {
-            StoreError::unavailable(e)
-        }
-        _ => StoreError::backend(e),
-    }
 }
 
 /// A row as stored.

@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 use tokio::sync::oneshot;
 
-use super::sql_error;
 use crate::error::StoreError;
 
 /// The caller waits for the job.
@@ -171,4 +170,15 @@ pub(super) fn write<T>(
     }
     tx.commit().map_err(sql_error)?;
     Ok(out)
+}
+
+/// Busy and I/O failures are `Unavailable`; the rest the backend's own.
+pub(super) fn sql_error(e: rusqlite::Error) -> StoreError {
+    use rusqlite::ErrorCode::*;
+    match e.sqlite_error_code() {
+        Some(DatabaseBusy | DatabaseLocked | SystemIoFailure | CannotOpen | DiskFull) => {
+            StoreError::unavailable(e)
+        }
+        _ => StoreError::backend(e),
+    }
 }

@@ -16,7 +16,7 @@ use std::cmp::Ordering;
 use serde::Serialize;
 use serde::ser::{self, Impossible};
 
-use crate::canonical::{cmp_utf16, write_f64, write_string as write_string_into};
+use super::primitives::{cmp_utf16, write_f64, write_string as write_string_into};
 
 /// The value needs the general path.
 #[derive(Debug)]
@@ -514,8 +514,8 @@ mod tests {
     use serde::Serialize;
     use serde_json::{Number, Value};
 
+    use super::super::canonical_json;
     use super::write_canonical;
-    use crate::canonical::canonical_json;
 
     /// The direct writer must say exactly what the `Value` path says, or
     /// step aside.

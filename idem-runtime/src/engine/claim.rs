@@ -1,0 +1,114 @@
+//! The claim stage: take the operation's key, or answer from the record it
+//! holds (a result or failure replayed, a call in flight waited for or
+//! refused).
+
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::settings::Resolved;
+use super::task::bounded;
+use crate::error::{StoreError, ToolError};
+use crate::key::{Fingerprint, IdemKey};
+use crate::store::{Claim, DynIdemStore, Entry, LeaseToken};
+use crate::tool::OnInFlight;
+
+/// What the claim step ended with.
+pub(super) enum Claimed {
+    /// The key is ours: the token, and when the claim was sent.
+    Acquired(LeaseToken, Instant),
+    /// A recorded outcome replayed, or why the call cannot run.
+    Answered(Result<Value, ToolError>),
+}
+
+/// Claims `key`, or answers from what it holds: a recorded result or
+/// failure is replayed, a running one waits or is refused as in flight.
+pub(super) async fn claim_or_replay<O: DeserializeOwned>(
+    store: &dyn DynIdemStore,
+    key: &IdemKey,
+    fingerprint: &Fingerprint,
+    cfg: &Resolved,
+    limit: Duration,
+    name: &str,
+) -> Result<Claimed, ToolError> {
+    let store_err = |source: StoreError| ToolError::Store {
+        tool: name.to_owned(),
+        source,
+    };
+    let wait_until = match cfg.on_in_flight {
+        OnInFlight::Reject => None,
+        OnInFlight::Wait(d) => Some(Instant::now() + d),
+    };
+    let mut backoff = Duration::from_millis(10);
+    loop {
+        let sent = Instant::now();
+        let claim = bounded(limit, "claim", store.dyn_claim(key, fingerprint, cfg.lease))
+            .await
+            .map_err(|e| {
+                tracing::warn!(tool = name, key = %key, error = %e, "claim failed; the tool did not run");
+                store_err(e)
+            })?;
+        let entry = match claim {
+            Claim::Acquired(token) => return Ok(Claimed::Acquired(token, sent)),
+            Claim::Existing(entry) => entry,
+        };
+        if *entry.fingerprint() != *fingerprint {
+            tracing::warn!(tool = name, key = %key, "key conflict: same key, different arguments");
+            return Err(ToolError::KeyConflict {
+                tool: name.to_owned(),
+                key: key.to_string(),
+            });
+        }
+        let answer = match entry {
+            Entry::Done { result, .. } => {
+                tracing::info!(tool = name, key = %key, "replayed recorded result");
+                replay::<O>(key, &result).map_err(store_err)
+            }
+            Entry::Failed { error, .. } => {
+                tracing::info!(tool = name, key = %key, "replayed recorded failure");
+                Err(ToolError::Failed {
+                    tool: name.to_owned(),
+                    message: error,
+                    permanent: true,
+                })
+            }
+            Entry::Running { .. } => {
+                let now = Instant::now();
+                match wait_until {
+                    Some(deadline) if now < deadline => {
+                        tracing::debug!(tool = name, key = %key, "in flight; waiting");
+                        tokio::time::sleep(backoff.min(deadline - now)).await;
+                        backoff = (backoff * 2).min(Duration::from_millis(500));
+                        continue;
+                    }
+                    _ => {
+                        tracing::info!(tool = name, key = %key, "in flight; duplicate rejected");
+                        Err(ToolError::InFlight {
+                            tool: name.to_owned(),
+                            key: key.to_string(),
+                        })
+                    }
+                }
+            }
+        };
+        return Ok(Claimed::Answered(answer));
+    }
+}
+
+/// Validates a recorded result against the tool's result type and returns it.
+fn replay<O: DeserializeOwned>(key: &IdemKey, text: &str) -> Result<Value, StoreError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        tracing::error!(key = %key, error = %e, "recorded result is not JSON");
+        StoreError::corrupt(key.as_str(), format!("recorded result is not JSON: {e}"))
+    })?;
+    if let Err(e) = O::deserialize(&value) {
+        tracing::error!(key = %key, error = %e, "recorded result no longer fits the result type");
+        return Err(StoreError::corrupt(
+            key.as_str(),
+            format!("recorded result no longer fits the tool's result type: {e}"),
+        ));
+    }
+    Ok(value)
+}

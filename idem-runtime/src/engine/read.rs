@@ -1,0 +1,39 @@
+//! A read tool's call: parse the arguments, run, serialize. Read tools
+//! never touch the store.
+
+use serde_json::Value;
+
+use super::args::parse_args;
+use super::settings::Shared;
+use super::task::{catch_panic, panicked};
+use crate::ctx::Ctx;
+use crate::error::ToolError;
+use crate::tool::ReadTool;
+
+/// Runs a read tool: parse, call, serialize. Never touches the store.
+pub(crate) async fn call_read<S, T: ReadTool<S>>(
+    tool: &T,
+    name: &str,
+    shared: &Shared<S>,
+    run_id: &str,
+    args: Value,
+) -> Result<Value, ToolError> {
+    let args: T::Args = parse_args(name, args, false)?;
+    let ctx = Ctx::new(run_id, shared.state.clone());
+    let outcome = catch_panic(tool.call(args, &ctx)).await.map_err(|panic| {
+        tracing::error!(tool = name, panic = %panic, "the tool panicked");
+        panicked(name, &panic)
+    })?;
+    match outcome {
+        Ok(out) => serde_json::to_value(&out).map_err(|e| ToolError::Failed {
+            tool: name.to_owned(),
+            message: format!("the result could not be serialized: {e}"),
+            permanent: true,
+        }),
+        Err(e) => Err(ToolError::Failed {
+            tool: name.to_owned(),
+            message: e.to_string(),
+            permanent: false,
+        }),
+    }
+}

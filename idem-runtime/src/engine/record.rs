@@ -1,0 +1,161 @@
+//! The record stage: what the body did, written to the store (retried
+//! while the hold allows) and answered to the caller.
+
+use serde_json::Value;
+
+use super::hold::{Hold, Window};
+use super::task::panicked;
+use crate::error::{StoreError, ToolError};
+use crate::tool::WriteTool;
+
+/// Records what the body did and answers the caller.
+///
+/// - A result is recorded and returned. One larger than `max_result_bytes`
+///   is returned but recorded as a permanent failure saying so, as is one
+///   the store refuses: duplicates get that error, never a second run.
+/// - A permanent error is recorded and replayed; a transient one releases
+///   the key for a retry.
+/// - A panic is handled as a crash would be: nothing is recorded or
+///   released, so the claim lapses with its lease and the next claim counts
+///   an attempt; the body may or may not have taken effect.
+pub(super) async fn record<S, T: WriteTool<S>>(
+    tool: &T,
+    hold: &Hold<'_>,
+    outcome: Result<Result<T::Output, T::Error>, String>,
+) -> Result<Value, ToolError> {
+    let (name, key) = (hold.tool(), hold.key());
+    let outcome = outcome.map_err(|panic| {
+        tracing::error!(tool = name, key = %key, panic = %panic, "the tool panicked; its claim lapses with its lease");
+        panicked(name, &panic)
+    })?;
+    let out = match outcome {
+        Ok(out) => out,
+        Err(e) => return Err(record_error(hold, &e.to_string(), tool.is_permanent(&e)).await),
+    };
+    match serde_json::to_value(&out) {
+        Ok(value) => record_result(hold, value).await,
+        Err(e) => {
+            // It ran, but nothing can be replayed: record a permanent
+            // failure so that duplicates do not run it again.
+            let message = hold.storable_error(&format!("the result could not be serialized: {e}"));
+            record_failure(hold, &message).await;
+            Err(failed(hold, message, true))
+        }
+    }
+}
+
+fn failed(hold: &Hold<'_>, message: String, permanent: bool) -> ToolError {
+    ToolError::Failed {
+        tool: hold.tool().to_owned(),
+        message,
+        permanent,
+    }
+}
+
+/// The body failed: a permanent error is recorded, a transient one
+/// releases the key for a retry.
+async fn record_error(hold: &Hold<'_>, error: &str, permanent: bool) -> ToolError {
+    let message = hold.storable_error(error);
+    if permanent {
+        record_failure(hold, &message).await;
+    } else {
+        release(hold, &message).await;
+    }
+    failed(hold, message, permanent)
+}
+
+/// The body succeeded: its result is recorded (or, too large or refused by
+/// the store, a failure saying it ran) and returned.
+async fn record_result(hold: &Hold<'_>, value: Value) -> Result<Value, ToolError> {
+    let (name, key) = (hold.tool(), hold.key());
+    let text = value.to_string();
+    if text.len() > hold.max_result_bytes() {
+        let message = format!(
+            "the tool ran, but its result ({} bytes) is larger than max_result_bytes ({}), so it was not recorded and cannot be replayed",
+            text.len(),
+            hold.max_result_bytes()
+        );
+        tracing::error!(tool = name, key = %key, bytes = text.len(), limit = hold.max_result_bytes(), "result too large to record; duplicates get an error instead of a replay");
+        record_failure(hold, &message).await;
+        return Ok(value);
+    }
+    let ttl = hold.ttl();
+    match hold
+        .settle("complete", Window::MaxHold, || {
+            hold.store().dyn_complete(key, hold.token(), &text, ttl)
+        })
+        .await
+    {
+        Ok(()) => {
+            tracing::debug!(tool = name, key = %key, "result recorded");
+            Ok(value)
+        }
+        Err(StoreError::LeaseLost) => {
+            tracing::warn!(tool = name, key = %key, "lease lost: the tool ran but another worker took the key over; result not recorded");
+            Err(ToolError::LeaseLost {
+                tool: name.to_owned(),
+                key: key.to_string(),
+            })
+        }
+        Err(e) if !e.is_retryable() => {
+            // The store refuses this result: record that it ran, so that
+            // duplicates do not run it again.
+            tracing::error!(tool = name, key = %key, error = %e, "the store refused the result; recording that the tool ran instead");
+            let message = hold.storable_error(&format!(
+                "the tool ran, but the store refused its result ({e}), so it cannot be replayed"
+            ));
+            record_failure(hold, &message).await;
+            Ok(value)
+        }
+        Err(e) => {
+            // The operation happened: hand its result back. A retry after
+            // the lease reuses the same key downstream.
+            tracing::error!(tool = name, key = %key, error = %e, "the tool ran but its result could not be recorded before max_hold; a retry after the lease runs it again with the same key");
+            Ok(value)
+        }
+    }
+}
+
+/// Records a permanent failure, retried within `max_hold`; logs what
+/// could not be done.
+async fn record_failure(hold: &Hold<'_>, message: &str) {
+    let (name, key, ttl) = (hold.tool(), hold.key(), hold.ttl());
+    match hold
+        .settle("fail", Window::MaxHold, || {
+            hold.store().dyn_fail(key, hold.token(), message, ttl)
+        })
+        .await
+    {
+        Ok(()) => {
+            tracing::info!(tool = name, key = %key, error = message, "permanent failure recorded");
+        }
+        Err(StoreError::LeaseLost) => {
+            tracing::warn!(tool = name, key = %key, "lease lost: the failure was not recorded");
+        }
+        Err(e) => {
+            tracing::error!(tool = name, key = %key, error = %e, "permanent failure could not be recorded");
+        }
+    }
+}
+
+/// Gives the key up after a transient failure, retried while the lease
+/// holds (its lapse releases the key anyway).
+async fn release(hold: &Hold<'_>, message: &str) {
+    let (name, key) = (hold.tool(), hold.key());
+    match hold
+        .settle("release", Window::Lease, || {
+            hold.store().dyn_release(key, hold.token())
+        })
+        .await
+    {
+        Ok(()) => {
+            tracing::info!(tool = name, key = %key, attempt = hold.token().attempt(), error = message, "transient failure; key released for a retry");
+        }
+        Err(StoreError::LeaseLost) => {
+            tracing::warn!(tool = name, key = %key, "lease lost before the key could be released");
+        }
+        Err(err) => {
+            tracing::warn!(tool = name, key = %key, error = %err, "key could not be released; it lapses with its lease");
+        }
+    }
+}

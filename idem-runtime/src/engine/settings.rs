@@ -1,0 +1,74 @@
+//! What every call of a registry shares, and a write tool's settings: the
+//! registry's defaults, and one tool's with those defaults filled in.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::key::ScopeKind;
+use crate::store::DynIdemStore;
+use crate::tool::{OnInFlight, WriteOptions};
+
+/// The default [`RegistryBuilder::max_result_bytes`](crate::RegistryBuilder::max_result_bytes): 1 MiB.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
+
+/// What every call of a registry shares.
+pub(crate) struct Shared<S> {
+    pub(crate) state: Arc<S>,
+    pub(crate) store: Arc<dyn DynIdemStore>,
+    pub(crate) namespace: Option<Box<str>>,
+    pub(crate) store_timeout: Duration,
+    pub(crate) defaults: Defaults,
+}
+
+/// Registry-wide defaults of the write settings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Defaults {
+    pub(crate) lease: Duration,
+    pub(crate) ttl: Duration,
+    pub(crate) max_hold: Duration,
+    pub(crate) on_in_flight: OnInFlight,
+    pub(crate) max_result_bytes: usize,
+}
+
+impl Default for Defaults {
+    fn default() -> Self {
+        Defaults {
+            lease: Duration::from_secs(30),
+            ttl: Duration::from_secs(24 * 3600),
+            max_hold: Duration::from_secs(600),
+            on_in_flight: OnInFlight::Reject,
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+        }
+    }
+}
+
+/// A write tool's settings with the registry's defaults filled in.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Resolved {
+    pub(crate) lease: Duration,
+    pub(crate) ttl: Duration,
+    pub(crate) max_hold: Duration,
+    pub(crate) on_in_flight: OnInFlight,
+    pub(crate) scope: ScopeKind,
+    pub(crate) version: u32,
+    pub(crate) key_fields: Option<&'static [&'static str]>,
+    pub(crate) max_result_bytes: usize,
+}
+
+impl Resolved {
+    /// `options`, each unset one taken from `defaults`.
+    pub(crate) fn new(options: &WriteOptions, defaults: &Defaults) -> Self {
+        Resolved {
+            lease: options.lease.unwrap_or(defaults.lease),
+            ttl: options.ttl.unwrap_or(defaults.ttl),
+            max_hold: options.max_hold.unwrap_or(defaults.max_hold),
+            on_in_flight: options.on_in_flight.unwrap_or(defaults.on_in_flight),
+            scope: options.scope,
+            version: options.version,
+            key_fields: options.key_fields,
+            max_result_bytes: options
+                .max_result_bytes
+                .unwrap_or(defaults.max_result_bytes),
+        }
+    }
+}

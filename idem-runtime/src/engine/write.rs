@@ -1,0 +1,67 @@
+//! A write tool's call, in the three stages a reader follows: claim the
+//! operation's key or replay what it holds (`claim`), run the body beside
+//! the heartbeat that keeps the lease (`hold`), record the outcome
+//! (`record`).
+
+use serde_json::Value;
+
+use super::claim::{Claimed, claim_or_replay};
+use super::hold::{Hold, Site};
+use super::operation::operation;
+use super::record::record;
+use super::settings::{Resolved, Shared};
+use super::task::{beside, catch_panic};
+use crate::ctx::{Ctx, WriteCtx};
+use crate::error::ToolError;
+use crate::tool::WriteTool;
+
+/// Runs a write tool through the idempotent wrapper: claim or replay, run
+/// once beside the heartbeat, record the outcome (the README's "What a
+/// write tool guarantees").
+pub(crate) async fn call_write<S, T: WriteTool<S>>(
+    tool: &T,
+    name: &str,
+    cfg: &Resolved,
+    shared: &Shared<S>,
+    run_id: &str,
+    args: Value,
+) -> Result<Value, ToolError> {
+    let (args, key, fingerprint) =
+        operation::<S, T>(name, cfg, shared.namespace.as_deref(), run_id, args)?;
+    let store = &*shared.store;
+    let (token, claimed_at) = match claim_or_replay::<T::Output>(
+        store,
+        &key,
+        &fingerprint,
+        cfg,
+        shared.store_timeout,
+        name,
+    )
+    .await?
+    {
+        Claimed::Acquired(token, at) => (token, at),
+        Claimed::Answered(answer) => return answer,
+    };
+    tracing::debug!(tool = name, key = %key, attempt = token.attempt(), "claim acquired");
+
+    // The context owns the key from here; the hold borrows it back.
+    let (lost_tx, lost_rx) = tokio::sync::watch::channel(false);
+    let ctx = WriteCtx::new(
+        Ctx::new(run_id, shared.state.clone()),
+        key,
+        token.attempt(),
+        lost_rx,
+    );
+    let site = Site {
+        store,
+        cfg,
+        limit: shared.store_timeout,
+        tool: name,
+    };
+    let hold = Hold::new(site, ctx.idem_key(), token, claimed_at, lost_tx);
+    let work = async {
+        let outcome = catch_panic(tool.call(args, &ctx)).await;
+        record(tool, &hold, outcome).await
+    };
+    beside(work, hold.heartbeat()).await
+}

@@ -1,0 +1,170 @@
+//! Building a registry: the store, namespace and default settings, the
+//! tools, and every check made before the first call.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::checks::{check_settings, valid_namespace};
+use super::dispatch::{Inner, Registry};
+use super::entry::ErasedTool;
+use super::into_tool::IntoTool;
+use crate::engine::{Defaults, Shared};
+use crate::error::RegistryError;
+use crate::store::memory::MemoryStore;
+use crate::store::{DynIdemStore, IdemStore};
+use crate::tool::OnInFlight;
+
+impl<S: Send + Sync + 'static> Registry<S> {
+    /// Starts a registry whose tools see `state` through
+    /// [`Ctx::state`](crate::Ctx::state).
+    pub fn builder(state: S) -> RegistryBuilder<S> {
+        RegistryBuilder {
+            state,
+            store: None,
+            namespace: None,
+            defaults: Defaults::default(),
+            store_timeout: Duration::from_secs(1),
+            tools: Vec::new(),
+        }
+    }
+}
+
+/// Builds a [`Registry`]; see [`Registry::builder`].
+pub struct RegistryBuilder<S> {
+    state: S,
+    store: Option<Arc<dyn DynIdemStore>>,
+    namespace: Option<String>,
+    defaults: Defaults,
+    store_timeout: Duration,
+    tools: Vec<Box<dyn ErasedTool<S>>>,
+}
+
+impl<S: Send + Sync + 'static> RegistryBuilder<S> {
+    /// The store write tools go through (default: a fresh [`MemoryStore`]).
+    /// Pass an `Arc` of a store to keep a handle on it.
+    pub fn store(mut self, store: impl IdemStore) -> Self {
+        self.store = Some(Arc::new(store));
+        self
+    }
+
+    /// An already erased store, shared with other registries.
+    pub fn shared_store(mut self, store: Arc<dyn DynIdemStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// A prefix of every stored key (`"<namespace>:idem:<hex>"`), to keep
+    /// applications or environments apart in one store.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+
+    /// Default claim lease of write tools (30 s).
+    pub fn default_lease(mut self, lease: Duration) -> Self {
+        self.defaults.lease = lease;
+        self
+    }
+
+    /// Default result TTL of write tools (24 h).
+    pub fn default_ttl(mut self, ttl: Duration) -> Self {
+        self.defaults.ttl = ttl;
+        self
+    }
+
+    /// Default ceiling on holding a claim (10 min): on lease renewals and
+    /// on retries of recording an outcome (see
+    /// [`WriteOptions::max_hold`](crate::WriteOptions::max_hold)).
+    pub fn default_max_hold(mut self, max_hold: Duration) -> Self {
+        self.defaults.max_hold = max_hold;
+        self
+    }
+
+    /// Default ceiling on the size of a recorded result or error, as JSON
+    /// text ([`DEFAULT_MAX_RESULT_BYTES`], 1 MiB; at least 1 KiB).
+    ///
+    /// A larger result is returned to its caller but never sent to the
+    /// store: the operation is recorded as a permanent failure saying it
+    /// ran and its result was too large to replay, so duplicates get that
+    /// error and never run it again. A larger error text is cut to fit.
+    pub fn max_result_bytes(mut self, bytes: usize) -> Self {
+        self.defaults.max_result_bytes = bytes;
+        self
+    }
+
+    /// Default behaviour of a duplicate that arrives in flight (reject).
+    pub fn default_on_in_flight(mut self, on_in_flight: OnInFlight) -> Self {
+        self.defaults.on_in_flight = on_in_flight;
+        self
+    }
+
+    /// How long any one store operation may take before the call fails
+    /// with [`StoreError::Timeout`](crate::StoreError::Timeout) (1 s).
+    pub fn store_timeout(mut self, timeout: Duration) -> Self {
+        self.store_timeout = timeout;
+        self
+    }
+
+    /// Registers a tool: a `#[read_tool]` / `#[write_tool]` function's
+    /// name, or any [`ReadTool`] / [`WriteTool`].
+    pub fn tool<T, M>(mut self, tool: T) -> Self
+    where
+        T: IntoTool<S, M>,
+    {
+        self.tools.push(tool.into_erased().0);
+        self
+    }
+
+    /// Checks every tool and setting and builds the registry.
+    pub fn build(self) -> Result<Registry<S>, RegistryError> {
+        if let Some(ns) = &self.namespace
+            && !valid_namespace(ns)
+        {
+            return Err(RegistryError::InvalidNamespace {
+                namespace: ns.clone(),
+            });
+        }
+        let d = &self.defaults;
+        check_settings("*", d.lease, d.ttl, d.max_hold, d.max_result_bytes)?;
+        if self.store_timeout.is_zero() {
+            return Err(RegistryError::InvalidSetting {
+                tool: "*".into(),
+                message: "store_timeout must be greater than zero".into(),
+            });
+        }
+        let tools = self.tools;
+        let mut by_name = HashMap::with_capacity(tools.len());
+        let mut definitions = Vec::with_capacity(tools.len());
+        for (index, tool) in tools.iter().enumerate() {
+            let def = tool.prepare(&self.defaults)?;
+            if by_name.insert(def.name.clone(), index).is_some() {
+                return Err(RegistryError::DuplicateName { name: def.name });
+            }
+            definitions.push(def);
+        }
+        Ok(Registry {
+            inner: Arc::new(Inner {
+                shared: Shared {
+                    state: Arc::new(self.state),
+                    store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
+                    namespace: self.namespace.map(String::into_boxed_str),
+                    store_timeout: self.store_timeout,
+                    defaults: self.defaults,
+                },
+                tools,
+                by_name,
+                definitions,
+            }),
+        })
+    }
+}
+
+impl<S> std::fmt::Debug for RegistryBuilder<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistryBuilder")
+            .field("tools", &self.tools.len())
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,161 @@
+//! The built registry: tools by name, their definitions rendered for each
+//! provider, and dispatch of a call to its tool.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::entry::ErasedTool;
+use crate::engine::Shared;
+use crate::error::ToolError;
+use crate::key::{Fingerprint, IdemKey};
+use crate::render::RenderError;
+use crate::store::DynIdemStore;
+use crate::tool::ToolDef;
+
+/// The tools of an application, their definitions for the model, and the
+/// store their writes go through.
+///
+/// Cheap to clone (an `Arc`); share one per application.
+///
+/// ```
+/// # use idem_runtime::*;
+/// # use serde_json::json;
+/// # struct Echo;
+/// # impl ReadTool<()> for Echo {
+/// #     type Args = serde_json::Map<String, serde_json::Value>;
+/// #     type Output = serde_json::Map<String, serde_json::Value>;
+/// #     type Error = std::convert::Infallible;
+/// #     fn info(&self) -> ToolInfo { ToolInfo::new("echo", "Echo the arguments.") }
+/// #     async fn call(&self, args: Self::Args, _: &Ctx<()>) -> Result<Self::Args, Self::Error> { Ok(args) }
+/// # }
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let registry = Registry::builder(())
+///     .namespace("demo")
+///     .tool(Echo)
+///     .build()?;
+/// let out = registry.call("run-1", "echo", json!({"hello": "world"})).await?;
+/// assert_eq!(out, json!({"hello": "world"}));
+/// # Ok(()) }
+/// ```
+pub struct Registry<S> {
+    pub(super) inner: Arc<Inner<S>>,
+}
+
+/// What a registry's clones share.
+pub(super) struct Inner<S> {
+    pub(super) shared: Shared<S>,
+    pub(super) tools: Vec<Box<dyn ErasedTool<S>>>,
+    pub(super) by_name: HashMap<String, usize>,
+    pub(super) definitions: Vec<ToolDef>,
+}
+
+impl<S> Clone for Registry<S> {
+    fn clone(&self) -> Self {
+        Registry {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<S> std::fmt::Debug for Registry<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("tools", &self.inner.by_name.keys().collect::<Vec<_>>())
+            .field("namespace", &self.inner.shared.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Send + Sync + 'static> Registry<S> {
+    /// The registered tools, in registration order.
+    pub fn definitions(&self) -> &[ToolDef] {
+        &self.inner.definitions
+    }
+
+    /// The tools for OpenAI Chat Completions' `tools`.
+    pub fn openai_tools(&self) -> Value {
+        self.render(ToolDef::openai)
+    }
+
+    /// The tools for OpenAI with `"strict": true` (structured outputs):
+    /// fails, naming the tool and field, if a schema cannot be strict.
+    pub fn openai_tools_strict(&self) -> Result<Value, RenderError> {
+        self.definitions()
+            .iter()
+            .map(ToolDef::openai_strict)
+            .collect::<Result<Vec<_>, _>>()
+            .map(Value::Array)
+    }
+
+    /// The tools for Anthropic Messages' `tools`.
+    pub fn anthropic_tools(&self) -> Value {
+        self.render(ToolDef::anthropic)
+    }
+
+    /// The tools for Gemini's `tools`: one entry holding every
+    /// `functionDeclarations`.
+    pub fn gemini_tools(&self) -> Value {
+        serde_json::json!([{ "functionDeclarations": self.render(ToolDef::gemini) }])
+    }
+
+    /// The tools as MCP `tools/list` lists them.
+    pub fn mcp_tools(&self) -> Value {
+        self.render(ToolDef::mcp)
+    }
+
+    fn render(&self, f: fn(&ToolDef) -> Value) -> Value {
+        Value::Array(self.definitions().iter().map(f).collect())
+    }
+
+    /// The application state.
+    pub fn state(&self) -> &S {
+        &self.inner.shared.state
+    }
+
+    /// The store write tools go through.
+    pub fn store(&self) -> &Arc<dyn DynIdemStore> {
+        &self.inner.shared.store
+    }
+
+    /// The stored key and argument fingerprint that calling write tool
+    /// `name` with `args` in run `run_id` would use, without calling it
+    /// (`None` for a read tool). Useful to look an operation up in the
+    /// store, or to tell support which key a payment was made under.
+    pub fn identify(
+        &self,
+        run_id: &str,
+        name: &str,
+        args: Value,
+    ) -> Result<Option<(IdemKey, Fingerprint)>, ToolError> {
+        self.tool(run_id, name)?
+            .identify(&self.inner.shared, run_id, args)
+    }
+
+    /// Calls tool `name` with the model's JSON arguments in run `run_id`.
+    ///
+    /// `args` is the arguments object; `null`, `""` and a string holding a
+    /// JSON object are accepted too. A write tool runs at most once per
+    /// operation (scope, tool, version, canonical typed arguments): a
+    /// duplicate gets the recorded result, or
+    /// [`ToolError::InFlight`] while the first call still runs.
+    pub async fn call(&self, run_id: &str, name: &str, args: Value) -> Result<Value, ToolError> {
+        self.tool(run_id, name)?
+            .call(&self.inner.shared, run_id, args)
+            .await
+    }
+
+    /// The tool a call in run `run_id` names, or why there is none.
+    fn tool(&self, run_id: &str, name: &str) -> Result<&dyn ErasedTool<S>, ToolError> {
+        if run_id.is_empty() {
+            return Err(ToolError::InvalidRunId);
+        }
+        match self.inner.by_name.get(name) {
+            Some(&index) => Ok(&*self.inner.tools[index]),
+            None => Err(ToolError::UnknownTool {
+                name: name.to_owned(),
+            }),
+        }
+    }
+}

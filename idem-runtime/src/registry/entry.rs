@@ -1,0 +1,138 @@
+//! A registered tool behind one object-safe face, whatever its kind and
+//! types: how the registry prepares, calls and identifies it.
+
+use std::marker::PhantomData;
+
+use serde_json::Value;
+
+use super::checks::{check_info, check_settings};
+use crate::engine::{self, Defaults, Resolved, Shared};
+use crate::error::{RegistryError, ToolError};
+use crate::key::{Fingerprint, IdemKey};
+use crate::schema;
+use crate::store::BoxFuture;
+use crate::tool::{ReadTool, ToolDef, ToolInfo, ToolKind, WriteOptions, WriteTool};
+
+/// A tool behind a uniform, object-safe face.
+pub(super) trait ErasedTool<S>: Send + Sync {
+    /// Validates the tool and its settings and returns its definition.
+    fn prepare(&self, defaults: &Defaults) -> Result<ToolDef, RegistryError>;
+
+    fn call<'a>(
+        &'a self,
+        shared: &'a Shared<S>,
+        run_id: &'a str,
+        args: Value,
+    ) -> BoxFuture<'a, Result<Value, ToolError>>;
+
+    /// The key and fingerprint a call would use; `None` for read tools.
+    fn identify(
+        &self,
+        shared: &Shared<S>,
+        run_id: &str,
+        args: Value,
+    ) -> Result<Option<(IdemKey, Fingerprint)>, ToolError>;
+}
+
+pub(super) struct ReadEntry<S, T> {
+    pub(super) tool: T,
+    pub(super) info: ToolInfo,
+    pub(super) _state: PhantomData<fn() -> S>,
+}
+
+pub(super) struct WriteEntry<S, T> {
+    pub(super) tool: T,
+    pub(super) info: ToolInfo,
+    pub(super) options: WriteOptions,
+    pub(super) _state: PhantomData<fn() -> S>,
+}
+
+impl<S: Send + Sync + 'static, T: ReadTool<S>> ErasedTool<S> for ReadEntry<S, T> {
+    fn prepare(&self, _: &Defaults) -> Result<ToolDef, RegistryError> {
+        check_info(&self.info)?;
+        Ok(ToolDef {
+            name: self.info.name.to_string(),
+            description: self.info.description.to_string(),
+            kind: ToolKind::Read,
+            input_schema: schema::input_schema::<T::Args>(&self.info.name)?,
+            destructive: false,
+            open_world: false,
+            output_schema: self.info.output_schema.clone(),
+        })
+    }
+
+    fn call<'a>(
+        &'a self,
+        shared: &'a Shared<S>,
+        run_id: &'a str,
+        args: Value,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(engine::call_read(
+            &self.tool,
+            &self.info.name,
+            shared,
+            run_id,
+            args,
+        ))
+    }
+
+    fn identify(
+        &self,
+        _: &Shared<S>,
+        _: &str,
+        _: Value,
+    ) -> Result<Option<(IdemKey, Fingerprint)>, ToolError> {
+        Ok(None)
+    }
+}
+
+impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for WriteEntry<S, T> {
+    fn prepare(&self, defaults: &Defaults) -> Result<ToolDef, RegistryError> {
+        check_info(&self.info)?;
+        let name = &self.info.name;
+        let cfg = Resolved::new(&self.options, defaults);
+        check_settings(name, cfg.lease, cfg.ttl, cfg.max_hold, cfg.max_result_bytes)?;
+        let input_schema = schema::input_schema::<T::Args>(name)?;
+        if let Some(fields) = cfg.key_fields {
+            schema::check_key_fields(name, &input_schema, fields)?;
+        }
+        Ok(ToolDef {
+            name: name.to_string(),
+            description: self.info.description.to_string(),
+            kind: ToolKind::Write,
+            input_schema,
+            destructive: self.options.destructive,
+            open_world: self.options.open_world,
+            output_schema: self.info.output_schema.clone(),
+        })
+    }
+
+    fn call<'a>(
+        &'a self,
+        shared: &'a Shared<S>,
+        run_id: &'a str,
+        args: Value,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(async move {
+            let cfg = Resolved::new(&self.options, &shared.defaults);
+            engine::call_write(&self.tool, &self.info.name, &cfg, shared, run_id, args).await
+        })
+    }
+
+    fn identify(
+        &self,
+        shared: &Shared<S>,
+        run_id: &str,
+        args: Value,
+    ) -> Result<Option<(IdemKey, Fingerprint)>, ToolError> {
+        let cfg = Resolved::new(&self.options, &shared.defaults);
+        let (_, key, fingerprint) = engine::operation::<S, T>(
+            &self.info.name,
+            &cfg,
+            shared.namespace.as_deref(),
+            run_id,
+            args,
+        )?;
+        Ok(Some((key, fingerprint)))
+    }
+}

@@ -1,0 +1,77 @@
+//! What the cases share: fresh namespaces, keys, the two lease lengths,
+//! assertions on claims, and a registry over the store under test.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::fixtures::Counter;
+use crate::error::StoreError;
+use crate::key::{Fingerprint, IdemKey, Scope};
+use crate::registry::{Registry, RegistryBuilder};
+use crate::store::{Claim, DynIdemStore, Entry, LeaseToken};
+
+/// A fresh namespace per case, so cases share no keys.
+pub(super) fn namespace() -> String {
+    format!("idem-test-{:016x}", LeaseToken::generate(0).id() as u64)
+}
+
+pub(super) fn key(ns: &str, tag: &str) -> IdemKey {
+    IdemKey::derive(Scope::Run(tag), "conformance", 1, &json!({ "tag": tag })).with_namespace(ns)
+}
+
+pub(super) fn fp(n: u64) -> Fingerprint {
+    Fingerprint::of(&json!({ "n": n }))
+}
+
+pub(super) const LONG: Duration = Duration::from_secs(60);
+pub(super) const SHORT: Duration = Duration::from_millis(250);
+
+/// Sleeps well past a [`SHORT`] lease or TTL.
+pub(super) async fn past_short() {
+    tokio::time::sleep(SHORT * 3).await;
+}
+
+pub(super) fn acquired(claim: Result<Claim, StoreError>) -> LeaseToken {
+    match claim {
+        Ok(Claim::Acquired(token)) => token,
+        other => panic!("expected the claim to be acquired, got {other:?}"),
+    }
+}
+
+pub(super) fn existing(claim: Result<Claim, StoreError>) -> Entry {
+    match claim {
+        Ok(Claim::Existing(entry)) => entry,
+        other => panic!("expected an existing entry, got {other:?}"),
+    }
+}
+
+pub(super) fn lease_lost(result: Result<(), StoreError>, what: &str) {
+    assert!(
+        matches!(result, Err(StoreError::LeaseLost)),
+        "{what}: expected LeaseLost, got {result:?}"
+    );
+}
+
+/// A registry over `store` in namespace `ns` with `counter`, configured
+/// further by `configure`.
+pub(super) fn registry_with(
+    store: Arc<dyn DynIdemStore>,
+    ns: &str,
+    counter: &Counter,
+    configure: impl FnOnce(RegistryBuilder<()>) -> RegistryBuilder<()>,
+) -> Registry<()> {
+    let builder = Registry::builder(())
+        .shared_store(store)
+        .namespace(ns)
+        .tool(counter.clone());
+    match configure(builder).build() {
+        Ok(r) => r,
+        Err(e) => panic!("registry: {e}"),
+    }
+}
+
+pub(super) fn registry(store: Arc<dyn DynIdemStore>, ns: &str, counter: &Counter) -> Registry<()> {
+    registry_with(store, ns, counter, |b| b)
+}

@@ -1,0 +1,430 @@
+//! The shape of the source tree, checked so that it stays as the crate docs
+//! describe it:
+//!
+//! - the files of each crate import one another one way: no file imports a
+//!   file that imports it back, directly or through others;
+//! - every library file opens with a comment saying what it is for;
+//! - no library function is longer than 80 lines unless a comment right
+//!   above it, starting `// Long:`, says why.
+//!
+//! Run with `--nocapture` to see the import graph, file by file.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use syn::visit::Visit;
+
+/// The library crates of the workspace, by source folder.
+const CRATES: &[&str] = &["idem-runtime/src", "idem-macros/src", "src"];
+
+/// The longest function the library keeps without a reason.
+const MAX_FN_LINES: usize = 80;
+
+/// One library file: where it is, its module path and its parsed text.
+struct SourceFile {
+    path: PathBuf,
+    module: Vec<String>,
+    text: String,
+    ast: syn::File,
+}
+
+fn source_files(root: &str) -> Vec<SourceFile> {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join(root);
+    let mut files = Vec::new();
+    let mut dirs = vec![base.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a source folder") {
+            let path = entry.expect("a folder entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).expect("a readable source file");
+                let ast = syn::parse_file(&text)
+                    .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
+                let module = module_path(&base, &path);
+                files.push(SourceFile {
+                    path,
+                    module,
+                    text,
+                    ast,
+                });
+            }
+        }
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    files
+}
+
+/// `engine/mod.rs` is `engine`, `engine/hold.rs` is `engine::hold`, `lib.rs` the root.
+fn module_path(base: &Path, path: &Path) -> Vec<String> {
+    let relative = path
+        .strip_prefix(base)
+        .expect("under the crate's source folder");
+    let mut module: Vec<String> = relative
+        .iter()
+        .map(|part| part.to_string_lossy().trim_end_matches(".rs").to_owned())
+        .collect();
+    if matches!(module.last().map(String::as_str), Some("mod" | "lib")) {
+        let _ = module.pop();
+    }
+    module
+}
+
+fn is_test_only(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|attr| {
+        attr.path().is_ident("cfg")
+            && attr
+                .parse_args::<syn::Meta>()
+                .is_ok_and(|meta| meta.path().is_ident("test"))
+    })
+}
+
+/// The module paths a file names (through `crate::`, `super::`, `self::` or
+/// a child module), made absolute; test-only modules are left out.
+struct Mentions<'a> {
+    module: Vec<String>,
+    children: &'a BTreeSet<Vec<String>>,
+    found: BTreeSet<Vec<String>>,
+    /// `use` items that re-export: the name they give and the path they name.
+    reexports: BTreeMap<String, Vec<String>>,
+}
+
+impl Mentions<'_> {
+    fn absolute(&self, segments: &[String]) -> Option<Vec<String>> {
+        let (first, rest) = segments.split_first()?;
+        match first.as_str() {
+            "crate" => Some(rest.to_vec()),
+            "self" => Some(self.module.iter().chain(rest).cloned().collect()),
+            "super" => {
+                let mut base = self.module.clone();
+                let mut rest = segments;
+                while rest.first().is_some_and(|s| s == "super") {
+                    let _ = base.pop();
+                    rest = &rest[1..];
+                }
+                Some(base.into_iter().chain(rest.iter().cloned()).collect())
+            }
+            _ => {
+                let child: Vec<String> = self.module.iter().chain([first]).cloned().collect();
+                self.children
+                    .contains(&child)
+                    .then(|| child.into_iter().chain(rest.iter().cloned()).collect())
+            }
+        }
+    }
+
+    fn note(&mut self, segments: &[String], reexport: bool) {
+        if let Some(path) = self.absolute(segments) {
+            if let (true, Some(name)) = (reexport, path.last()) {
+                let _ = self.reexports.insert(name.clone(), path.clone());
+            }
+            let _ = self.found.insert(path);
+        }
+    }
+
+    fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree, reexport: bool) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                self.use_tree(prefix, &p.tree, reexport);
+                let _ = prefix.pop();
+            }
+            syn::UseTree::Name(n) => {
+                prefix.push(n.ident.to_string());
+                self.note(&prefix.clone(), reexport);
+                let _ = prefix.pop();
+            }
+            syn::UseTree::Rename(r) => {
+                prefix.push(r.ident.to_string());
+                self.note(&prefix.clone(), false);
+                let _ = prefix.pop();
+            }
+            syn::UseTree::Glob(_) => self.note(&prefix.clone(), false),
+            syn::UseTree::Group(g) => {
+                for tree in &g.items {
+                    self.use_tree(prefix, tree, reexport);
+                }
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Mentions<'_> {
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        if is_test_only(&item.attrs) {
+            return;
+        }
+        if item.content.is_some() {
+            self.module.push(item.ident.to_string());
+            syn::visit::visit_item_mod(self, item);
+            let _ = self.module.pop();
+        }
+    }
+
+    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+        if is_test_only(&item.attrs) {
+            return;
+        }
+        let reexport = !matches!(item.vis, syn::Visibility::Inherited);
+        self.use_tree(&mut Vec::new(), &item.tree, reexport);
+    }
+
+    fn visit_item_fn(&mut self, item: &'ast syn::ItemFn) {
+        if !is_test_only(&item.attrs) {
+            syn::visit::visit_item_fn(self, item);
+        }
+    }
+
+    // `pub(crate)` names a module but imports nothing.
+    fn visit_visibility(&mut self, _: &'ast syn::Visibility) {}
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        self.note(&segments, false);
+        syn::visit::visit_path(self, path);
+    }
+}
+
+/// Which file defines what a path names: the file of its longest module
+/// prefix, followed through that file's re-exports.
+fn resolve(
+    path: &[String],
+    modules: &BTreeMap<Vec<String>, usize>,
+    reexports: &[BTreeMap<String, Vec<String>>],
+) -> Option<usize> {
+    let mut path = path.to_vec();
+    for _ in 0..8 {
+        let (length, &file) = (0..=path.len())
+            .rev()
+            .find_map(|n| modules.get(&path[..n]).map(|f| (n, f)))?;
+        match path.get(length).and_then(|name| reexports[file].get(name)) {
+            Some(target) if target != &path => {
+                path = target.iter().chain(&path[length + 1..]).cloned().collect();
+            }
+            _ => return Some(file),
+        }
+    }
+    None
+}
+
+/// For each file, the files it imports.
+fn import_graph(files: &[SourceFile]) -> Vec<BTreeSet<usize>> {
+    let modules: BTreeMap<Vec<String>, usize> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.module.clone(), i))
+        .collect();
+    let children: BTreeSet<Vec<String>> = modules.keys().cloned().collect();
+    let mentions: Vec<Mentions<'_>> = files
+        .iter()
+        .map(|file| {
+            let mut m = Mentions {
+                module: file.module.clone(),
+                children: &children,
+                found: BTreeSet::new(),
+                reexports: BTreeMap::new(),
+            };
+            m.visit_file(&file.ast);
+            m
+        })
+        .collect();
+    let reexports: Vec<_> = mentions.iter().map(|m| m.reexports.clone()).collect();
+    mentions
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            m.found
+                .iter()
+                .filter_map(|path| resolve(path, &modules, &reexports))
+                .filter(|&target| target != i)
+                .collect()
+        })
+        .collect()
+}
+
+/// The groups of files that import one another (Tarjan's strongly connected
+/// components with more than one file).
+fn cycles(graph: &[BTreeSet<usize>]) -> Vec<Vec<usize>> {
+    struct Walk<'a> {
+        graph: &'a [BTreeSet<usize>],
+        index: Vec<Option<usize>>,
+        low: Vec<usize>,
+        stack: Vec<usize>,
+        on_stack: Vec<bool>,
+        next: usize,
+        found: Vec<Vec<usize>>,
+    }
+    impl Walk<'_> {
+        fn visit(&mut self, v: usize) {
+            self.index[v] = Some(self.next);
+            self.low[v] = self.next;
+            self.next += 1;
+            self.stack.push(v);
+            self.on_stack[v] = true;
+            for &w in self.graph[v].iter() {
+                match self.index[w] {
+                    None => {
+                        self.visit(w);
+                        self.low[v] = self.low[v].min(self.low[w]);
+                    }
+                    Some(index) if self.on_stack[w] => self.low[v] = self.low[v].min(index),
+                    Some(_) => {}
+                }
+            }
+            if Some(self.low[v]) == self.index[v] {
+                let mut group = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on_stack[w] = false;
+                    group.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                if group.len() > 1 {
+                    group.sort_unstable();
+                    self.found.push(group);
+                }
+            }
+        }
+    }
+    let n = graph.len();
+    let mut walk = Walk {
+        graph,
+        index: vec![None; n],
+        low: vec![0; n],
+        stack: Vec::new(),
+        on_stack: vec![false; n],
+        next: 0,
+        found: Vec::new(),
+    };
+    for v in 0..n {
+        if walk.index[v].is_none() {
+            walk.visit(v);
+        }
+    }
+    walk.found
+}
+
+fn name(file: &SourceFile) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    file.path
+        .strip_prefix(root)
+        .unwrap_or(&file.path)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn files_import_one_another_one_way() {
+    let mut problems = Vec::new();
+    for root in CRATES {
+        let files = source_files(root);
+        let graph = import_graph(&files);
+        println!("{root}:");
+        for (file, imports) in files.iter().zip(&graph) {
+            let names: Vec<String> = imports.iter().map(|&i| name(&files[i])).collect();
+            println!(
+                "  {} ({} lines) -> {}",
+                name(file),
+                file.text.lines().count(),
+                names.join(", ")
+            );
+        }
+        for group in cycles(&graph) {
+            let names: Vec<String> = group.iter().map(|&i| name(&files[i])).collect();
+            problems.push(format!(
+                "these files import one another: {}",
+                names.join(", ")
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn every_library_file_says_what_it_is_for() {
+    let missing: Vec<String> = CRATES
+        .iter()
+        .flat_map(|root| source_files(root))
+        .filter(|file| !file.text.trim_start().starts_with("//"))
+        .map(|file| name(&file))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "these files do not open with a comment saying what they are for: {missing:?}"
+    );
+}
+
+/// Every function with a body: its name, the line of its name and its
+/// length in lines.
+struct Functions {
+    found: Vec<(String, usize, usize)>,
+}
+
+impl Functions {
+    fn note(&mut self, name: &syn::Ident, block: &syn::Block) {
+        use syn::spanned::Spanned;
+        let start = name.span().start().line;
+        let lines = block.span().end().line + 1 - start;
+        self.found.push((name.to_string(), start, lines));
+    }
+}
+
+impl<'ast> Visit<'ast> for Functions {
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        if !is_test_only(&item.attrs) {
+            syn::visit::visit_item_mod(self, item);
+        }
+    }
+    fn visit_item_fn(&mut self, item: &'ast syn::ItemFn) {
+        self.note(&item.sig.ident, &item.block);
+        syn::visit::visit_item_fn(self, item);
+    }
+    fn visit_impl_item_fn(&mut self, item: &'ast syn::ImplItemFn) {
+        self.note(&item.sig.ident, &item.block);
+        syn::visit::visit_impl_item_fn(self, item);
+    }
+    fn visit_trait_item_fn(&mut self, item: &'ast syn::TraitItemFn) {
+        if let Some(block) = &item.default {
+            self.note(&item.sig.ident, block);
+        }
+        syn::visit::visit_trait_item_fn(self, item);
+    }
+}
+
+/// Whether the lines just above `line` (1-based) hold a `// Long:` comment,
+/// looking up past doc comments and attributes.
+fn reason_given(text: &str, line: usize) -> bool {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[..line.saturating_sub(1)]
+        .iter()
+        .rev()
+        .map(|l| l.trim())
+        .take_while(|l| l.starts_with("//") || l.starts_with("#["))
+        .any(|l| l.starts_with("// Long:"))
+}
+
+#[test]
+fn library_functions_are_short_or_say_why_not() {
+    let mut long = Vec::new();
+    for root in CRATES {
+        for file in source_files(root) {
+            let mut functions = Functions { found: Vec::new() };
+            functions.visit_file(&file.ast);
+            for (function, start, lines) in functions.found {
+                if lines > MAX_FN_LINES && !reason_given(&file.text, start) {
+                    long.push(format!(
+                        "{}:{start} `{function}` ({lines} lines)",
+                        name(&file)
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "split these functions into the steps a reader follows, or say above them \
+         why not in a `// Long:` comment:\n{}",
+        long.join("\n")
+    );
+}
