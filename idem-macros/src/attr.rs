@@ -10,13 +10,13 @@ use crate::kind::Kind;
 use crate::symbol::*;
 
 /// A duration literal, checked: `"30s"`.
-pub(crate) struct Dur {
+pub(crate) struct DurationLit {
     pub(crate) millis: u64,
 }
 
 pub(crate) enum InFlight {
     Reject,
-    Wait(Dur),
+    Wait(DurationLit),
 }
 
 pub(crate) enum Scope {
@@ -29,9 +29,9 @@ pub(crate) enum Scope {
 pub(crate) struct Attrs {
     pub(crate) name: Option<LitStr>,
     pub(crate) description: Option<LitStr>,
-    pub(crate) lease: Option<Dur>,
-    pub(crate) ttl: Option<Dur>,
-    pub(crate) max_hold: Option<Dur>,
+    pub(crate) lease: Option<DurationLit>,
+    pub(crate) ttl: Option<DurationLit>,
+    pub(crate) max_hold: Option<DurationLit>,
     pub(crate) max_result_bytes: Option<usize>,
     pub(crate) scope: Option<Scope>,
     pub(crate) key: Option<(Span, Vec<Ident>)>,
@@ -46,17 +46,13 @@ impl Attrs {
     /// Parses `tokens`, the attribute's arguments, reporting every problem.
     pub(crate) fn parse(cx: &mut Ctxt, kind: Kind, tokens: TokenStream) -> Attrs {
         let mut attrs = Attrs::default();
-        let mut seen: Vec<String> = Vec::new();
+        let mut given: Vec<String> = Vec::new();
         let parser = syn::meta::parser(|meta| {
             let Some(ident) = meta.path.get_ident().map(Ident::to_string) else {
                 cx.error_spanned_by(&meta.path, unknown_key_message(kind, "this path"));
                 return skip_value(&meta);
             };
-            let allowed = match kind {
-                Kind::Read => READ_KEYS,
-                Kind::Write => WRITE_KEYS,
-            };
-            if !allowed.contains(&ident.as_str()) {
+            if !kind.keys().contains(&ident.as_str()) {
                 let message = if kind == Kind::Read && WRITE_KEYS.contains(&ident.as_str()) {
                     format!(
                         "`{ident}` only applies to `#[write_tool]`: a read tool never touches the store; `#[read_tool]` accepts `name` and `description`"
@@ -67,11 +63,11 @@ impl Attrs {
                 cx.error_spanned_by(&meta.path, message);
                 return skip_value(&meta);
             }
-            if seen.contains(&ident) {
+            if given.contains(&ident) {
                 cx.error_spanned_by(&meta.path, format!("duplicate key `{ident}`: give it once"));
                 return skip_value(&meta);
             }
-            seen.push(ident.clone());
+            given.push(ident.clone());
             if let Err(e) = attrs.parse_key(&ident, &meta) {
                 cx.syn_error(e);
                 return skip_value(&meta);
@@ -85,94 +81,102 @@ impl Attrs {
     }
 
     fn parse_key(&mut self, ident: &str, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+        let duration = || parse_duration(&meta.value()?.parse()?, false);
         match ident {
             NAME => self.name = Some(meta.value()?.parse()?),
-            DESCRIPTION => {
-                let lit: LitStr = meta.value()?.parse()?;
-                if lit.value().trim().is_empty() {
-                    return Err(syn::Error::new_spanned(
-                        &lit,
-                        "the description is empty: say what the tool does and when to call it",
-                    ));
-                }
-                self.description = Some(lit);
-            }
-            LEASE => self.lease = Some(parse_duration(&meta.value()?.parse()?, false)?),
-            TTL => self.ttl = Some(parse_duration(&meta.value()?.parse()?, false)?),
-            MAX_HOLD => self.max_hold = Some(parse_duration(&meta.value()?.parse()?, false)?),
-            MAX_RESULT_BYTES => {
-                let lit: syn::Lit = meta.value()?.parse()?;
-                let bytes = match &lit {
-                    syn::Lit::Int(int) => int.base10_parse::<usize>().ok().filter(|b| *b >= 1024),
-                    _ => None,
-                };
-                self.max_result_bytes = Some(bytes.ok_or_else(|| {
-                    syn::Error::new_spanned(
-                        &lit,
-                        "`max_result_bytes` is a whole number of bytes, at least 1024 (room for an error message), e.g. `max_result_bytes = 65536`",
-                    )
-                })?);
-            }
-            SCOPE => {
-                let lit: LitStr = meta.value()?.parse()?;
-                self.scope = Some(match lit.value().as_str() {
-                    "run" => Scope::Run,
-                    "global" => Scope::Global,
-                    _ => {
-                        return Err(syn::Error::new_spanned(
-                            &lit,
-                            "`scope` is \"run\" (one operation per agent run, the default) or \"global\" (one operation across all runs)",
-                        ));
-                    }
-                });
-            }
-            KEY => {
-                let input = meta.value()?;
-                let content;
-                let brackets = syn::bracketed!(content in input);
-                let fields: Punctuated<Ident, Token![,]> =
-                    content.parse_terminated(Ident::parse_any_ident, Token![,])?;
-                if fields.is_empty() {
-                    return Err(syn::Error::new(
-                        brackets.span.join(),
-                        "`key = []` names no field: list the fields that identify the operation, e.g. `key = [order_id]`, or omit `key` to use all arguments",
-                    ));
-                }
-                self.key = Some((brackets.span.join(), fields.into_iter().collect()));
-            }
-            VERSION => {
-                let lit: LitInt = meta.value()?.parse()?;
-                let version = lit.base10_parse::<u32>().map_err(|_| {
-                    syn::Error::new_spanned(
-                        &lit,
-                        "`version` is a whole number from 0 to 4294967295",
-                    )
-                })?;
-                self.version = Some(version);
-            }
-            ON_IN_FLIGHT => {
-                let lit: LitStr = meta.value()?.parse()?;
-                let value = lit.value();
-                self.on_in_flight = Some(if value == "reject" {
-                    InFlight::Reject
-                } else if let Some(inner) = value
-                    .strip_prefix("wait(")
-                    .and_then(|v| v.strip_suffix(')'))
-                {
-                    InFlight::Wait(duration_from_str(inner, &lit, true)?)
-                } else {
-                    return Err(syn::Error::new_spanned(
-                        &lit,
-                        "`on_in_flight` is \"reject\" (answer InFlight at once) or \"wait(<duration>)\", e.g. \"wait(5s)\"",
-                    ));
-                });
-            }
+            DESCRIPTION => self.description = Some(parse_description(meta)?),
+            LEASE => self.lease = Some(duration()?),
+            TTL => self.ttl = Some(duration()?),
+            MAX_HOLD => self.max_hold = Some(duration()?),
+            MAX_RESULT_BYTES => self.max_result_bytes = Some(parse_max_result_bytes(meta)?),
+            SCOPE => self.scope = Some(parse_scope(meta)?),
+            KEY => self.key = Some(parse_key_fields(meta)?),
+            VERSION => self.version = Some(parse_version(meta)?),
+            ON_IN_FLIGHT => self.on_in_flight = Some(parse_on_in_flight(meta)?),
             PERMANENT_ERRORS => self.permanent_errors = Some(meta.value()?.parse()?),
             DESTRUCTIVE => self.destructive = Some(meta.value()?.parse()?),
             OPEN_WORLD => self.open_world = Some(meta.value()?.parse()?),
             _ => return Err(meta.error("unhandled key")),
         }
         Ok(())
+    }
+}
+
+fn parse_description(meta: &ParseNestedMeta<'_>) -> syn::Result<LitStr> {
+    let lit: LitStr = meta.value()?.parse()?;
+    if lit.value().trim().is_empty() {
+        return Err(syn::Error::new_spanned(
+            &lit,
+            "the description is empty: say what the tool does and when to call it",
+        ));
+    }
+    Ok(lit)
+}
+
+fn parse_max_result_bytes(meta: &ParseNestedMeta<'_>) -> syn::Result<usize> {
+    let lit: syn::Lit = meta.value()?.parse()?;
+    let bytes = match &lit {
+        syn::Lit::Int(int) => int.base10_parse::<usize>().ok().filter(|b| *b >= 1024),
+        _ => None,
+    };
+    bytes.ok_or_else(|| {
+        syn::Error::new_spanned(
+            &lit,
+            "`max_result_bytes` is a whole number of bytes, at least 1024 (room for an error message), e.g. `max_result_bytes = 65536`",
+        )
+    })
+}
+
+fn parse_scope(meta: &ParseNestedMeta<'_>) -> syn::Result<Scope> {
+    let lit: LitStr = meta.value()?.parse()?;
+    match lit.value().as_str() {
+        "run" => Ok(Scope::Run),
+        "global" => Ok(Scope::Global),
+        _ => Err(syn::Error::new_spanned(
+            &lit,
+            "`scope` is \"run\" (one operation per agent run, the default) or \"global\" (one operation across all runs)",
+        )),
+    }
+}
+
+/// `key = [a, b]`: the fields, and the span of the brackets.
+fn parse_key_fields(meta: &ParseNestedMeta<'_>) -> syn::Result<(Span, Vec<Ident>)> {
+    let input = meta.value()?;
+    let content;
+    let brackets = syn::bracketed!(content in input);
+    let fields: Punctuated<Ident, Token![,]> =
+        content.parse_terminated(Ident::parse_any_ident, Token![,])?;
+    if fields.is_empty() {
+        return Err(syn::Error::new(
+            brackets.span.join(),
+            "`key = []` names no field: list the fields that identify the operation, e.g. `key = [order_id]`, or omit `key` to use all arguments",
+        ));
+    }
+    Ok((brackets.span.join(), fields.into_iter().collect()))
+}
+
+fn parse_version(meta: &ParseNestedMeta<'_>) -> syn::Result<u32> {
+    let lit: LitInt = meta.value()?.parse()?;
+    lit.base10_parse::<u32>().map_err(|_| {
+        syn::Error::new_spanned(&lit, "`version` is a whole number from 0 to 4294967295")
+    })
+}
+
+fn parse_on_in_flight(meta: &ParseNestedMeta<'_>) -> syn::Result<InFlight> {
+    let lit: LitStr = meta.value()?.parse()?;
+    let value = lit.value();
+    if value == "reject" {
+        Ok(InFlight::Reject)
+    } else if let Some(inner) = value
+        .strip_prefix("wait(")
+        .and_then(|v| v.strip_suffix(')'))
+    {
+        Ok(InFlight::Wait(duration_from_str(inner, &lit, true)?))
+    } else {
+        Err(syn::Error::new_spanned(
+            &lit,
+            "`on_in_flight` is \"reject\" (answer InFlight at once) or \"wait(<duration>)\", e.g. \"wait(5s)\"",
+        ))
     }
 }
 
@@ -189,10 +193,7 @@ impl ParseAnyIdent for Ident {
 }
 
 fn unknown_key_message(kind: Kind, what: &str) -> String {
-    let keys = match kind {
-        Kind::Read => READ_KEYS,
-        Kind::Write => WRITE_KEYS,
-    };
+    let keys = kind.keys();
     let list = keys
         .iter()
         .map(|k| format!("`{k}`"))
@@ -232,12 +233,12 @@ fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
     Ok(())
 }
 
-fn parse_duration(lit: &LitStr, allow_zero: bool) -> syn::Result<Dur> {
+fn parse_duration(lit: &LitStr, allow_zero: bool) -> syn::Result<DurationLit> {
     duration_from_str(&lit.value(), lit, allow_zero)
 }
 
 /// `"<whole number><unit>"` with unit `ms`, `s`, `m`, `h` or `d`.
-fn duration_from_str(text: &str, lit: &LitStr, allow_zero: bool) -> syn::Result<Dur> {
+fn duration_from_str(text: &str, lit: &LitStr, allow_zero: bool) -> syn::Result<DurationLit> {
     let bad = || {
         syn::Error::new_spanned(
             lit,
@@ -264,7 +265,7 @@ fn duration_from_str(text: &str, lit: &LitStr, allow_zero: bool) -> syn::Result<
             format!("the duration \"{text}\" is zero: it must be positive"),
         ));
     }
-    Ok(Dur { millis })
+    Ok(DurationLit { millis })
 }
 
 /// Levenshtein distance, for "did you mean".

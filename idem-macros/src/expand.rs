@@ -5,188 +5,39 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::{FnArg, ItemFn, PathArguments, Type};
+use syn::{FnArg, Ident, ItemFn, PathArguments, Type};
 
 use crate::ast::{Param, ToolFn};
 use crate::attr::{Attrs, InFlight, Scope};
 use crate::kind::Kind;
 
-/// Generated code for a checked tool function.
+/// Generated code for a checked tool function: a hidden unit type that is
+/// the tool, the stand-in function under the user's name, and (in an
+/// anonymous const) the arguments struct, the type checks and the
+/// `ReadTool` / `WriteTool` implementation.
 ///
 /// `ret` is the function's return type (validation rejected functions
 /// without one).
 pub(crate) fn expand(kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs, ret: &Type) -> TokenStream {
-    let item = tool.item;
-    let vis = &item.vis;
-    let ident = &item.sig.ident;
-    let tool_ty = format_ident!("__idem_tool_{}", ident.unraw());
-    let name = attrs
-        .name
-        .as_ref()
-        .map_or_else(|| ident.unraw().to_string(), |l| l.value());
-    let description = attrs
-        .description
-        .as_ref()
-        .map(|l| l.value())
-        .or_else(|| tool.doc.clone())
-        .unwrap_or_default();
-
+    let parts = Parts::new(kind, tool, attrs, ret);
+    let tool_impl = match kind {
+        Kind::Read => parts.read_impl(),
+        Kind::Write => parts.write_impl(attrs),
+    };
+    let checks = parts.checks(kind, tool);
+    let Parts {
+        item,
+        tool_ty,
+        args_struct,
+        ..
+    } = &parts;
+    let (vis, ident) = (&item.vis, &item.sig.ident);
     let cfgs: Vec<_> = item
         .attrs
         .iter()
         .filter(|a| a.path().is_ident("cfg"))
         .collect();
-    let docs: Vec<_> = item
-        .attrs
-        .iter()
-        .filter(|a| a.path().is_ident("doc"))
-        .collect();
-    let struct_doc = if docs.is_empty() {
-        let text = format!(" The `{name}` tool: {description}");
-        quote!(#[doc = #text])
-    } else {
-        quote!(#(#docs)*)
-    };
-
-    // The application state: the one the context names, or any.
-    let ctx = tool.ctx();
-    let generic = ctx.is_none_or(|c| c.state.is_none());
-    let state = match ctx.and_then(|c| c.state) {
-        Some(ty) => quote!(#ty),
-        None => quote!(__S),
-    };
-    let state_bound = quote!(__S: ::core::marker::Send + ::core::marker::Sync + 'static);
-    let impl_generics = if generic {
-        quote!(<#state_bound>)
-    } else {
-        quote!()
-    };
-
-    // The arguments: the `#[args]` type, or a struct of the flat parameters.
-    let (args_ty, args_struct, unpack) = match tool.args_param() {
-        Some(ty) => (quote!(#ty), quote!(), quote!()),
-        None => flat_args(kind, tool),
-    };
-
-    let body_fn = inner_fn(item, (generic && ctx.is_some()).then_some(&state_bound));
-    let call_args = tool.params.iter().enumerate().map(|(i, p)| match p {
-        Param::Flat { .. } => {
-            let v = format_ident!("__idem_a{}", i);
-            quote!(#v)
-        }
-        Param::Args { .. } => quote!(__idem_args),
-        _ => quote!(__idem_ctx),
-    });
-    let uses_ctx = ctx.is_some();
-    let discard_ctx = (!uses_ctx).then(|| quote!(let _ = __idem_ctx;));
-    // Point a "future is not `Send`" error at the user's function.
-    let call = quote_spanned! {item.sig.ident.span()=>
-        #ident(#(#call_args),*)
-    };
-    let future = quote_spanned! {item.sig.ident.span()=>
-        impl ::core::future::Future<
-            Output = ::core::result::Result<Self::Output, Self::Error>,
-        > + ::core::marker::Send
-    };
-    let (ok_ty, err_ty) = split_result(ret);
-    let info = quote! {
-        fn info(&self) -> ::idem::__private::ToolInfo {
-            #[allow(unused_imports)]
-            use ::idem::__private::{OutputSchemaKnown as _, OutputSchemaUnknown as _};
-            ::idem::__private::ToolInfo::new(#name, #description).with_output_schema(
-                (&&::idem::__private::OutputType::<#ok_ty>::new()).output_schema(),
-            )
-        }
-    };
-
-    let (assert_args, assert_output) = match kind {
-        Kind::Read => (quote!(assert_read_args), quote!(assert_read_output)),
-        Kind::Write => (quote!(assert_write_args), quote!(assert_write_output)),
-    };
-    let checks = {
-        let args_check = tool.args_param().map(|ty| {
-            quote_spanned! {ty.span()=> ::idem::__private::#assert_args::<#ty>(); }
-        });
-        let ok_check =
-            quote_spanned! {ok_ty.span()=> ::idem::__private::#assert_output::<#ok_ty>(); };
-        let err_check =
-            quote_spanned! {err_ty.span()=> ::idem::__private::assert_failure::<#err_ty>(); };
-        quote! {
-            const _: () = {
-                #args_check
-                #ok_check
-                #err_check
-            };
-        }
-    };
-
-    let tool_impl = match kind {
-        Kind::Read => quote! {
-            impl #impl_generics ::idem::__private::ReadToolFn<#state> for #tool_ty {
-                type Args = #args_ty;
-                type Output = #ok_ty;
-                type Error = #err_ty;
-
-                #info
-
-                fn call(
-                    &self,
-                    __idem_args: Self::Args,
-                    __idem_ctx: &::idem::__private::Ctx<#state>,
-                ) -> #future {
-                    #body_fn
-                    #unpack
-                    #discard_ctx
-                    #call
-                }
-            }
-        },
-        Kind::Write => {
-            let options = write_options(attrs);
-            let permanent = match &attrs.permanent_errors {
-                Some(expr) => {
-                    let check = quote_spanned! {expr.span()=>
-                        let __idem_permanent: fn(&Self::Error) -> bool = #expr;
-                    };
-                    quote! {
-                        #check
-                        __idem_permanent(__idem_error)
-                    }
-                }
-                None => quote! {
-                    let _ = __idem_error;
-                    false
-                },
-            };
-            quote! {
-                impl #impl_generics ::idem::__private::WriteToolFn<#state> for #tool_ty {
-                    type Args = #args_ty;
-                    type Output = #ok_ty;
-                    type Error = #err_ty;
-
-                    #info
-
-                    fn options(&self) -> ::idem::__private::WriteOptions {
-                        #options
-                    }
-
-                    fn is_permanent(&self, __idem_error: &Self::Error) -> bool {
-                        #permanent
-                    }
-
-                    fn call(
-                        &self,
-                        __idem_args: Self::Args,
-                        __idem_ctx: &::idem::__private::WriteCtx<#state>,
-                    ) -> #future {
-                        #body_fn
-                        #unpack
-                        #call
-                    }
-                }
-            }
-        }
-    };
+    let struct_doc = parts.struct_doc();
 
     // The function's name stays a function (so `let search = ..` elsewhere
     // still binds), but one that only `RegistryBuilder::tool` can use: its
@@ -213,6 +64,267 @@ pub(crate) fn expand(kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs, ret: &Type) -
             #checks
             #tool_impl
         };
+    }
+}
+
+/// The pieces both kinds of tool are generated from.
+struct Parts<'a> {
+    item: &'a ItemFn,
+    /// The hidden unit type that is the tool.
+    tool_ty: Ident,
+    name: String,
+    description: String,
+    /// The application state type: the one the context names, or `__S`.
+    state: TokenStream,
+    /// `<__S: ..>` when the tool works with any state, else nothing.
+    impl_generics: TokenStream,
+    args_ty: TokenStream,
+    /// The struct of the flat parameters (nothing for an `#[args]` type).
+    args_struct: TokenStream,
+    /// The body of `call`: the user's function, the arguments unpacked and
+    /// the call.
+    call_body: TokenStream,
+    /// The future `call` returns, spanned at the user's function.
+    future: TokenStream,
+    ok_ty: TokenStream,
+    err_ty: TokenStream,
+}
+
+impl<'a> Parts<'a> {
+    fn new(kind: Kind, tool: &ToolFn<'a>, attrs: &Attrs, ret: &Type) -> Self {
+        let item = tool.item;
+        let ident = &item.sig.ident;
+        let name = attrs
+            .name
+            .as_ref()
+            .map_or_else(|| ident.unraw().to_string(), |l| l.value());
+        let description = attrs
+            .description
+            .as_ref()
+            .map(|l| l.value())
+            .or_else(|| tool.doc.clone())
+            .unwrap_or_default();
+
+        // The application state: the one the context names, or any.
+        let ctx = tool.ctx();
+        let generic = ctx.is_none_or(|c| c.state.is_none());
+        let state = match ctx.and_then(|c| c.state) {
+            Some(ty) => quote!(#ty),
+            None => quote!(__S),
+        };
+        let state_bound = quote!(__S: ::core::marker::Send + ::core::marker::Sync + 'static);
+        let impl_generics = if generic {
+            quote!(<#state_bound>)
+        } else {
+            quote!()
+        };
+
+        // The arguments: the `#[args]` type, or a struct of the flat parameters.
+        let (args_ty, args_struct, unpack) = match tool.args_param() {
+            Some(ty) => (quote!(#ty), quote!(), quote!()),
+            None => flat_args(kind, tool),
+        };
+        let body_fn = inner_fn(item, (generic && ctx.is_some()).then_some(&state_bound));
+        let call = call_expr(tool);
+        // A read tool's context is unused when the function takes none.
+        let discard_ctx =
+            (kind == Kind::Read && ctx.is_none()).then(|| quote!(let _ = __idem_ctx;));
+        // Point a "future is not `Send`" error at the user's function.
+        let future = quote_spanned! {ident.span()=>
+            impl ::core::future::Future<
+                Output = ::core::result::Result<Self::Output, Self::Error>,
+            > + ::core::marker::Send
+        };
+        let (ok_ty, err_ty) = split_result(ret);
+        Parts {
+            item,
+            tool_ty: format_ident!("__idem_tool_{}", ident.unraw()),
+            name,
+            description,
+            state,
+            impl_generics,
+            args_ty,
+            args_struct,
+            call_body: quote! {
+                #body_fn
+                #unpack
+                #discard_ctx
+                #call
+            },
+            future,
+            ok_ty,
+            err_ty,
+        }
+    }
+
+    /// The doc comment of the stand-in function: the user's, or one made
+    /// from the description.
+    fn struct_doc(&self) -> TokenStream {
+        let docs: Vec<_> = self
+            .item
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("doc"))
+            .collect();
+        if docs.is_empty() {
+            let text = format!(" The `{}` tool: {}", self.name, self.description);
+            quote!(#[doc = #text])
+        } else {
+            quote!(#(#docs)*)
+        }
+    }
+
+    fn info(&self) -> TokenStream {
+        let Parts {
+            name,
+            description,
+            ok_ty,
+            ..
+        } = self;
+        quote! {
+            fn info(&self) -> ::idem::__private::ToolInfo {
+                #[allow(unused_imports)]
+                use ::idem::__private::{OutputSchemaKnown as _, OutputSchemaUnknown as _};
+                ::idem::__private::ToolInfo::new(#name, #description).with_output_schema(
+                    (&&::idem::__private::OutputType::<#ok_ty>::new()).output_schema(),
+                )
+            }
+        }
+    }
+
+    /// Compile-time checks of the argument, result and error types, each
+    /// spanned at the type so that a missing trait is reported there.
+    fn checks(&self, kind: Kind, tool: &ToolFn<'_>) -> TokenStream {
+        let (assert_args, assert_output) = match kind {
+            Kind::Read => (quote!(assert_read_args), quote!(assert_read_output)),
+            Kind::Write => (quote!(assert_write_args), quote!(assert_write_output)),
+        };
+        let (ok_ty, err_ty) = (&self.ok_ty, &self.err_ty);
+        let args_check = tool.args_param().map(|ty| {
+            quote_spanned! {ty.span()=> ::idem::__private::#assert_args::<#ty>(); }
+        });
+        let ok_check =
+            quote_spanned! {ok_ty.span()=> ::idem::__private::#assert_output::<#ok_ty>(); };
+        let err_check =
+            quote_spanned! {err_ty.span()=> ::idem::__private::assert_failure::<#err_ty>(); };
+        quote! {
+            const _: () = {
+                #args_check
+                #ok_check
+                #err_check
+            };
+        }
+    }
+
+    fn read_impl(&self) -> TokenStream {
+        let Parts {
+            tool_ty,
+            state,
+            impl_generics,
+            args_ty,
+            call_body,
+            future,
+            ok_ty,
+            err_ty,
+            ..
+        } = self;
+        let info = self.info();
+        quote! {
+            impl #impl_generics ::idem::__private::ReadToolFn<#state> for #tool_ty {
+                type Args = #args_ty;
+                type Output = #ok_ty;
+                type Error = #err_ty;
+
+                #info
+
+                fn call(
+                    &self,
+                    __idem_args: Self::Args,
+                    __idem_ctx: &::idem::__private::Ctx<#state>,
+                ) -> #future {
+                    #call_body
+                }
+            }
+        }
+    }
+
+    fn write_impl(&self, attrs: &Attrs) -> TokenStream {
+        let Parts {
+            tool_ty,
+            state,
+            impl_generics,
+            args_ty,
+            call_body,
+            future,
+            ok_ty,
+            err_ty,
+            ..
+        } = self;
+        let info = self.info();
+        let options = write_options(attrs);
+        let permanent = is_permanent(attrs);
+        quote! {
+            impl #impl_generics ::idem::__private::WriteToolFn<#state> for #tool_ty {
+                type Args = #args_ty;
+                type Output = #ok_ty;
+                type Error = #err_ty;
+
+                #info
+
+                fn options(&self) -> ::idem::__private::WriteOptions {
+                    #options
+                }
+
+                fn is_permanent(&self, __idem_error: &Self::Error) -> bool {
+                    #permanent
+                }
+
+                fn call(
+                    &self,
+                    __idem_args: Self::Args,
+                    __idem_ctx: &::idem::__private::WriteCtx<#state>,
+                ) -> #future {
+                    #call_body
+                }
+            }
+        }
+    }
+}
+
+/// The call of the user's function (spanned at its name), each parameter
+/// passed what the generated `call` holds for it.
+fn call_expr(tool: &ToolFn<'_>) -> TokenStream {
+    let call_args = tool.params.iter().enumerate().map(|(i, p)| match p {
+        Param::Flat { .. } => {
+            let v = format_ident!("__idem_a{}", i);
+            quote!(#v)
+        }
+        Param::Args { .. } => quote!(__idem_args),
+        _ => quote!(__idem_ctx),
+    });
+    let ident = &tool.item.sig.ident;
+    quote_spanned! {ident.span()=>
+        #ident(#(#call_args),*)
+    }
+}
+
+/// The body of `is_permanent`: the `permanent_errors` predicate (checked
+/// against the error type where the user wrote it), or never.
+fn is_permanent(attrs: &Attrs) -> TokenStream {
+    match &attrs.permanent_errors {
+        Some(expr) => {
+            let check = quote_spanned! {expr.span()=>
+                let __idem_permanent: fn(&Self::Error) -> bool = #expr;
+            };
+            quote! {
+                #check
+                __idem_permanent(__idem_error)
+            }
+        }
+        None => quote! {
+            let _ = __idem_error;
+            false
+        },
     }
 }
 

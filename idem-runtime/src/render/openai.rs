@@ -1,0 +1,242 @@
+//! OpenAI Chat Completions' tool format, plain and strict (structured
+//! outputs): the strict form closes every object and makes every property
+//! required, or says which field it cannot express.
+
+use serde_json::{Map, Value, json};
+
+use super::RenderError;
+use super::walk::{join, type_includes};
+use crate::tool::ToolDef;
+
+impl ToolDef {
+    /// OpenAI Chat Completions: `{"type": "function", "function": {name,
+    /// description, parameters}}`.
+    pub fn openai(&self) -> Value {
+        json!({
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.input_schema,
+            }
+        })
+    }
+
+    /// OpenAI with `"strict": true`: every object closed
+    /// (`additionalProperties: false`) and every property required, the
+    /// optional ones made nullable; `oneOf` becomes `anyOf` and keywords
+    /// strict mode rejects are dropped. Fails, naming the field, where strict
+    /// mode cannot express the schema: a map with free-form keys, a value of
+    /// any type, `allOf`.
+    pub fn openai_strict(&self) -> Result<Value, RenderError> {
+        let mut parameters = self.input_schema.clone();
+        strict(&mut parameters, ".").map_err(|(field, reason)| RenderError {
+            tool: self.name.clone(),
+            field,
+            reason,
+        })?;
+        if let Some(Value::Object(defs)) = parameters.get_mut("$defs") {
+            for (name, def) in defs.iter_mut() {
+                strict(def, &format!("$defs.{name}")).map_err(|(field, reason)| RenderError {
+                    tool: self.name.clone(),
+                    field,
+                    reason,
+                })?;
+            }
+        }
+        Ok(json!({
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": parameters,
+                "strict": true,
+            }
+        }))
+    }
+}
+
+/// Keywords OpenAI strict mode does not accept, dropped from every schema.
+const STRICT_DROPPED: &[&str] = &[
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "$schema",
+    "$comment",
+    "$id",
+    "minProperties",
+    "maxProperties",
+];
+
+/// String formats strict mode understands; others (schemars' `uint32`,
+/// `int64`, ...) are dropped, since the range keywords carry them.
+const STRICT_FORMATS: &[&str] = &[
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
+];
+
+type StrictError = (String, String);
+
+/// Makes `schema` (at `path`) strict, or says why it cannot be.
+fn strict(schema: &mut Value, path: &str) -> Result<(), StrictError> {
+    let fail = |reason: &str| Err((path.to_owned(), reason.to_owned()));
+    let Value::Object(map) = schema else {
+        return match schema {
+            Value::Bool(true) => {
+                fail("it accepts any JSON value; strict mode needs a definite type")
+            }
+            _ => fail("it accepts no value at all"),
+        };
+    };
+    for key in STRICT_DROPPED {
+        map.remove(*key);
+    }
+    if map
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|f| !STRICT_FORMATS.contains(&f))
+    {
+        map.remove("format");
+    }
+    if map.contains_key("allOf") {
+        return fail("`allOf` is not supported in strict mode; avoid `#[serde(flatten)]` here");
+    }
+    if let Some(one_of) = map.remove("oneOf") {
+        map.insert("anyOf".into(), one_of);
+    }
+    let definite = ["type", "$ref", "anyOf", "enum", "const"]
+        .iter()
+        .any(|k| map.contains_key(*k));
+    if !definite {
+        return fail(
+            "it accepts any JSON value (a `serde_json::Value`?); strict mode needs a definite type",
+        );
+    }
+    if let Some(Value::Array(variants)) = map.get_mut("anyOf") {
+        for (i, v) in variants.iter_mut().enumerate() {
+            strict(v, &format!("{path}<variant {i}>"))?;
+        }
+    }
+    if let Some(items) = map.get_mut("items") {
+        strict(items, &join(path, "[]"))?;
+    }
+    let is_object = map.get("type").is_some_and(|t| type_includes(t, "object"))
+        || map.contains_key("properties");
+    if is_object {
+        strict_object(map, path)?;
+    }
+    Ok(())
+}
+
+/// Closes an object schema: no other properties, every property required,
+/// the optional ones nullable.
+fn strict_object(map: &mut Map<String, Value>, path: &str) -> Result<(), StrictError> {
+    let fail = |reason: &str| Err((path.to_owned(), reason.to_owned()));
+    match map.get("additionalProperties") {
+        None | Some(Value::Bool(false)) => {}
+        Some(_) => {
+            return fail(
+                "it is a map with free-form keys; strict mode needs fixed properties (use a struct, or a list of key/value pairs)",
+            );
+        }
+    }
+    if map.contains_key("patternProperties") {
+        return fail("it has `patternProperties`; strict mode needs fixed properties");
+    }
+    map.insert("additionalProperties".into(), Value::Bool(false));
+    let required: Vec<String> = map
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut all = Vec::new();
+    if let Some(Value::Object(props)) = map.get_mut("properties") {
+        for (name, prop) in props.iter_mut() {
+            strict(prop, &join(path, name))?;
+            if !required.contains(name) {
+                make_nullable(prop);
+            }
+            all.push(Value::String(name.clone()));
+        }
+    }
+    map.entry("properties").or_insert_with(|| json!({}));
+    map.insert("required".into(), Value::Array(all));
+    Ok(())
+}
+
+/// Lets `null` through `schema` too (strict mode's form of "optional").
+fn make_nullable(schema: &mut Value) {
+    let Value::Object(map) = schema else { return };
+    let simple =
+        !map.contains_key("$ref") && !map.contains_key("anyOf") && !map.contains_key("const");
+    match map.get_mut("type") {
+        Some(t) if simple => {
+            if type_includes(t, "null") {
+                return;
+            }
+            *t = match t.take() {
+                Value::Array(mut a) => {
+                    a.push(json!("null"));
+                    Value::Array(a)
+                }
+                single => json!([single, "null"]),
+            };
+            if let Some(Value::Array(values)) = map.get_mut("enum")
+                && !values.contains(&Value::Null)
+            {
+                values.push(Value::Null);
+            }
+        }
+        _ => {
+            if let Some(Value::Array(variants)) = map.get_mut("anyOf") {
+                if !variants
+                    .iter()
+                    .any(|v| v.get("type") == Some(&json!("null")))
+                {
+                    variants.push(json!({ "type": "null" }));
+                }
+                return;
+            }
+            let description = map.remove("description");
+            let inner = Value::Object(std::mem::take(map));
+            map.insert("anyOf".into(), json!([inner, { "type": "null" }]));
+            if let Some(d) = description {
+                map.insert("description".into(), d);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nullable_forms() {
+        let mut plain = json!({"type": "string"});
+        make_nullable(&mut plain);
+        assert_eq!(plain, json!({"type": ["string", "null"]}));
+        let mut reference = json!({"$ref": "#/$defs/A", "description": "d"});
+        make_nullable(&mut reference);
+        assert_eq!(
+            reference,
+            json!({"anyOf": [{"$ref": "#/$defs/A"}, {"type": "null"}], "description": "d"})
+        );
+        let mut e = json!({"type": "string", "enum": ["a"]});
+        make_nullable(&mut e);
+        assert_eq!(e, json!({"type": ["string", "null"], "enum": ["a", null]}));
+    }
+}
