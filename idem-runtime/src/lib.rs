@@ -31,6 +31,7 @@ mod render;
 mod schema;
 pub mod store;
 mod tool;
+mod unique;
 
 #[cfg(feature = "mcp")]
 pub mod mcp;

@@ -181,11 +181,10 @@ fn success(value: Value) -> CallToolResult {
     result
 }
 
-/// A fresh run id for a handler: `mcp-` and a 128-bit lease-token id
-/// (seeded from the OS, unique per call), in hex.
+/// A fresh run id for a handler: `mcp-` and a 128-bit id unique across
+/// processes, in hex.
 fn new_run_id() -> Arc<str> {
-    let token = crate::store::LeaseToken::generate(0);
-    format!("mcp-{:032x}", token.id()).into()
+    format!("mcp-{:032x}", crate::unique::unique_id()).into()
 }
 
 /// The run a request names in its `_meta`, if it names one.

@@ -8,16 +8,16 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
-use super::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken};
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
+use crate::store::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken};
 
 /// An in-process store: sharded hash maps behind short mutex sections.
 ///
 /// Leases and TTLs run on the monotonic clock (`tokio::time::Instant`, so
 /// tests with a paused Tokio clock control it). Expired records are swept
 /// from a shard as it grows, in amortised constant time per operation, and on
-/// [`purge_expired`](Self::purge_expired); memory stays proportional to the
+/// [`purge_expired`](IdemStore::purge_expired); memory stays proportional to the
 /// records alive, not to every key ever seen. A record takes 110–170 bytes
 /// besides its result, depending on the hash tables' load (BENCHMARKS.md):
 /// keys are kept as half their digest, times as milliseconds, and the
@@ -218,18 +218,6 @@ impl MemoryStore {
         self.shards[slot.shard()]
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Removes every expired record now; returns how many.
-    pub fn purge_expired(&self) -> usize {
-        let now = self.now();
-        self.shards
-            .iter()
-            .map(|s| {
-                let mut shard = s.lock().unwrap_or_else(|p| p.into_inner());
-                shard.sweep(now)
-            })
-            .sum()
     }
 
     /// How many records are held, expired ones not yet swept included.
@@ -463,7 +451,16 @@ impl IdemStore for MemoryStore {
     }
 
     async fn purge_expired(&self) -> Result<u64, StoreError> {
-        Ok(MemoryStore::purge_expired(self) as u64)
+        let now = self.now();
+        let swept: usize = self
+            .shards
+            .iter()
+            .map(|s| {
+                let mut shard = s.lock().unwrap_or_else(|p| p.into_inner());
+                shard.sweep(now)
+            })
+            .sum();
+        Ok(swept as u64)
     }
 
     async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {

@@ -6,6 +6,7 @@
 //! transaction, keeping blocking I/O off the async runtime, and never
 //! applies an operation whose caller gave up.
 
+mod sql;
 mod worker;
 
 use std::path::{Path, PathBuf};
@@ -15,26 +16,14 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use self::worker::{Worker, sql_error, write};
 
-use super::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, fenced};
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
+use crate::store::contract::fenced;
+use crate::store::record::{Live, Row, State};
+use crate::store::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken};
 
 /// The schema this code writes (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = 1;
-
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS idem_records (
-    key         TEXT PRIMARY KEY NOT NULL,
-    state       TEXT NOT NULL,     -- running | released | done | failed
-    fingerprint BLOB NOT NULL,     -- 32 bytes
-    attempt     INTEGER NOT NULL,
-    token       BLOB,              -- 16 bytes: the holder's (running) or the settler's
-    lease_until INTEGER,           -- unix ms, running only
-    payload     TEXT,              -- result (done) or error (failed)
-    expires_at  INTEGER NOT NULL   -- unix ms
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS idem_records_expires_at ON idem_records (expires_at);
-";
 
 /// How [`SqliteStore`] opens its database.
 #[derive(Debug, Clone)]
@@ -129,12 +118,9 @@ impl SqliteStore {
         self.worker
             .run(|conn, ticket| {
                 write(conn, ticket, |tx| {
-                    tx.execute(
-                        "DELETE FROM idem_records WHERE expires_at <= ?1",
-                        params![now_ms()],
-                    )
-                    .map(|n| n as u64)
-                    .map_err(sql_error)
+                    tx.execute(sql::PURGE, params![now_ms()])
+                        .map(|n| n as u64)
+                        .map_err(sql_error)
                 })
             })
             .await
@@ -182,7 +168,8 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
     match version {
         0 => {
             conn.execute_batch(&format!(
-                "BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+                "BEGIN IMMEDIATE; {} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;",
+                sql::SCHEMA
             ))
             .map_err(sql_error)?;
             Ok(())
@@ -205,128 +192,38 @@ fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
-/// A row as stored.
-struct Row {
-    state: String,
-    fingerprint: Vec<u8>,
-    attempt: i64,
-    lease_until: Option<i64>,
-    payload: Option<String>,
-    expires_at: i64,
-}
-
-fn read_row(conn: &Connection, key: &str) -> Result<Option<Row>, StoreError> {
-    conn.prepare_cached(
-        "SELECT state, fingerprint, attempt, lease_until, payload, expires_at
-         FROM idem_records WHERE key = ?1",
-    )
-    .and_then(|mut stmt| {
-        stmt.query_row(params![key], |r| {
-            Ok(Row {
-                state: r.get(0)?,
-                fingerprint: r.get(1)?,
-                attempt: r.get(2)?,
-                lease_until: r.get(3)?,
-                payload: r.get(4)?,
-                expires_at: r.get(5)?,
+/// The live record under `key`, decoded; `None` if absent or expired.
+fn live(conn: &Connection, key: &str, now: i64) -> Result<Option<Live>, StoreError> {
+    let row = conn
+        .prepare_cached(sql::READ)
+        .and_then(|mut stmt| {
+            stmt.query_row(params![key], |r| {
+                let lease_until: Option<i64> = r.get(3)?;
+                let expires_at: i64 = r.get(5)?;
+                Ok((
+                    Row {
+                        state: r.get(0)?,
+                        fingerprint: r.get(1)?,
+                        attempt: r.get(2)?,
+                        payload: r.get(4)?,
+                        lease_live: lease_until.map(|until| until > now),
+                    },
+                    expires_at,
+                ))
             })
+            .optional()
         })
-        .optional()
-    })
-    .map_err(|e| match e {
-        rusqlite::Error::FromSqlConversionFailure(..) | rusqlite::Error::InvalidColumnType(..) => {
-            StoreError::corrupt(key, format!("unreadable row: {e}"))
-        }
-        other => sql_error(other),
-    })
-}
-
-/// The live row under `key`, interpreted; `None` if absent or expired.
-fn seen(conn: &Connection, key: &str, now: i64) -> Result<Option<Seen>, StoreError> {
-    read_row(conn, key)?
-        .map(|row| interpret(key, row, now))
-        .transpose()
-        .map(Option::flatten)
-}
-
-/// What a live row means.
-enum Seen {
-    Running {
-        fingerprint: Fingerprint,
-        attempt: u32,
-        lease_live: bool,
-    },
-    Released {
-        attempt: u32,
-    },
-    Done {
-        fingerprint: Fingerprint,
-        result: String,
-    },
-    Failed {
-        fingerprint: Fingerprint,
-        error: String,
-    },
-}
-
-impl Seen {
-    /// The entry a caller sees; `None` for a released record.
-    fn into_entry(self) -> Option<Entry> {
-        match self {
-            Seen::Running {
-                fingerprint,
-                attempt,
-                ..
-            } => Some(Entry::Running {
-                fingerprint,
-                attempt,
-            }),
-            Seen::Released { .. } => None,
-            Seen::Done {
-                fingerprint,
-                result,
-            } => Some(Entry::Done {
-                result,
-                fingerprint,
-            }),
-            Seen::Failed { fingerprint, error } => Some(Entry::Failed { error, fingerprint }),
-        }
+        .map_err(|e| match e {
+            rusqlite::Error::FromSqlConversionFailure(..)
+            | rusqlite::Error::InvalidColumnType(..) => {
+                StoreError::corrupt(key, format!("unreadable row: {e}"))
+            }
+            other => sql_error(other),
+        })?;
+    match row {
+        Some((row, expires_at)) if expires_at > now => Live::decode(key, row).map(Some),
+        _ => Ok(None),
     }
-}
-
-fn interpret(key: &str, row: Row, now: i64) -> Result<Option<Seen>, StoreError> {
-    if row.expires_at <= now {
-        return Ok(None);
-    }
-    let corrupt = |why: &str| StoreError::corrupt(key, why.to_owned());
-    let fingerprint = <[u8; 32]>::try_from(row.fingerprint.as_slice())
-        .map(Fingerprint::from_bytes)
-        .map_err(|_| corrupt("the fingerprint is not 32 bytes"))?;
-    let attempt = u32::try_from(row.attempt).map_err(|_| corrupt("bad attempt"))?;
-    Ok(Some(match row.state.as_str() {
-        "running" => Seen::Running {
-            fingerprint,
-            attempt,
-            lease_live: row
-                .lease_until
-                .ok_or_else(|| corrupt("running without a lease"))?
-                > now,
-        },
-        "released" => Seen::Released { attempt },
-        "done" => Seen::Done {
-            fingerprint,
-            result: row
-                .payload
-                .ok_or_else(|| corrupt("done without a result"))?,
-        },
-        "failed" => Seen::Failed {
-            fingerprint,
-            error: row
-                .payload
-                .ok_or_else(|| corrupt("failed without an error"))?,
-        },
-        other => return Err(corrupt(&format!("unknown state {other:?}"))),
-    }))
 }
 
 /// A claim inside its transaction: acquired with a new running record, or
@@ -339,47 +236,35 @@ fn claim(
     lease: Duration,
 ) -> Result<Claim, StoreError> {
     let now = now_ms();
-    let attempt = match seen(tx, key, now)? {
+    let attempt = match live(tx, key, now)? {
         None => 0,
-        Some(
-            Seen::Running {
-                attempt,
-                lease_live: false,
-                ..
+        Some(record) => match record.next_attempt() {
+            Some(attempt) => attempt,
+            // A live lease or a recorded outcome: report it.
+            None => {
+                return record
+                    .into_entry()
+                    .map(Claim::Existing)
+                    .ok_or_else(|| StoreError::corrupt(key, "unexpected state"));
             }
-            | Seen::Released { attempt },
-        ) => attempt.saturating_add(1),
-        // A live lease or a recorded outcome: report it.
-        Some(held) => {
-            return held
-                .into_entry()
-                .map(Claim::Existing)
-                .ok_or_else(|| StoreError::corrupt(key, "unexpected state"));
-        }
+        },
     };
     let lease_until = now.saturating_add(ms(lease));
-    tx.prepare_cached(
-        "INSERT OR REPLACE INTO idem_records
-             (key, state, fingerprint, attempt, token, lease_until, payload, expires_at)
-             VALUES (?1, 'running', ?2, ?3, ?4, ?5, NULL, ?6)",
-    )
-    .and_then(|mut stmt| {
-        stmt.execute(params![
-            key,
-            fingerprint.as_bytes().as_slice(),
-            attempt,
-            token.id().to_be_bytes().as_slice(),
-            lease_until,
-            lease_until.saturating_add(ms(CLAIM_RETENTION)),
-        ])
-    })
-    .map_err(sql_error)?;
-    tx.prepare_cached(
-        "DELETE FROM idem_records WHERE key IN
-             (SELECT key FROM idem_records WHERE expires_at <= ?1 LIMIT ?2)",
-    )
-    .and_then(|mut stmt| stmt.execute(params![now, SWEEP_PER_CLAIM]))
-    .map_err(sql_error)?;
+    tx.prepare_cached(sql::CLAIM)
+        .and_then(|mut stmt| {
+            stmt.execute(params![
+                key,
+                fingerprint.as_bytes().as_slice(),
+                attempt,
+                token.id().to_be_bytes().as_slice(),
+                lease_until,
+                lease_until.saturating_add(ms(CLAIM_RETENTION)),
+            ])
+        })
+        .map_err(sql_error)?;
+    tx.prepare_cached(sql::SWEEP)
+        .and_then(|mut stmt| stmt.execute(params![now, SWEEP_PER_CLAIM]))
+        .map_err(sql_error)?;
     Ok(Claim::Acquired(LeaseToken::from_parts(token.id(), attempt)))
 }
 
@@ -412,12 +297,12 @@ impl IdemStore for SqliteStore {
         result: &str,
         ttl: Duration,
     ) -> Result<(), StoreError> {
-        self.settle(key, token, "done", Some(result.to_owned()), ttl)
+        self.settle(key, token, State::Done, Some(result.to_owned()), ttl)
             .await
     }
 
     async fn release(&self, key: &IdemKey, token: &LeaseToken) -> Result<(), StoreError> {
-        self.settle(key, token, "released", None, CLAIM_RETENTION)
+        self.settle(key, token, State::Released, None, CLAIM_RETENTION)
             .await
     }
 
@@ -428,7 +313,7 @@ impl IdemStore for SqliteStore {
         error: &str,
         ttl: Duration,
     ) -> Result<(), StoreError> {
-        self.settle(key, token, "failed", Some(error.to_owned()), ttl)
+        self.settle(key, token, State::Failed, Some(error.to_owned()), ttl)
             .await
     }
 
@@ -438,17 +323,11 @@ impl IdemStore for SqliteStore {
         token: &LeaseToken,
         lease: Duration,
     ) -> Result<(), StoreError> {
-        self.fenced_update(
-            "UPDATE idem_records SET lease_until = ?3, expires_at = ?4
-             WHERE key = ?1 AND state = 'running' AND token = ?2 AND expires_at > ?5",
-            key,
-            token,
-            move |key, token, now| {
-                let lease_until = now.saturating_add(ms(lease));
-                let expires_at = lease_until.saturating_add(ms(CLAIM_RETENTION));
-                (key, token, lease_until, expires_at, now)
-            },
-        )
+        self.fenced_update(sql::RENEW, key, token, move |key, token, now| {
+            let lease_until = now.saturating_add(ms(lease));
+            let expires_at = lease_until.saturating_add(ms(CLAIM_RETENTION));
+            (key, token, lease_until, expires_at, now)
+        })
         .await
     }
 
@@ -461,7 +340,7 @@ impl IdemStore for SqliteStore {
         self.worker
             .run(move |conn, _| {
                 let now = now_ms();
-                Ok(seen(conn, &key, now)?.and_then(Seen::into_entry))
+                Ok(live(conn, &key, now)?.and_then(Live::into_entry))
             })
             .await
     }
@@ -476,30 +355,20 @@ impl SqliteStore {
         &self,
         key: &IdemKey,
         token: &LeaseToken,
-        state: &'static str,
+        state: State,
         payload: Option<String>,
-        keep: Duration,
+        kept_for: Duration,
     ) -> Result<(), StoreError> {
-        self.fenced_update(
-            "UPDATE idem_records SET
-                 payload = CASE WHEN state = 'running' THEN ?4 ELSE payload END,
-                 expires_at = CASE WHEN state = 'running' THEN ?5 ELSE expires_at END,
-                 lease_until = NULL, state = ?3
-             WHERE key = ?1 AND token = ?2 AND expires_at > ?6
-               AND (state = 'running' OR (state = ?3 AND payload IS ?4))",
-            key,
-            token,
-            move |key, token, now| {
-                (
-                    key,
-                    token,
-                    state,
-                    payload,
-                    now.saturating_add(ms(keep)),
-                    now,
-                )
-            },
-        )
+        self.fenced_update(sql::SETTLE, key, token, move |key, token, now| {
+            (
+                key,
+                token,
+                state.as_str(),
+                payload,
+                now.saturating_add(ms(kept_for)),
+                now,
+            )
+        })
         .await
     }
 

@@ -23,7 +23,9 @@
 //! Lua script each (a `GET`, one `SET .. PX`, and a `PTTL` when a running
 //! record is found).
 
-use std::sync::OnceLock;
+mod options;
+mod scripts;
+
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -31,248 +33,15 @@ use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, ErrorKind, RedisError, ServerErrorKind, Value as RValue};
 
-use super::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken};
+pub use self::options::RedisOptions;
+#[cfg(feature = "redis-tls")]
+use self::options::install_crypto_provider;
+use self::options::url_error;
+use self::scripts::{Script, scripts};
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
-
-/// Shared preamble: reading a record with its fields checked, and writing
-/// one with its expiry.
-const PRELUDE: &str = r#"
--- Returns the record, nil when absent, or raises 'corrupt: ..'. A key of
--- another type fails the GET (WRONGTYPE).
-local function load(key)
-  local raw = redis.call('GET', key)
-  if not raw then return nil end
-  local v, state, fp, attempt, token, payload =
-    string.match(raw, '^(%d+)|(%l+)|(%x*)|(%d*)|(%x*)|(.*)$')
-  if not v then return error('corrupt: the value is not an idem record') end
-  if v ~= '1' then return error('corrupt: unknown record format version ' .. v) end
-  if #fp ~= 64 then return error('corrupt: bad fingerprint') end
-  local rec = { state = state, fp = fp, attempt = tonumber(attempt), token = token, payload = payload }
-  if state == 'running' then
-    if not rec.attempt or #token ~= 32 then return error('corrupt: incomplete running record') end
-  elseif state == 'released' then
-    if not rec.attempt then return error('corrupt: incomplete released record') end
-  elseif state ~= 'done' and state ~= 'failed' then
-    return error('corrupt: unknown state ' .. state)
-  end
-  return rec
-end
-local function store(key, state, fp, attempt, token, payload, px)
-  redis.call('SET', key, '1|' .. state .. '|' .. fp .. '|' .. string.format('%d', attempt) .. '|' .. token .. '|'
-    .. payload, 'PX', string.format('%d', px))
-end
-"#;
-
-/// KEYS[1]; ARGV: fingerprint, token, lease ms, retention ms.
-/// Returns {'acquired', attempt} | {'running', fp, attempt} |
-/// {'done', fp, result} | {'failed', fp, error}.
-const CLAIM: &str = r#"
-local rec = load(KEYS[1])
-local retention = tonumber(ARGV[4])
-local attempt = 0
-if rec then
-  if rec.state == 'running' and rec.token == ARGV[2] then
-    -- Our own claim, sent again after its reply was lost. Written again so
-    -- that a WAIT after it covers it.
-    redis.call('SET', KEYS[1], redis.call('GET', KEYS[1]), 'KEEPTTL')
-    return {'acquired', tostring(rec.attempt)}
-  elseif rec.state == 'running' then
-    -- The lease is live while more than the retention is left.
-    if redis.call('PTTL', KEYS[1]) > retention then return {'running', rec.fp, tostring(rec.attempt)} end
-    attempt = rec.attempt + 1
-  elseif rec.state == 'released' then
-    attempt = rec.attempt + 1
-  else
-    return {rec.state, rec.fp, rec.payload}
-  end
-end
-store(KEYS[1], 'running', ARGV[1], attempt, ARGV[2], '', tonumber(ARGV[3]) + retention)
-return {'acquired', string.format('%d', attempt)}
-"#;
-
-/// KEYS[1]; ARGV: token, op ('done' | 'failed' | 'released' | 'renew'),
-/// payload (result, error, or lease ms), ms to keep the record (for renew:
-/// the retention after the lease).
-/// Returns 'ok' or 'lost'.
-const SETTLE: &str = r#"
--- The usual case, the running record held with this token
--- ('1|running|' fp '|' attempt '|' token '|'), is settled without parsing
--- it into a table: a fifth of the server's work per call.
-local raw = redis.call('GET', KEYS[1])
-local held = raw and string.sub(raw, 1, 10) == '1|running|'
-  and string.sub(raw, -34) == '|' .. ARGV[1] .. '|' and string.sub(raw, 11, -35)
-if held and string.sub(held, 65, 65) == '|' and string.find(held, '^%x+|%d+$') then
-  -- held = fp '|' attempt, both checked.
-  local op = ARGV[2]
-  if op == 'renew' then
-    redis.call('SET', KEYS[1], raw, 'PX', string.format('%d', tonumber(ARGV[3]) + tonumber(ARGV[4])))
-  else
-    -- A settled record keeps the token that settled it.
-    redis.call('SET', KEYS[1], '1|' .. op .. '|' .. held .. '|' .. ARGV[1] .. '|' .. ARGV[3], 'PX', ARGV[4])
-  end
-  return 'ok'
-end
--- Anything else: a repeat, lost, or corrupt.
-local rec = load(KEYS[1])
-local op = ARGV[2]
-if rec and rec.token == ARGV[1] and rec.state == op and (op == 'released' or rec.payload == ARGV[3]) then
-  -- This very settle took effect already; its reply was lost. Written
-  -- again so that a WAIT after it covers it.
-  redis.call('SET', KEYS[1], redis.call('GET', KEYS[1]), 'KEEPTTL')
-  return 'ok'
-end
-if not rec or rec.state ~= 'running' or rec.token ~= ARGV[1] then return 'lost' end
-if op == 'renew' then
-  store(KEYS[1], 'running', rec.fp, rec.attempt, rec.token, '', tonumber(ARGV[3]) + tonumber(ARGV[4]))
-else
-  store(KEYS[1], op, rec.fp, rec.attempt, rec.token, ARGV[3], tonumber(ARGV[4]))
-end
-return 'ok'
-"#;
-
-/// KEYS[1]. Returns nil | {'running', fp, attempt} | {'done', fp, result} |
-/// {'failed', fp, error}; a released record reads as nil.
-const GET: &str = r#"
-local rec = load(KEYS[1])
-if not rec or rec.state == 'released' then return nil end
-if rec.state == 'running' then return {'running', rec.fp, tostring(rec.attempt)} end
-return {rec.state, rec.fp, rec.payload}
-"#;
-
-/// A Lua script and its SHA-1, run with EVALSHA and, on `NOSCRIPT`, with
-/// EVAL (which also loads it on that node, so this works per cluster shard).
-struct Script {
-    body: String,
-    sha: String,
-}
-
-impl Script {
-    fn new(body: &str) -> Script {
-        let body = format!("{PRELUDE}\n{body}");
-        let sha = redis::Script::new(&body).get_hash().to_owned();
-        Script { body, sha }
-    }
-}
-
-fn scripts() -> &'static [Script; 3] {
-    static SCRIPTS: OnceLock<[Script; 3]> = OnceLock::new();
-    SCRIPTS.get_or_init(|| [Script::new(CLAIM), Script::new(SETTLE), Script::new(GET)])
-}
-
-/// How [`RedisStore`] connects.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct RedisOptions {
-    /// Bound on connecting (and reconnecting) to a node: 1 s.
-    pub connection_timeout: Duration,
-    /// Bound on one command's answer: 1 s.
-    pub response_timeout: Duration,
-    /// How often a lost connection is retried before commands fail: 2.
-    pub reconnect_retries: usize,
-    /// Wait for this many replicas to acknowledge every write, up to the
-    /// duration (`WAIT`): `None` by default. See
-    /// [`wait_for_replicas`](Self::wait_for_replicas).
-    pub wait_for_replicas: Option<(usize, Duration)>,
-    /// For `rediss://`: the PEM certificate(s) of the CA that signed the
-    /// server's certificate, instead of the platform's roots.
-    #[cfg(feature = "redis-tls")]
-    pub tls_root_ca: Option<Vec<u8>>,
-}
-
-impl RedisOptions {
-    /// The defaults: 1 s timeouts, 2 reconnection attempts.
-    pub fn new() -> RedisOptions {
-        RedisOptions::default()
-    }
-
-    /// Sets [`connection_timeout`](Self::connection_timeout).
-    pub fn connection_timeout(mut self, timeout: Duration) -> Self {
-        self.connection_timeout = timeout;
-        self
-    }
-
-    /// Sets [`response_timeout`](Self::response_timeout).
-    pub fn response_timeout(mut self, timeout: Duration) -> Self {
-        self.response_timeout = timeout;
-        self
-    }
-
-    /// After every write (a claim, a recorded outcome, a renewal), waits up
-    /// to `timeout` for `replicas` replicas to acknowledge it (`WAIT`), so
-    /// that a failover to a replica loses neither claims nor results.
-    ///
-    /// A write not acknowledged in time fails as
-    /// [`StoreError::Unavailable`]: a claim then runs nothing (its record
-    /// holds the key for one lease), and recording an outcome is retried
-    /// as after any store failure. Without it, a failover can lose the
-    /// writes of the last moments before it (replication is asynchronous),
-    /// and an operation whose claim or result was lost runs again.
-    ///
-    /// Single servers only: [`RedisStore::connect_cluster_with`] refuses
-    /// it, since a cluster connection does not keep a `WAIT` on the
-    /// connection of the write before it.
-    pub fn wait_for_replicas(mut self, replicas: usize, timeout: Duration) -> Self {
-        self.wait_for_replicas = Some((replicas, timeout));
-        self
-    }
-
-    /// Sets [`reconnect_retries`](Self::reconnect_retries).
-    pub fn reconnect_retries(mut self, retries: usize) -> Self {
-        self.reconnect_retries = retries;
-        self
-    }
-
-    /// Sets [`tls_root_ca`](Self::tls_root_ca): trust the CA in this PEM
-    /// for `rediss://` servers.
-    #[cfg(feature = "redis-tls")]
-    pub fn tls_root_ca(mut self, pem: impl Into<Vec<u8>>) -> Self {
-        self.tls_root_ca = Some(pem.into());
-        self
-    }
-
-    fn client(&self, url: &str) -> Result<redis::Client, StoreError> {
-        #[cfg(feature = "redis-tls")]
-        install_crypto_provider();
-        #[cfg(feature = "redis-tls")]
-        if let Some(ca) = &self.tls_root_ca {
-            let certs = redis::TlsCertificates {
-                client_tls: None,
-                root_cert: Some(ca.clone()),
-            };
-            return redis::Client::build_with_tls(url, certs).map_err(|e| url_error(url, e));
-        }
-        if url.starts_with("rediss://") && !cfg!(feature = "redis-tls") {
-            return Err(StoreError::backend(
-                "rediss:// (TLS) URLs need idem's `redis-tls` feature",
-            ));
-        }
-        redis::Client::open(url).map_err(|e| url_error(url, e))
-    }
-}
-
-impl Default for RedisOptions {
-    fn default() -> Self {
-        RedisOptions {
-            connection_timeout: Duration::from_secs(1),
-            response_timeout: Duration::from_secs(1),
-            reconnect_retries: 2,
-            wait_for_replicas: None,
-            #[cfg(feature = "redis-tls")]
-            tls_root_ca: None,
-        }
-    }
-}
-
-/// rustls needs a process-wide crypto provider; choose *ring* unless the
-/// application already chose one.
-#[cfg(feature = "redis-tls")]
-fn install_crypto_provider() {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // Fails only if another thread installed one first: fine either way.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
-}
+use crate::store::record::{self, State};
+use crate::store::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken};
 
 #[derive(Clone)]
 enum Conn {
@@ -504,7 +273,7 @@ impl RedisStore {
         let expiry = millis(expiry).to_string();
         let (reply, acked) = self
             .eval(
-                &scripts()[1],
+                &scripts().settle,
                 key,
                 &[token.as_bytes(), op.as_bytes(), payload, expiry.as_bytes()],
             )
@@ -531,15 +300,6 @@ fn as_text(v: &RValue) -> Option<String> {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
-}
-
-fn url_error(url: &str, e: RedisError) -> StoreError {
-    // Never echo a password back: show the scheme and host only.
-    let shown = url
-        .split_once("://")
-        .map(|(scheme, rest)| format!("{scheme}://{}", rest.rsplit('@').next().unwrap_or(rest)))
-        .unwrap_or_else(|| "<unparsable>".to_owned());
-    StoreError::backend(format!("invalid Redis URL {shown}: {e}"))
 }
 
 /// Whether `e` means the connection broke under the command (closed by the
@@ -605,20 +365,20 @@ fn parse_entry(key: &IdemKey, parts: &[RValue]) -> Result<Entry, StoreError> {
         .and_then(|f| Fingerprint::from_hex(&f))
         .ok_or_else(|| corrupt("bad fingerprint"))?;
     let value = field(2).ok_or_else(|| corrupt("missing value"))?;
-    match field(0).as_deref() {
-        Some("running") => Ok(Entry::Running {
+    match field(0).as_deref().and_then(State::parse) {
+        Some(State::Running) => Ok(Entry::Running {
             fingerprint,
             attempt: value.parse().map_err(|_| corrupt("bad attempt"))?,
         }),
-        Some("done") => Ok(Entry::Done {
+        Some(State::Done) => Ok(Entry::Done {
             result: value,
             fingerprint,
         }),
-        Some("failed") => Ok(Entry::Failed {
+        Some(State::Failed) => Ok(Entry::Failed {
             error: value,
             fingerprint,
         }),
-        _ => Err(corrupt("unexpected reply")),
+        Some(State::Released) | None => Err(corrupt("unexpected reply")),
     }
 }
 
@@ -630,7 +390,6 @@ impl IdemStore for RedisStore {
         lease: Duration,
     ) -> Result<Claim, StoreError> {
         let token = LeaseToken::generate(0);
-        let (fp, id) = (fingerprint.to_hex(), token.id_hex());
         // A key seen for the first time, the usual case, needs no script:
         // `SET .. NX` writes the record CLAIM would write there (attempt 0).
         // A script costs the server several times a plain SET, and the
@@ -638,7 +397,7 @@ impl IdemStore for RedisStore {
         let mut first = redis::cmd("SET");
         first
             .arg(key.as_str())
-            .arg(format!("1|running|{fp}|0|{id}|"))
+            .arg(record::running_line(fingerprint, &token))
             .arg("NX")
             .arg("PX")
             .arg(millis(lease).saturating_add(millis(CLAIM_RETENTION)));
@@ -657,13 +416,14 @@ impl IdemStore for RedisStore {
             }
             Err(e) => return Err(script_error(key, e)),
         }
+        let (fp, id) = (fingerprint.to_hex(), token.id_hex());
         let (lease_ms, retention_ms) = (
             millis(lease).to_string(),
             millis(CLAIM_RETENTION).to_string(),
         );
         let (reply, acked) = self
             .eval(
-                &scripts()[0],
+                &scripts().claim,
                 key,
                 &[
                     fp.as_bytes(),
@@ -698,12 +458,12 @@ impl IdemStore for RedisStore {
         result: &str,
         ttl: Duration,
     ) -> Result<(), StoreError> {
-        self.settle(key, token, "done", result.as_bytes(), ttl)
+        self.settle(key, token, State::Done.as_str(), result.as_bytes(), ttl)
             .await
     }
 
     async fn release(&self, key: &IdemKey, token: &LeaseToken) -> Result<(), StoreError> {
-        self.settle(key, token, "released", b"", CLAIM_RETENTION)
+        self.settle(key, token, State::Released.as_str(), b"", CLAIM_RETENTION)
             .await
     }
 
@@ -714,7 +474,7 @@ impl IdemStore for RedisStore {
         error: &str,
         ttl: Duration,
     ) -> Result<(), StoreError> {
-        self.settle(key, token, "failed", error.as_bytes(), ttl)
+        self.settle(key, token, State::Failed.as_str(), error.as_bytes(), ttl)
             .await
     }
 
@@ -732,7 +492,7 @@ impl IdemStore for RedisStore {
     }
 
     async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
-        match self.eval(&scripts()[2], key, &[]).await?.0 {
+        match self.eval(&scripts().get, key, &[]).await?.0 {
             RValue::Nil => Ok(None),
             RValue::Array(parts) => parse_entry(key, &parts).map(Some),
             _ => Err(StoreError::corrupt(key.as_str(), "unexpected reply to get")),

@@ -1,0 +1,356 @@
+//! [`PostgresStore`]: PostgreSQL (feature `postgres`).
+//!
+//! One table (default `idem_records`), one row per key. Every operation is
+//! one statement, prepared once per pooled connection: a claim is an
+//! `INSERT .. ON CONFLICT DO UPDATE .. WHERE` that takes over an expired,
+//! released or lapsed row, reading back in the same statement the row it did
+//! not take; complete, fail, release and renew are one compare-and-set
+//! `UPDATE` each. Every time is the database's `now()`.
+
+mod options;
+mod pool;
+mod sql;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bb8::Pool;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, Config};
+
+pub use self::options::PostgresOptions;
+use self::pool::{PgManager, connect, connection_lost, pg_error, sql_error};
+use self::sql::Sql;
+use crate::error::StoreError;
+use crate::key::{Fingerprint, IdemKey};
+use crate::store::contract::fenced;
+use crate::store::record::{self, Live, Row, State};
+use crate::store::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken};
+
+/// The schema version this code writes.
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// A store in PostgreSQL: a pool of connections with prepared statements,
+/// one statement per operation, expiry by the database's clock.
+pub struct PostgresStore {
+    pool: Pool<PgManager>,
+    sql: Arc<Sql>,
+    table: String,
+    /// Stops the purge task when the store goes.
+    _purger: Option<PurgeTask>,
+}
+
+struct PurgeTask(tokio::task::JoinHandle<()>);
+
+impl Drop for PurgeTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("table", &self.table)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs `$op` (which uses the pooled connection `$conn`) and, if the
+/// connection broke under it, once more on a new connection, made for the
+/// purpose and then given to the pool: the other pooled connections may
+/// have died with it (a restart, a failover), unnoticed yet. Safe for every
+/// statement of this store: a claim that took effect recognises its own
+/// token, a settle repeated by its token succeeds, and the rest only read.
+/// (A macro: an async closure's future would not be known to be `Send`.)
+macro_rules! with_conn {
+    ($store:expr, |$conn:ident| $op:expr) => {{
+        let $conn = $store.pool.get().await.map_err(pg_error)?;
+        match $op.await {
+            Err(e) if connection_lost(&e) => {
+                tracing::debug!(error = %e, "PostgreSQL connection lost; sending once more on a new one");
+                $conn.broken.store(true, std::sync::atomic::Ordering::Relaxed);
+                drop($conn);
+                let fresh = $store.pool.dedicated_connection().await?;
+                let out = {
+                    let $conn = &fresh;
+                    $op.await.map_err(sql_error)
+                };
+                // The pool may be full again: then the connection just closes.
+                let _ = $store.pool.add(fresh);
+                out
+            }
+            other => other.map_err(sql_error),
+        }
+    }};
+}
+
+impl PostgresStore {
+    /// Connects to `postgres://user:password@host:port/database` and
+    /// creates the table if missing.
+    pub async fn connect(url: &str) -> Result<PostgresStore, StoreError> {
+        Self::connect_with(url, PostgresOptions::default()).await
+    }
+
+    /// [`connect`](Self::connect) with explicit options.
+    pub async fn connect_with(
+        url: &str,
+        options: PostgresOptions,
+    ) -> Result<PostgresStore, StoreError> {
+        let table = options.qualified()?;
+        let mut config: Config = url
+            .parse()
+            .map_err(|e| StoreError::backend(format!("invalid PostgreSQL URL: {e}")))?;
+        config.connect_timeout(options.connect_timeout);
+        // The table must exist before pooled connections prepare their
+        // statements: set it up on a connection of its own.
+        let mut setup = connect(&config).await.map_err(sql_error)?;
+        if options.create_schema {
+            migrate(&mut setup, &table, &options).await?;
+        }
+        check_version(&setup, &table).await?;
+        drop(setup);
+        let sql = Arc::new(Sql::new(&table));
+        let manager = PgManager {
+            config,
+            sql: sql.clone(),
+        };
+        let pool = Pool::builder()
+            .max_size(options.pool_size.max(1))
+            .connection_timeout(options.connect_timeout)
+            .test_on_check_out(true)
+            .build(manager)
+            .await?;
+        let purger = options.purge_interval.map(|every| {
+            let (pool, sql) = (pool.clone(), sql.clone());
+            PurgeTask(tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    let purged = match pool.get().await {
+                        Ok(conn) => conn
+                            .client
+                            .execute(&sql.purge, &[])
+                            .await
+                            .map_err(sql_error),
+                        Err(e) => Err(pg_error(e)),
+                    };
+                    match purged {
+                        Ok(n) if n > 0 => tracing::debug!(rows = n, "purged expired records"),
+                        Ok(_) => {}
+                        Err(e) => tracing::warn!(error = %e, "purging expired records failed"),
+                    }
+                }
+            }))
+        });
+        Ok(PostgresStore {
+            pool,
+            sql,
+            table,
+            _purger: purger,
+        })
+    }
+
+    /// The SQL that creates the table of `options`, for running as a
+    /// migration of your own (with `create_schema(false)`).
+    pub fn schema_sql(options: &PostgresOptions) -> Result<String, StoreError> {
+        let t = options.qualified()?;
+        let index = format!("{}_expires_at", options.table);
+        Ok(sql::schema(&t, &index, SCHEMA_VERSION))
+    }
+
+    /// Deletes every expired record now; returns how many. Run it from a
+    /// periodic job: expired rows are ignored, but they take space until
+    /// purged or reclaimed by a new claim of the same key.
+    pub async fn purge_expired(&self) -> Result<u64, StoreError> {
+        let conn = self.pool.get().await.map_err(pg_error)?;
+        conn.client
+            .execute(&self.sql.purge, &[])
+            .await
+            .map_err(sql_error)
+    }
+
+    /// Runs raw SQL on a pooled connection (to plant a malformed record in a
+    /// test, say). `{table}` in `sql` is replaced by the store's table.
+    #[cfg(feature = "test-util")]
+    pub async fn execute_raw(&self, sql: &str) -> Result<u64, StoreError> {
+        let conn = self.pool.get().await.map_err(pg_error)?;
+        conn.client
+            .execute(&sql.replace("{table}", &self.table), &[])
+            .await
+            .map_err(sql_error)
+    }
+
+    /// complete / fail / release: one compare-and-set `UPDATE`.
+    async fn settle(
+        &self,
+        key: &IdemKey,
+        token: &LeaseToken,
+        state: State,
+        payload: Option<&str>,
+        kept_for: Duration,
+    ) -> Result<(), StoreError> {
+        let token = token.id().to_be_bytes().to_vec();
+        let params: [&(dyn ToSql + Sync); 5] = [
+            &key.as_str(),
+            &token,
+            &state.as_str(),
+            &payload,
+            &millis(kept_for),
+        ];
+        let changed = with_conn!(self, |conn| conn.client.execute(&conn.settle, &params))?;
+        fenced(changed)
+    }
+}
+
+/// Creates the table if missing, serialising concurrent first starts
+/// (`CREATE .. IF NOT EXISTS` races) with an advisory lock.
+async fn migrate(
+    client: &mut Client,
+    table: &str,
+    options: &PostgresOptions,
+) -> Result<(), StoreError> {
+    let tx = client.transaction().await.map_err(sql_error)?;
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(hashtext($1))",
+        &[&format!("idem:{table}")],
+    )
+    .await
+    .map_err(sql_error)?;
+    tx.batch_execute(&PostgresStore::schema_sql(options)?)
+        .await
+        .map_err(sql_error)?;
+    tx.commit().await.map_err(sql_error)
+}
+
+async fn check_version(client: &Client, table: &str) -> Result<(), StoreError> {
+    let row = client
+        .query_opt(&format!("SELECT max(version) FROM {table}_schema"), &[])
+        .await
+        .map_err(|e| {
+            StoreError::backend(format!(
+                "cannot read the idem schema version of {table} (run PostgresStore::schema_sql as a migration?): {e}"
+            ))
+        })?;
+    let version: Option<i32> = row.and_then(|r| r.get(0));
+    match version {
+        Some(SCHEMA_VERSION) => Ok(()),
+        Some(newer) if newer > SCHEMA_VERSION => Err(StoreError::backend(format!(
+            "the table {table} has idem schema version {newer}, newer than this idem understands ({SCHEMA_VERSION}); upgrade idem"
+        ))),
+        other => Err(StoreError::backend(format!(
+            "the table {table} has an unknown idem schema version ({other:?})"
+        ))),
+    }
+}
+
+/// Decodes a row of (state, fingerprint, attempt, payload, lease live).
+fn read_row(key: &IdemKey, row: &tokio_postgres::Row) -> Result<Live, StoreError> {
+    let corrupt = |e: tokio_postgres::Error| StoreError::corrupt(key.as_str(), e.to_string());
+    let row = Row {
+        state: row.try_get(0).map_err(corrupt)?,
+        fingerprint: row.try_get(1).map_err(corrupt)?,
+        attempt: i64::from(row.try_get::<_, i32>(2).map_err(corrupt)?),
+        payload: row.try_get(3).map_err(corrupt)?,
+        lease_live: row.try_get(4).map_err(corrupt)?,
+    };
+    Live::decode(key.as_str(), row)
+}
+
+/// How often a claim asks again when its read-back was overtaken by a
+/// concurrent claim (see `Sql::claim`); each retry sees a newer snapshot.
+const CLAIM_TRIES: usize = 5;
+
+impl IdemStore for PostgresStore {
+    async fn claim(
+        &self,
+        key: &IdemKey,
+        fingerprint: &Fingerprint,
+        lease: Duration,
+    ) -> Result<Claim, StoreError> {
+        let token = LeaseToken::generate(0);
+        let token_bytes = token.id().to_be_bytes().to_vec();
+        let fp = fingerprint.as_bytes().to_vec();
+        let (lease_ms, retention_ms) = (millis(lease), millis(CLAIM_RETENTION));
+        let params: [&(dyn ToSql + Sync); 5] =
+            [&key.as_str(), &fp, &token_bytes, &lease_ms, &retention_ms];
+        let corrupt = |why: String| StoreError::corrupt(key.as_str(), why);
+        for _ in 0..CLAIM_TRIES {
+            let row = with_conn!(self, |conn| conn.client.query_opt(&conn.claim, &params))?;
+            // No row, or a claimable one: overtaken by a concurrent claim.
+            let Some(row) = row else { continue };
+            let state: String = row.try_get(0).map_err(|e| corrupt(e.to_string()))?;
+            if state == "acquired" {
+                let attempt: i32 = row.try_get(2).map_err(|e| corrupt(e.to_string()))?;
+                let attempt = record::attempt(key.as_str(), attempt)?;
+                return Ok(Claim::Acquired(LeaseToken::from_parts(token.id(), attempt)));
+            }
+            let live = read_row(key, &row)?;
+            if live.next_attempt().is_none()
+                && let Some(entry) = live.into_entry()
+            {
+                return Ok(Claim::Existing(entry));
+            }
+        }
+        Err(StoreError::unavailable(format!(
+            "the record changed under {CLAIM_TRIES} claims in a row"
+        )))
+    }
+
+    async fn complete(
+        &self,
+        key: &IdemKey,
+        token: &LeaseToken,
+        result: &str,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        self.settle(key, token, State::Done, Some(result), ttl)
+            .await
+    }
+
+    async fn release(&self, key: &IdemKey, token: &LeaseToken) -> Result<(), StoreError> {
+        self.settle(key, token, State::Released, None, CLAIM_RETENTION)
+            .await
+    }
+
+    async fn fail(
+        &self,
+        key: &IdemKey,
+        token: &LeaseToken,
+        error: &str,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        self.settle(key, token, State::Failed, Some(error), ttl)
+            .await
+    }
+
+    async fn renew(
+        &self,
+        key: &IdemKey,
+        token: &LeaseToken,
+        lease: Duration,
+    ) -> Result<(), StoreError> {
+        let token = token.id().to_be_bytes().to_vec();
+        let (lease_ms, retention_ms) = (millis(lease), millis(CLAIM_RETENTION));
+        let params: [&(dyn ToSql + Sync); 4] = [&key.as_str(), &token, &lease_ms, &retention_ms];
+        let changed = with_conn!(self, |conn| conn.client.execute(&conn.renew, &params))?;
+        fenced(changed)
+    }
+
+    async fn purge_expired(&self) -> Result<u64, StoreError> {
+        PostgresStore::purge_expired(self).await
+    }
+
+    async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
+        let row = with_conn!(self, |conn| conn
+            .client
+            .query_opt(&conn.read, &[&key.as_str()]))?;
+        Ok(row
+            .map(|row| read_row(key, &row))
+            .transpose()?
+            .and_then(Live::into_entry))
+    }
+}
+
+fn millis(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}

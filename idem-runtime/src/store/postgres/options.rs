@@ -1,0 +1,110 @@
+//! [`PostgresOptions`]: how a [`PostgresStore`](super::PostgresStore)
+//! connects and where it keeps its table.
+
+use std::time::Duration;
+
+use crate::error::StoreError;
+
+/// How [`PostgresStore`](super::PostgresStore) connects and where it keeps its table.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct PostgresOptions {
+    /// The schema of the table; `None` for the connection's `search_path`.
+    pub schema: Option<String>,
+    /// The table: `idem_records`. Its version lives in `<table>_schema`.
+    pub table: String,
+    /// Connections in the pool: 16.
+    pub pool_size: u32,
+    /// Bound on getting a connection (connecting included): 1 s.
+    pub connect_timeout: Duration,
+    /// Create the table when missing (the default); when off, run
+    /// [`PostgresStore::schema_sql`](super::PostgresStore::schema_sql) as a migration yourself.
+    pub create_schema: bool,
+    /// How often a background task deletes expired rows (1 min); `None`
+    /// to leave it to [`PostgresStore::purge_expired`](super::PostgresStore::purge_expired) on a schedule of
+    /// your own. The task stops when the store is dropped.
+    pub purge_interval: Option<Duration>,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        PostgresOptions {
+            schema: None,
+            table: "idem_records".to_owned(),
+            pool_size: 16,
+            connect_timeout: Duration::from_secs(1),
+            create_schema: true,
+            purge_interval: Some(Duration::from_secs(60)),
+        }
+    }
+}
+
+impl PostgresOptions {
+    /// The defaults.
+    pub fn new() -> PostgresOptions {
+        PostgresOptions::default()
+    }
+
+    /// Sets [`schema`](Self::schema).
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = Some(schema.into());
+        self
+    }
+
+    /// Sets [`table`](Self::table).
+    pub fn table(mut self, table: impl Into<String>) -> Self {
+        self.table = table.into();
+        self
+    }
+
+    /// Sets [`pool_size`](Self::pool_size).
+    pub fn pool_size(mut self, size: u32) -> Self {
+        self.pool_size = size;
+        self
+    }
+
+    /// Sets [`connect_timeout`](Self::connect_timeout).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Sets [`create_schema`](Self::create_schema).
+    pub fn create_schema(mut self, create: bool) -> Self {
+        self.create_schema = create;
+        self
+    }
+
+    /// Sets [`purge_interval`](Self::purge_interval).
+    pub fn purge_interval(mut self, interval: Option<Duration>) -> Self {
+        self.purge_interval = interval;
+        self
+    }
+
+    /// The qualified table name, after checking both identifiers.
+    pub(super) fn qualified(&self) -> Result<String, StoreError> {
+        let check = |what: &str, id: &str| {
+            let ok = !id.is_empty()
+                && id.len() <= 55
+                && id.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+                && id
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            if ok {
+                Ok(())
+            } else {
+                Err(StoreError::backend(format!(
+                    "invalid {what} name {id:?}: use lowercase letters, digits and `_`, at most 55"
+                )))
+            }
+        };
+        check("table", &self.table)?;
+        match &self.schema {
+            Some(schema) => {
+                check("schema", schema)?;
+                Ok(format!("{schema}.{}", self.table))
+            }
+            None => Ok(self.table.clone()),
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! The connection pool of [`PostgresStore`](super::PostgresStore) (bb8):
+//! connections with every statement prepared, never handed out once their
+//! server end is gone, and what a failed statement means.
+
+use std::sync::Arc;
+
+use bb8::{ManageConnection, RunError};
+use tokio_postgres::{Client, Config, NoTls, Statement};
+
+use super::sql::Sql;
+use crate::error::StoreError;
+
+/// A pooled connection with every statement prepared.
+pub(super) struct PgConn {
+    pub(super) client: Client,
+    /// An operation found the connection broken: the pool drops it.
+    pub(super) broken: std::sync::atomic::AtomicBool,
+    pub(super) claim: Statement,
+    pub(super) read: Statement,
+    pub(super) settle: Statement,
+    pub(super) renew: Statement,
+}
+
+/// Connects, and prepares the statements on each new connection.
+pub(super) struct PgManager {
+    pub(super) config: Config,
+    pub(super) sql: Arc<Sql>,
+}
+
+impl ManageConnection for PgManager {
+    type Connection = PgConn;
+    type Error = StoreError;
+
+    async fn connect(&self) -> Result<PgConn, StoreError> {
+        let client = connect(&self.config).await.map_err(sql_error)?;
+        let prepare = async |sql: &str| client.prepare(sql).await.map_err(sql_error);
+        Ok(PgConn {
+            claim: prepare(&self.sql.claim).await?,
+            read: prepare(&self.sql.read).await?,
+            settle: prepare(&self.sql.settle).await?,
+            renew: prepare(&self.sql.renew).await?,
+            client,
+            broken: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// Run at every checkout: a connection whose server end is gone (a
+    /// terminated backend, a restarted server, an idle timeout) is never
+    /// handed to an operation. No round trip: the connection task has
+    /// already seen the socket close.
+    async fn is_valid(&self, conn: &mut PgConn) -> Result<(), StoreError> {
+        if conn.client.is_closed() {
+            Err(StoreError::unavailable(
+                "the pooled PostgreSQL connection was closed",
+            ))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn has_broken(&self, conn: &mut PgConn) -> bool {
+        conn.client.is_closed() || *conn.broken.get_mut()
+    }
+}
+
+pub(super) async fn connect(config: &Config) -> Result<Client, tokio_postgres::Error> {
+    let (client, connection) = config.connect(NoTls).await?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!(error = %e, "PostgreSQL connection closed");
+        }
+    });
+    Ok(client)
+}
+
+/// Lost connections, and the server shutting a session down (SQLSTATE
+/// class 08, 57P01-57P03: a terminated backend, a restart, a failover)
+/// are `Unavailable`; other database errors the backend's own.
+pub(super) fn sql_error(e: tokio_postgres::Error) -> StoreError {
+    if connection_lost(&e) {
+        StoreError::unavailable(e)
+    } else {
+        StoreError::backend(e)
+    }
+}
+
+/// Whether `e` means the connection broke under the statement, so that it
+/// is worth sending once more over another connection.
+pub(super) fn connection_lost(e: &tokio_postgres::Error) -> bool {
+    match e.as_db_error() {
+        None => true,
+        Some(db) => {
+            let code = db.code().code();
+            code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03")
+        }
+    }
+}
+
+pub(super) fn pg_error(e: RunError<StoreError>) -> StoreError {
+    match e {
+        RunError::User(e) => e,
+        RunError::TimedOut => {
+            StoreError::unavailable("timed out waiting for a PostgreSQL connection")
+        }
+    }
+}

@@ -1,0 +1,39 @@
+-- Claims key $1 (fingerprint $2, token $3, lease $4 ms, kept $5 ms after
+-- it), or reads back what holds it.
+--
+-- A recorded outcome is read without a lock (replays do not queue on the
+-- row); otherwise the row is taken over when it may be (expired, released,
+-- its lease lapsed, or running with this very token: our own claim sent
+-- again), else read back. The read-back comes from the statement's
+-- snapshot, which in a race with a concurrent claim can be older than the
+-- row the insert conflicted with: missing, released or lapsed. Then the
+-- claim asks again (see `PostgresStore::claim`).
+--
+-- Answers one row of (state, fingerprint, attempt, payload, lease live):
+-- state 'acquired' with the attempt taken, or the record found.
+WITH done AS (
+    SELECT state, fingerprint, attempt, payload, NULL::boolean AS lease_live FROM {table}
+    WHERE key = $1 AND state IN ('done', 'failed') AND expires_at > now()
+), taken AS (
+    INSERT INTO {table} AS r (key, state, fingerprint, attempt, token, lease_until, payload, expires_at)
+    SELECT $1, 'running', $2, 0, $3,
+           now() + $4::float8 * interval '1 millisecond', NULL,
+           now() + ($4::float8 + $5::float8) * interval '1 millisecond'
+    WHERE NOT EXISTS (SELECT 1 FROM done)
+    ON CONFLICT (key) DO UPDATE SET
+        state = 'running', fingerprint = EXCLUDED.fingerprint, token = EXCLUDED.token,
+        lease_until = EXCLUDED.lease_until, payload = NULL, expires_at = EXCLUDED.expires_at,
+        attempt = CASE WHEN r.state = 'running' AND r.token = EXCLUDED.token THEN r.attempt
+                       WHEN r.expires_at <= now() THEN 0
+                       ELSE r.attempt + 1 END
+    WHERE r.expires_at <= now() OR r.state = 'released'
+       OR (r.state = 'running' AND (r.lease_until <= now() OR r.token = EXCLUDED.token))
+    RETURNING r.attempt
+)
+SELECT 'acquired'::text, NULL::bytea, attempt, NULL::text, NULL::boolean FROM taken
+UNION ALL
+SELECT state, fingerprint, attempt, payload, lease_live FROM done
+UNION ALL
+SELECT state, fingerprint, attempt, payload, lease_until > now() FROM {table}
+WHERE key = $1 AND expires_at > now()
+  AND NOT EXISTS (SELECT 1 FROM taken) AND NOT EXISTS (SELECT 1 FROM done)

@@ -1,0 +1,2 @@
+-- Every expired record.
+DELETE FROM {table} WHERE expires_at <= now()

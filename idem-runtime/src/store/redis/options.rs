@@ -1,0 +1,132 @@
+//! [`RedisOptions`]: how a [`RedisStore`](super::RedisStore) connects
+//! (timeouts, reconnection, replicas to wait for, TLS roots).
+
+use std::time::Duration;
+
+use redis::RedisError;
+
+use crate::error::StoreError;
+
+/// How [`RedisStore`](super::RedisStore) connects.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RedisOptions {
+    /// Bound on connecting (and reconnecting) to a node: 1 s.
+    pub connection_timeout: Duration,
+    /// Bound on one command's answer: 1 s.
+    pub response_timeout: Duration,
+    /// How often a lost connection is retried before commands fail: 2.
+    pub reconnect_retries: usize,
+    /// Wait for this many replicas to acknowledge every write, up to the
+    /// duration (`WAIT`): `None` by default. See
+    /// [`wait_for_replicas`](Self::wait_for_replicas).
+    pub wait_for_replicas: Option<(usize, Duration)>,
+    /// For `rediss://`: the PEM certificate(s) of the CA that signed the
+    /// server's certificate, instead of the platform's roots.
+    #[cfg(feature = "redis-tls")]
+    pub tls_root_ca: Option<Vec<u8>>,
+}
+
+impl RedisOptions {
+    /// The defaults: 1 s timeouts, 2 reconnection attempts.
+    pub fn new() -> RedisOptions {
+        RedisOptions::default()
+    }
+
+    /// Sets [`connection_timeout`](Self::connection_timeout).
+    pub fn connection_timeout(mut self, timeout: Duration) -> Self {
+        self.connection_timeout = timeout;
+        self
+    }
+
+    /// Sets [`response_timeout`](Self::response_timeout).
+    pub fn response_timeout(mut self, timeout: Duration) -> Self {
+        self.response_timeout = timeout;
+        self
+    }
+
+    /// After every write (a claim, a recorded outcome, a renewal), waits up
+    /// to `timeout` for `replicas` replicas to acknowledge it (`WAIT`), so
+    /// that a failover to a replica loses neither claims nor results.
+    ///
+    /// A write not acknowledged in time fails as
+    /// [`StoreError::Unavailable`]: a claim then runs nothing (its record
+    /// holds the key for one lease), and recording an outcome is retried
+    /// as after any store failure. Without it, a failover can lose the
+    /// writes of the last moments before it (replication is asynchronous),
+    /// and an operation whose claim or result was lost runs again.
+    ///
+    /// Single servers only: [`RedisStore::connect_cluster_with`](super::RedisStore::connect_cluster_with) refuses
+    /// it, since a cluster connection does not keep a `WAIT` on the
+    /// connection of the write before it.
+    pub fn wait_for_replicas(mut self, replicas: usize, timeout: Duration) -> Self {
+        self.wait_for_replicas = Some((replicas, timeout));
+        self
+    }
+
+    /// Sets [`reconnect_retries`](Self::reconnect_retries).
+    pub fn reconnect_retries(mut self, retries: usize) -> Self {
+        self.reconnect_retries = retries;
+        self
+    }
+
+    /// Sets [`tls_root_ca`](Self::tls_root_ca): trust the CA in this PEM
+    /// for `rediss://` servers.
+    #[cfg(feature = "redis-tls")]
+    pub fn tls_root_ca(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls_root_ca = Some(pem.into());
+        self
+    }
+
+    pub(super) fn client(&self, url: &str) -> Result<redis::Client, StoreError> {
+        #[cfg(feature = "redis-tls")]
+        install_crypto_provider();
+        #[cfg(feature = "redis-tls")]
+        if let Some(ca) = &self.tls_root_ca {
+            let certs = redis::TlsCertificates {
+                client_tls: None,
+                root_cert: Some(ca.clone()),
+            };
+            return redis::Client::build_with_tls(url, certs).map_err(|e| url_error(url, e));
+        }
+        if url.starts_with("rediss://") && !cfg!(feature = "redis-tls") {
+            return Err(StoreError::backend(
+                "rediss:// (TLS) URLs need idem's `redis-tls` feature",
+            ));
+        }
+        redis::Client::open(url).map_err(|e| url_error(url, e))
+    }
+}
+
+impl Default for RedisOptions {
+    fn default() -> Self {
+        RedisOptions {
+            connection_timeout: Duration::from_secs(1),
+            response_timeout: Duration::from_secs(1),
+            reconnect_retries: 2,
+            wait_for_replicas: None,
+            #[cfg(feature = "redis-tls")]
+            tls_root_ca: None,
+        }
+    }
+}
+
+/// rustls needs a process-wide crypto provider; choose *ring* unless the
+/// application already chose one.
+#[cfg(feature = "redis-tls")]
+pub(super) fn install_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Fails only if another thread installed one first: fine either way.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
+/// An invalid URL, shown without its password.
+pub(super) fn url_error(url: &str, e: RedisError) -> StoreError {
+    // Never echo a password back: show the scheme and host only.
+    let shown = url
+        .split_once("://")
+        .map(|(scheme, rest)| format!("{scheme}://{}", rest.rsplit('@').next().unwrap_or(rest)))
+        .unwrap_or_else(|| "<unparsable>".to_owned());
+    StoreError::backend(format!("invalid Redis URL {shown}: {e}"))
+}

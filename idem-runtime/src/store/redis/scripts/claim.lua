@@ -1,0 +1,25 @@
+-- CLAIM: the claim of a key that exists (a first claim is a plain SET NX).
+-- KEYS[1]; ARGV: fingerprint, token, lease ms, retention ms.
+-- Returns {'acquired', attempt} | {'running', fp, attempt} |
+-- {'done', fp, result} | {'failed', fp, error}.
+local rec = load(KEYS[1])
+local retention = tonumber(ARGV[4])
+local attempt = 0
+if rec then
+  if rec.state == 'running' and rec.token == ARGV[2] then
+    -- Our own claim, sent again after its reply was lost. Written again so
+    -- that a WAIT after it covers it.
+    redis.call('SET', KEYS[1], redis.call('GET', KEYS[1]), 'KEEPTTL')
+    return {'acquired', tostring(rec.attempt)}
+  elseif rec.state == 'running' then
+    -- The lease is live while more than the retention is left.
+    if redis.call('PTTL', KEYS[1]) > retention then return {'running', rec.fp, tostring(rec.attempt)} end
+    attempt = rec.attempt + 1
+  elseif rec.state == 'released' then
+    attempt = rec.attempt + 1
+  else
+    return {rec.state, rec.fp, rec.payload}
+  end
+end
+store(KEYS[1], 'running', ARGV[1], attempt, ARGV[2], '', tonumber(ARGV[3]) + retention)
+return {'acquired', string.format('%d', attempt)}

@@ -1,0 +1,18 @@
+//! The SQL of [`SqliteStore`](super::SqliteStore), each statement in a file
+//! of its own under `sql/`, named by what it does. Parameters are
+//! positional (`?1`..); each file says what they are.
+
+/// Creates the table and its index (schema version 1).
+pub(super) const SCHEMA: &str = include_str!("sql/schema.sql");
+/// Reads a record: state, fingerprint, attempt, lease_until, payload, expires_at.
+pub(super) const READ: &str = include_str!("sql/read.sql");
+/// Writes the running record of a claim.
+pub(super) const CLAIM: &str = include_str!("sql/claim.sql");
+/// Deletes a few expired records beside a claim.
+pub(super) const SWEEP: &str = include_str!("sql/sweep.sql");
+/// Deletes every expired record.
+pub(super) const PURGE: &str = include_str!("sql/purge.sql");
+/// Extends the holder's lease.
+pub(super) const RENEW: &str = include_str!("sql/renew.sql");
+/// Records an outcome (done, failed) or releases, on the holder's token.
+pub(super) const SETTLE: &str = include_str!("sql/settle.sql");

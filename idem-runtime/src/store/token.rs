@@ -1,0 +1,59 @@
+//! [`LeaseToken`]: the fencing token a claim hands its holder.
+
+use crate::unique::unique_id;
+
+/// The fencing token of one claim, and which attempt of the operation it is.
+///
+/// Tokens are 128-bit values unique across processes (a random per-process
+/// seed plus a counter). Every state change after the claim is
+/// compare-and-set on the token.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LeaseToken {
+    id: u128,
+    attempt: u32,
+}
+
+impl LeaseToken {
+    /// A fresh, unique token for attempt number `attempt` (0 for the first).
+    pub fn generate(attempt: u32) -> LeaseToken {
+        LeaseToken {
+            id: unique_id(),
+            attempt,
+        }
+    }
+
+    /// Rebuilds a token from its stored parts.
+    pub fn from_parts(id: u128, attempt: u32) -> LeaseToken {
+        LeaseToken { id, attempt }
+    }
+
+    /// The token's unique id.
+    pub fn id(&self) -> u128 {
+        self.id
+    }
+
+    /// The id as 32 lowercase hex digits, as backends store it.
+    pub fn id_hex(&self) -> String {
+        format!("{:032x}", self.id)
+    }
+
+    /// Parses [`id_hex`](Self::id_hex)'s form.
+    pub fn parse_id_hex(hex: &str) -> Option<u128> {
+        if hex.len() != 32 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            return None;
+        }
+        u128::from_str_radix(hex, 16).ok()
+    }
+
+    /// How many earlier claims of this operation ended without a recorded
+    /// result (released after a transient failure, or lapsed).
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+}
+
+impl std::fmt::Debug for LeaseToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LeaseToken({:032x}, attempt {})", self.id, self.attempt)
+    }
+}
