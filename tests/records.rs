@@ -1,0 +1,360 @@
+//! Rolling upgrades: records written by every earlier format are read by
+//! this version, and what this version writes is read by the earlier
+//! format's reader, on the real stores.
+//!
+//! - *old writer, new reader*: the golden records in `tests/golden/records/`
+//!   (one file per backend and format version, never edited) are planted
+//!   raw, then read and claimed through the current store;
+//! - *new writer, old reader*: the current store writes a record in each
+//!   state, and a reader of format version 1 written here, frozen like the
+//!   golden files, decodes the raw bytes.
+//!
+//! `docs/spec.md` ("Record formats") describes each layout.
+#![cfg(all(feature = "redis", feature = "sqlite", feature = "postgres"))]
+
+mod support;
+
+use std::time::Duration;
+
+use idem::{Claim, Entry, Fingerprint, IdemKey, IdemStore, LeaseToken};
+
+/// The fingerprint and token every golden record holds.
+const GOLDEN_FINGERPRINT: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
+fn golden(name: &str) -> String {
+    let path = format!("{}/tests/golden/records/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn fingerprint() -> Fingerprint {
+    Fingerprint::from_hex(GOLDEN_FINGERPRINT).expect("a fingerprint")
+}
+
+/// What the current store must make of each golden record: what `get`
+/// answers, then what a claim with the record's fingerprint answers.
+fn expected(name: &str) -> (Option<Entry>, Expect) {
+    let fingerprint = fingerprint();
+    match name {
+        "running" => (
+            Some(Entry::Running {
+                fingerprint,
+                attempt: 0,
+            }),
+            Expect::Existing,
+        ),
+        "lapsed" => (
+            Some(Entry::Running {
+                fingerprint,
+                attempt: 1,
+            }),
+            Expect::Acquired(2),
+        ),
+        "released" => (None, Expect::Acquired(3)),
+        "done" => (
+            Some(Entry::Done {
+                result: r#"{"charge":"ch_1","amount":1250}"#.into(),
+                fingerprint,
+            }),
+            Expect::Existing,
+        ),
+        "failed" => (
+            Some(Entry::Failed {
+                error: "card declined | code 51".into(),
+                fingerprint,
+            }),
+            Expect::Existing,
+        ),
+        "done_without_token" => (
+            Some(Entry::Done {
+                result: r#"{"legacy":true}"#.into(),
+                fingerprint,
+            }),
+            Expect::Existing,
+        ),
+        other => panic!("a golden record this test does not know: {other}"),
+    }
+}
+
+/// What a claim of a golden record answers.
+enum Expect {
+    /// The record as `get` read it.
+    Existing,
+    /// The key, at this attempt.
+    Acquired(u32),
+}
+
+/// Reads each golden record `name` under `key` through `store`.
+async fn read_golden<S: IdemStore>(store: &S, names: &[(String, IdemKey)]) {
+    assert_eq!(names.len(), 6, "every golden record is read");
+    for (name, key) in names {
+        let (entry, on_claim) = expected(name);
+        let got = store.get(key).await;
+        assert_eq!(got.as_ref().ok(), Some(&entry), "{name}: get gave {got:?}");
+        let claim = store
+            .claim(key, &fingerprint(), Duration::from_secs(30))
+            .await;
+        match (on_claim, claim) {
+            (Expect::Existing, Ok(Claim::Existing(found))) => {
+                assert_eq!(Some(found), entry, "{name}: the claim found it");
+            }
+            (Expect::Acquired(attempt), Ok(Claim::Acquired(token))) => {
+                assert_eq!(token.attempt(), attempt, "{name}: the attempt counts on");
+            }
+            (_, other) => panic!("{name}: the claim gave {other:?}"),
+        }
+    }
+}
+
+/// One record of format version 1, as its reader sees it.
+#[derive(Debug, PartialEq)]
+struct V1 {
+    state: String,
+    fingerprint: String,
+    attempt: u32,
+    /// The holder's or settler's token, in hex.
+    token: Option<String>,
+    payload: Option<String>,
+}
+
+/// Has the current store write a record in each state; returns them with
+/// the tokens that wrote them and the records version 1 must read.
+async fn write_each_state<S: IdemStore>(store: &S, prefix: &str) -> Vec<(IdemKey, V1)> {
+    let fp = fingerprint();
+    let lease = Duration::from_secs(30);
+    let ttl = Duration::from_secs(3600);
+    let key = |name: &str| IdemKey::from_raw(format!("{prefix}{name}"));
+    let claim = async |k: &IdemKey| match store.claim(k, &fp, lease).await {
+        Ok(Claim::Acquired(token)) => token,
+        other => panic!("claim: {other:?}"),
+    };
+    let v1 = |state: &str, token: &LeaseToken, payload: Option<&str>| V1 {
+        state: state.into(),
+        fingerprint: GOLDEN_FINGERPRINT.into(),
+        attempt: token.attempt(),
+        token: Some(token.id_hex()),
+        payload: payload.map(str::to_owned),
+    };
+    let (running, released, done, failed) = (
+        key("running"),
+        key("released"),
+        key("done"),
+        key("failed"),
+    );
+    let held = claim(&running).await;
+    let given_up = claim(&released).await;
+    store.release(&released, &given_up).await.expect("release");
+    let completed = claim(&done).await;
+    store
+        .complete(&done, &completed, r#"{"a":"|"}"#, ttl)
+        .await
+        .expect("complete");
+    let refused = claim(&failed).await;
+    store
+        .fail(&failed, &refused, "no | way", ttl)
+        .await
+        .expect("fail");
+    vec![
+        (running, v1("running", &held, None)),
+        (released, v1("released", &given_up, None)),
+        (done, v1("done", &completed, Some(r#"{"a":"|"}"#))),
+        (failed, v1("failed", &refused, Some("no | way"))),
+    ]
+}
+
+// --- Redis ----------------------------------------------------------------
+
+/// The reader of Redis record lines, version 1:
+/// `1|<state>|<fingerprint>|<attempt>|<token>|<payload>`.
+fn redis_v1(line: &str) -> V1 {
+    let fields: Vec<&str> = line.splitn(6, '|').collect();
+    let [version, state, fingerprint, attempt, token, payload] = fields[..] else {
+        panic!("not a version 1 record: {line:?}");
+    };
+    assert_eq!(version, "1", "{line:?}");
+    assert!(
+        ["running", "released", "done", "failed"].contains(&state),
+        "{line:?}"
+    );
+    assert!(
+        fingerprint.len() == 64 && fingerprint.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{line:?}"
+    );
+    assert!(
+        token.is_empty() || token.len() == 32 && token.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{line:?}"
+    );
+    V1 {
+        state: state.into(),
+        fingerprint: fingerprint.into(),
+        attempt: attempt.parse().expect("an attempt"),
+        token: (!token.is_empty()).then(|| token.into()),
+        payload: matches!(state, "done" | "failed").then(|| payload.into()),
+    }
+}
+
+#[tokio::test]
+async fn redis_records_of_every_format_are_read() {
+    let Some(store) = support::shared_redis().await else {
+        return;
+    };
+    let client = redis::Client::open(support::redis_url()).expect("a Redis URL");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect");
+    let prefix = format!("idem-records-{:x}:", LeaseToken::generate(0).id() as u64);
+    let mut names = Vec::new();
+    for line in golden("redis-v1.txt").lines() {
+        if line.starts_with('#') || line.is_empty() {
+            continue;
+        }
+        let [name, ttl, value] = line.splitn(3, '\t').collect::<Vec<_>>()[..] else {
+            panic!("a golden line is name, ttl and value: {line:?}");
+        };
+        let key = IdemKey::from_raw(format!("{prefix}{name}"));
+        let ttl: u64 = ttl.parse().expect("a ttl");
+        let _: () = redis::cmd("SET")
+            .arg(key.as_str())
+            .arg(value)
+            .arg("PX")
+            .arg(ttl)
+            .query_async(&mut conn)
+            .await
+            .expect("plant");
+        names.push((name.to_owned(), key));
+    }
+    read_golden(&store, &names).await;
+
+    for (key, want) in write_each_state(&store, &format!("{prefix}new-")).await {
+        let raw: String = redis::cmd("GET")
+            .arg(key.as_str())
+            .query_async(&mut conn)
+            .await
+            .expect("read back");
+        assert_eq!(redis_v1(&raw), want, "{raw:?}");
+    }
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{prefix}*"))
+        .query_async(&mut conn)
+        .await
+        .expect("keys");
+    let _: () = redis::cmd("DEL")
+        .arg(keys)
+        .query_async(&mut conn)
+        .await
+        .expect("clean up");
+}
+
+// --- SQLite ---------------------------------------------------------------
+
+/// The reader of SQLite rows, schema version 1.
+fn sqlite_v1(conn: &rusqlite::Connection, key: &str) -> V1 {
+    conn.query_row(
+        "SELECT state, lower(hex(fingerprint)), attempt, lower(hex(token)), payload
+         FROM idem_records WHERE key = ?1",
+        [key],
+        |r| {
+            Ok(V1 {
+                state: r.get(0)?,
+                fingerprint: r.get(1)?,
+                attempt: r.get(2)?,
+                token: r.get(3)?,
+                payload: r.get(4)?,
+            })
+        },
+    )
+    .expect("a version 1 row")
+}
+
+#[tokio::test]
+async fn sqlite_records_of_every_schema_are_read() {
+    let dir = support::TempDir::new("records");
+    let path = dir.0.join("v1.db");
+    {
+        let conn = rusqlite::Connection::open(&path).expect("create");
+        conn.execute_batch(&golden("sqlite-v1.sql"))
+            .expect("the golden database");
+    }
+    let store = idem::SqliteStore::open(&path).await.expect("open");
+    let names: Vec<(String, IdemKey)> = [
+        "running",
+        "lapsed",
+        "released",
+        "done",
+        "failed",
+        "done_without_token",
+    ]
+    .iter()
+    .map(|n| (n.to_string(), IdemKey::from_raw(*n)))
+    .collect();
+    read_golden(&store, &names).await;
+
+    let written = write_each_state(&store, "new-").await;
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).expect("reopen");
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .expect("user_version");
+    assert_eq!(version, 1, "the schema version is still 1");
+    for (key, want) in written {
+        assert_eq!(sqlite_v1(&conn, key.as_str()), want);
+    }
+}
+
+// --- PostgreSQL -----------------------------------------------------------
+
+#[tokio::test]
+async fn postgres_records_of_every_schema_are_read() {
+    let Some((client, schema)) = support::postgres_schema().await else {
+        return;
+    };
+    let table = format!("{schema}.idem_records");
+    client
+        .batch_execute(&golden("postgres-v1.sql").replace("{table}", &table))
+        .await
+        .expect("the golden table");
+    let options = idem::PostgresOptions::new()
+        .schema(&schema)
+        .create_schema(false);
+    let store = idem::PostgresStore::connect_with(&support::postgres_url(), options)
+        .await
+        .expect("connect to the golden table");
+    let names: Vec<(String, IdemKey)> = [
+        "running",
+        "lapsed",
+        "released",
+        "done",
+        "failed",
+        "done_without_token",
+    ]
+    .iter()
+    .map(|n| (n.to_string(), IdemKey::from_raw(*n)))
+    .collect();
+    read_golden(&store, &names).await;
+
+    for (key, want) in write_each_state(&store, "new-").await {
+        let row = client
+            .query_one(
+                &format!(
+                    "SELECT state, encode(fingerprint, 'hex'), attempt, encode(token, 'hex'), payload
+                     FROM {table} WHERE key = $1"
+                ),
+                &[&key.as_str()],
+            )
+            .await
+            .expect("a version 1 row");
+        let attempt: i32 = row.get(2);
+        let got = V1 {
+            state: row.get(0),
+            fingerprint: row.get(1),
+            attempt: u32::try_from(attempt).expect("an attempt"),
+            token: row.get(3),
+            payload: row.get(4),
+        };
+        assert_eq!(got, want);
+    }
+    client
+        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .await
+        .expect("drop the schema");
+}
