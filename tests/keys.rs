@@ -1,4 +1,4 @@
-//! Key derivation (CONTRACT.md §4): the published vectors byte for byte, and
+//! Key derivation (docs/spec.md, "Keys"): the published vectors byte for byte, and
 //! the properties that make a key an operation's identity.
 
 use idem::{IdemKey, Scope, canonical_json};

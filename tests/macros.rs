@@ -1,4 +1,5 @@
-//! `#[read_tool]` and `#[write_tool]` as a user writes them (CONTRACT.md §2).
+//! `#[read_tool]` and `#[write_tool]` as a user writes them (docs/spec.md,
+//! "Tool functions").
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -134,12 +134,8 @@ async fn write_each_state<S: IdemStore>(store: &S, prefix: &str) -> Vec<(IdemKey
         token: Some(token.id_hex()),
         payload: payload.map(str::to_owned),
     };
-    let (running, released, done, failed) = (
-        key("running"),
-        key("released"),
-        key("done"),
-        key("failed"),
-    );
+    let (running, released, done, failed) =
+        (key("running"), key("released"), key("done"), key("failed"));
     let held = claim(&running).await;
     let given_up = claim(&released).await;
     store.release(&released, &given_up).await.expect("release");

@@ -1,5 +1,5 @@
-//! The write wrapper's guarantees (CONTRACT.md §5) that need a controllable
-//! clock, and the registry's dispatch (§3). Tokio's paused clock drives the
+//! The write wrapper's guarantees (docs/spec.md, "Guarantees") that need a
+//! controllable clock, and the registry's dispatch. Tokio's paused clock drives the
 //! `MemoryStore`'s leases here, so nothing sleeps for real and nothing
 //! depends on how fast the machine is.
 

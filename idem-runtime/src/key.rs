@@ -1,4 +1,4 @@
-//! Idempotency keys and argument fingerprints (CONTRACT.md §4).
+//! Idempotency keys and argument fingerprints (docs/spec.md, "Keys").
 
 use std::fmt;
 

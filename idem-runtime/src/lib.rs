@@ -5,7 +5,7 @@
 //! crate together with the `#[read_tool]` / `#[write_tool]` macros.
 //!
 //! - [`canonical_json`], [`IdemKey::derive`], [`Scope`]: what an operation's
-//!   identity is (CONTRACT.md §4).
+//!   identity is (docs/spec.md, "Keys").
 //! - [`IdemStore`] and its backends: [`MemoryStore`] (always), and behind
 //!   features `SqliteStore` (`sqlite`), `PostgresStore` (`postgres`) and
 //!   `RedisStore` (`redis`, `redis-tls`); `testing` (`test-util`) holds
@@ -19,6 +19,15 @@
 //!   answered in the provider's shape.
 //! - `mcp` (features `mcp`, `mcp-http`): the registry as an MCP server;
 //!   `rig` (feature `rig`): its tools as rig tools.
+//!
+//! # Layers
+//!
+//! Imports run one way (a test fails on any file importing one that imports
+//! it back): the macros' output → `__private` → `registry` (building,
+//! checking, dispatching) → `engine` (a call's stages: operation, claim,
+//! hold, record) → `store` (the contract, one record codec, a folder per
+//! backend) and `key` (with `canonical`) → `error`. The renderers read tool
+//! definitions only. The specification is the repository's `docs/spec.md`.
 
 mod canonical;
 mod ctx;

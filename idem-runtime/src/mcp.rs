@@ -3,9 +3,10 @@
 //!
 //! [`Registry::into_mcp_server`] gives an [`McpServer`]: an
 //! [`rmcp::ServerHandler`] that answers `tools/list` from the registry's
-//! definitions (input schemas and the annotations of CONTRACT.md §3) and
-//! `tools/call` through [`Registry::call`], so write tools keep their
-//! once-only guarantee whichever MCP client calls them.
+//! definitions (input schemas, and the annotations
+//! [`ToolDef::mcp`](crate::ToolDef::mcp) writes) and `tools/call` through
+//! [`Registry::call`], so write tools keep their once-only guarantee
+//! whichever MCP client calls them.
 //!
 //! ```no_run
 //! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -23,8 +24,8 @@
 //!
 //! # Runs
 //!
-//! Keys are scoped to a run (CONTRACT.md §4). A call's run is, first, the
-//! string under [`RUN_ID_META`] in the request's `_meta`, when the client
+//! Keys are scoped to a run (docs/spec.md, "Keys"). A call's run is, first,
+//! the string under [`RUN_ID_META`] in the request's `_meta`, when the client
 //! sends one (an agent that resumes a run after a crash sends the same id,
 //! and its repeated writes are replayed); else the MCP session: over
 //! streamable HTTP the `Mcp-Session-Id` the client sends with every

@@ -17,7 +17,7 @@
 //! Results are sent as their JSON text (a string result as itself); a
 //! failure as [`ToolError::model_message`]. The run id scopes the keys: use
 //! the id of the agent run, the same across its retries and resumptions
-//! (CONTRACT.md §4), never the call's id, which changes when the model
+//! (docs/spec.md, "Keys"), never the call's id, which changes when the model
 //! repeats itself.
 //!
 //! ```
