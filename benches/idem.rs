@@ -20,7 +20,7 @@ fn keys(c: &mut Criterion) {
     let mut group = c.benchmark_group("keys");
     // Each derivation is measured right before its floor, and briefly: this
     // VM's speed drifts within seconds, which skews a ratio of two long
-    // runs. `examples/key_ratio.rs` interleaves the two for the ratio itself.
+    // runs. `benches/key_ratio.rs` interleaves the two for the ratio itself.
     group
         .warm_up_time(std::time::Duration::from_secs(1))
         .measurement_time(std::time::Duration::from_secs(2));

@@ -1,6 +1,9 @@
-//! Drives the write path in a loop, for profilers:
-//! `valgrind --tool=callgrind target/release/examples/hot_path 100000`.
+//! Drives the write path in a loop and prints the time per call, for
+//! profilers and for comparing two builds run in turn:
+//! `cargo bench --bench hot_path -- 300000`, or under callgrind the binary
+//! cargo prints (`target/release/deps/hot_path-*`).
 
+use clap::Parser;
 use idem::prelude::*;
 
 #[derive(Serialize, Deserialize, JsonSchema)]
@@ -16,13 +19,20 @@ async fn charge(#[args] a: Args, _ctx: &WriteCtx) -> Result<u64, String> {
     Ok(a.order_id + a.amount)
 }
 
+/// Calls one write tool with fresh arguments, in a loop.
+#[derive(Parser)]
+struct Cli {
+    /// How many calls.
+    #[arg(default_value_t = 100_000)]
+    calls: u64,
+    /// What `cargo bench` passes; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let n: u64 = std::env::args()
-        .nth(1)
-        .map(|s| s.parse())
-        .transpose()?
-        .unwrap_or(100_000);
+    let n = Cli::parse().calls.max(1);
     let registry = Registry::builder(()).tool(charge).build()?;
     let mut sum = 0u64;
     let started = std::time::Instant::now();

@@ -5,20 +5,20 @@
 //! taken one after the other can disagree on the ratio by more than the
 //! thing measured; the median of per-round ratios does not.
 //!
-//! `cargo run --release --example key_ratio [-- ROUNDS]` prints one line of
+//! `cargo bench --bench key_ratio [-- ROUNDS]` prints one line of
 //! JSON per argument set (the sets of `benches/idem.rs`):
 //! `{"args":"small","bytes":89,"derive_ns":..,"floor_ns":..,"ratio":..,"ratio_p10":..,"ratio_p90":..,"rounds":..}`,
 //! the times being medians over the rounds.
 
 use std::hint::black_box;
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use idem::{IdemKey, Scope};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-#[path = "../benches/support/arguments.rs"]
+#[path = "support/arguments.rs"]
 mod arguments;
 
 /// One slice's target length.
@@ -64,15 +64,19 @@ fn quantile(xs: &[f64], q: f64) -> f64 {
     xs[((xs.len() - 1) as f64 * q).round() as usize]
 }
 
-fn main() -> ExitCode {
-    let rounds = match std::env::args().nth(1).map(|a| a.parse::<usize>()) {
-        None => 41,
-        Some(Ok(n)) if n > 0 => n,
-        Some(_) => {
-            eprintln!("usage: key_ratio [ROUNDS]   (ROUNDS > 0, default 41)");
-            return ExitCode::FAILURE;
-        }
-    };
+/// Key derivation against its floor, interleaved.
+#[derive(Parser)]
+struct Cli {
+    /// How many rounds (each gives one ratio per argument set).
+    #[arg(default_value_t = 41, value_parser = clap::value_parser!(u32).range(1..))]
+    rounds: u32,
+    /// What `cargo bench` passes; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+fn main() {
+    let rounds = Cli::parse().rounds as usize;
     for (name, value) in [
         ("small", arguments::small()),
         ("medium", arguments::medium()),
@@ -107,5 +111,4 @@ fn main() -> ExitCode {
             quantile(&ratios, 0.9),
         );
     }
-    ExitCode::SUCCESS
 }

@@ -4,15 +4,16 @@
 //! size, from `/proc/self/statm` (Linux).
 //!
 //! ```text
-//! cargo run --release --example memory_footprint -- [N=1000000] [subset]
+//! cargo bench --bench memory_footprint -- [N=1000000] [--subset]
 //! ```
 //!
 //! By default each operation is keyed on all its arguments, so its
-//! fingerprint is its key's digest (the usual case); with `subset`, as for
+//! fingerprint is its key's digest (the usual case); with `--subset`, as for
 //! a tool with `key = [..]`, every record keeps a fingerprint of its own.
 
 use std::time::Duration;
 
+use clap::Parser;
 use idem::{Claim, Fingerprint, IdemKey, IdemStore, MemoryStore, Scope};
 use serde_json::json;
 
@@ -22,13 +23,25 @@ fn resident_bytes() -> Option<u64> {
     Some(pages * 4096)
 }
 
+/// Fills a `MemoryStore` and reports the memory per record.
+#[derive(Parser)]
+struct Cli {
+    /// How many records.
+    #[arg(default_value_t = 1_000_000)]
+    records: u64,
+    /// Give every record a fingerprint of its own, as for a tool keyed on
+    /// a subset of its arguments.
+    #[arg(long)]
+    subset: bool,
+    /// What `cargo bench` passes; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let n: u64 = std::env::args()
-        .nth(1)
-        .map(|s| s.parse())
-        .transpose()?
-        .unwrap_or(1_000_000);
+    let cli = Cli::parse();
+    let (n, subset) = (cli.records, cli.subset);
     // Keys made beforehand, so that only the store's own memory is counted.
     let keys: Vec<IdemKey> = (0..n)
         .map(|i| {
@@ -36,7 +49,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .with_namespace("shop")
         })
         .collect();
-    let subset = std::env::args().nth(2).as_deref() == Some("subset");
     let key_len = keys.first().map_or(0, |k| k.as_str().len());
     let own = Fingerprint::of(&json!({"other": "arguments"}));
     let fingerprint = |key: &IdemKey| {
