@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use idem::testing::{Counter, Fault, FaultyStore};
 use idem::{
-    Ctx, MemoryStore, OnInFlight, ReadTool, Registry, RegistryError, ScopeKind, StoreError,
-    ToolError, ToolInfo, WriteCtx, WriteOptions, WriteTool,
+    Ctx, IdemStore, MemoryStore, OnInFlight, ReadTool, Registry, RegistryError, ScopeKind,
+    StoreError, ToolError, ToolInfo, WriteCtx, WriteOptions, WriteTool,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -706,7 +706,8 @@ async fn memory_store_does_not_grow_without_bound() {
     let held = store.len();
     assert!(held < 25_000, "{held} records held for 1,000 live ones");
     sleep(20).await;
-    store.purge_expired();
+    let purged = IdemStore::purge_expired(&*store).await.expect("purge");
+    assert_eq!(purged, held as u64, "every held record had expired");
     assert_eq!(store.len(), 0);
 }
 

@@ -82,7 +82,7 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
     }
 
     /// Default ceiling on the size of a recorded result or error, as JSON
-    /// text ([`DEFAULT_MAX_RESULT_BYTES`], 1 MiB; at least 1 KiB).
+    /// text ([`DEFAULT_MAX_RESULT_BYTES`](crate::DEFAULT_MAX_RESULT_BYTES), 1 MiB; at least 1 KiB).
     ///
     /// A larger result is returned to its caller but never sent to the
     /// store: the operation is recorded as a permanent failure saying it
@@ -107,7 +107,7 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
     }
 
     /// Registers a tool: a `#[read_tool]` / `#[write_tool]` function's
-    /// name, or any [`ReadTool`] / [`WriteTool`].
+    /// name, or any [`ReadTool`](crate::ReadTool) / [`WriteTool`](crate::WriteTool).
     pub fn tool<T, M>(mut self, tool: T) -> Self
     where
         T: IntoTool<S, M>,

@@ -11,7 +11,7 @@ use crate::tool::{ReadTool, WriteTool};
 #[doc(hidden)]
 pub struct Registration<S>(pub(super) Box<dyn ErasedTool<S>>);
 
-/// Something [`RegistryBuilder::tool`] accepts: a [`ReadTool`] or a
+/// Something [`RegistryBuilder::tool`](crate::RegistryBuilder::tool) accepts: a [`ReadTool`] or a
 /// [`WriteTool`]. `M` tells the two apart and is inferred.
 #[diagnostic::on_unimplemented(
     message = "this is not a tool usable with a registry of state `{S}`",

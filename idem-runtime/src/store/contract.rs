@@ -75,12 +75,12 @@ pub enum Claim {
 
 /// A store of idempotency records.
 ///
-/// See the [module documentation](self) for the semantics each operation
+/// See the [module documentation](crate::store) for the semantics each operation
 /// must have. Implementations must make every operation one atomic step in
 /// the store and judge expiry by the store's clock.
 ///
 /// The registry holds stores as `Arc<dyn DynIdemStore>`; every `IdemStore`
-/// is a [`DynIdemStore`] through a blanket implementation.
+/// is a [`DynIdemStore`](crate::DynIdemStore) through a blanket implementation.
 pub trait IdemStore: Send + Sync + 'static {
     /// Claims `key` for a lease of `lease`, or reports what holds it.
     fn claim(

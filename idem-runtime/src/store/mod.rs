@@ -1,6 +1,6 @@
 //! The store contract and its backends.
 //!
-//! A store keeps one record per [`IdemKey`]. A record is, in turn:
+//! A store keeps one record per [`IdemKey`](crate::IdemKey). A record is, in turn:
 //!
 //! - **running**: claimed by a worker holding a [`LeaseToken`] until its lease
 //!   lapses (renewable);
@@ -19,7 +19,7 @@
 //! | `complete`, `fail`, `renew`, `release` with the holder's token | `LeaseLost` | applied | applied (nobody claimed since) | `LeaseLost` | `LeaseLost` |
 //!
 //! Those four with a token that is not the current holder's is
-//! refused with [`StoreError::LeaseLost`] and changes nothing. A running or
+//! refused with [`StoreError::LeaseLost`](crate::StoreError::LeaseLost) and changes nothing. A running or
 //! released record is kept for [`CLAIM_RETENTION`] after its lease ends so
 //! that the next claim can count the attempt; a done or failed record for
 //! its TTL.

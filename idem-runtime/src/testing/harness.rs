@@ -25,7 +25,7 @@ pub trait Harness: Send + Sync + 'static {
     fn corrupt(&self, key: &IdemKey, fingerprint: &Fingerprint) -> impl Future<Output = ()> + Send;
 
     /// The address of the server the store talks to, so that the network
-    /// fault cases can put a [`Proxy`] in front of it. `None` (the default)
+    /// fault cases can put a [`Proxy`](crate::testing::Proxy) in front of it. `None` (the default)
     /// for a store without a connection, where those cases have nothing to
     /// break and pass at once.
     fn server(&self) -> Option<SocketAddr> {
@@ -33,7 +33,7 @@ pub trait Harness: Send + Sync + 'static {
     }
 
     /// Another store over the same records whose connections go to `addr`
-    /// (a [`Proxy`] in front of [`server`](Self::server)) instead of the
+    /// (a [`Proxy`](crate::testing::Proxy) in front of [`server`](Self::server)) instead of the
     /// server itself. Only called when `server` is `Some`.
     fn store_via(&self, addr: SocketAddr) -> impl Future<Output = Arc<Self::Store>> + Send {
         async move { panic!("this harness names no server, so nothing connects via {addr}") }

@@ -1,0 +1,73 @@
+//! What Redis's replies and errors mean to a [`RedisStore`](super::RedisStore):
+//! which failures are worth retrying, which mean a corrupt record, and the
+//! text of a reply.
+
+use redis::{RedisError, Value as RValue};
+
+use crate::error::StoreError;
+use crate::key::IdemKey;
+
+/// A reply's text, if it is a string.
+pub(super) fn as_text(v: &RValue) -> Option<String> {
+    match v {
+        RValue::BulkString(b) => String::from_utf8(b.clone()).ok(),
+        RValue::SimpleString(s) => Some(s.clone()),
+        RValue::VerbatimString { text, .. } => Some(text.clone()),
+        _ => None,
+    }
+}
+
+/// Whether `e` means the connection broke under the command (closed by the
+/// server, reset, a restart), so that it may not have been sent or
+/// answered: worth sending once more over a new connection.
+pub(super) fn connection_lost(e: &RedisError) -> bool {
+    e.is_connection_dropped() || e.is_io_error() || e.is_unrecoverable_error()
+}
+
+/// Replies with which a server says it cannot serve now but will soon:
+/// loading its data after a restart, running a long script, a replica not
+/// yet promoted or resyncing, a cluster reconfiguring.
+const NOT_NOW: &[&str] = &[
+    "LOADING",
+    "BUSY",
+    "TRYAGAIN",
+    "MASTERDOWN",
+    "READONLY",
+    "CLUSTERDOWN",
+];
+
+/// Connection-level failures and a server that cannot serve now are
+/// `Unavailable` (retry later); the rest are the backend's own errors.
+pub(super) fn store_error(e: RedisError) -> StoreError {
+    if e.is_io_error()
+        || e.is_timeout()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || e.is_unrecoverable_error()
+        || e.is_cluster_error()
+        || e.code().is_some_and(|code| NOT_NOW.contains(&code))
+    {
+        StoreError::unavailable(e)
+    } else {
+        StoreError::backend(e)
+    }
+}
+
+/// A script's own `error('corrupt: ..')` or a `WRONGTYPE` is a corrupt
+/// record; anything else as [`store_error`].
+pub(super) fn script_error(key: &IdemKey, e: RedisError) -> StoreError {
+    let message = e.to_string();
+    if let Some(i) = message.find("corrupt: ") {
+        let reason = message[i + "corrupt: ".len()..]
+            .split(" script:")
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_owned();
+        return StoreError::corrupt(key.as_str(), reason);
+    }
+    if e.code() == Some("WRONGTYPE") {
+        return StoreError::corrupt(key.as_str(), "the key holds another Redis type");
+    }
+    store_error(e)
+}

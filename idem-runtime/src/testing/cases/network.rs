@@ -1,0 +1,176 @@
+//! Faults made for real on the network between a store and its server,
+//! through a [`Proxy`]: cut, stalled and black-holed connections while a
+//! tool runs. A store without a server passes them at once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::error::ToolError;
+use crate::testing::fixtures::Counter;
+use crate::testing::harness::Harness;
+use crate::testing::helpers::*;
+use crate::testing::proxy::Proxy;
+use crate::tool::{OnInFlight, WriteOptions};
+
+/// A proxy in front of the harness's server and a store through it, with
+/// the registry's usual settings; `None` for a store without a server.
+async fn proxied<H: Harness>(h: &H) -> Option<(Proxy, Arc<H::Store>)> {
+    let server = h.server()?;
+    let proxy = Proxy::start(server).await.expect("start a proxy");
+    let store = h.store_via(proxy.addr()).await;
+    Some((proxy, store))
+}
+
+/// Connections cut before a claim and between the body and its record:
+/// the operation still runs once, its result is recorded and replayed.
+pub async fn net_cut_connections_lose_nothing<H: Harness>(h: &H) {
+    let Some((proxy, store)) = proxied(h).await else {
+        return;
+    };
+    let proxy = Arc::new(proxy);
+    let cut = proxy.clone();
+    let counter = Counter::new(Duration::ZERO, WriteOptions::new()).on_run(move || cut.cut());
+    let ns = namespace();
+    let registry = registry(store, &ns, &counter);
+    let direct = registry_with(h.store(), &ns, &counter, |b| b);
+    for n in 0..3u64 {
+        // The body cuts every connection: the record goes over a new one.
+        let out = registry
+            .call("r", "counter", json!({ "n": n }))
+            .await
+            .expect("the call survives the cut");
+        // Cut again while idle: the replay goes over a new one too.
+        proxy.cut();
+        let replay = registry
+            .call("r", "counter", json!({ "n": n }))
+            .await
+            .expect("the replay survives the cut");
+        assert_eq!(out, replay);
+        assert_eq!(
+            direct.call("r", "counter", json!({ "n": n })).await.ok(),
+            Some(out),
+            "the result is recorded in the store"
+        );
+    }
+    assert_eq!(counter.total(), 3, "each operation ran once");
+    assert!(proxy.accepted() > 1, "the cuts forced new connections");
+}
+
+/// A renewal stalled on the network never holds the body up: the body
+/// finishes while the renewal is still stalled.
+pub async fn net_stalled_renewal_does_not_block_the_body<H: Harness>(h: &H) {
+    let Some((proxy, store)) = proxied(h).await else {
+        return;
+    };
+    let proxy = Arc::new(proxy);
+    let stall = proxy.clone();
+    // The body stalls the network, then works for several lease periods:
+    // renewals are due meanwhile and hang until the stall ends.
+    let counter =
+        Counter::new(SHORT * 3, WriteOptions::new().lease(SHORT)).on_run(move || stall.stall());
+    let registry = registry_with(store, &namespace(), &counter, |b| {
+        b.store_timeout(Duration::from_secs(120))
+    });
+    let call = tokio::spawn(async move { registry.call("r", "counter", json!({"n": 1})).await });
+    let waited = tokio::time::timeout(Duration::from_secs(30), async {
+        while counter.finished() == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    proxy.forward();
+    assert!(
+        waited.is_ok(),
+        "the body did not finish while a renewal was stalled: the heartbeat blocks it"
+    );
+    assert_eq!(counter.saw_lease_lost(), 1, "the stall outlasted the lease");
+    let out = call.await.expect("task");
+    // Nobody claimed meanwhile: the late renewal and the record land.
+    assert!(out.is_ok(), "{out:?}");
+}
+
+/// The store stalls longer than the store timeout while the result is
+/// recorded: the record is retried until it lands, and never runs twice.
+pub async fn net_slow_record_is_retried_until_it_lands<H: Harness>(h: &H) {
+    let Some((proxy, store)) = proxied(h).await else {
+        return;
+    };
+    let proxy = Arc::new(proxy);
+    let stall = proxy.clone();
+    let counter = Counter::new(Duration::ZERO, WriteOptions::new()).on_run(move || stall.stall());
+    let ns = namespace();
+    let proxied = registry_with(store, &ns, &counter, |b| {
+        b.store_timeout(Duration::from_millis(200))
+    });
+    let call = tokio::spawn(async move { proxied.call("r", "counter", json!({"n": 1})).await });
+    while counter.finished() == 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Several tries time out meanwhile.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    proxy.forward();
+    let out = call.await.expect("task").expect("the result");
+    let direct = registry(h.store(), &ns, &counter);
+    let replay = direct
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("replay");
+    assert_eq!(out, replay, "the recorded result is the one returned");
+    assert_eq!(counter.total(), 1);
+}
+
+/// Renewals vanish (a partition): the body is told its lease is lost and
+/// stops; another worker takes the key over; the first one's late result
+/// is fenced off.
+pub async fn net_body_sees_its_lease_lost<H: Harness>(h: &H) {
+    let Some((proxy, store)) = proxied(h).await else {
+        return;
+    };
+    let proxy = Arc::new(proxy);
+    let hole = proxy.clone();
+    let ns = namespace();
+    let slow = Counter::new(Duration::from_secs(60), WriteOptions::new().lease(SHORT))
+        .stop_when_lease_lost()
+        .on_run(move || hole.black_hole());
+    let worker_a = registry_with(store, &ns, &slow, |b| {
+        b.store_timeout(Duration::from_millis(200))
+    });
+    let a = tokio::spawn(async move { worker_a.call("r", "counter", json!({"n": 1})).await });
+    let told = tokio::time::timeout(Duration::from_secs(30), async {
+        while slow.finished() == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(told.is_ok(), "the body was never told its lease was lost");
+    assert_eq!(slow.saw_lease_lost(), 1);
+    // A counts its lease from when it sent the claim, so the store may see
+    // it a moment longer: B waits for the key, as a duplicate may.
+    let fast = Counter::new(
+        Duration::ZERO,
+        WriteOptions::new().on_in_flight(OnInFlight::Wait(Duration::from_secs(30))),
+    );
+    let worker_b = registry(h.store(), &ns, &fast);
+    let b = worker_b
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("B takes over");
+    assert_eq!(b["attempt"], 1);
+    proxy.forward();
+    match a.await.expect("task") {
+        Err(ToolError::LeaseLost { .. }) => {}
+        other => panic!("A must get LeaseLost, got {other:?}"),
+    }
+    assert_eq!(
+        slow.runs(1)[0].0,
+        fast.runs(1)[0].0,
+        "both ran under one key"
+    );
+    let replay = worker_b
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("replay");
+    assert_eq!(replay, b, "the new owner's result stands");
+}
