@@ -277,38 +277,24 @@ fn report_charges(provider: &Provider) -> usize {
 // ---------------------------------------------------------------------------
 // Setup: the store, from `--store`.
 
+/// The demo: a scripted agent meets the three sources of duplicates.
+#[derive(clap::Parser)]
 struct Options {
+    /// Run the same script without idem, to watch the double charges.
+    #[arg(long)]
     naive: bool,
+    /// Where the records go: sqlite, redis://.. or postgres://..
+    #[arg(long, default_value = "sqlite")]
     store: String,
+    /// The scene's folder (the demo passes it to its agent processes).
+    #[arg(long, default_value = "", hide = true)]
     dir: PathBuf,
+    /// The scene's key namespace (likewise).
+    #[arg(long, hide = true, default_value_t = format!("demo-{:x}", idem::LeaseToken::generate(0).id() as u32))]
     namespace: String,
+    /// Which agent process this is (likewise).
+    #[arg(long, hide = true)]
     phase: Option<String>,
-}
-
-fn parse_args() -> Result<Options, BoxError> {
-    let mut args = std::env::args().skip(1);
-    let mut options = Options {
-        naive: false,
-        store: "sqlite".into(),
-        dir: PathBuf::new(),
-        namespace: format!("demo-{:x}", idem::LeaseToken::generate(0).id() as u32),
-        phase: None,
-    };
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--naive" => options.naive = true,
-            "--store" => options.store = args.next().ok_or("--store needs a value")?,
-            "--dir" => options.dir = args.next().ok_or("--dir needs a value")?.into(),
-            "--namespace" => options.namespace = args.next().ok_or("--namespace needs a value")?,
-            "--phase" => options.phase = Some(args.next().ok_or("--phase needs a value")?),
-            "-h" | "--help" => {
-                println!("usage: agent [--naive] [--store sqlite|redis://..|postgres://..]");
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument {other:?}; try --help").into()),
-        }
-    }
-    Ok(options)
 }
 
 async fn open_store(options: &Options) -> Result<Arc<dyn DynIdemStore>, BoxError> {
@@ -420,7 +406,7 @@ fn run_child(options: &Options, phase: &str) -> Result<(), BoxError> {
 
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {
-    let mut options = parse_args()?;
+    let mut options = <Options as clap::Parser>::parse();
     if let Some(phase) = options.phase.clone() {
         return child(&options, &phase).await;
     }

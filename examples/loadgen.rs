@@ -40,44 +40,36 @@ async fn work(n: u64, ctx: &WriteCtx<Counts>) -> Result<u64, String> {
     Ok(n)
 }
 
+/// Drives a write tool on a store, and reports throughput and latency.
+#[derive(clap::Parser)]
 struct Config {
+    /// The store: memory, sqlite, redis or postgres.
+    #[arg(long, default_value = "memory")]
     store: String,
+    /// The store's URL (redis, postgres), or the file (sqlite).
+    #[arg(long)]
     url: Option<String>,
+    /// How many calls.
+    #[arg(long, default_value_t = 10_000, value_parser = positive)]
     calls: usize,
+    /// How many calls in flight at once.
+    #[arg(long, default_value_t = 16, value_parser = positive)]
     concurrency: usize,
+    /// unique (every call a new operation), duplicate (every call the same)
+    /// or mixed (half repeat an earlier call).
+    #[arg(long, default_value = "unique", value_parser = ["unique", "duplicate", "mixed"])]
     mode: String,
+    /// Tokio worker threads.
+    #[arg(long, default_value_t = std::thread::available_parallelism().map_or(2, |n| n.get()))]
     threads: usize,
 }
 
-fn parse() -> Result<Config, BoxError> {
-    let mut config = Config {
-        store: "memory".into(),
-        url: None,
-        calls: 10_000,
-        concurrency: 16,
-        mode: "unique".into(),
-        threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--store" => config.store = value()?,
-            "--url" => config.url = Some(value()?),
-            "--calls" => config.calls = value()?.parse()?,
-            "--concurrency" => config.concurrency = value()?.parse()?,
-            "--mode" => config.mode = value()?,
-            "--threads" => config.threads = value()?.parse()?,
-            other => return Err(format!("unknown flag {other}").into()),
-        }
+/// A whole number above zero.
+fn positive(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("{text:?} is not a whole number above zero")),
     }
-    if !["unique", "duplicate", "mixed"].contains(&config.mode.as_str()) {
-        return Err(format!("--mode is unique, duplicate or mixed, not {}", config.mode).into());
-    }
-    if config.concurrency == 0 || config.calls == 0 {
-        return Err("--calls and --concurrency must be positive".into());
-    }
-    Ok(config)
 }
 
 /// The argument of each call, fixed before the run (xorshift, seeded).
@@ -134,7 +126,7 @@ async fn store(config: &Config, run: &str) -> Result<Arc<dyn DynIdemStore>, BoxE
 }
 
 fn main() -> Result<(), BoxError> {
-    let config = parse()?;
+    let config = <Config as clap::Parser>::parse();
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.threads.max(1))
         .enable_all()

@@ -73,17 +73,22 @@ async fn charges_made(ctx: &Ctx<Shop>) -> Result<u64, String> {
     Ok(ctx.state().charges.load(Ordering::SeqCst))
 }
 
+/// The shop's tools over MCP.
+#[derive(clap::Parser)]
+struct Cli {
+    /// Keep the records in this SQLite file (default: in memory).
+    #[arg(long)]
+    sqlite: Option<std::path::PathBuf>,
+    /// Serve streamable HTTP on this address instead of stdio.
+    #[arg(long)]
+    http: Option<String>,
+}
+
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let flag = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
+    let cli: Cli = clap::Parser::parse();
     let mut builder = Registry::builder(Shop::default());
-    if let Some(path) = flag("--sqlite") {
+    if let Some(path) = &cli.sqlite {
         builder = builder.store(SqliteStore::open(&path).await?);
     }
     let server = builder
@@ -94,7 +99,7 @@ async fn main() -> Result<(), BoxError> {
         .into_mcp_server()
         .with_server_info("idem-shop", env!("CARGO_PKG_VERSION"));
 
-    match flag("--http") {
+    match cli.http {
         None => {
             eprintln!("mcp_server: serving on stdio, run {}", server.run_id());
             server

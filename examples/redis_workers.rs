@@ -32,13 +32,21 @@ async fn send_confirmation(order_id: u32, ctx: &WriteCtx<Worker>) -> Result<Stri
     ))
 }
 
+/// A fleet of workers on one Redis, each calling the same write tool for
+/// the same orders.
+#[derive(clap::Parser)]
+struct Cli {
+    /// The Redis every worker shares.
+    #[arg(default_value = "redis://127.0.0.1:6379")]
+    url: String,
+    /// How many workers.
+    #[arg(default_value_t = 4)]
+    workers: u32,
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
-    let url = args
-        .next()
-        .unwrap_or_else(|| "redis://127.0.0.1:6379".into());
-    let workers: u32 = args.next().map(|w| w.parse()).transpose()?.unwrap_or(4);
+    let Cli { url, workers } = clap::Parser::parse();
     let orders = 25u32;
     let namespace = format!("workers-demo-{}", std::process::id());
     let mails_sent = Arc::new(AtomicUsize::new(0));
