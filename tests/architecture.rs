@@ -5,7 +5,8 @@
 //!   file that imports it back, directly or through others;
 //! - every library file opens with a comment saying what it is for;
 //! - no library function is longer than 80 lines unless a comment right
-//!   above it, starting `// Long:`, says why.
+//!   above it, starting `// Long:`, says why;
+//! - every test `docs/spec.md` names as showing a guarantee exists.
 //!
 //! Run with `--nocapture` to see the import graph, file by file.
 
@@ -431,5 +432,54 @@ fn library_functions_are_short_or_say_why_not() {
         "split these functions into the steps a reader follows, or say above them \
          why not in a `// Long:` comment:\n{}",
         long.join("\n")
+    );
+}
+
+/// The test files, the conformance cases among them.
+fn test_sources() -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut text = String::new();
+    let mut dirs = vec![root.join("tests"), root.join("idem-runtime/src/testing")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a test folder") {
+            let path = entry.expect("a folder entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                text.push_str(&std::fs::read_to_string(&path).expect("a readable test file"));
+            }
+        }
+    }
+    text
+}
+
+#[test]
+fn the_spec_names_only_tests_that_exist() {
+    let spec = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/spec.md"))
+        .expect("docs/spec.md");
+    let guarantees = &spec[spec.find("## Guarantees").expect("a Guarantees section")..];
+    let sources = test_sources();
+    // Test names are snake case of three words or more, in backticks.
+    let named: BTreeSet<&str> = guarantees
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|word| {
+            word.matches('_').count() >= 2
+                && word
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        })
+        .collect();
+    assert!(named.len() > 40, "the Guarantees section names its tests");
+    let missing: Vec<&str> = named
+        .into_iter()
+        .filter(|name| {
+            !sources.contains(&format!("fn {name}(")) && !sources.contains(&format!("fn {name}<"))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/spec.md names tests that do not exist (renamed? update the spec): {missing:?}"
     );
 }
