@@ -37,14 +37,6 @@ impl LeaseToken {
         format!("{:032x}", self.id)
     }
 
-    /// Parses [`id_hex`](Self::id_hex)'s form.
-    pub fn parse_id_hex(hex: &str) -> Option<u128> {
-        if hex.len() != 32 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-            return None;
-        }
-        u128::from_str_radix(hex, 16).ok()
-    }
-
     /// How many earlier claims of this operation ended without a recorded
     /// result (released after a transient failure, or lapsed).
     pub fn attempt(&self) -> u32 {
