@@ -83,6 +83,22 @@ enum Expect {
     Acquired(u32),
 }
 
+/// The golden records of the SQL stores, each under its name as its key.
+fn golden_keys() -> Vec<(String, IdemKey)> {
+    let names = [
+        "running",
+        "lapsed",
+        "released",
+        "done",
+        "failed",
+        "done_without_token",
+    ];
+    names
+        .iter()
+        .map(|n| (n.to_string(), IdemKey::from_raw(*n)))
+        .collect()
+}
+
 /// Reads each golden record `name` under `key` through `store`.
 async fn read_golden<S: IdemStore>(store: &S, names: &[(String, IdemKey)]) {
     assert_eq!(names.len(), 6, "every golden record is read");
@@ -272,18 +288,7 @@ async fn sqlite_records_of_every_schema_are_read() {
             .expect("the golden database");
     }
     let store = idem::SqliteStore::open(&path).await.expect("open");
-    let names: Vec<(String, IdemKey)> = [
-        "running",
-        "lapsed",
-        "released",
-        "done",
-        "failed",
-        "done_without_token",
-    ]
-    .iter()
-    .map(|n| (n.to_string(), IdemKey::from_raw(*n)))
-    .collect();
-    read_golden(&store, &names).await;
+    read_golden(&store, &golden_keys()).await;
 
     let written = write_each_state(&store, "new-").await;
     drop(store);
@@ -315,18 +320,7 @@ async fn postgres_records_of_every_schema_are_read() {
     let store = idem::PostgresStore::connect_with(&support::postgres_url(), options)
         .await
         .expect("connect to the golden table");
-    let names: Vec<(String, IdemKey)> = [
-        "running",
-        "lapsed",
-        "released",
-        "done",
-        "failed",
-        "done_without_token",
-    ]
-    .iter()
-    .map(|n| (n.to_string(), IdemKey::from_raw(*n)))
-    .collect();
-    read_golden(&store, &names).await;
+    read_golden(&store, &golden_keys()).await;
 
     for (key, want) in write_each_state(&store, "new-").await {
         let row = client

@@ -217,38 +217,32 @@ impl<'a> Parts<'a> {
     }
 
     fn read_impl(&self) -> TokenStream {
-        let Parts {
-            tool_ty,
-            state,
-            impl_generics,
-            args_ty,
-            call_body,
-            future,
-            ok_ty,
-            err_ty,
-            ..
-        } = self;
-        let info = self.info();
-        quote! {
-            impl #impl_generics ::idem::__private::ReadToolFn<#state> for #tool_ty {
-                type Args = #args_ty;
-                type Output = #ok_ty;
-                type Error = #err_ty;
-
-                #info
-
-                fn call(
-                    &self,
-                    __idem_args: Self::Args,
-                    __idem_ctx: &::idem::__private::Ctx<#state>,
-                ) -> #future {
-                    #call_body
-                }
-            }
-        }
+        self.tool_impl(quote!(ReadToolFn), quote!(Ctx), quote!())
     }
 
     fn write_impl(&self, attrs: &Attrs) -> TokenStream {
+        let options = write_options(attrs);
+        let permanent = is_permanent(attrs);
+        let settings = quote! {
+            fn options(&self) -> ::idem::__private::WriteOptions {
+                #options
+            }
+
+            fn is_permanent(&self, __idem_error: &Self::Error) -> bool {
+                #permanent
+            }
+        };
+        self.tool_impl(quote!(WriteToolFn), quote!(WriteCtx), settings)
+    }
+
+    /// The implementation of `trait_name` (`ReadToolFn` or `WriteToolFn`)
+    /// whose `call` takes a `ctx_ty`, with `items` beside `info` and `call`.
+    fn tool_impl(
+        &self,
+        trait_name: TokenStream,
+        ctx_ty: TokenStream,
+        items: TokenStream,
+    ) -> TokenStream {
         let Parts {
             tool_ty,
             state,
@@ -261,28 +255,20 @@ impl<'a> Parts<'a> {
             ..
         } = self;
         let info = self.info();
-        let options = write_options(attrs);
-        let permanent = is_permanent(attrs);
         quote! {
-            impl #impl_generics ::idem::__private::WriteToolFn<#state> for #tool_ty {
+            impl #impl_generics ::idem::__private::#trait_name<#state> for #tool_ty {
                 type Args = #args_ty;
                 type Output = #ok_ty;
                 type Error = #err_ty;
 
                 #info
 
-                fn options(&self) -> ::idem::__private::WriteOptions {
-                    #options
-                }
-
-                fn is_permanent(&self, __idem_error: &Self::Error) -> bool {
-                    #permanent
-                }
+                #items
 
                 fn call(
                     &self,
                     __idem_args: Self::Args,
-                    __idem_ctx: &::idem::__private::WriteCtx<#state>,
+                    __idem_ctx: &::idem::__private::#ctx_ty<#state>,
                 ) -> #future {
                     #call_body
                 }
