@@ -245,3 +245,135 @@ fn extreme_integers_and_float_forms() {
         "{\"\u{1f600}\":2,\"\u{e000}\":1}"
     );
 }
+
+// --- Sets -----------------------------------------------------------------
+
+mod sets {
+    //! Arguments whose members have no order (docs/spec.md, "Keys"): the
+    //! vectors of `tests/data/set-key-vectors.json`, and duplicates that
+    //! send a set in another order replaying instead of running.
+
+    use std::collections::{BTreeSet, HashSet};
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use idem::prelude::*;
+    use serde_json::json;
+
+    use super::{Vector, scope};
+
+    /// Tag an order.
+    #[write_tool]
+    async fn tag_order(
+        order_id: u64,
+        tags: HashSet<String>,
+        ctx: &WriteCtx<AtomicU32>,
+    ) -> Result<String, String> {
+        ctx.state().fetch_add(1, Ordering::SeqCst);
+        Ok(format!("order {order_id}: {} tags", tags.len()))
+    }
+
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    struct Line {
+        sku: String,
+        labels: HashSet<u32>,
+    }
+
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    struct Pack {
+        lines: Vec<Line>,
+    }
+
+    /// Pack an order's lines.
+    #[write_tool]
+    async fn pack_order(#[args] pack: Pack, ctx: &WriteCtx<AtomicU32>) -> Result<usize, String> {
+        ctx.state().fetch_add(1, Ordering::SeqCst);
+        Ok(pack.lines.len())
+    }
+
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    struct Audience {
+        /// Who gets the mail.
+        to: BTreeSet<String>,
+        /// The subject.
+        subject: String,
+    }
+
+    /// Mail an audience, keyed on the subject only.
+    #[write_tool(key = [subject])]
+    async fn mail(#[args] a: Audience, ctx: &WriteCtx<AtomicU32>) -> Result<usize, String> {
+        ctx.state().fetch_add(1, Ordering::SeqCst);
+        Ok(a.to.len())
+    }
+
+    fn registry() -> Registry<AtomicU32> {
+        Registry::builder(AtomicU32::new(0))
+            .tool(tag_order)
+            .tool(pack_order)
+            .tool(mail)
+            .build()
+            .expect("a registry")
+    }
+
+    #[test]
+    fn set_vectors_are_reproduced_byte_for_byte() {
+        let text = include_str!("data/set-key-vectors.json");
+        let vectors: Vec<Vector> = serde_json::from_str(text).expect("set-key-vectors.json parses");
+        assert_eq!(vectors.len(), 3);
+        let registry = registry();
+        for v in vectors {
+            let run = v.scope.strip_prefix("run:").expect("a run scope");
+            let (key, _) = registry
+                .identify(run, &v.tool, v.args.clone())
+                .expect("identify")
+                .expect("a write tool");
+            assert_eq!(key.as_str(), v.key, "{}", v.name);
+            let canonical: serde_json::Value =
+                serde_json::from_str(&v.canonical).expect("canonical JSON");
+            assert_eq!(
+                IdemKey::derive(scope(&v.scope), &v.tool, v.version, &canonical).as_str(),
+                v.key,
+                "{}: the key is the canonical form's",
+                v.name
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_set_sent_in_any_order_runs_once() {
+        let registry = registry();
+        let orders = [
+            json!({"order_id": 1, "tags": ["a", "b", "c", "d", "e"]}),
+            json!({"order_id": 1, "tags": ["e", "d", "c", "b", "a"]}),
+            json!({"tags": ["c", "a", "e", "b", "d"], "order_id": 1}),
+        ];
+        let mut answers = Vec::new();
+        for _ in 0..4 {
+            for args in &orders {
+                answers.push(
+                    registry
+                        .call("r", "tag_order", args.clone())
+                        .await
+                        .expect("call"),
+                );
+            }
+        }
+        assert_eq!(registry.state().load(Ordering::SeqCst), 1, "ran once");
+        assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
+
+        // Keyed on a subset, the fingerprint covers the set in one order too:
+        // a reordered audience is the same payload, not a key conflict.
+        let first = json!({"to": ["x@a", "y@b"], "subject": "hi"});
+        let reordered = json!({"subject": "hi", "to": ["y@b", "x@a"]});
+        registry.call("r", "mail", first).await.expect("mail");
+        registry
+            .call("r", "mail", reordered)
+            .await
+            .expect("replayed, not a conflict");
+        let other = json!({"subject": "hi", "to": ["z@c"]});
+        assert!(matches!(
+            registry.call("r", "mail", other).await,
+            Err(ToolError::KeyConflict { .. })
+        ));
+        assert_eq!(registry.state().load(Ordering::SeqCst), 2);
+    }
+}

@@ -5,7 +5,8 @@
 //! or replay its record), `hold` (the lease, renewed beside the body) and
 //! `record` (the outcome written and answered); `write` strings them
 //! together. `read` runs read tools, `settings` holds what calls share,
-//! `args` makes the model's arguments typed and exact, and `task` the
+//! `args` makes the model's arguments typed and exact, `sets` puts
+//! set-like arguments in one order, and `task` the
 //! future combinators the stages are built from.
 
 mod args;
@@ -14,12 +15,14 @@ mod hold;
 mod operation;
 mod read;
 mod record;
+mod sets;
 mod settings;
 mod task;
 mod write;
 
 pub(crate) use self::operation::operation;
 pub(crate) use self::read::call_read;
+pub(crate) use self::sets::Sets;
 pub use self::settings::DEFAULT_MAX_RESULT_BYTES;
 pub(crate) use self::settings::{Defaults, Resolved, Shared};
 pub(crate) use self::write::call_write;

@@ -4,17 +4,20 @@
 use serde_json::{Map, Value};
 
 use super::args::parse_args;
+use super::sets::Sets;
 use super::settings::Resolved;
-use crate::canonical::write_typed;
+use crate::canonical::{write_typed, write_value};
 use crate::error::ToolError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::tool::WriteTool;
 
 /// Parses a write tool's arguments and derives the operation's key and
-/// fingerprint from the typed arguments, re-serialized.
+/// fingerprint from the typed arguments, re-serialized, with the sets among
+/// them (`sets`, from the tool's schema) in canonical order.
 pub(crate) fn operation<S, T: WriteTool<S>>(
     name: &str,
     cfg: &Resolved,
+    sets: Option<&Sets>,
     namespace: Option<&str>,
     run_id: &str,
     args: Value,
@@ -26,16 +29,19 @@ pub(crate) fn operation<S, T: WriteTool<S>>(
     };
     let scope = cfg.scope.with_run(run_id);
     // Keyed on a subset of the arguments (registration checked that they
-    // are an object): the key from the subset, the fingerprint from all.
-    let subset = match cfg.key_fields {
-        Some(fields) => match serde_json::to_value(&args).map_err(unserializable)? {
-            Value::Object(map) => Some((fields, map)),
-            _ => None,
-        },
-        None => None,
+    // are an object), or holding sets: through a `Value`.
+    let value = if cfg.key_fields.is_some() || sets.is_some() {
+        let mut value = serde_json::to_value(&args).map_err(unserializable)?;
+        if let Some(sets) = sets {
+            sets.order(&mut value);
+        }
+        Some(value)
+    } else {
+        None
     };
-    let (key, fingerprint) = match subset {
-        Some((fields, map)) => {
+    let (key, fingerprint) = match (cfg.key_fields, value) {
+        // The key from the subset, the fingerprint from all.
+        (Some(fields), Some(Value::Object(map))) => {
             let subset: Map<String, Value> = fields
                 .iter()
                 .filter_map(|f| map.get(*f).map(|v| ((*f).to_owned(), v.clone())))
@@ -44,10 +50,15 @@ pub(crate) fn operation<S, T: WriteTool<S>>(
             (key, Fingerprint::of(&Value::Object(map)))
         }
         // Keyed on every argument: the key's digest fingerprints them too.
-        None => {
-            let digest =
-                IdemKey::digest_with(scope, name, cfg.version, |out| write_typed(out, &args))
-                    .map_err(unserializable)?;
+        (_, value) => {
+            let digest = IdemKey::digest_with(scope, name, cfg.version, |out| match &value {
+                Some(value) => {
+                    write_value(out, value);
+                    Ok(())
+                }
+                None => write_typed(out, &args),
+            })
+            .map_err(unserializable)?;
             (
                 IdemKey::from_digest(&digest),
                 Fingerprint::from_bytes(digest),

@@ -9,6 +9,7 @@ use super::claim::{Claimed, claim_or_replay};
 use super::hold::{Hold, Site};
 use super::operation::operation;
 use super::record::record;
+use super::sets::Sets;
 use super::settings::{Resolved, Shared};
 use super::task::{beside, catch_panic};
 use crate::ctx::{Ctx, WriteCtx};
@@ -22,12 +23,13 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
     tool: &T,
     name: &str,
     cfg: &Resolved,
+    sets: Option<&Sets>,
     shared: &Shared<S>,
     run_id: &str,
     args: Value,
 ) -> Result<Value, ToolError> {
-    let (args, key, fingerprint) =
-        operation::<S, T>(name, cfg, shared.namespace.as_deref(), run_id, args)?;
+    let namespace = shared.namespace.as_deref();
+    let (args, key, fingerprint) = operation::<S, T>(name, cfg, sets, namespace, run_id, args)?;
     let store = &*shared.store;
     let (token, claimed_at) = match claim_or_replay::<T::Output>(
         store,

@@ -2,11 +2,12 @@
 //! types: how the registry prepares, calls and identifies it.
 
 use std::marker::PhantomData;
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
 use super::checks::{check_info, check_settings};
-use crate::engine::{self, Defaults, Resolved, Shared};
+use crate::engine::{self, Defaults, Resolved, Sets, Shared};
 use crate::error::{RegistryError, ToolError};
 use crate::key::{Fingerprint, IdemKey};
 use crate::schema;
@@ -44,7 +45,15 @@ pub(super) struct WriteEntry<S, T> {
     pub(super) tool: T,
     pub(super) info: ToolInfo,
     pub(super) options: WriteOptions,
+    /// Where the arguments hold sets, learnt from the schema by `prepare`.
+    pub(super) sets: OnceLock<Option<Sets>>,
     pub(super) _state: PhantomData<fn() -> S>,
+}
+
+impl<S, T> WriteEntry<S, T> {
+    fn sets(&self) -> Option<&Sets> {
+        self.sets.get().and_then(Option::as_ref)
+    }
 }
 
 impl<S: Send + Sync + 'static, T: ReadTool<S>> ErasedTool<S> for ReadEntry<S, T> {
@@ -96,6 +105,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for WriteEntry<S, 
         if let Some(fields) = cfg.key_fields {
             schema::check_key_fields(name, &input_schema, fields)?;
         }
+        let _ = self.sets.set(Sets::of(&input_schema));
         Ok(ToolDef {
             name: name.to_string(),
             description: self.info.description.to_string(),
@@ -115,7 +125,8 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for WriteEntry<S, 
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
             let cfg = Resolved::new(&self.options, &shared.defaults);
-            engine::call_write(&self.tool, &self.info.name, &cfg, shared, run_id, args).await
+            let (tool, name, sets) = (&self.tool, &self.info.name, self.sets());
+            engine::call_write(tool, name, &cfg, sets, shared, run_id, args).await
         })
     }
 
@@ -129,6 +140,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for WriteEntry<S, 
         let (_, key, fingerprint) = engine::operation::<S, T>(
             &self.info.name,
             &cfg,
+            self.sets(),
             shared.namespace.as_deref(),
             run_id,
             args,

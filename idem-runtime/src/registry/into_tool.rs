@@ -3,6 +3,7 @@
 //! function's name stands for its tool type.
 
 use std::marker::PhantomData;
+use std::sync::OnceLock;
 
 use super::entry::{ErasedTool, ReadEntry, WriteEntry};
 use crate::tool::{ReadTool, WriteTool};
@@ -116,6 +117,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> IntoTool<S, marker::Write> for T
             tool: self,
             info,
             options,
+            sets: OnceLock::new(),
             _state: PhantomData,
         }))
     }
