@@ -287,7 +287,7 @@ struct Options {
     #[arg(long, default_value = "sqlite")]
     store: String,
     /// The scene's folder (the demo passes it to its agent processes).
-    #[arg(long, default_value = "", hide = true)]
+    #[arg(long, default_value = ".", hide = true)]
     dir: PathBuf,
     /// The scene's key namespace (likewise).
     #[arg(long, hide = true, default_value_t = format!("demo-{:x}", idem::LeaseToken::generate(0).id() as u32))]

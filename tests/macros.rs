@@ -370,3 +370,71 @@ async fn max_result_bytes_on_the_attribute_reaches_the_registry() {
         other => panic!("a duplicate gets the too-large error, got {other:?}"),
     }
 }
+
+/// Delete an order; the model sends its id as `orderId`.
+#[write_tool(destructive, key = [order_id])]
+async fn delete_order(
+    #[serde(rename = "orderId")] order_id: u64,
+    reason: String,
+    ctx: &WriteCtx,
+) -> Result<String, String> {
+    let _ = ctx;
+    Ok(format!("{order_id}: {reason}"))
+}
+
+/// Set an order's type; keyed on the type.
+#[write_tool(key = [type])]
+async fn set_type(r#type: String, note: String, ctx: &WriteCtx) -> Result<String, String> {
+    let _ = ctx;
+    Ok(format!("{type}: {note}", type = r#type))
+}
+
+#[tokio::test]
+async fn keys_name_renamed_and_raw_parameters_as_written() {
+    let registry = Registry::builder(())
+        .tool(delete_order)
+        .tool(set_type)
+        .build()
+        .expect("renamed and raw key parameters register");
+    let defs = registry.definitions();
+    assert!(defs[0].input_schema["properties"].get("orderId").is_some());
+    assert!(defs[0].destructive, "`destructive` alone is true");
+
+    // Keyed on the order id alone: the same id with another reason is the
+    // same operation with another payload.
+    let first = registry
+        .call("r", "delete_order", json!({"orderId": 7, "reason": "dup"}))
+        .await;
+    assert_eq!(first.expect("runs"), json!("7: dup"));
+    let conflict = registry
+        .call(
+            "r",
+            "delete_order",
+            json!({"orderId": 7, "reason": "other"}),
+        )
+        .await;
+    assert!(
+        matches!(conflict, Err(ToolError::KeyConflict { .. })),
+        "{conflict:?}"
+    );
+    let next = registry
+        .call(
+            "r",
+            "delete_order",
+            json!({"orderId": 8, "reason": "other"}),
+        )
+        .await;
+    assert_eq!(next.expect("another id runs"), json!("8: other"));
+
+    registry
+        .call("r", "set_type", json!({"type": "rush", "note": "a"}))
+        .await
+        .expect("runs");
+    let conflict = registry
+        .call("r", "set_type", json!({"type": "rush", "note": "b"}))
+        .await;
+    assert!(
+        matches!(conflict, Err(ToolError::KeyConflict { .. })),
+        "{conflict:?}"
+    );
+}

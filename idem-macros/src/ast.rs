@@ -88,6 +88,22 @@ impl<'a> ToolFn<'a> {
         })
     }
 
+    /// The name flat parameter `ident` has in the arguments' JSON: its
+    /// `#[serde(rename = "..")]` (the serialized name, when the two
+    /// differ), else its name without `r#`. `None` if no such parameter.
+    pub(crate) fn json_name(&self, ident: &Ident) -> Option<String> {
+        use syn::ext::IdentExt;
+        let wanted = ident.unraw();
+        self.params.iter().find_map(|p| match p {
+            Param::Flat {
+                ident, field_attrs, ..
+            } if ident.unraw() == wanted => {
+                Some(serde_rename(field_attrs).unwrap_or_else(|| wanted.to_string()))
+            }
+            _ => None,
+        })
+    }
+
     pub(crate) fn flat(&self) -> impl Iterator<Item = (&'a Ident, &'a Type)> + '_ {
         self.params.iter().filter_map(|p| match p {
             Param::Flat { ident, ty, .. } => Some((*ident, *ty)),
@@ -126,6 +142,38 @@ fn classify(arg: &FnArg) -> Param<'_> {
             })
             .collect(),
     }
+}
+
+/// The serialized name a `#[serde(rename = "..")]` or
+/// `#[serde(rename(serialize = ".."))]` among `attrs` gives.
+fn serde_rename(attrs: &[&Attribute]) -> Option<String> {
+    let mut name = None;
+    for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        // A malformed attribute is serde's to report.
+        let _ = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("rename") {
+                if meta.input.peek(syn::Token![=]) {
+                    let lit: syn::LitStr = meta.value()?.parse()?;
+                    name = Some(lit.value());
+                } else {
+                    meta.parse_nested_meta(|inner| {
+                        let lit: syn::LitStr = inner.value()?.parse()?;
+                        if inner.path.is_ident("serialize") {
+                            name = Some(lit.value());
+                        }
+                        Ok(())
+                    })?;
+                }
+            } else if meta.input.peek(syn::Token![=]) {
+                let _: syn::Expr = meta.value()?.parse()?;
+            } else if meta.input.peek(syn::token::Paren) {
+                let _content;
+                syn::parenthesized!(_content in meta.input);
+            }
+            Ok(())
+        });
+    }
+    name
 }
 
 /// `&Ctx<..>`, `&WriteCtx`, `WriteCtx<..>`, ...: any type whose last path

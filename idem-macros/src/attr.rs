@@ -3,6 +3,7 @@
 use proc_macro2::{Span, TokenStream};
 use syn::meta::ParseNestedMeta;
 use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
 use syn::{Ident, LitBool, LitInt, LitStr, Token};
 
 use crate::ctxt::Ctxt;
@@ -81,7 +82,7 @@ impl Attrs {
     }
 
     fn parse_key(&mut self, ident: &str, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
-        let duration = || parse_duration(&meta.value()?.parse()?, false);
+        let duration = || parse_duration(ident, meta);
         match ident {
             NAME => self.name = Some(meta.value()?.parse()?),
             DESCRIPTION => self.description = Some(parse_description(meta)?),
@@ -94,8 +95,8 @@ impl Attrs {
             VERSION => self.version = Some(parse_version(meta)?),
             ON_IN_FLIGHT => self.on_in_flight = Some(parse_on_in_flight(meta)?),
             PERMANENT_ERRORS => self.permanent_errors = Some(meta.value()?.parse()?),
-            DESTRUCTIVE => self.destructive = Some(meta.value()?.parse()?),
-            OPEN_WORLD => self.open_world = Some(meta.value()?.parse()?),
+            DESTRUCTIVE => self.destructive = Some(parse_flag(meta)?),
+            OPEN_WORLD => self.open_world = Some(parse_flag(meta)?),
             _ => return Err(meta.error("unhandled key")),
         }
         Ok(())
@@ -233,8 +234,33 @@ fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
     Ok(())
 }
 
-fn parse_duration(lit: &LitStr, allow_zero: bool) -> syn::Result<DurationLit> {
-    duration_from_str(&lit.value(), lit, allow_zero)
+/// `lease = "30s"`: a duration literal, named `key` in errors.
+fn parse_duration(key: &str, meta: &ParseNestedMeta<'_>) -> syn::Result<DurationLit> {
+    match meta.value()?.parse()? {
+        syn::Lit::Str(lit) => duration_from_str(&lit.value(), &lit, false),
+        syn::Lit::Int(int) => Err(syn::Error::new_spanned(
+            &int,
+            format!(
+                "write durations as a string with a unit: `{key} = \"{}s\"` for seconds, or ms, m, h, d",
+                int.base10_digits()
+            ),
+        )),
+        other => Err(syn::Error::new_spanned(
+            other,
+            format!(
+                "`{key}` is a duration: write it as a string with a unit, e.g. `{key} = \"30s\"`"
+            ),
+        )),
+    }
+}
+
+/// `destructive` alone means `destructive = true`.
+fn parse_flag(meta: &ParseNestedMeta<'_>) -> syn::Result<LitBool> {
+    if meta.input.peek(Token![=]) {
+        meta.value()?.parse()
+    } else {
+        Ok(LitBool::new(true, meta.path.span()))
+    }
 }
 
 /// `"<whole number><unit>"` with unit `ms`, `s`, `m`, `h` or `d`.

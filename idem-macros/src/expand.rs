@@ -22,7 +22,7 @@ pub(crate) fn expand(kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs, ret: &Type) -
     let parts = Parts::new(kind, tool, attrs, ret);
     let tool_impl = match kind {
         Kind::Read => parts.read_impl(),
-        Kind::Write => parts.write_impl(attrs),
+        Kind::Write => parts.write_impl(tool, attrs),
     };
     let checks = parts.checks(kind, tool);
     let Parts {
@@ -38,6 +38,12 @@ pub(crate) fn expand(kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs, ret: &Type) -
         .filter(|a| a.path().is_ident("cfg"))
         .collect();
     let struct_doc = parts.struct_doc();
+    // A deprecated tool warns where it is registered, where the user can
+    // allow it.
+    let deprecated = item
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("deprecated"));
 
     // The function's name stays a function (so `let search = ..` elsewhere
     // still binds), but one that only `RegistryBuilder::tool` can use: its
@@ -51,6 +57,7 @@ pub(crate) fn expand(kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs, ret: &Type) -
 
         #(#cfgs)*
         #struct_doc
+        #(#deprecated)*
         #[allow(dead_code)]
         #vis fn #ident(
             __idem_token: ::idem::__private::CallThroughRegistry<#tool_ty>,
@@ -205,8 +212,10 @@ impl<'a> Parts<'a> {
         });
         let ok_check =
             quote_spanned! {ok_ty.span()=> ::idem::__private::#assert_output::<#ok_ty>(); };
-        let err_check =
-            quote_spanned! {err_ty.span()=> ::idem::__private::assert_failure::<#err_ty>(); };
+        let err_check = quote_spanned! {err_ty.span()=>
+            ::idem::__private::assert_failure::<#err_ty>();
+            ::idem::__private::assert_send_failure::<#err_ty>();
+        };
         quote! {
             const _: () = {
                 #args_check
@@ -220,8 +229,8 @@ impl<'a> Parts<'a> {
         self.tool_impl(quote!(ReadToolFn), quote!(Ctx), quote!())
     }
 
-    fn write_impl(&self, attrs: &Attrs) -> TokenStream {
-        let options = write_options(attrs);
+    fn write_impl(&self, tool: &ToolFn<'_>, attrs: &Attrs) -> TokenStream {
+        let options = write_options(tool, attrs);
         let permanent = is_permanent(attrs);
         let settings = quote! {
             fn options(&self) -> ::idem::__private::WriteOptions {
@@ -426,7 +435,12 @@ fn inner_fn(item: &ItemFn, generic_state: Option<&TokenStream>) -> TokenStream {
     let attrs = item
         .attrs
         .iter()
-        .filter(|a| !a.path().is_ident("doc") && !a.path().is_ident("cfg"));
+        // `#[deprecated]` stays on the function users name: on the inner
+        // function, only the generated call would trip it.
+        .filter(|a| {
+            let p = a.path();
+            !(p.is_ident("doc") || p.is_ident("cfg") || p.is_ident("deprecated"))
+        });
     let inputs = item.sig.inputs.iter().map(|arg| match arg {
         FnArg::Typed(pt) => {
             let attrs = pt.attrs.iter().filter(|a| {
@@ -469,7 +483,7 @@ fn add_state_param(ty: &mut Type) {
     }
 }
 
-fn write_options(attrs: &Attrs) -> TokenStream {
+fn write_options(tool: &ToolFn<'_>, attrs: &Attrs) -> TokenStream {
     let millis = |ms: u64| quote!(::core::time::Duration::from_millis(#ms));
     let mut chain = quote!(::idem::__private::WriteOptions::new());
     if let Some(d) = &attrs.lease {
@@ -498,7 +512,11 @@ fn write_options(attrs: &Attrs) -> TokenStream {
         chain = quote!(#chain.version(#version));
     }
     if let Some((_, fields)) = &attrs.key {
-        let names = fields.iter().map(|f| f.unraw().to_string());
+        // Flat parameters by their JSON names; an `#[args]` struct's fields
+        // as written (the runtime checks them against its schema).
+        let names = fields
+            .iter()
+            .map(|f| tool.json_name(f).unwrap_or_else(|| f.unraw().to_string()));
         chain = quote!(#chain.key_fields(&[#(#names),*]));
     }
     if let Some(on) = &attrs.on_in_flight {

@@ -31,7 +31,20 @@ pub(crate) fn check(cx: &mut Ctxt, kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs)
     if let Some(variadic) = &sig.variadic {
         cx.error_spanned_by(variadic, "a tool function cannot be variadic");
     }
+    if let Some(unsafety) = &sig.unsafety {
+        cx.error_spanned_by(
+            unsafety,
+            "a tool cannot be an `unsafe fn`: the model calls it with arguments nobody checked against the function's safety contract. Make the function safe and put an `unsafe { .. }` block inside, where the contract is upheld",
+        );
+    }
+    if let Some(abi) = &sig.abi {
+        cx.error_spanned_by(
+            abi,
+            "a tool function cannot declare an ABI: remove `extern`; it is called from Rust by the registry",
+        );
+    }
     check_return(cx, attr, &sig.output);
+    check_owned_result(cx, kind, &sig.output);
     check_name(cx, tool, attrs);
     if attrs.description.is_none() && tool.doc.is_none() {
         cx.error_spanned_by(
@@ -164,7 +177,7 @@ fn check_params(cx: &mut Ctxt, kind: Kind, tool: &ToolFn<'_>) {
                 }
                 args_seen = true;
             }
-            Param::Flat { .. } => {}
+            Param::Flat { ty, .. } => check_param_type(cx, ty),
         }
     }
     if kind == Kind::Write && !tool.params.iter().any(|p| matches!(p, Param::Ctx(_))) {
@@ -178,6 +191,108 @@ fn check_params(cx: &mut Ctxt, kind: Kind, tool: &ToolFn<'_>) {
     }
 }
 
+/// A parameter's type must be owned and named: it is deserialized from the
+/// model's JSON, and outlives the call that made it.
+fn check_param_type(cx: &mut Ctxt, ty: &syn::Type) {
+    match ty {
+        syn::Type::Reference(r) => cx.error_spanned_by(
+            ty,
+            format!(
+                "a tool parameter must own its value: it is deserialized from the model's JSON, which is gone once the call starts. Take {} instead",
+                owned_suggestion(&r.elem)
+            ),
+        ),
+        syn::Type::ImplTrait(_) => cx.error_spanned_by(
+            ty,
+            "a tool parameter needs a concrete type (it is deserialized from JSON and described in the tool's schema): replace `impl ..` with the type itself, e.g. `String` or `Vec<u64>`",
+        ),
+        _ => {}
+    }
+}
+
+/// Tokens as a user would write them: `std::error::Error`, `Vec<u8>`.
+fn as_written(tokens: &impl ToTokens) -> String {
+    tokens
+        .to_token_stream()
+        .to_string()
+        .replace(" :: ", "::")
+        .replace(":: ", "::")
+        .replace(" < ", "<")
+        .replace(" <", "<")
+        .replace("< ", "<")
+        .replace(" >", ">")
+        .replace(" ,", ",")
+}
+
+/// What to write instead of a reference to `elem`.
+fn owned_suggestion(elem: &syn::Type) -> String {
+    match elem {
+        syn::Type::Path(p) if p.path.is_ident("str") => "`String`".to_owned(),
+        syn::Type::Slice(s) => format!("`Vec<{}>`", as_written(&s.elem)),
+        other => format!("`{}`", as_written(other)),
+    }
+}
+
+/// The result `T` of `Result<T, E>` must be owned too: a write tool's result
+/// is recorded and replayed (so it must deserialize into an owned value), a
+/// read tool's serialized after the call (so it may borrow only `'static`
+/// data).
+fn check_owned_result(cx: &mut Ctxt, kind: Kind, output: &ReturnType) {
+    let ReturnType::Type(_, ty) = output else {
+        return;
+    };
+    let syn::Type::Path(tp) = &**ty else { return };
+    let Some(last) = tp.path.segments.last() else {
+        return;
+    };
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return;
+    };
+    if let Some(syn::GenericArgument::Type(err)) = args.args.iter().nth(1) {
+        check_error_is_send(cx, err);
+    }
+    if let Some(syn::GenericArgument::Type(ok @ syn::Type::Reference(r))) = args.args.first()
+        && (kind == Kind::Write || r.lifetime.as_ref().is_none_or(|l| l.ident != "static"))
+    {
+        cx.error_spanned_by(
+            ok,
+            format!(
+                "a tool's result must own its value: it is serialized after the call (and a write tool's recorded and replayed to duplicates). Return {} instead",
+                owned_suggestion(&r.elem)
+            ),
+        );
+    }
+}
+
+/// `Box<dyn Error>` without `Send`: the usual way to end up with an error
+/// a tool cannot have, named with its fix (other types are checked by the
+/// compiler, at the same tokens).
+fn check_error_is_send(cx: &mut Ctxt, err: &syn::Type) {
+    let syn::Type::Path(tp) = err else { return };
+    let Some(last) = tp.path.segments.last() else {
+        return;
+    };
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return;
+    };
+    let Some(syn::GenericArgument::Type(syn::Type::TraitObject(object))) = args.args.first() else {
+        return;
+    };
+    let is_send = object.bounds.iter().any(|bound| {
+        matches!(bound, syn::TypeParamBound::Trait(t)
+            if t.path.segments.last().is_some_and(|s| s.ident == "Send"))
+    });
+    if last.ident == "Box" && !is_send {
+        cx.error_spanned_by(
+            err,
+            format!(
+                "a tool's error must be `Send` (a call may run on any thread of the runtime): write `Box<{} + Send + Sync>`",
+                as_written(object)
+            ),
+        );
+    }
+}
+
 fn check_key_fields(cx: &mut Ctxt, tool: &ToolFn<'_>, fields: &[syn::Ident]) {
     if tool.args_param().is_some() {
         // The struct's fields are not visible here; `Registry::build`
@@ -185,9 +300,10 @@ fn check_key_fields(cx: &mut Ctxt, tool: &ToolFn<'_>, fields: &[syn::Ident]) {
         return;
     }
     for (i, field) in fields.iter().enumerate() {
-        if fields[..i].contains(field) {
+        let name = field.unraw_string();
+        if fields[..i].iter().any(|f| f.unraw_string() == name) {
             cx.error_spanned_by(field, format!("`{field}` is listed twice in `key`"));
-        } else if !tool.flat().any(|(ident, _)| ident == field) {
+        } else if !tool.flat().any(|(ident, _)| ident.unraw_string() == name) {
             let names: Vec<String> = tool.flat().map(|(i, _)| format!("`{i}`")).collect();
             cx.error_spanned_by(
                 field,

@@ -157,6 +157,18 @@ pub const fn assert_read_output<T: ReadOutput>() {}
 pub const fn assert_write_output<T: WriteOutput>() {}
 /// See [`assert_read_args`].
 pub const fn assert_failure<T: ToolFailure>() {}
+/// See [`assert_read_args`].
+pub const fn assert_send_failure<T: SendFailure>() {}
+
+/// What a tool's error must be besides displayable: a call runs on any
+/// thread of the runtime, so its error must move between threads.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool's error: it must be `Send`",
+    label = "the error type of this tool",
+    note = "a tool's call may run on any thread of the runtime, so its error must be `Send`: for a boxed error write `Box<dyn std::error::Error + Send + Sync>` (what `anyhow::Error` is)"
+)]
+pub trait SendFailure: Send {}
+impl<T: Send> SendFailure for T {}
 
 /// What a `#[read_tool]` parameter's type must be.
 #[diagnostic::on_unimplemented(

@@ -1,0 +1,10 @@
+use idem::prelude::*;
+
+/// Charge a card.
+#[write_tool]
+async unsafe fn charge_card(amount: u64, ctx: &WriteCtx) -> Result<u64, String> {
+    let _ = ctx;
+    Ok(amount)
+}
+
+fn main() {}
