@@ -1,6 +1,7 @@
 //! The annotated function, classified: borrows the input, keeps its tokens
 //! for spans.
 
+use proc_macro2::TokenStream;
 use syn::{Attribute, FnArg, Ident, ItemFn, Pat, PathArguments, Type};
 
 use crate::symbol::ARGS;
@@ -10,6 +11,9 @@ use crate::symbol::ARGS;
 pub(crate) enum CtxKind {
     Read,
     Write,
+    /// Another name for one of the two (`type AppCtx = WriteCtx<App>`),
+    /// which the generated code resolves and checks.
+    Alias,
 }
 
 impl CtxKind {
@@ -17,6 +21,7 @@ impl CtxKind {
         match self {
             CtxKind::Read => "Ctx",
             CtxKind::Write => "WriteCtx",
+            CtxKind::Alias => "WriteCtx",
         }
     }
 }
@@ -30,6 +35,8 @@ pub(crate) struct CtxParam<'a> {
     pub(crate) shared_ref: bool,
     /// `None` when written without a state type: the tool is state-generic.
     pub(crate) state: Option<&'a Type>,
+    /// For an alias, the type behind the reference (`AppCtx`).
+    pub(crate) alias: Option<&'a Type>,
 }
 
 /// A parameter of the tool function.
@@ -61,16 +68,32 @@ pub(crate) enum Param<'a> {
 pub(crate) struct ToolFn<'a> {
     pub(crate) item: &'a ItemFn,
     pub(crate) params: Vec<Param<'a>>,
-    /// The doc comment, joined, if any.
-    pub(crate) doc: Option<String>,
+    /// The description the doc comment gives: a string literal, or a
+    /// `concat!` of its lines where one is a macro (`#[doc =
+    /// include_str!(..)]`); `None` without a doc comment, or a blank one.
+    pub(crate) doc: Option<TokenStream>,
 }
 
 impl<'a> ToolFn<'a> {
     pub(crate) fn from_item(item: &'a ItemFn) -> ToolFn<'a> {
+        let mut params: Vec<Param<'a>> = item.sig.inputs.iter().map(classify).collect();
+        if !params.iter().any(|p| matches!(p, Param::Ctx(_))) {
+            // Without a context under its own name, the first parameter
+            // taken by reference to a named type is the context under
+            // another (`ctx: &AppCtx`); arguments are never borrowed. The
+            // generated code checks that it is one.
+            let found = params
+                .iter()
+                .enumerate()
+                .find_map(|(i, p)| context_alias(p).map(|alias| (i, alias)));
+            if let Some((i, alias)) = found {
+                params[i] = Param::Ctx(alias);
+            }
+        }
         ToolFn {
             item,
-            params: item.sig.inputs.iter().map(classify).collect(),
-            doc: doc_text(&item.attrs),
+            params,
+            doc: doc_description(&item.attrs),
         }
     }
 
@@ -79,6 +102,22 @@ impl<'a> ToolFn<'a> {
             Param::Ctx(c) => Some(c),
             _ => None,
         })
+    }
+
+    /// The type parameter the function is generic over, when that is its
+    /// only generic parameter and its context's state is it
+    /// (`async fn f<S: Bound>(.., ctx: &WriteCtx<S>)`).
+    pub(crate) fn state_param(&self) -> Option<&'a syn::TypeParam> {
+        let generics = &self.item.sig.generics;
+        let mut params = generics.params.iter();
+        let (Some(syn::GenericParam::Type(param)), None) = (params.next(), params.next()) else {
+            return None;
+        };
+        let state = self.ctx()?.state?;
+        match state {
+            Type::Path(tp) if tp.qself.is_none() && tp.path.is_ident(&param.ident) => Some(param),
+            _ => None,
+        }
     }
 
     pub(crate) fn args_param(&self) -> Option<&'a Type> {
@@ -176,6 +215,33 @@ fn serde_rename(attrs: &[&Attribute]) -> Option<String> {
     name
 }
 
+/// A flat parameter `&T` with `T` a type named like a context (`AppCtx`,
+/// `ShopContext`): the context under another name. Any other borrowed
+/// parameter stays an argument, refused with the owned type to take.
+fn context_alias<'a>(param: &Param<'a>) -> Option<CtxParam<'a>> {
+    let Param::Flat { ty, .. } = param else {
+        return None;
+    };
+    let Type::Reference(r) = ty else { return None };
+    let Type::Path(tp) = &*r.elem else {
+        return None;
+    };
+    let named_like_a_context = tp.path.segments.last().is_some_and(|s| {
+        let name = s.ident.to_string();
+        name.ends_with("Ctx") || name.ends_with("Context")
+    });
+    if r.mutability.is_some() || tp.qself.is_some() || !named_like_a_context {
+        return None;
+    }
+    Some(CtxParam {
+        kind: CtxKind::Alias,
+        ty,
+        shared_ref: true,
+        state: None,
+        alias: Some(&*r.elem),
+    })
+}
+
 /// `&Ctx<..>`, `&WriteCtx`, `WriteCtx<..>`, ...: any type whose last path
 /// segment is `Ctx` or `WriteCtx`, behind a reference or not.
 fn ctx_param(ty: &Type) -> Option<CtxParam<'_>> {
@@ -206,6 +272,7 @@ fn ctx_param(ty: &Type) -> Option<CtxParam<'_>> {
         ty,
         shared_ref,
         state,
+        alias: None,
     })
 }
 
@@ -231,28 +298,48 @@ fn option_inner(ty: &Type) -> Option<&Type> {
 }
 
 /// The `///` lines, each stripped of one leading space, joined by newlines
-/// and trimmed; `None` when there are none or they are blank.
-pub(crate) fn doc_text(attrs: &[Attribute]) -> Option<String> {
-    let lines: Vec<String> = attrs
+/// and trimmed, as a string literal; where a line is a macro
+/// (`#[doc = concat!(..)]`), a `concat!` of the lines. `None` when there are
+/// none or they are blank.
+pub(crate) fn doc_description(attrs: &[Attribute]) -> Option<TokenStream> {
+    let values: Vec<&syn::Expr> = attrs
         .iter()
         .filter(|a| a.path().is_ident("doc"))
         .filter_map(|a| match &a.meta {
-            syn::Meta::NameValue(nv) => match &nv.value {
-                syn::Expr::Lit(syn::ExprLit {
-                    lit: syn::Lit::Str(s),
-                    ..
-                }) => Some(s.value()),
-                _ => None,
-            },
+            syn::Meta::NameValue(nv) => Some(&nv.value),
             _ => None,
         })
-        .map(|line| {
-            line.strip_prefix(' ')
-                .unwrap_or(&line)
-                .trim_end()
-                .to_owned()
-        })
         .collect();
-    let text = lines.join("\n").trim().to_owned();
-    (!text.is_empty()).then_some(text)
+    fn line(value: &syn::Expr) -> Result<String, &syn::Expr> {
+        match value {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            }) => {
+                let text = s.value();
+                Ok(text
+                    .strip_prefix(' ')
+                    .unwrap_or(&text)
+                    .trim_end()
+                    .to_owned())
+            }
+            other => Err(other),
+        }
+    }
+    if values.iter().all(|v| line(v).is_ok()) {
+        let lines: Vec<String> = values.iter().filter_map(|v| line(v).ok()).collect();
+        let text = lines.join("\n").trim().to_owned();
+        return (!text.is_empty()).then(|| quote::quote!(#text));
+    }
+    let mut pieces = Vec::new();
+    for (i, value) in values.iter().enumerate() {
+        if i > 0 {
+            pieces.push(quote::quote!("\n"));
+        }
+        pieces.push(match line(value) {
+            Ok(text) => quote::quote!(#text),
+            Err(expr) => quote::quote!(#expr),
+        });
+    }
+    Some(quote::quote!(::core::concat!(#(#pieces),*)))
 }

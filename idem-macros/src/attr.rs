@@ -1,6 +1,7 @@
 //! The `#[read_tool(..)]` / `#[write_tool(..)]` arguments.
 
 use proc_macro2::{Span, TokenStream};
+use quote::ToTokens;
 use syn::meta::ParseNestedMeta;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
@@ -29,7 +30,9 @@ pub(crate) enum Scope {
 #[derive(Default)]
 pub(crate) struct Attrs {
     pub(crate) name: Option<LitStr>,
-    pub(crate) description: Option<LitStr>,
+    /// A string literal, or a macro that expands to one (`concat!`,
+    /// `include_str!`).
+    pub(crate) description: Option<TokenStream>,
     pub(crate) lease: Option<DurationLit>,
     pub(crate) ttl: Option<DurationLit>,
     pub(crate) max_hold: Option<DurationLit>,
@@ -103,15 +106,26 @@ impl Attrs {
     }
 }
 
-fn parse_description(meta: &ParseNestedMeta<'_>) -> syn::Result<LitStr> {
-    let lit: LitStr = meta.value()?.parse()?;
-    if lit.value().trim().is_empty() {
-        return Err(syn::Error::new_spanned(
-            &lit,
+fn parse_description(meta: &ParseNestedMeta<'_>) -> syn::Result<TokenStream> {
+    let value: syn::Expr = meta.value()?.parse()?;
+    match &value {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(lit),
+            ..
+        }) if lit.value().trim().is_empty() => Err(syn::Error::new_spanned(
+            lit,
             "the description is empty: say what the tool does and when to call it",
-        ));
+        )),
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(_),
+            ..
+        })
+        | syn::Expr::Macro(_) => Ok(value.to_token_stream()),
+        other => Err(syn::Error::new_spanned(
+            other,
+            "`description` is a string literal, or a macro that gives one (`concat!`, `include_str!`)",
+        )),
     }
-    Ok(lit)
 }
 
 fn parse_max_result_bytes(meta: &ParseNestedMeta<'_>) -> syn::Result<usize> {

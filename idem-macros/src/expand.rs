@@ -80,7 +80,8 @@ struct Parts<'a> {
     /// The hidden unit type that is the tool.
     tool_ty: Ident,
     name: String,
-    description: String,
+    /// An expression of the description: a literal or a `concat!`.
+    description: TokenStream,
     /// The application state type: the one the context names, or `__S`.
     state: TokenStream,
     /// `<__S: ..>` when the tool works with any state, else nothing.
@@ -107,23 +108,30 @@ impl<'a> Parts<'a> {
             .map_or_else(|| ident.unraw().to_string(), |l| l.value());
         let description = attrs
             .description
-            .as_ref()
-            .map(|l| l.value())
+            .clone()
             .or_else(|| tool.doc.clone())
-            .unwrap_or_default();
+            .unwrap_or_else(|| quote!(""));
 
         // The application state: the one the context names, or any.
         let ctx = tool.ctx();
-        let generic = ctx.is_none_or(|c| c.state.is_none());
-        let state = match ctx.and_then(|c| c.state) {
-            Some(ty) => quote!(#ty),
-            None => quote!(__S),
+        let alias = ctx.and_then(|c| c.alias);
+        let generic = alias.is_none() && ctx.is_none_or(|c| c.state.is_none());
+        let state = match (alias, ctx.and_then(|c| c.state)) {
+            (Some(alias), _) => quote!(<#alias as ::idem::__private::ContextOf>::State),
+            (None, Some(ty)) => quote!(#ty),
+            (None, None) => quote!(__S),
         };
         let state_bound = quote!(__S: ::core::marker::Send + ::core::marker::Sync + 'static);
-        let impl_generics = if generic {
-            quote!(<#state_bound>)
-        } else {
-            quote!()
+        let impl_generics = match tool.state_param() {
+            // The user's own state parameter, with the bounds a registry's
+            // state needs besides theirs.
+            Some(param) => {
+                let (ident, bounds) = (&param.ident, &param.bounds);
+                let plus = (!bounds.is_empty()).then(|| quote!(+));
+                quote!(<#ident: #bounds #plus ::core::marker::Send + ::core::marker::Sync + 'static>)
+            }
+            None if generic => quote!(<#state_bound>),
+            None => quote!(),
         };
 
         // The arguments: the `#[args]` type, or a struct of the flat parameters.
@@ -174,8 +182,9 @@ impl<'a> Parts<'a> {
             .filter(|a| a.path().is_ident("doc"))
             .collect();
         if docs.is_empty() {
-            let text = format!(" The `{}` tool: {}", self.name, self.description);
-            quote!(#[doc = #text])
+            let intro = format!(" The `{}` tool: ", self.name);
+            let description = &self.description;
+            quote!(#[doc = ::core::concat!(#intro, #description)])
         } else {
             quote!(#(#docs)*)
         }
@@ -210,6 +219,13 @@ impl<'a> Parts<'a> {
         let args_check = tool.args_param().map(|ty| {
             quote_spanned! {ty.span()=> ::idem::__private::#assert_args::<#ty>(); }
         });
+        let assert_ctx = match kind {
+            Kind::Read => quote!(assert_read_ctx),
+            Kind::Write => quote!(assert_write_ctx),
+        };
+        let ctx_check = tool.ctx().and_then(|c| c.alias).map(|alias| {
+            quote_spanned! {alias.span()=> ::idem::__private::#assert_ctx::<#alias>(); }
+        });
         let ok_check =
             quote_spanned! {ok_ty.span()=> ::idem::__private::#assert_output::<#ok_ty>(); };
         let err_check = quote_spanned! {err_ty.span()=>
@@ -219,6 +235,7 @@ impl<'a> Parts<'a> {
         quote! {
             const _: () = {
                 #args_check
+                #ctx_check
                 #ok_check
                 #err_check
             };
@@ -263,9 +280,10 @@ impl<'a> Parts<'a> {
             err_ty,
             ..
         } = self;
+        let where_clause = &self.item.sig.generics.where_clause;
         let info = self.info();
         quote! {
-            impl #impl_generics ::idem::__private::#trait_name<#state> for #tool_ty {
+            impl #impl_generics ::idem::__private::#trait_name<#state> for #tool_ty #where_clause {
                 type Args = #args_ty;
                 type Output = #ok_ty;
                 type Error = #err_ty;
@@ -327,6 +345,10 @@ fn is_permanent(attrs: &Attrs) -> TokenStream {
 /// `Result<T, E>` (so errors point at `T` or `E`), projected through
 /// `ToolResult` for an alias such as `anyhow::Result<T>`.
 fn split_result(ret: &Type) -> (TokenStream, TokenStream) {
+    // A type a `macro_rules!` passed as `$ret:ty` arrives in a group.
+    if let Type::Group(group) = ret {
+        return split_result(&group.elem);
+    }
     if let Type::Path(tp) = ret
         && tp.qself.is_none()
         && let Some(last) = tp.path.segments.last()
@@ -459,14 +481,23 @@ fn inner_fn(item: &ItemFn, generic_state: Option<&TokenStream>) -> TokenStream {
         }
         FnArg::Receiver(r) => quote!(#r),
     });
-    let generics = generic_state.map(|bound| quote!(<#bound>));
+    // A state-generic context adds `__S`; a function generic over its
+    // state keeps its own parameter.
+    let generics = match generic_state {
+        Some(bound) => quote!(<#bound>),
+        None => {
+            let generics = &item.sig.generics;
+            quote!(#generics)
+        }
+    };
+    let where_clause = &item.sig.generics.where_clause;
     let name = &item.sig.ident;
     let output = &item.sig.output;
     let asyncness = &item.sig.asyncness;
     let block = &item.block;
     quote! {
         #(#attrs)*
-        #asyncness fn #name #generics (#(#inputs),*) #output #block
+        #asyncness fn #name #generics (#(#inputs),*) #output #where_clause #block
     }
 }
 

@@ -22,10 +22,11 @@ pub(crate) fn check(cx: &mut Ctxt, kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs)
             ),
         );
     }
-    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+    let generic = !sig.generics.params.is_empty() || sig.generics.where_clause.is_some();
+    if generic && tool.state_param().is_none() {
         cx.error_spanned_by(
             &sig.generics,
-            "a tool function cannot be generic: give its parameters concrete types. For a tool usable with any application state, write the context without a state type (`&Ctx` / `&WriteCtx`)",
+            "a tool function can be generic only over its application state: give its parameters concrete types, and write `async fn f<S: YourBound>(.., ctx: &WriteCtx<S>)` for a tool that works with any state meeting a bound (or `&WriteCtx` without a state type for any state at all)",
         );
     }
     if let Some(variadic) = &sig.variadic {
@@ -71,20 +72,32 @@ fn check_return(cx: &mut Ctxt, attr: &str, output: &ReturnType) {
             format!("{message}; this function returns `()`"),
         ),
         ReturnType::Type(_, ty) => {
-            // `Result<T, E>`, or an alias like `anyhow::Result<T>` or
-            // `io::Result<T>`; anything else is surely not a `Result`.
-            let named_result = match &**ty {
-                syn::Type::Path(tp) => tp
-                    .path
-                    .segments
-                    .last()
-                    .is_some_and(|s| s.ident.to_string().ends_with("Result")),
-                _ => false,
-            };
-            if !named_result {
+            if !may_be_result(ty) {
                 cx.error_spanned_by(ty, message);
             }
         }
+    }
+}
+
+/// Whether `ty` may be a `Result`: `Result<T, E>` itself, or a path that
+/// may name an alias of one (`anyhow::Result<T>`, `type Res<T> = ..`, a
+/// macro's `$ret`), which the generated code then checks. Types that are
+/// surely something else are refused here, at the type.
+fn may_be_result(ty: &syn::Type) -> bool {
+    const NOT_RESULTS: &[&str] = &[
+        "String", "str", "bool", "char", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16",
+        "i32", "i64", "i128", "isize", "f32", "f64", "Vec", "Option", "HashMap", "BTreeMap",
+        "HashSet", "BTreeSet", "Value", "Box", "Arc", "Rc",
+    ];
+    match ty {
+        syn::Type::Group(g) => may_be_result(&g.elem),
+        syn::Type::Paren(p) => may_be_result(&p.elem),
+        syn::Type::Path(tp) => tp
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| !NOT_RESULTS.contains(&s.ident.to_string().as_str())),
+        _ => false,
     }
 }
 
@@ -241,7 +254,11 @@ fn check_owned_result(cx: &mut Ctxt, kind: Kind, output: &ReturnType) {
     let ReturnType::Type(_, ty) = output else {
         return;
     };
-    let syn::Type::Path(tp) = &**ty else { return };
+    let mut ty = &**ty;
+    while let syn::Type::Group(g) = ty {
+        ty = &g.elem;
+    }
+    let syn::Type::Path(tp) = ty else { return };
     let Some(last) = tp.path.segments.last() else {
         return;
     };

@@ -159,6 +159,45 @@ pub const fn assert_write_output<T: WriteOutput>() {}
 pub const fn assert_failure<T: ToolFailure>() {}
 /// See [`assert_read_args`].
 pub const fn assert_send_failure<T: SendFailure>() {}
+/// See [`assert_read_args`].
+pub const fn assert_read_ctx<T: ReadContext>() {}
+/// See [`assert_read_args`].
+pub const fn assert_write_ctx<T: WriteContext>() {}
+
+/// A tool's context under any name: `Ctx<S>`, `WriteCtx<S>`, or an alias
+/// of one (`type AppCtx = WriteCtx<App>`); the state type it names.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is taken for this tool's context, but it is neither `Ctx<S>` nor `WriteCtx<S>`",
+    label = "a parameter taken by reference is the context",
+    note = "a tool's arguments are owned (deserialized from the model's JSON): take this one by value, e.g. `String` rather than `&String`"
+)]
+pub trait ContextOf {
+    type State;
+}
+impl<S> ContextOf for Ctx<S> {
+    type State = S;
+}
+impl<S> ContextOf for WriteCtx<S> {
+    type State = S;
+}
+
+/// The context a `#[read_tool]` takes.
+#[diagnostic::on_unimplemented(
+    message = "a `#[read_tool]` takes `&Ctx<S>`, and `{Self}` is not one",
+    label = "not a read tool's context",
+    note = "`&WriteCtx` belongs to `#[write_tool]`: if this tool has side effects, make it a `#[write_tool]`"
+)]
+pub trait ReadContext: ContextOf {}
+impl<S> ReadContext for Ctx<S> {}
+
+/// The context a `#[write_tool]` takes.
+#[diagnostic::on_unimplemented(
+    message = "a `#[write_tool]` takes `&WriteCtx<S>`, and `{Self}` is not one",
+    label = "not a write tool's context",
+    note = "a write tool's context carries its idempotency key (`ctx.idem_key()`), which it passes downstream: take `&WriteCtx<S>`"
+)]
+pub trait WriteContext: ContextOf {}
+impl<S> WriteContext for WriteCtx<S> {}
 
 /// What a tool's error must be besides displayable: a call runs on any
 /// thread of the runtime, so its error must move between threads.
