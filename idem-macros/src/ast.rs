@@ -44,11 +44,15 @@ pub(crate) enum Param<'a> {
     /// A flat argument: one property of the schema.
     Flat {
         ident: &'a Ident,
+        /// `mut`, when the parameter is declared so.
+        mutability: Option<syn::token::Mut>,
         ty: &'a Type,
         /// `T` of a parameter written `Option<T>`: optional in the schema.
         optional: Option<&'a Type>,
         /// Its `///` lines and `#[serde]` / `#[schemars]` attributes.
         field_attrs: Vec<&'a Attribute>,
+        /// Its `#[cfg(..)]` attributes.
+        cfgs: Vec<&'a Attribute>,
     },
     /// The one `#[args]` struct.
     Args {
@@ -169,8 +173,14 @@ fn classify(arg: &FnArg) -> Param<'_> {
     }
     Param::Flat {
         ident: &pi.ident,
+        mutability: pi.mutability,
         ty: &pt.ty,
         optional: option_inner(&pt.ty),
+        cfgs: pt
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("cfg"))
+            .collect(),
         field_attrs: pt
             .attrs
             .iter()
@@ -181,6 +191,28 @@ fn classify(arg: &FnArg) -> Param<'_> {
             })
             .collect(),
     }
+}
+
+/// The keys of the `#[serde(..)]` attributes among `attrs` (`default`,
+/// `with`, `rename`, ...).
+pub(crate) fn serde_keys(attrs: &[&Attribute]) -> Vec<String> {
+    let mut keys = Vec::new();
+    for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        // A malformed attribute is serde's to report.
+        let _ = attr.parse_nested_meta(|meta| {
+            if let Some(ident) = meta.path.get_ident() {
+                keys.push(ident.to_string());
+            }
+            if meta.input.peek(syn::Token![=]) {
+                let _: syn::Expr = meta.value()?.parse()?;
+            } else if meta.input.peek(syn::token::Paren) {
+                let _content;
+                syn::parenthesized!(_content in meta.input);
+            }
+            Ok(())
+        });
+    }
+    keys
 }
 
 /// The serialized name a `#[serde(rename = "..")]` or

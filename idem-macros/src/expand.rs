@@ -89,8 +89,7 @@ struct Parts<'a> {
     args_ty: TokenStream,
     /// The struct of the flat parameters (nothing for an `#[args]` type).
     args_struct: TokenStream,
-    /// The body of `call`: the user's function, the arguments unpacked and
-    /// the call.
+    /// The body of `call`: the user's function and the call.
     call_body: TokenStream,
     /// The future `call` returns, spanned at the user's function.
     future: TokenStream,
@@ -135,11 +134,12 @@ impl<'a> Parts<'a> {
         };
 
         // The arguments: the `#[args]` type, or a struct of the flat parameters.
-        let (args_ty, args_struct, unpack) = match tool.args_param() {
+        let (args_ty, args_struct, pattern) = match tool.args_param() {
             Some(ty) => (quote!(#ty), quote!(), quote!()),
             None => flat_args(kind, tool),
         };
-        let body_fn = inner_fn(item, (generic && ctx.is_some()).then_some(&state_bound));
+        let generic_state = (generic && ctx.is_some()).then_some(&state_bound);
+        let body_fn = inner_fn(tool, generic_state, &pattern);
         let call = call_expr(tool);
         // A read tool's context is unused when the function takes none.
         let discard_ctx =
@@ -162,7 +162,6 @@ impl<'a> Parts<'a> {
             args_struct,
             call_body: quote! {
                 #body_fn
-                #unpack
                 #discard_ctx
                 #call
             },
@@ -304,16 +303,20 @@ impl<'a> Parts<'a> {
     }
 }
 
-/// The call of the user's function (spanned at its name), each parameter
-/// passed what the generated `call` holds for it.
+/// The call of the user's function (spanned at its name): the arguments
+/// (the `#[args]` struct, or the struct of the flat parameters, which the
+/// inner function takes apart where the first of them stood) and the
+/// context, in the order the function takes them.
 fn call_expr(tool: &ToolFn<'_>) -> TokenStream {
-    let call_args = tool.params.iter().enumerate().map(|(i, p)| match p {
+    let mut flat_passed = false;
+    let call_args = tool.params.iter().filter_map(|p| match p {
+        Param::Flat { .. } if flat_passed => None,
         Param::Flat { .. } => {
-            let v = format_ident!("__idem_a{}", i);
-            quote!(#v)
+            flat_passed = true;
+            Some(quote!(__idem_args))
         }
-        Param::Args { .. } => quote!(__idem_args),
-        _ => quote!(__idem_ctx),
+        Param::Args { .. } => Some(quote!(__idem_args)),
+        _ => Some(quote!(__idem_ctx)),
     });
     let ident = &tool.item.sig.ident;
     quote_spanned! {ident.span()=>
@@ -367,13 +370,16 @@ fn split_result(ret: &Type) -> (TokenStream, TokenStream) {
     )
 }
 
-/// The arguments struct of a tool with flat parameters, and the statement
-/// that unpacks it into the body's arguments.
+/// The arguments struct of a tool with flat parameters, and the pattern
+/// that takes it apart into the parameters, as the inner function's first
+/// parameter.
 ///
-/// The struct is generic over its field types (`__IdemArgs<__T0, ..>`,
-/// instantiated with the parameters' types), so that serde's and
-/// schemars' derives always compile: a parameter type that lacks a trait is
-/// reported once, by a spanned check at that type.
+/// A field is generic (`__IdemArgs<__T0, ..>`, instantiated with the
+/// parameter's type) so that serde's and schemars' derives always compile
+/// and a type that lacks a trait is reported once, by a spanned check at
+/// that type. A parameter with serde or schemars attributes (`with`,
+/// `default = ".."`) or a `#[cfg]` gets its own type instead, which those
+/// need.
 fn flat_args(kind: Kind, tool: &ToolFn<'_>) -> (TokenStream, TokenStream, TokenStream) {
     let assert_param = match kind {
         Kind::Read => quote!(assert_read_param),
@@ -383,44 +389,51 @@ fn flat_args(kind: Kind, tool: &ToolFn<'_>) -> (TokenStream, TokenStream, TokenS
     let mut concrete = Vec::new();
     let mut fields = Vec::new();
     let mut checks = Vec::new();
-    let mut unpack = Vec::new();
+    let mut pattern = Vec::new();
     for (i, param) in tool.params.iter().enumerate() {
         let Param::Flat {
             ident,
+            mutability,
             ty,
             optional,
             field_attrs,
+            cfgs,
         } = param
         else {
             continue;
         };
-        let t = format_ident!("__T{}", i);
-        params.push(t.clone());
-        let field_ty = match optional {
-            Some(inner) => {
-                concrete.push(quote!(#inner));
-                quote!(::core::option::Option<#t>)
-            }
-            None => {
-                concrete.push(quote!(#ty));
-                quote!(#t)
+        let own_type = !cfgs.is_empty()
+            || field_attrs
+                .iter()
+                .any(|a| a.path().is_ident("serde") || a.path().is_ident("schemars"));
+        let field_ty = if own_type {
+            quote!(#ty)
+        } else {
+            let t = format_ident!("__T{}", i);
+            params.push(t.clone());
+            match optional {
+                Some(inner) => {
+                    concrete.push(quote!(#inner));
+                    quote!(::core::option::Option<#t>)
+                }
+                None => {
+                    concrete.push(quote!(#ty));
+                    quote!(#t)
+                }
             }
         };
-        let skip = optional.is_some().then(|| {
-            quote! {
-                #[serde(default, skip_serializing_if = "::core::option::Option::is_none")]
-            }
-        });
+        let skip = optional.is_some().then(|| optional_field(field_attrs));
         fields.push(quote! {
+            #(#cfgs)*
             #(#field_attrs)*
             #skip
             pub #ident: #field_ty
         });
         checks.push(quote_spanned! {ty.span()=>
+            #(#cfgs)*
             ::idem::__private::#assert_param::<#ty>();
         });
-        let v = format_ident!("__idem_a{}", i);
-        unpack.push(quote!(#ident: #v));
+        pattern.push(quote!(#(#cfgs)* #mutability #ident));
     }
     let derives = match kind {
         Kind::Read => quote! {
@@ -445,15 +458,35 @@ fn flat_args(kind: Kind, tool: &ToolFn<'_>) -> (TokenStream, TokenStream, TokenS
             #(#checks)*
         };
     };
-    let unpack = quote! {
-        let __IdemArgs { #(#unpack,)* } = __idem_args;
-    };
-    (quote!(__IdemArgs<#(#concrete),*>), def, unpack)
+    let args_ty = quote!(__IdemArgs<#(#concrete),*>);
+    let pattern = quote!(__IdemArgs { #(#pattern,)* }: #args_ty);
+    (args_ty, def, pattern)
+}
+
+/// What an `Option` parameter needs to be optional in the schema and
+/// absent when `None`: `default` and `skip_serializing_if`, each unless
+/// the parameter's own serde attributes set it.
+fn optional_field(attrs: &[&syn::Attribute]) -> TokenStream {
+    let keys = crate::ast::serde_keys(attrs);
+    let default = (!keys.iter().any(|k| k == "default")).then(|| quote!(default,));
+    let skip = (!keys.iter().any(|k| k == "skip_serializing_if"))
+        .then(|| quote!(skip_serializing_if = "::core::option::Option::is_none",));
+    if default.is_none() && skip.is_none() {
+        return quote!();
+    }
+    quote!(#[serde(#default #skip)])
 }
 
 /// The user's function, untouched but for its name, the attributes the
-/// macro consumed, and the state type of a state-generic context.
-fn inner_fn(item: &ItemFn, generic_state: Option<&TokenStream>) -> TokenStream {
+/// macro consumed, the state type of a state-generic context, and its flat
+/// parameters, which become one struct pattern (`flat`) where the first of
+/// them stood.
+fn inner_fn(
+    tool: &ToolFn<'_>,
+    generic_state: Option<&TokenStream>,
+    flat: &TokenStream,
+) -> TokenStream {
+    let item = tool.item;
     let attrs = item
         .attrs
         .iter()
@@ -463,24 +496,35 @@ fn inner_fn(item: &ItemFn, generic_state: Option<&TokenStream>) -> TokenStream {
             let p = a.path();
             !(p.is_ident("doc") || p.is_ident("cfg") || p.is_ident("deprecated"))
         });
-    let inputs = item.sig.inputs.iter().map(|arg| match arg {
-        FnArg::Typed(pt) => {
-            let attrs = pt.attrs.iter().filter(|a| {
-                let p = a.path();
-                !(p.is_ident("doc")
-                    || p.is_ident("args")
-                    || p.is_ident("serde")
-                    || p.is_ident("schemars"))
-            });
-            let pat = &pt.pat;
-            let mut ty = (*pt.ty).clone();
-            if generic_state.is_some() {
-                add_state_param(&mut ty);
+    let mut flat_written = false;
+    let inputs = item
+        .sig
+        .inputs
+        .iter()
+        .zip(&tool.params)
+        .filter_map(|(arg, param)| match (arg, param) {
+            (_, Param::Flat { .. }) if flat_written => None,
+            (_, Param::Flat { .. }) => {
+                flat_written = true;
+                Some(flat.clone())
             }
-            quote!(#(#attrs)* #pat: #ty)
-        }
-        FnArg::Receiver(r) => quote!(#r),
-    });
+            (FnArg::Typed(pt), _) => {
+                let attrs = pt.attrs.iter().filter(|a| {
+                    let p = a.path();
+                    !(p.is_ident("doc")
+                        || p.is_ident("args")
+                        || p.is_ident("serde")
+                        || p.is_ident("schemars"))
+                });
+                let pat = &pt.pat;
+                let mut ty = (*pt.ty).clone();
+                if generic_state.is_some() {
+                    add_state_param(&mut ty);
+                }
+                Some(quote!(#(#attrs)* #pat: #ty))
+            }
+            (FnArg::Receiver(r), _) => Some(quote!(#r)),
+        });
     // A state-generic context adds `__S`; a function generic over its
     // state keeps its own parameter.
     let generics = match generic_state {
