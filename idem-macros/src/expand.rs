@@ -51,14 +51,12 @@ pub(crate) fn expand(kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs, ret: &Type) -
     quote! {
         #(#cfgs)*
         #[doc(hidden)]
-        #[allow(non_camel_case_types)]
         #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug, ::core::default::Default)]
         #vis struct #tool_ty;
 
         #(#cfgs)*
         #struct_doc
         #(#deprecated)*
-        #[allow(dead_code)]
         #vis fn #ident(
             __idem_token: ::idem::__private::CallThroughRegistry<#tool_ty>,
         ) -> ::core::convert::Infallible {
@@ -67,6 +65,10 @@ pub(crate) fn expand(kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs, ret: &Type) -
 
         #(#cfgs)*
         const _: () = {
+            // Named here, so that an unregistered tool is no dead code
+            // (no `allow` that a `#![forbid(dead_code)]` crate refuses).
+            let _ = #ident;
+            let _ = #tool_ty;
             #args_struct
             #checks
             #tool_impl
@@ -153,7 +155,7 @@ impl<'a> Parts<'a> {
         let (ok_ty, err_ty) = split_result(ret);
         Parts {
             item,
-            tool_ty: format_ident!("__idem_tool_{}", ident.unraw()),
+            tool_ty: tool_type(ident),
             name,
             description,
             state,
@@ -198,11 +200,8 @@ impl<'a> Parts<'a> {
         } = self;
         quote! {
             fn info(&self) -> ::idem::__private::ToolInfo {
-                #[allow(unused_imports)]
-                use ::idem::__private::{OutputSchemaKnown as _, OutputSchemaUnknown as _};
-                ::idem::__private::ToolInfo::new(#name, #description).with_output_schema(
-                    (&&::idem::__private::OutputType::<#ok_ty>::new()).output_schema(),
-                )
+                ::idem::__private::ToolInfo::new(#name, #description)
+                    .with_output_schema(::idem::__private::output_schema!(#ok_ty))
             }
         }
     }
@@ -301,6 +300,25 @@ impl<'a> Parts<'a> {
             }
         }
     }
+}
+
+/// The hidden type that is tool `ident`: `__IdemTool` and its name in
+/// upper camel case (`charge_card` → `__IdemToolChargeCard`), a name no
+/// lint objects to.
+fn tool_type(ident: &Ident) -> Ident {
+    let camel: String = ident
+        .unraw()
+        .to_string()
+        .split('_')
+        .map(|part| {
+            let mut chars = part.chars();
+            match chars.next() {
+                Some(first) => first.to_uppercase().chain(chars).collect::<String>(),
+                None => String::new(),
+            }
+        })
+        .collect();
+    format_ident!("__IdemTool{}", camel, span = ident.span())
 }
 
 /// The call of the user's function (spanned at its name): the arguments

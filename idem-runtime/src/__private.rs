@@ -34,6 +34,19 @@ impl<T: schemars::JsonSchema> OutputSchemaKnown for &OutputType<T> {
     }
 }
 
+/// The output schema of result type `$t`, or `None` (see [`OutputType`]).
+/// A macro of this crate's, so that the trait imports it needs are not the
+/// user's code: no `unused_imports` to allow.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __idem_output_schema {
+    ($t:ty) => {{
+        use $crate::__private::{OutputSchemaKnown as _, OutputSchemaUnknown as _};
+        (&&$crate::__private::OutputType::<$t>::new()).output_schema()
+    }};
+}
+pub use crate::__idem_output_schema as output_schema;
+
 pub trait OutputSchemaUnknown {
     fn output_schema(&self) -> Option<serde_json::Value>;
 }
