@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use idem::prelude::*;
-use idem::{OnInFlight, ToolKind};
+use idem::{OnInFlight, RegistryError, ToolKind};
 use serde_json::json;
 
 #[derive(Default)]
@@ -437,4 +437,54 @@ async fn keys_name_renamed_and_raw_parameters_as_written() {
         matches!(conflict, Err(ToolError::KeyConflict { .. })),
         "{conflict:?}"
     );
+}
+
+/// An order, as the model sends it.
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Order {
+    id: u64,
+    note: String,
+}
+
+/// Ship an order; keyed on its id alone.
+#[write_tool(key = [order.id])]
+async fn ship(order: Order, carrier: String, ctx: &WriteCtx) -> Result<String, String> {
+    let _ = ctx;
+    Ok(format!("{} by {carrier}: {}", order.id, order.note))
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Shipment {
+    order: Order,
+}
+
+/// Ship an order given as one struct, keyed on a field that is not there.
+#[write_tool(key = [order.number])]
+async fn ship_typo(#[args] s: Shipment, ctx: &WriteCtx) -> Result<u64, String> {
+    let _ = ctx;
+    Ok(s.order.id)
+}
+
+#[tokio::test]
+async fn keys_name_fields_of_nested_objects() {
+    let registry = Registry::builder(()).tool(ship).build().expect("registry");
+    let first = json!({"order": {"id": 1, "note": "fragile"}, "carrier": "post"});
+    assert_eq!(
+        registry.call("r", "ship", first).await.expect("runs"),
+        json!("1 by post: fragile")
+    );
+    let same_id = json!({"order": {"id": 1, "note": "other"}, "carrier": "post"});
+    assert!(matches!(
+        registry.call("r", "ship", same_id).await,
+        Err(ToolError::KeyConflict { .. })
+    ));
+    let next = json!({"order": {"id": 2, "note": "other"}, "carrier": "post"});
+    assert!(registry.call("r", "ship", next).await.is_ok());
+
+    match Registry::builder(()).tool(ship_typo).build() {
+        Err(RegistryError::InvalidSetting { message, .. }) => {
+            assert!(message.contains("order.number"), "{message}")
+        }
+        other => panic!("a key path through a missing field is refused, got {other:?}"),
+    }
 }

@@ -26,6 +26,46 @@ pub(crate) enum Scope {
     Global,
 }
 
+/// One entry of `key = [..]`: a field, or a path into nested objects
+/// (`order.id`), as the user wrote it.
+pub(crate) struct KeyPath {
+    pub(crate) segments: Vec<Ident>,
+}
+
+impl KeyPath {
+    /// The parameter or field the path starts at.
+    pub(crate) fn first(&self) -> &Ident {
+        &self.segments[0]
+    }
+
+    /// The segments after the first, without `r#`.
+    pub(crate) fn rest(&self) -> impl Iterator<Item = String> + '_ {
+        use syn::ext::IdentExt;
+        self.segments[1..].iter().map(|s| s.unraw().to_string())
+    }
+
+    /// The whole path, `order.id`, without `r#`.
+    pub(crate) fn dotted(&self) -> String {
+        use syn::ext::IdentExt;
+        let first = self.first().unraw().to_string();
+        std::iter::once(first)
+            .chain(self.rest())
+            .collect::<Vec<_>>()
+            .join(".")
+    }
+}
+
+impl ToTokens for KeyPath {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        for (i, segment) in self.segments.iter().enumerate() {
+            if i > 0 {
+                Token![.](segment.span()).to_tokens(tokens);
+            }
+            segment.to_tokens(tokens);
+        }
+    }
+}
+
 /// The attribute's settings, each with the tokens it came from.
 #[derive(Default)]
 pub(crate) struct Attrs {
@@ -38,7 +78,7 @@ pub(crate) struct Attrs {
     pub(crate) max_hold: Option<DurationLit>,
     pub(crate) max_result_bytes: Option<usize>,
     pub(crate) scope: Option<Scope>,
-    pub(crate) key: Option<(Span, Vec<Ident>)>,
+    pub(crate) key: Option<(Span, Vec<KeyPath>)>,
     pub(crate) version: Option<u32>,
     pub(crate) on_in_flight: Option<InFlight>,
     pub(crate) permanent_errors: Option<syn::Expr>,
@@ -154,13 +194,14 @@ fn parse_scope(meta: &ParseNestedMeta<'_>) -> syn::Result<Scope> {
     }
 }
 
-/// `key = [a, b]`: the fields, and the span of the brackets.
-fn parse_key_fields(meta: &ParseNestedMeta<'_>) -> syn::Result<(Span, Vec<Ident>)> {
+/// `key = [a, b.c]`: the fields (or paths into nested objects), and the
+/// span of the brackets.
+fn parse_key_fields(meta: &ParseNestedMeta<'_>) -> syn::Result<(Span, Vec<KeyPath>)> {
     let input = meta.value()?;
     let content;
     let brackets = syn::bracketed!(content in input);
-    let fields: Punctuated<Ident, Token![,]> =
-        content.parse_terminated(Ident::parse_any_ident, Token![,])?;
+    let fields: Punctuated<KeyPath, Token![,]> =
+        content.parse_terminated(parse_key_path, Token![,])?;
     if fields.is_empty() {
         return Err(syn::Error::new(
             brackets.span.join(),
@@ -168,6 +209,16 @@ fn parse_key_fields(meta: &ParseNestedMeta<'_>) -> syn::Result<(Span, Vec<Ident>
         ));
     }
     Ok((brackets.span.join(), fields.into_iter().collect()))
+}
+
+/// `order_id`, or `order.id` for a field of a nested object.
+fn parse_key_path(input: syn::parse::ParseStream<'_>) -> syn::Result<KeyPath> {
+    let mut segments = vec![Ident::parse_any_ident(input)?];
+    while input.peek(Token![.]) {
+        let _: Token![.] = input.parse()?;
+        segments.push(Ident::parse_any_ident(input)?);
+    }
+    Ok(KeyPath { segments })
 }
 
 fn parse_version(meta: &ParseNestedMeta<'_>) -> syn::Result<u32> {

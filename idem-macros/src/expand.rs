@@ -40,10 +40,15 @@ pub(crate) fn expand(kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs, ret: &Type) -
     let struct_doc = parts.struct_doc();
     // A deprecated tool warns where it is registered, where the user can
     // allow it.
-    let deprecated = item
+    let deprecated: Vec<_> = item
         .attrs
         .iter()
-        .filter(|a| a.path().is_ident("deprecated"));
+        .filter(|a| a.path().is_ident("deprecated"))
+        .collect();
+    // Named in the const block below, so that an unregistered tool is no
+    // dead code (no `allow` that a `#![forbid(dead_code)]` crate refuses);
+    // but not a deprecated one, which naming would warn about.
+    let name_it = deprecated.is_empty().then(|| quote!(let _ = #ident;));
 
     // The function's name stays a function (so `let search = ..` elsewhere
     // still binds), but one that only `RegistryBuilder::tool` can use: its
@@ -65,9 +70,7 @@ pub(crate) fn expand(kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs, ret: &Type) -
 
         #(#cfgs)*
         const _: () = {
-            // Named here, so that an unregistered tool is no dead code
-            // (no `allow` that a `#![forbid(dead_code)]` crate refuses).
-            let _ = #ident;
+            #name_it
             let _ = #tool_ty;
             #args_struct
             #checks
@@ -607,9 +610,15 @@ fn write_options(tool: &ToolFn<'_>, attrs: &Attrs) -> TokenStream {
     if let Some((_, fields)) = &attrs.key {
         // Flat parameters by their JSON names; an `#[args]` struct's fields
         // as written (the runtime checks them against its schema).
-        let names = fields
-            .iter()
-            .map(|f| tool.json_name(f).unwrap_or_else(|| f.unraw().to_string()));
+        let names = fields.iter().map(|f| {
+            let first = tool
+                .json_name(f.first())
+                .unwrap_or_else(|| f.first().unraw().to_string());
+            std::iter::once(first)
+                .chain(f.rest())
+                .collect::<Vec<_>>()
+                .join(".")
+        });
         chain = quote!(#chain.key_fields(&[#(#names),*]));
     }
     if let Some(on) = &attrs.on_in_flight {

@@ -5,7 +5,7 @@ use quote::ToTokens;
 use syn::ReturnType;
 
 use crate::ast::{CtxKind, Param, ToolFn};
-use crate::attr::Attrs;
+use crate::attr::{Attrs, KeyPath};
 use crate::ctxt::Ctxt;
 use crate::kind::Kind;
 
@@ -310,22 +310,25 @@ fn check_error_is_send(cx: &mut Ctxt, err: &syn::Type) {
     }
 }
 
-fn check_key_fields(cx: &mut Ctxt, tool: &ToolFn<'_>, fields: &[syn::Ident]) {
-    if tool.args_param().is_some() {
-        // The struct's fields are not visible here; `Registry::build`
-        // checks them against the schema.
-        return;
-    }
+fn check_key_fields(cx: &mut Ctxt, tool: &ToolFn<'_>, fields: &[KeyPath]) {
     for (i, field) in fields.iter().enumerate() {
-        let name = field.unraw_string();
-        if fields[..i].iter().any(|f| f.unraw_string() == name) {
-            cx.error_spanned_by(field, format!("`{field}` is listed twice in `key`"));
-        } else if !tool.flat().any(|(ident, _)| ident.unraw_string() == name) {
+        let path = field.dotted();
+        if fields[..i].iter().any(|f| f.dotted() == path) {
+            cx.error_spanned_by(field, format!("`{path}` is listed twice in `key`"));
+            continue;
+        }
+        if tool.args_param().is_some() {
+            // The struct's fields are not visible here; `Registry::build`
+            // checks them against its schema.
+            continue;
+        }
+        let first = field.first().unraw_string();
+        if !tool.flat().any(|(ident, _)| ident.unraw_string() == first) {
             let names: Vec<String> = tool.flat().map(|(i, _)| format!("`{i}`")).collect();
             cx.error_spanned_by(
-                field,
+                field.first(),
                 format!(
-                    "`key` names `{field}`, which is not a parameter of this tool; the parameters are {}",
+                    "`key` names `{first}`, which is not a parameter of this tool; the parameters are {}",
                     if names.is_empty() { "none".to_owned() } else { names.join(", ") }
                 ),
             );

@@ -47,26 +47,68 @@ fn object_schema<T: JsonSchema>() -> Option<Value> {
     Some(value)
 }
 
-/// Checks that every `key = [..]` field is a property of the schema.
+/// Checks that every `key = [..]` field is a property of the schema; a
+/// dotted path (`order.id`) is followed through the properties of nested
+/// objects (and `$ref`s), as far as the schema spells them out.
 pub(crate) fn check_key_fields(
     tool: &str,
     schema: &Value,
     fields: &[&str],
 ) -> Result<(), RegistryError> {
-    let properties = schema.get("properties").and_then(Value::as_object);
-    for field in fields {
-        if !properties.is_some_and(|p| p.contains_key(*field)) {
-            return Err(RegistryError::InvalidSetting {
-                tool: tool.to_owned(),
-                message: format!("key field `{field}` is not an argument of the tool"),
-            });
-        }
-    }
     if fields.is_empty() {
         return Err(RegistryError::InvalidSetting {
             tool: tool.to_owned(),
             message: "`key` names no field; omit it to key on all arguments".into(),
         });
     }
+    let defs = schema.get("$defs");
+    for field in fields {
+        if !has_path(schema, defs, field) {
+            return Err(RegistryError::InvalidSetting {
+                tool: tool.to_owned(),
+                message: format!("key field `{field}` is not an argument of the tool"),
+            });
+        }
+    }
     Ok(())
+}
+
+/// Whether `schema`'s properties hold `field`, or, segment by segment, the
+/// dotted path it is. Where a nested schema does not list properties (a
+/// map, a union), the rest of the path is taken on trust.
+fn has_path(schema: &Value, defs: Option<&Value>, field: &str) -> bool {
+    let properties = |schema: &Value| -> Option<serde_json::Map<String, Value>> {
+        let schema = resolve(schema, defs);
+        schema.get("properties").and_then(Value::as_object).cloned()
+    };
+    let Some(top) = properties(schema) else {
+        return false;
+    };
+    if top.contains_key(field) {
+        return true;
+    }
+    let mut segments = field.split('.');
+    let Some(mut current) = segments.next().and_then(|s| top.get(s)).cloned() else {
+        return false;
+    };
+    for segment in segments {
+        match properties(&current) {
+            Some(props) => match props.get(segment) {
+                Some(next) => current = next.clone(),
+                None => return false,
+            },
+            None => return true,
+        }
+    }
+    true
+}
+
+/// The definition a `$ref` to `#/$defs/..` names, or `schema` itself.
+fn resolve<'a>(schema: &'a Value, defs: Option<&'a Value>) -> &'a Value {
+    schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/$defs/"))
+        .and_then(|name| defs?.get(name))
+        .unwrap_or(schema)
 }

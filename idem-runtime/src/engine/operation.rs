@@ -44,7 +44,7 @@ pub(crate) fn operation<S, T: WriteTool<S>>(
         (Some(fields), Some(Value::Object(map))) => {
             let subset: Map<String, Value> = fields
                 .iter()
-                .filter_map(|f| map.get(*f).map(|v| ((*f).to_owned(), v.clone())))
+                .filter_map(|f| key_field(&map, f).map(|v| ((*f).to_owned(), v.clone())))
                 .collect();
             let key = IdemKey::derive(scope, name, cfg.version, &Value::Object(subset));
             (key, Fingerprint::of(&Value::Object(map)))
@@ -70,4 +70,19 @@ pub(crate) fn operation<S, T: WriteTool<S>>(
         None => key,
     };
     Ok((args, key, fingerprint))
+}
+
+/// The value key field `field` names in the arguments `map`: a member, or,
+/// for a dotted path (`order.id`) that is not itself a member's name, the
+/// member reached through nested objects. `None` when absent.
+fn key_field<'a>(map: &'a Map<String, Value>, field: &str) -> Option<&'a Value> {
+    if let Some(value) = map.get(field) {
+        return Some(value);
+    }
+    let mut segments = field.split('.');
+    let mut value = map.get(segments.next()?)?;
+    for segment in segments {
+        value = value.as_object()?.get(segment)?;
+    }
+    Some(value)
 }
