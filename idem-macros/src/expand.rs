@@ -456,17 +456,7 @@ fn flat_args(kind: Kind, tool: &ToolFn<'_>) -> (TokenStream, TokenStream, TokenS
         });
         pattern.push(quote!(#(#cfgs)* #mutability #ident));
     }
-    let derives = match kind {
-        Kind::Read => quote! {
-            ::idem::__private::serde::Deserialize,
-            ::idem::__private::schemars::JsonSchema
-        },
-        Kind::Write => quote! {
-            ::idem::__private::serde::Serialize,
-            ::idem::__private::serde::Deserialize,
-            ::idem::__private::schemars::JsonSchema
-        },
-    };
+    let derives = args_derives(kind);
     let def = quote! {
         #[doc(hidden)]
         #[derive(#derives)]
@@ -482,6 +472,22 @@ fn flat_args(kind: Kind, tool: &ToolFn<'_>) -> (TokenStream, TokenStream, TokenS
     let args_ty = quote!(__IdemArgs<#(#concrete),*>);
     let pattern = quote!(__IdemArgs { #(#pattern,)* }: #args_ty);
     (args_ty, def, pattern)
+}
+
+/// What the arguments struct derives: a read tool's arguments are only
+/// read, a write tool's also re-serialized to derive the key.
+fn args_derives(kind: Kind) -> TokenStream {
+    match kind {
+        Kind::Read => quote! {
+            ::idem::__private::serde::Deserialize,
+            ::idem::__private::schemars::JsonSchema
+        },
+        Kind::Write => quote! {
+            ::idem::__private::serde::Serialize,
+            ::idem::__private::serde::Deserialize,
+            ::idem::__private::schemars::JsonSchema
+        },
+    }
 }
 
 /// What an `Option` parameter needs to be optional in the schema and
