@@ -1,0 +1,16 @@
+use idem::prelude::*;
+
+struct Billing;
+
+impl Billing {
+    /// Charge a card.
+    #[write_tool]
+    async fn charge(amount: u64, ctx: &WriteCtx) -> Result<u64, String> {
+        let _ = ctx;
+        Ok(amount)
+    }
+}
+
+fn main() {
+    let _ = Billing;
+}
