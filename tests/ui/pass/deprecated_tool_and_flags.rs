@@ -1,6 +1,5 @@
 //! A deprecated tool in a crate that denies warnings warns only where it is
-//! registered, and `destructive` / `open_world` work as flags. (Renamed and
-//! raw-named key parameters: `tests/macros.rs`.)
+//! registered, and `destructive` / `open_world` work as flags.
 #![deny(warnings)]
 
 use idem::prelude::*;
