@@ -259,7 +259,7 @@ mod sets {
     use idem::prelude::*;
     use serde_json::json;
 
-    use super::{Vector, scope};
+    use super::{Scope, Vector, scope};
 
     /// Tag an order.
     #[write_tool]
@@ -305,13 +305,43 @@ mod sets {
         Ok(a.to.len())
     }
 
+    /// Count what three ordered sets hold.
+    #[write_tool]
+    async fn count_sets(
+        ids: BTreeSet<i64>,
+        names: BTreeSet<String>,
+        pairs: BTreeSet<(u8, String)>,
+        ctx: &WriteCtx<AtomicU32>,
+    ) -> Result<usize, String> {
+        let _ = ctx;
+        Ok(ids.len() + names.len() + pairs.len())
+    }
+
     fn registry() -> Registry<AtomicU32> {
         Registry::builder(AtomicU32::new(0))
             .tool(tag_order)
             .tool(pack_order)
             .tool(mail)
+            .tool(count_sets)
             .build()
             .expect("a registry")
+    }
+
+    #[test]
+    fn a_btree_set_keys_as_it_always_did() {
+        // The set order is the order a `BTreeSet` serializes in, so a tool
+        // that took one before sets were ordered keeps its keys.
+        let ids: BTreeSet<i64> = [100, -5, 2, 10, 9, i64::MIN].into();
+        let names: BTreeSet<String> = ["b", "a", "B", "é", "ab", ""].map(String::from).into();
+        let pairs: BTreeSet<(u8, String)> =
+            [(2, "a".into()), (10, "b".into()), (2, "B".into())].into();
+        let args = json!({"ids": ids, "names": names, "pairs": pairs});
+        let (key, _) = registry()
+            .identify("r", "count_sets", args.clone())
+            .expect("identify")
+            .expect("a write tool");
+        let unordered = IdemKey::derive(Scope::Run("r"), "count_sets", 1, &args);
+        assert_eq!(key, unordered);
     }
 
     #[test]

@@ -4,12 +4,16 @@
 //! instance, so an operation keyed on its re-serialized arguments would get
 //! a new key for the very same call. Before such a tool's key and
 //! fingerprint are derived, every array its schema marks `uniqueItems` is
-//! put in one order: its members sorted by their canonical JSON
+//! put in one order, the order a `BTreeSet` of its members serializes in
+//! (so the keys of tools that already took a `BTreeSet` stay as they were):
+//! numbers by value, strings by their bytes, `false` before `true`, arrays
+//! member by member; anything else, and ties, by canonical JSON
 //! (docs/spec.md, "Keys").
 
+use std::cmp::Ordering;
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
 
 use crate::canonical::canonical_json;
 
@@ -85,10 +89,49 @@ fn order(value: &mut Value, schemas: &[&Value], defs: &Map<String, Value>) {
                 .iter()
                 .any(|s| s.get("uniqueItems") == Some(&Value::Bool(true)));
             if is_set {
-                items.sort_by_cached_key(canonical_json);
+                items.sort_by(set_order);
             }
         }
         _ => {}
+    }
+}
+
+/// The order of set members: a `BTreeSet`'s for what sets are made of, and
+/// canonical JSON to break every tie, so that the order is total.
+fn set_order(a: &Value, b: &Value) -> Ordering {
+    member_order(a, b).then_with(|| canonical_json(a).cmp(&canonical_json(b)))
+}
+
+/// Numbers by value, strings by their bytes (`String`'s order), `false`
+/// before `true`, arrays member by member; other pairs by canonical JSON.
+fn member_order(a: &Value, b: &Value) -> Ordering {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => number_order(x, y),
+        (Value::String(x), Value::String(y)) => x.as_bytes().cmp(y.as_bytes()),
+        (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+        (Value::Array(x), Value::Array(y)) => x
+            .iter()
+            .zip(y)
+            .map(|(a, b)| member_order(a, b))
+            .find(|o| o.is_ne())
+            .unwrap_or_else(|| x.len().cmp(&y.len())),
+        _ => canonical_json(a).cmp(&canonical_json(b)),
+    }
+}
+
+/// Integers exactly (as `i128`), anything else as floats.
+fn number_order(x: &Number, y: &Number) -> Ordering {
+    let exact = |n: &Number| {
+        n.as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+    };
+    match (exact(x), exact(y)) {
+        (Some(x), Some(y)) => x.cmp(&y),
+        _ => {
+            let float = |n: &Number| n.as_f64().unwrap_or(f64::NAN);
+            float(x).total_cmp(&float(y))
+        }
     }
 }
 
