@@ -172,11 +172,20 @@ mod worker {
     /// Calls every operation of round after round until the stop file
     /// appears, then finishes the round it is in. Prints one JSON line per
     /// answered operation.
+    ///
+    /// A worker restarted after a SIGKILL starts again from the first
+    /// round, as an agent resumed from an old checkpoint would, and goes on
+    /// at least to the round it was killed in (its checkpoint file), stop or
+    /// not: so every operation a killed worker called is called again, and
+    /// one that no caller ever sees answered is a real loss, not a call
+    /// nobody made again.
     pub(super) async fn run(id: usize, cli: &Cli) -> Result<(), BoxError> {
+        let ledger_path = cli.ledger.as_ref().ok_or("--ledger")?;
+        let checkpoint = ledger_path.with_file_name(format!("worker-{id}.round"));
         let ledger = OpenOptions::new()
             .append(true)
             .create(true)
-            .open(cli.ledger.as_ref().ok_or("--ledger")?)?;
+            .open(ledger_path)?;
         let stop = cli.stop_file.clone().ok_or("--stop-file")?;
         let registry = Registry::builder(Downstream {
             ledger: Mutex::new(ledger),
@@ -186,8 +195,15 @@ mod worker {
         .namespace("chaos")
         .tool(charge)
         .build()?;
-        let mut round = 0;
-        while !stop.exists() {
+        // The round a killed predecessor had reached, if there was one.
+        let reached: Option<u64> = std::fs::read_to_string(&checkpoint)
+            .ok()
+            .and_then(|text| text.trim().parse().ok());
+        let mut round: u64 = 0;
+        while reached.is_some_and(|r| round <= r) || !stop.exists() {
+            if reached.is_none_or(|r| round > r) {
+                std::fs::write(&checkpoint, round.to_string())?;
+            }
             let mut ops: Vec<u64> = (round * ROUND..(round + 1) * ROUND).collect();
             fastrand::shuffle(&mut ops);
             let calls = ops.into_iter().map(|op| {
@@ -736,10 +752,30 @@ fn analyse(ledger: &str, reports: &[Value], faults: &[FaultEvent]) -> Verdict {
         }
     }
     v.operations = seen.len();
-    v.never_completed = seen
+    let mut never: Vec<u64> = seen
         .iter()
+        .copied()
         .filter(|op| answered.get(op).is_none_or(HashSet::is_empty))
-        .count();
+        .collect();
+    never.sort_unstable();
+    v.never_completed = never.len();
+    // Say what the callers of an unanswered operation got, if any called.
+    for op in never.iter().take(3) {
+        let told: Vec<String> = reports
+            .iter()
+            .filter(|r| r["op"].as_u64() == Some(*op))
+            .map(|r| format!("{} after {} calls", r["unanswered"], r["calls"]))
+            .collect();
+        let ran = runs.get(op).map_or(0, Vec::len);
+        v.disagreements.push(format!(
+            "op {op}: never answered; its body ran {ran} time(s); callers: {}",
+            if told.is_empty() {
+                "none reported".to_owned()
+            } else {
+                told.join(", ")
+            }
+        ));
+    }
     for (op, answers) in &answered {
         if answers.len() > 1 {
             v.different_results += 1;
