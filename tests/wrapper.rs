@@ -770,3 +770,44 @@ async fn a_panicking_tool_fails_its_call_and_its_claim_lapses_like_a_crash() {
     );
     assert_eq!(tool.runs.load(Ordering::SeqCst), 2);
 }
+
+#[tokio::test]
+async fn oversized_and_overdeep_arguments_are_refused_before_anything_runs() {
+    let counter = Counter::new(Duration::ZERO, WriteOptions::new());
+    let registry = Registry::builder(())
+        .tool(counter.clone())
+        .max_args_bytes(64 * 1024)
+        .max_args_depth(8)
+        .build()
+        .expect("registry");
+    // A 2 MiB arguments string, as a provider would send it.
+    let huge = Value::String(format!(r#"{{"n": 1, "extra": "{}"}}"#, "x".repeat(2 << 20)));
+    match registry.call("r", "counter", huge).await {
+        Err(ToolError::InvalidArgs { message, .. }) => {
+            assert!(message.contains("max_args_bytes"), "{message}")
+        }
+        other => panic!("expected InvalidArgs, got {other:?}"),
+    }
+    let mut deep = json!(1);
+    for _ in 0..1000 {
+        deep = json!({ "d": deep });
+    }
+    match registry
+        .call("r", "counter", json!({"n": 1, "extra": deep}))
+        .await
+    {
+        Err(ToolError::InvalidArgs { message, .. }) => {
+            assert!(message.contains("max_args_depth"), "{message}")
+        }
+        other => panic!("expected InvalidArgs, got {other:?}"),
+    }
+    assert_eq!(counter.total(), 0, "nothing ran");
+    assert!(
+        Registry::builder(())
+            .tool(counter)
+            .max_args_bytes(10)
+            .build()
+            .is_err(),
+        "a limit too small to hold any arguments is refused"
+    );
+}

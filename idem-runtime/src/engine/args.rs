@@ -11,21 +11,53 @@ use crate::error::ToolError;
 /// may be a rounded neighbour of the integer that was written.
 const EXACT_F64_LIMIT: f64 = 9_007_199_254_740_992.0;
 
+/// The default [`ArgLimits::max_bytes`]: 1 MiB.
+pub(crate) const DEFAULT_MAX_ARGS_BYTES: usize = 1 << 20;
+
+/// The default [`ArgLimits::max_depth`].
+pub(crate) const DEFAULT_MAX_ARGS_DEPTH: usize = 64;
+
+/// How large and how deeply nested a call's arguments may be: checked
+/// before anything else is done with them (no parsing of a larger string,
+/// no hashing, no recursion into deeper nesting).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ArgLimits {
+    /// The arguments' size as JSON text, in bytes.
+    pub(crate) max_bytes: usize,
+    /// Objects and arrays within one another.
+    pub(crate) max_depth: usize,
+}
+
+impl Default for ArgLimits {
+    fn default() -> Self {
+        ArgLimits {
+            max_bytes: DEFAULT_MAX_ARGS_BYTES,
+            max_depth: DEFAULT_MAX_ARGS_DEPTH,
+        }
+    }
+}
+
 /// Turns the model's arguments into `A`, naming the field that does not fit.
 ///
 /// `null`, `""` and a string holding a JSON object (as OpenAI sends
 /// arguments) are accepted. `keyed` (a write tool's arguments, which derive
-/// its key) refuses numbers that cannot be keyed exactly.
+/// its key) refuses numbers that cannot be keyed exactly. Arguments beyond
+/// `limits` are refused first.
 pub(crate) fn parse_args<A: DeserializeOwned>(
     tool: &str,
     args: Value,
     keyed: bool,
+    limits: ArgLimits,
 ) -> Result<A, ToolError> {
     let invalid = |message: String| ToolError::InvalidArgs {
         tool: tool.to_owned(),
         message,
     };
+    within_limits(&args, limits).map_err(invalid)?;
     let mut args = arguments_object(args).map_err(invalid)?;
+    if matches!(args, Value::Object(_)) {
+        within_limits(&args, limits).map_err(invalid)?;
+    }
     normalize_numbers(&mut args, keyed, &mut String::new()).map_err(invalid)?;
     // Path tracking allocates for every field: only an error pays for it.
     if let Ok(parsed) = A::deserialize(&args) {
@@ -40,6 +72,44 @@ pub(crate) fn parse_args<A: DeserializeOwned>(
             invalid(format!("field `{path}`: {inner}"))
         }
     })
+}
+
+/// Whether `value` is within `limits`, its size counted as the JSON text it
+/// would be (a close estimate: numbers count 8 bytes), without recursion.
+fn within_limits(value: &Value, limits: ArgLimits) -> Result<(), String> {
+    let too_large = || {
+        format!(
+            "the arguments are larger than this registry accepts ({} bytes of JSON, `max_args_bytes`)",
+            limits.max_bytes
+        )
+    };
+    let mut size = 0usize;
+    let mut stack = vec![(value, 1usize)];
+    while let Some((value, depth)) = stack.pop() {
+        size += match value {
+            Value::String(s) => s.len() + 2,
+            Value::Number(_) => 8,
+            Value::Bool(_) | Value::Null => 5,
+            Value::Array(items) => {
+                stack.extend(items.iter().map(|v| (v, depth + 1)));
+                items.len() + 2
+            }
+            Value::Object(members) => {
+                stack.extend(members.values().map(|v| (v, depth + 1)));
+                members.keys().map(|k| k.len() + 4).sum::<usize>() + 2
+            }
+        };
+        if size > limits.max_bytes {
+            return Err(too_large());
+        }
+        if depth > limits.max_depth && matches!(value, Value::Array(_) | Value::Object(_)) {
+            return Err(format!(
+                "the arguments nest deeper than this registry accepts ({} levels of objects and arrays, `max_args_depth`)",
+                limits.max_depth
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The arguments as a JSON object, or what is wrong with them.
@@ -140,7 +210,32 @@ mod tests {
     use serde_json::json;
 
     fn parse(args: Value, keyed: bool) -> Result<Value, String> {
-        parse_args::<Value>("t", args, keyed).map_err(|e| e.to_string())
+        parse_args::<Value>("t", args, keyed, ArgLimits::default()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn arguments_beyond_the_limits_are_refused_before_parsing() {
+        let limits = ArgLimits {
+            max_bytes: 1024,
+            max_depth: 4,
+        };
+        let parse =
+            |args: Value| parse_args::<Value>("t", args, true, limits).map_err(|e| e.to_string());
+        let big = "x".repeat(2000);
+        for args in [
+            json!({ "s": big }),
+            Value::String(format!("{{\"s\": \"{big}\"}}")),
+        ] {
+            let err = parse(args).expect_err("too large");
+            assert!(err.contains("max_args_bytes"), "{err}");
+        }
+        let deep = json!({"a": {"b": {"c": {"d": {"e": 1}}}}});
+        let err = parse(deep).expect_err("too deep");
+        assert!(err.contains("max_args_depth"), "{err}");
+        let deep_text = Value::String(r#"{"a": [[[[1]]]]}"#.into());
+        let err = parse(deep_text).expect_err("too deep, as text");
+        assert!(err.contains("max_args_depth"), "{err}");
+        assert!(parse(json!({"a": {"b": {"c": 1}}, "s": "x".repeat(900)})).is_ok());
     }
 
     #[test]

@@ -104,10 +104,13 @@ fn replay<O: DeserializeOwned>(key: &IdemKey, text: &str) -> Result<Value, Store
         StoreError::corrupt(key.as_str(), format!("recorded result is not JSON: {e}"))
     })?;
     if let Err(e) = O::deserialize(&value) {
-        tracing::error!(key = %key, error = %e, "recorded result no longer fits the result type");
+        // serde's message quotes the stored result: debug only, and not in
+        // the error the caller (and the model) sees.
+        tracing::error!(key = %key, "recorded result no longer fits the result type");
+        tracing::debug!(key = %key, error = %e, "why the recorded result no longer fits");
         return Err(StoreError::corrupt(
             key.as_str(),
-            format!("recorded result no longer fits the tool's result type: {e}"),
+            "recorded result no longer fits the tool's result type (details at debug level)",
         ));
     }
     Ok(value)

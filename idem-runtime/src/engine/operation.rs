@@ -22,7 +22,7 @@ pub(crate) fn operation<S, T: WriteTool<S>>(
     run_id: &str,
     args: Value,
 ) -> Result<(T::Args, IdemKey, Fingerprint), ToolError> {
-    let args: T::Args = parse_args(name, args, true)?;
+    let args: T::Args = parse_args(name, args, true, cfg.args)?;
     let unserializable = |e: serde_json::Error| ToolError::InvalidArgs {
         tool: name.to_owned(),
         message: format!("the arguments could not be re-serialized to derive the key: {e}"),

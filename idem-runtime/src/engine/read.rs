@@ -18,10 +18,12 @@ pub(crate) async fn call_read<S, T: ReadTool<S>>(
     run_id: &str,
     args: Value,
 ) -> Result<Value, ToolError> {
-    let args: T::Args = parse_args(name, args, false)?;
+    let args: T::Args = parse_args(name, args, false, shared.defaults.args)?;
     let ctx = Ctx::new(run_id, shared.state.clone());
     let outcome = catch_panic(tool.call(args, &ctx)).await.map_err(|panic| {
-        tracing::error!(tool = name, panic = %panic, "the tool panicked");
+        // The panic's text may quote the arguments: debug only.
+        tracing::error!(tool = name, "the tool panicked");
+        tracing::debug!(tool = name, panic = %panic, "the tool's panic");
         panicked(name, &panic)
     })?;
     match outcome {

@@ -25,7 +25,9 @@ pub(super) async fn record<S, T: WriteTool<S>>(
 ) -> Result<Value, ToolError> {
     let (name, key) = (hold.tool(), hold.key());
     let outcome = outcome.map_err(|panic| {
-        tracing::error!(tool = name, key = %key, panic = %panic, "the tool panicked; its claim lapses with its lease");
+        // The panic's text may quote the arguments: debug only.
+        tracing::error!(tool = name, key = %key, "the tool panicked; its claim lapses with its lease");
+        tracing::debug!(tool = name, key = %key, panic = %panic, "the tool's panic");
         panicked(name, &panic)
     })?;
     let out = match outcome {
@@ -127,7 +129,8 @@ async fn record_failure(hold: &Hold<'_>, message: &str) {
         .await
     {
         Ok(()) => {
-            tracing::info!(tool = name, key = %key, error = message, "permanent failure recorded");
+            tracing::info!(tool = name, key = %key, "permanent failure recorded");
+            tracing::debug!(tool = name, key = %key, error = message, "the recorded failure");
         }
         Err(StoreError::LeaseLost) => {
             tracing::warn!(tool = name, key = %key, "lease lost: the failure was not recorded");
@@ -149,7 +152,8 @@ async fn release(hold: &Hold<'_>, message: &str) {
         .await
     {
         Ok(()) => {
-            tracing::info!(tool = name, key = %key, attempt = hold.token().attempt(), error = message, "transient failure; key released for a retry");
+            tracing::info!(tool = name, key = %key, attempt = hold.token().attempt(), "transient failure; key released for a retry");
+            tracing::debug!(tool = name, key = %key, error = message, "the transient failure");
         }
         Err(StoreError::LeaseLost) => {
             tracing::warn!(tool = name, key = %key, "lease lost before the key could be released");

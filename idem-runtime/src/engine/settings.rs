@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::args::ArgLimits;
 use crate::key::ScopeKind;
 use crate::store::DynIdemStore;
 use crate::tool::{OnInFlight, WriteOptions};
@@ -28,6 +29,8 @@ pub(crate) struct Defaults {
     pub(crate) max_hold: Duration,
     pub(crate) on_in_flight: OnInFlight,
     pub(crate) max_result_bytes: usize,
+    /// Registry-wide: how large and deep a call's arguments may be.
+    pub(crate) args: ArgLimits,
 }
 
 impl Default for Defaults {
@@ -38,6 +41,7 @@ impl Default for Defaults {
             max_hold: Duration::from_secs(600),
             on_in_flight: OnInFlight::Reject,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            args: ArgLimits::default(),
         }
     }
 }
@@ -53,6 +57,7 @@ pub(crate) struct Resolved {
     pub(crate) version: u32,
     pub(crate) key_fields: Option<&'static [&'static str]>,
     pub(crate) max_result_bytes: usize,
+    pub(crate) args: ArgLimits,
 }
 
 impl Resolved {
@@ -69,6 +74,7 @@ impl Resolved {
             max_result_bytes: options
                 .max_result_bytes
                 .unwrap_or(defaults.max_result_bytes),
+            args: defaults.args,
         }
     }
 }

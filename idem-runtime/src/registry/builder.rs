@@ -93,6 +93,24 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
         self
     }
 
+    /// The largest arguments a call may bring, as JSON text (1 MiB; at
+    /// least 1 KiB). Larger arguments (a model gone astray, or a hostile
+    /// caller) are refused with [`ToolError::InvalidArgs`](crate::ToolError::InvalidArgs)
+    /// before they are parsed or hashed; nothing runs.
+    pub fn max_args_bytes(mut self, bytes: usize) -> Self {
+        self.defaults.args.max_bytes = bytes;
+        self
+    }
+
+    /// How deeply a call's arguments may nest objects and arrays (64; at
+    /// least 2). Deeper arguments are refused with
+    /// [`ToolError::InvalidArgs`](crate::ToolError::InvalidArgs) before
+    /// anything recurses into them; nothing runs.
+    pub fn max_args_depth(mut self, depth: usize) -> Self {
+        self.defaults.args.max_depth = depth;
+        self
+    }
+
     /// Default behaviour of a duplicate that arrives in flight (reject).
     pub fn default_on_in_flight(mut self, on_in_flight: OnInFlight) -> Self {
         self.defaults.on_in_flight = on_in_flight;
@@ -127,6 +145,15 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
         }
         let d = &self.defaults;
         check_settings("*", d.lease, d.ttl, d.max_hold, d.max_result_bytes)?;
+        if d.args.max_bytes < 1024 || d.args.max_depth < 2 {
+            return Err(RegistryError::InvalidSetting {
+                tool: "*".into(),
+                message: format!(
+                    "max_args_bytes must be at least 1024 and max_args_depth at least 2, got {} and {}",
+                    d.args.max_bytes, d.args.max_depth
+                ),
+            });
+        }
         if self.store_timeout.is_zero() {
             return Err(RegistryError::InvalidSetting {
                 tool: "*".into(),
