@@ -420,3 +420,81 @@ async fn keys_name_fields_of_nested_objects() {
         other => panic!("a key path through a missing field is refused, got {other:?}"),
     }
 }
+
+/// Reset a user's password, once ever per user.
+#[write_tool(scope = "global", key = [user_id])]
+async fn reset_password(user_id: u64, ctx: &WriteCtx<AtomicU32>) -> Result<String, String> {
+    ctx.state().fetch_add(1, Ordering::SeqCst);
+    Ok(format!(
+        "reset {user_id} for {}",
+        ctx.tenant().unwrap_or("nobody")
+    ))
+}
+
+#[tokio::test]
+async fn tenants_never_share_a_record() {
+    let registry = Registry::builder(AtomicU32::new(0))
+        .tool(reset_password)
+        .build()
+        .expect("registry");
+    let args = json!({"user_id": 7});
+    let acme = registry
+        .call_as("acme", "run-1", "reset_password", args.clone())
+        .await;
+    let globex = registry
+        .call_as("globex", "run-2", "reset_password", args.clone())
+        .await;
+    assert_eq!(acme.expect("acme"), json!("reset 7 for acme"));
+    assert_eq!(globex.expect("globex"), json!("reset 7 for globex"));
+    // Global scope: the same tenant's duplicate from another run replays.
+    let again = registry
+        .call_as("acme", "run-3", "reset_password", args.clone())
+        .await;
+    assert_eq!(again.expect("replay"), json!("reset 7 for acme"));
+    // A tenantless call is a third party, with today's key.
+    let none = registry.call("run-4", "reset_password", args.clone()).await;
+    assert_eq!(none.expect("tenantless"), json!("reset 7 for nobody"));
+    assert_eq!(
+        registry.state().load(Ordering::SeqCst),
+        3,
+        "one run per tenant"
+    );
+    let (acme_key, _) = registry
+        .identify_as("acme", "r", "reset_password", args.clone())
+        .expect("identify")
+        .expect("write");
+    let (plain_key, _) = registry
+        .identify("r", "reset_password", args.clone())
+        .expect("identify")
+        .expect("write");
+    assert_ne!(acme_key, plain_key);
+    assert_eq!(
+        plain_key,
+        IdemKey::derive(Scope::Global, "reset_password", 1, &args),
+        "tenantless keys are as they were"
+    );
+
+    let strict = Registry::builder(AtomicU32::new(0))
+        .tool(reset_password)
+        .require_tenant()
+        .build()
+        .expect("registry");
+    for refused in [
+        strict.call("r", "reset_password", args.clone()).await,
+        strict
+            .call_as("", "r", "reset_password", args.clone())
+            .await,
+    ] {
+        assert!(
+            matches!(refused, Err(ToolError::TenantRequired)),
+            "{refused:?}"
+        );
+    }
+    assert!(matches!(
+        strict.identify("r", "reset_password", args.clone()),
+        Err(ToolError::TenantRequired)
+    ));
+    assert_eq!(strict.state().load(Ordering::SeqCst), 0, "nothing ran");
+    let ok = strict.call_as("acme", "r", "reset_password", args).await;
+    assert_eq!(ok.expect("with a tenant"), json!("reset 7 for acme"));
+}

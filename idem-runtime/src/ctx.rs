@@ -11,13 +11,15 @@ use crate::key::IdemKey;
 /// application state `S` the registry was built with.
 pub struct Ctx<S = ()> {
     run_id: Arc<str>,
+    tenant: Option<Arc<str>>,
     state: Arc<S>,
 }
 
 impl<S> Ctx<S> {
-    pub(crate) fn new(run_id: &str, state: Arc<S>) -> Ctx<S> {
+    pub(crate) fn new(run_id: &str, tenant: Option<&str>, state: Arc<S>) -> Ctx<S> {
         Ctx {
             run_id: run_id.into(),
+            tenant: tenant.map(Into::into),
             state,
         }
     }
@@ -25,6 +27,12 @@ impl<S> Ctx<S> {
     /// The agent run this call belongs to.
     pub fn run_id(&self) -> &str {
         &self.run_id
+    }
+
+    /// The tenant the call is made for
+    /// ([`Registry::call_as`](crate::Registry::call_as)), if any.
+    pub fn tenant(&self) -> Option<&str> {
+        self.tenant.as_deref()
     }
 
     /// The application state given to [`Registry::builder`](crate::Registry::builder).

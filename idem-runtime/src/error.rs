@@ -109,6 +109,13 @@ pub enum ToolError {
     /// across runs.
     #[error("the run id must not be empty")]
     InvalidRunId,
+    /// The registry requires a tenant on every call
+    /// ([`RegistryBuilder::require_tenant`](crate::RegistryBuilder::require_tenant)),
+    /// and this call named none (or an empty one). Nothing ran.
+    #[error(
+        "this registry requires a tenant on every call (Registry::call_as), and none was given"
+    )]
+    TenantRequired,
     /// The same operation is running right now (in this process or another).
     #[error("`{tool}` is already running with these arguments (key {key})")]
     InFlight {
@@ -175,6 +182,10 @@ impl ToolError {
                 "Error: the tool could not run because of an internal error (no run id). Nothing was done."
                     .to_owned()
             }
+            ToolError::TenantRequired => {
+                "Error: the tool could not run because of an internal error (no tenant). Nothing was done."
+                    .to_owned()
+            }
             ToolError::InFlight { .. } => {
                 "This exact operation is already in progress. Do not start it again; it will complete on its own."
                     .to_owned()
@@ -213,6 +224,7 @@ impl ToolError {
             ToolError::UnknownTool { .. }
             | ToolError::InvalidArgs { .. }
             | ToolError::InvalidRunId
+            | ToolError::TenantRequired
             | ToolError::KeyConflict { .. } => false,
             ToolError::InFlight { .. } | ToolError::LeaseLost { .. } => true,
             ToolError::Failed { permanent, .. } => !permanent,

@@ -8,6 +8,10 @@ use crate::canonical::{with_buffer, write_value};
 
 /// Version tag of the key derivation; part of every digest.
 const KEY_DOMAIN: &str = "idem/v1";
+/// Version tag of the key derivation of a call made for a tenant: its
+/// first field differs from [`KEY_DOMAIN`], so a tenant's key can never be
+/// a tenantless one, and the tenant follows it, length-prefixed.
+const TENANT_KEY_DOMAIN: &str = "idem/v1/tenant";
 /// Domain tag of argument fingerprints, so a fingerprint is never a key.
 const FINGERPRINT_DOMAIN: &str = "idem/fingerprint/v1";
 
@@ -76,7 +80,35 @@ impl IdemKey {
     /// assert_eq!(a.as_str(), "idem:3547ebd6d4c68bb01e6f6281e4541908d3eaf75463efb241f406a8c5cd33a71a");
     /// ```
     pub fn derive(scope: Scope<'_>, tool: &str, version: u32, args: &Value) -> IdemKey {
-        Self::from_digest(&hash_value(key_head(scope, tool, version), args))
+        Self::from_digest(&hash_value(key_head(None, scope, tool, version), args))
+    }
+
+    /// The key of the same operation made for `tenant` (a customer, a
+    /// principal): `digest = SHA-256(enc("idem/v1/tenant") ‖ enc(tenant) ‖
+    /// enc(scope) ‖ enc(tool) ‖ enc(version) ‖ enc(canonical_json(args)))`.
+    /// No two tenants share a key in any scope, `Global` included, and no
+    /// tenant's key is a tenantless one.
+    ///
+    /// ```
+    /// use idem_runtime::{IdemKey, Scope};
+    /// use serde_json::json;
+    /// let args = json!({"user_id": 7});
+    /// let acme = IdemKey::derive_for_tenant("acme", Scope::Global, "reset_password", 1, &args);
+    /// let globex = IdemKey::derive_for_tenant("globex", Scope::Global, "reset_password", 1, &args);
+    /// assert_ne!(acme, globex);
+    /// assert_ne!(acme, IdemKey::derive(Scope::Global, "reset_password", 1, &args));
+    /// ```
+    pub fn derive_for_tenant(
+        tenant: &str,
+        scope: Scope<'_>,
+        tool: &str,
+        version: u32,
+        args: &Value,
+    ) -> IdemKey {
+        Self::from_digest(&hash_value(
+            key_head(Some(tenant), scope, tool, version),
+            args,
+        ))
     }
 
     /// `"idem:" + hex(digest)`.
@@ -90,12 +122,13 @@ impl IdemKey {
     /// The digest of the key whose canonical arguments `write` appends to
     /// the buffer it is given (see [`derive`](Self::derive)).
     pub(crate) fn digest_with<E>(
+        tenant: Option<&str>,
         scope: Scope<'_>,
         tool: &str,
         version: u32,
         write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
     ) -> Result<[u8; 32], E> {
-        hash_framed(key_head(scope, tool, version), write)
+        hash_framed(key_head(tenant, scope, tool, version), write)
     }
 
     /// The digest this key ends with, when it has the form this crate
@@ -219,9 +252,20 @@ fn enc(out: &mut Vec<u8>, bytes: &[u8]) {
 
 /// The framing of a key's digest ahead of its arguments:
 /// `enc("idem/v1") ‖ enc(scope) ‖ enc(tool) ‖ enc(version)`.
-fn key_head(scope: Scope<'_>, tool: &str, version: u32) -> impl FnOnce(&mut Vec<u8>) {
+fn key_head<'a>(
+    tenant: Option<&'a str>,
+    scope: Scope<'a>,
+    tool: &'a str,
+    version: u32,
+) -> impl FnOnce(&mut Vec<u8>) + 'a {
     move |m| {
-        enc(m, KEY_DOMAIN.as_bytes());
+        match tenant {
+            None => enc(m, KEY_DOMAIN.as_bytes()),
+            Some(tenant) => {
+                enc(m, TENANT_KEY_DOMAIN.as_bytes());
+                enc(m, tenant.as_bytes());
+            }
+        }
         match scope {
             Scope::Run(run_id) => {
                 m.extend_from_slice(&((4 + run_id.len()) as u64).to_be_bytes());

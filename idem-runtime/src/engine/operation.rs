@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use super::args::parse_args;
 use super::sets::Sets;
-use super::settings::Resolved;
+use super::settings::{Caller, Resolved};
 use crate::canonical::{write_typed, write_value};
 use crate::error::ToolError;
 use crate::key::{Fingerprint, IdemKey};
@@ -19,7 +19,7 @@ pub(crate) fn operation<S, T: WriteTool<S>>(
     cfg: &Resolved,
     sets: Option<&Sets>,
     namespace: Option<&str>,
-    run_id: &str,
+    caller: Caller<'_>,
     args: Value,
 ) -> Result<(T::Args, IdemKey, Fingerprint), ToolError> {
     let args: T::Args = parse_args(name, args, true, cfg.args)?;
@@ -27,7 +27,7 @@ pub(crate) fn operation<S, T: WriteTool<S>>(
         tool: name.to_owned(),
         message: format!("the arguments could not be re-serialized to derive the key: {e}"),
     };
-    let scope = cfg.scope.with_run(run_id);
+    let scope = cfg.scope.with_run(caller.run_id);
     // Keyed on a subset of the arguments (registration checked that they
     // are an object), or holding sets: through a `Value`.
     let value = if cfg.key_fields.is_some() || sets.is_some() {
@@ -46,19 +46,32 @@ pub(crate) fn operation<S, T: WriteTool<S>>(
                 .iter()
                 .filter_map(|f| key_field(&map, f).map(|v| ((*f).to_owned(), v.clone())))
                 .collect();
-            let key = IdemKey::derive(scope, name, cfg.version, &Value::Object(subset));
+            let subset = Value::Object(subset);
+            let key = match caller.tenant {
+                Some(tenant) => {
+                    IdemKey::derive_for_tenant(tenant, scope, name, cfg.version, &subset)
+                }
+                None => IdemKey::derive(scope, name, cfg.version, &subset),
+            };
             (key, Fingerprint::of(&Value::Object(map)))
         }
         // Keyed on every argument: the key's digest fingerprints them too.
         (_, value) => {
-            let digest = IdemKey::digest_with(scope, name, cfg.version, |out| match &value {
-                Some(value) => {
-                    write_value(out, value);
-                    Ok(())
-                }
-                None => write_typed(out, &args),
-            })
-            .map_err(unserializable)?;
+            let digest =
+                IdemKey::digest_with(
+                    caller.tenant,
+                    scope,
+                    name,
+                    cfg.version,
+                    |out| match &value {
+                        Some(value) => {
+                            write_value(out, value);
+                            Ok(())
+                        }
+                        None => write_typed(out, &args),
+                    },
+                )
+                .map_err(unserializable)?;
             (
                 IdemKey::from_digest(&digest),
                 Fingerprint::from_bytes(digest),

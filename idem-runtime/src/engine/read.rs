@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::args::parse_args;
-use super::settings::Shared;
+use super::settings::{Caller, Shared};
 use super::task::{catch_panic, panicked};
 use crate::ctx::Ctx;
 use crate::error::ToolError;
@@ -15,11 +15,11 @@ pub(crate) async fn call_read<S, T: ReadTool<S>>(
     tool: &T,
     name: &str,
     shared: &Shared<S>,
-    run_id: &str,
+    caller: Caller<'_>,
     args: Value,
 ) -> Result<Value, ToolError> {
     let args: T::Args = parse_args(name, args, false, shared.defaults.args)?;
-    let ctx = Ctx::new(run_id, shared.state.clone());
+    let ctx = Ctx::new(caller.run_id, caller.tenant, shared.state.clone());
     let outcome = catch_panic(tool.call(args, &ctx)).await.map_err(|panic| {
         // The panic's text may quote the arguments: debug only.
         tracing::error!(tool = name, "the tool panicked");

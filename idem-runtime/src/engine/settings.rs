@@ -12,6 +12,14 @@ use crate::tool::{OnInFlight, WriteOptions};
 /// The default [`RegistryBuilder::max_result_bytes`](crate::RegistryBuilder::max_result_bytes): 1 MiB.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
 
+/// Who makes a call: the agent run it belongs to, and the tenant it is
+/// made for, if any (docs/spec.md, "Keys").
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Caller<'a> {
+    pub(crate) run_id: &'a str,
+    pub(crate) tenant: Option<&'a str>,
+}
+
 /// What every call of a registry shares.
 pub(crate) struct Shared<S> {
     pub(crate) state: Arc<S>,
@@ -19,6 +27,8 @@ pub(crate) struct Shared<S> {
     pub(crate) namespace: Option<Box<str>>,
     pub(crate) store_timeout: Duration,
     pub(crate) defaults: Defaults,
+    /// Every call must name a tenant.
+    pub(crate) require_tenant: bool,
 }
 
 /// Registry-wide defaults of the write settings.

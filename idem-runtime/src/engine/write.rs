@@ -10,7 +10,7 @@ use super::hold::{Hold, Site};
 use super::operation::operation;
 use super::record::record;
 use super::sets::Sets;
-use super::settings::{Resolved, Shared};
+use super::settings::{Caller, Resolved, Shared};
 use super::task::{beside, catch_panic};
 use crate::ctx::{Ctx, WriteCtx};
 use crate::error::ToolError;
@@ -25,11 +25,11 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
     cfg: &Resolved,
     sets: Option<&Sets>,
     shared: &Shared<S>,
-    run_id: &str,
+    caller: Caller<'_>,
     args: Value,
 ) -> Result<Value, ToolError> {
     let namespace = shared.namespace.as_deref();
-    let (args, key, fingerprint) = operation::<S, T>(name, cfg, sets, namespace, run_id, args)?;
+    let (args, key, fingerprint) = operation::<S, T>(name, cfg, sets, namespace, caller, args)?;
     let store = &*shared.store;
     let (token, claimed_at) = match claim_or_replay::<T::Output>(
         store,
@@ -49,7 +49,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
     // The context owns the key from here; the hold borrows it back.
     let (lost_tx, lost_rx) = tokio::sync::watch::channel(false);
     let ctx = WriteCtx::new(
-        Ctx::new(run_id, shared.state.clone()),
+        Ctx::new(caller.run_id, caller.tenant, shared.state.clone()),
         key,
         token.attempt(),
         lost_rx,

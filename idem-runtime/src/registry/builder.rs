@@ -25,6 +25,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
             namespace: None,
             defaults: Defaults::default(),
             store_timeout: Duration::from_secs(1),
+            require_tenant: false,
             tools: Vec::new(),
         }
     }
@@ -37,6 +38,7 @@ pub struct RegistryBuilder<S> {
     namespace: Option<String>,
     defaults: Defaults,
     store_timeout: Duration,
+    require_tenant: bool,
     tools: Vec<Box<dyn ErasedTool<S>>>,
 }
 
@@ -111,6 +113,17 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
         self
     }
 
+    /// Requires a tenant on every call: [`Registry::call`] and
+    /// [`Registry::identify`] are then refused with
+    /// [`ToolError::TenantRequired`](crate::ToolError::TenantRequired) and
+    /// only [`Registry::call_as`] runs tools. For a service that serves
+    /// several customers from one registry and one store, so that a call
+    /// that forgot its tenant can never share another's records.
+    pub fn require_tenant(mut self) -> Self {
+        self.require_tenant = true;
+        self
+    }
+
     /// Default behaviour of a duplicate that arrives in flight (reject).
     pub fn default_on_in_flight(mut self, on_in_flight: OnInFlight) -> Self {
         self.defaults.on_in_flight = on_in_flight;
@@ -178,6 +191,7 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
                     namespace: self.namespace.map(String::into_boxed_str),
                     store_timeout: self.store_timeout,
                     defaults: self.defaults,
+                    require_tenant: self.require_tenant,
                 },
                 tools,
                 by_name,

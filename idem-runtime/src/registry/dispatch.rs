@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::entry::ErasedTool;
-use crate::engine::Shared;
+use crate::engine::{Caller, Shared};
 use crate::error::ToolError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::render::RenderError;
@@ -129,8 +129,20 @@ impl<S: Send + Sync + 'static> Registry<S> {
         name: &str,
         args: Value,
     ) -> Result<Option<(IdemKey, Fingerprint)>, ToolError> {
-        self.tool(run_id, name)?
-            .identify(&self.inner.shared, run_id, args)
+        let caller = self.caller(run_id, None)?;
+        self.tool(name)?.identify(&self.inner.shared, caller, args)
+    }
+
+    /// [`identify`](Self::identify) for a call made for `tenant`.
+    pub fn identify_as(
+        &self,
+        tenant: &str,
+        run_id: &str,
+        name: &str,
+        args: Value,
+    ) -> Result<Option<(IdemKey, Fingerprint)>, ToolError> {
+        let caller = self.caller(run_id, Some(tenant))?;
+        self.tool(name)?.identify(&self.inner.shared, caller, args)
     }
 
     /// Calls tool `name` with the model's JSON arguments in run `run_id`.
@@ -141,16 +153,50 @@ impl<S: Send + Sync + 'static> Registry<S> {
     /// duplicate gets the recorded result, or
     /// [`ToolError::InFlight`] while the first call still runs.
     pub async fn call(&self, run_id: &str, name: &str, args: Value) -> Result<Value, ToolError> {
-        self.tool(run_id, name)?
-            .call(&self.inner.shared, run_id, args)
+        let caller = self.caller(run_id, None)?;
+        self.tool(name)?
+            .call(&self.inner.shared, caller, args)
             .await
     }
 
-    /// The tool a call in run `run_id` names, or why there is none.
-    fn tool(&self, run_id: &str, name: &str) -> Result<&dyn ErasedTool<S>, ToolError> {
+    /// [`call`](Self::call) for `tenant` (a customer, a principal): the
+    /// tenant is part of every key the call derives, so no two tenants
+    /// share a record, whatever the tool's scope (`global` included), and
+    /// the body sees it as [`Ctx::tenant`](crate::Ctx::tenant). A registry
+    /// built with [`RegistryBuilder::require_tenant`](crate::RegistryBuilder::require_tenant)
+    /// refuses calls without one.
+    pub async fn call_as(
+        &self,
+        tenant: &str,
+        run_id: &str,
+        name: &str,
+        args: Value,
+    ) -> Result<Value, ToolError> {
+        let caller = self.caller(run_id, Some(tenant))?;
+        self.tool(name)?
+            .call(&self.inner.shared, caller, args)
+            .await
+    }
+
+    /// Who a call is made by, checked: a run id, and a tenant where the
+    /// registry requires one.
+    fn caller<'a>(
+        &self,
+        run_id: &'a str,
+        tenant: Option<&'a str>,
+    ) -> Result<Caller<'a>, ToolError> {
         if run_id.is_empty() {
             return Err(ToolError::InvalidRunId);
         }
+        match tenant {
+            Some("") => Err(ToolError::TenantRequired),
+            None if self.inner.shared.require_tenant => Err(ToolError::TenantRequired),
+            _ => Ok(Caller { run_id, tenant }),
+        }
+    }
+
+    /// The tool named `name`, or why there is none.
+    fn tool(&self, name: &str) -> Result<&dyn ErasedTool<S>, ToolError> {
         match self.inner.by_name.get(name) {
             Some(&index) => Ok(&*self.inner.tools[index]),
             None => Err(ToolError::UnknownTool {

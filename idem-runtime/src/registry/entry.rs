@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 use super::checks::{check_info, check_settings};
-use crate::engine::{self, Defaults, Resolved, Sets, Shared};
+use crate::engine::{self, Caller, Defaults, Resolved, Sets, Shared};
 use crate::error::{RegistryError, ToolError};
 use crate::key::{Fingerprint, IdemKey};
 use crate::schema;
@@ -22,7 +22,7 @@ pub(super) trait ErasedTool<S>: Send + Sync {
     fn call<'a>(
         &'a self,
         shared: &'a Shared<S>,
-        run_id: &'a str,
+        caller: Caller<'a>,
         args: Value,
     ) -> BoxFuture<'a, Result<Value, ToolError>>;
 
@@ -30,7 +30,7 @@ pub(super) trait ErasedTool<S>: Send + Sync {
     fn identify(
         &self,
         shared: &Shared<S>,
-        run_id: &str,
+        caller: Caller<'_>,
         args: Value,
     ) -> Result<Option<(IdemKey, Fingerprint)>, ToolError>;
 }
@@ -73,14 +73,14 @@ impl<S: Send + Sync + 'static, T: ReadTool<S>> ErasedTool<S> for ReadEntry<S, T>
     fn call<'a>(
         &'a self,
         shared: &'a Shared<S>,
-        run_id: &'a str,
+        caller: Caller<'a>,
         args: Value,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(engine::call_read(
             &self.tool,
             &self.info.name,
             shared,
-            run_id,
+            caller,
             args,
         ))
     }
@@ -88,7 +88,7 @@ impl<S: Send + Sync + 'static, T: ReadTool<S>> ErasedTool<S> for ReadEntry<S, T>
     fn identify(
         &self,
         _: &Shared<S>,
-        _: &str,
+        _: Caller<'_>,
         _: Value,
     ) -> Result<Option<(IdemKey, Fingerprint)>, ToolError> {
         Ok(None)
@@ -120,20 +120,20 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for WriteEntry<S, 
     fn call<'a>(
         &'a self,
         shared: &'a Shared<S>,
-        run_id: &'a str,
+        caller: Caller<'a>,
         args: Value,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
             let cfg = Resolved::new(&self.options, &shared.defaults);
             let (tool, name, sets) = (&self.tool, &self.info.name, self.sets());
-            engine::call_write(tool, name, &cfg, sets, shared, run_id, args).await
+            engine::call_write(tool, name, &cfg, sets, shared, caller, args).await
         })
     }
 
     fn identify(
         &self,
         shared: &Shared<S>,
-        run_id: &str,
+        caller: Caller<'_>,
         args: Value,
     ) -> Result<Option<(IdemKey, Fingerprint)>, ToolError> {
         let cfg = Resolved::new(&self.options, &shared.defaults);
@@ -142,7 +142,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for WriteEntry<S, 
             &cfg,
             self.sets(),
             shared.namespace.as_deref(),
-            run_id,
+            caller,
             args,
         )?;
         Ok(Some((key, fingerprint)))
