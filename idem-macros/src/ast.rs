@@ -193,15 +193,23 @@ fn classify(arg: &FnArg) -> Param<'_> {
     }
 }
 
-/// The keys of the `#[serde(..)]` attributes among `attrs` (`default`,
-/// `with`, `rename`, ...).
-pub(crate) fn serde_keys(attrs: &[&Attribute]) -> Vec<String> {
-    let mut keys = Vec::new();
+/// Calls `visit` with each key of the `#[serde(..)]` attributes among
+/// `attrs` (`default`, `with`, `rename`, ...) and its tokens; the value of
+/// a key `visit` did not read (it returns `false`) is skipped. A malformed
+/// attribute is serde's to report.
+fn for_each_serde_key(
+    attrs: &[&Attribute],
+    mut visit: impl FnMut(&str, &syn::meta::ParseNestedMeta<'_>) -> syn::Result<bool>,
+) {
     for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
-        // A malformed attribute is serde's to report.
         let _ = attr.parse_nested_meta(|meta| {
-            if let Some(ident) = meta.path.get_ident() {
-                keys.push(ident.to_string());
+            let key = meta
+                .path
+                .get_ident()
+                .map(Ident::to_string)
+                .unwrap_or_default();
+            if visit(&key, &meta)? {
+                return Ok(());
             }
             if meta.input.peek(syn::Token![=]) {
                 let _: syn::Expr = meta.value()?.parse()?;
@@ -212,6 +220,15 @@ pub(crate) fn serde_keys(attrs: &[&Attribute]) -> Vec<String> {
             Ok(())
         });
     }
+}
+
+/// The keys of the `#[serde(..)]` attributes among `attrs`.
+pub(crate) fn serde_keys(attrs: &[&Attribute]) -> Vec<String> {
+    let mut keys = Vec::new();
+    for_each_serde_key(attrs, |key, _| {
+        keys.push(key.to_owned());
+        Ok(false)
+    });
     keys
 }
 
@@ -219,31 +236,24 @@ pub(crate) fn serde_keys(attrs: &[&Attribute]) -> Vec<String> {
 /// `#[serde(rename(serialize = ".."))]` among `attrs` gives.
 fn serde_rename(attrs: &[&Attribute]) -> Option<String> {
     let mut name = None;
-    for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
-        // A malformed attribute is serde's to report.
-        let _ = attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident("rename") {
-                if meta.input.peek(syn::Token![=]) {
-                    let lit: syn::LitStr = meta.value()?.parse()?;
+    for_each_serde_key(attrs, |key, meta| {
+        if key != "rename" {
+            return Ok(false);
+        }
+        if meta.input.peek(syn::Token![=]) {
+            let lit: syn::LitStr = meta.value()?.parse()?;
+            name = Some(lit.value());
+        } else {
+            meta.parse_nested_meta(|inner| {
+                let lit: syn::LitStr = inner.value()?.parse()?;
+                if inner.path.is_ident("serialize") {
                     name = Some(lit.value());
-                } else {
-                    meta.parse_nested_meta(|inner| {
-                        let lit: syn::LitStr = inner.value()?.parse()?;
-                        if inner.path.is_ident("serialize") {
-                            name = Some(lit.value());
-                        }
-                        Ok(())
-                    })?;
                 }
-            } else if meta.input.peek(syn::Token![=]) {
-                let _: syn::Expr = meta.value()?.parse()?;
-            } else if meta.input.peek(syn::token::Paren) {
-                let _content;
-                syn::parenthesized!(_content in meta.input);
-            }
-            Ok(())
-        });
-    }
+                Ok(())
+            })?;
+        }
+        Ok(true)
+    });
     name
 }
 

@@ -53,9 +53,12 @@ pub(crate) fn parse_args<A: DeserializeOwned>(
         tool: tool.to_owned(),
         message,
     };
+    // Arguments sent as text are measured as text before they are parsed,
+    // and their nesting once they are.
+    let as_text = matches!(args, Value::String(_));
     within_limits(&args, limits).map_err(invalid)?;
     let mut args = arguments_object(args).map_err(invalid)?;
-    if matches!(args, Value::Object(_)) {
+    if as_text {
         within_limits(&args, limits).map_err(invalid)?;
     }
     normalize_numbers(&mut args, keyed, &mut String::new()).map_err(invalid)?;
@@ -77,12 +80,6 @@ pub(crate) fn parse_args<A: DeserializeOwned>(
 /// Whether `value` is within `limits`, its size counted as the JSON text it
 /// would be (a close estimate: numbers count 8 bytes), without recursion.
 fn within_limits(value: &Value, limits: ArgLimits) -> Result<(), String> {
-    let too_large = || {
-        format!(
-            "the arguments are larger than this registry accepts ({} bytes of JSON, `max_args_bytes`)",
-            limits.max_bytes
-        )
-    };
     let mut size = 0usize;
     let mut stack = vec![(value, 1usize)];
     while let Some((value, depth)) = stack.pop() {
@@ -100,7 +97,10 @@ fn within_limits(value: &Value, limits: ArgLimits) -> Result<(), String> {
             }
         };
         if size > limits.max_bytes {
-            return Err(too_large());
+            return Err(format!(
+                "the arguments are larger than this registry accepts ({} bytes of JSON, `max_args_bytes`)",
+                limits.max_bytes
+            ));
         }
         if depth > limits.max_depth && matches!(value, Value::Array(_) | Value::Object(_)) {
             return Err(format!(

@@ -39,6 +39,9 @@ pub(crate) fn operation<S, T: WriteTool<S>>(
     } else {
         None
     };
+    let digest_of = |write: &dyn Fn(&mut Vec<u8>) -> Result<(), serde_json::Error>| {
+        IdemKey::digest_with(caller.tenant, scope, name, cfg.version, write).map_err(unserializable)
+    };
     let (key, fingerprint) = match (cfg.key_fields, value) {
         // The key from the subset, the fingerprint from all.
         (Some(fields), Some(Value::Object(map))) => {
@@ -47,31 +50,24 @@ pub(crate) fn operation<S, T: WriteTool<S>>(
                 .filter_map(|f| key_field(&map, f).map(|v| ((*f).to_owned(), v.clone())))
                 .collect();
             let subset = Value::Object(subset);
-            let key = match caller.tenant {
-                Some(tenant) => {
-                    IdemKey::derive_for_tenant(tenant, scope, name, cfg.version, &subset)
-                }
-                None => IdemKey::derive(scope, name, cfg.version, &subset),
-            };
-            (key, Fingerprint::of(&Value::Object(map)))
+            let digest = digest_of(&|out| {
+                write_value(out, &subset);
+                Ok(())
+            })?;
+            (
+                IdemKey::from_digest(&digest),
+                Fingerprint::of(&Value::Object(map)),
+            )
         }
         // Keyed on every argument: the key's digest fingerprints them too.
         (_, value) => {
-            let digest =
-                IdemKey::digest_with(
-                    caller.tenant,
-                    scope,
-                    name,
-                    cfg.version,
-                    |out| match &value {
-                        Some(value) => {
-                            write_value(out, value);
-                            Ok(())
-                        }
-                        None => write_typed(out, &args),
-                    },
-                )
-                .map_err(unserializable)?;
+            let digest = digest_of(&|out| match &value {
+                Some(value) => {
+                    write_value(out, value);
+                    Ok(())
+                }
+                None => write_typed(out, &args),
+            })?;
             (
                 IdemKey::from_digest(&digest),
                 Fingerprint::from_bytes(digest),

@@ -97,11 +97,8 @@ impl Live {
             .ok_or_else(|| corrupt(format!("unknown state {:?}", row.state)))?;
         let fingerprint = fingerprint(key, &row.fingerprint)?;
         let attempt = attempt(key, row.attempt)?;
-        let payload = |what: &str| {
-            row.payload
-                .clone()
-                .ok_or_else(|| corrupt(format!("{} without {what}", state.as_str())))
-        };
+        // The payload (a result of up to `max_result_bytes`) moves, never copied.
+        let missing = |what: &str| corrupt(format!("{} without {what}", state.as_str()));
         Ok(match state {
             State::Running => Live::Running {
                 fingerprint,
@@ -113,11 +110,11 @@ impl Live {
             State::Released => Live::Released { attempt },
             State::Done => Live::Done {
                 fingerprint,
-                result: payload("a result")?,
+                result: row.payload.ok_or_else(|| missing("a result"))?,
             },
             State::Failed => Live::Failed {
                 fingerprint,
-                error: payload("an error")?,
+                error: row.payload.ok_or_else(|| missing("an error"))?,
             },
         })
     }
@@ -162,7 +159,7 @@ impl Live {
 
 /// A fingerprint stored as its 32 bytes.
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(crate) fn fingerprint(key: &str, bytes: &[u8]) -> Result<Fingerprint, StoreError> {
+fn fingerprint(key: &str, bytes: &[u8]) -> Result<Fingerprint, StoreError> {
     <[u8; 32]>::try_from(bytes)
         .map(Fingerprint::from_bytes)
         .map_err(|_| StoreError::corrupt(key, "the fingerprint is not 32 bytes"))
