@@ -2,6 +2,8 @@
 //! arguments: unwrapping a JSON string, numbers made exact, and errors that
 //! name what is wrong.
 
+use std::fmt::Write as _;
+
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -16,6 +18,9 @@ pub(crate) const DEFAULT_MAX_ARGS_BYTES: usize = 1 << 20;
 
 /// The default [`ArgLimits::max_depth`].
 pub(crate) const DEFAULT_MAX_ARGS_DEPTH: usize = 64;
+
+/// The deepest nesting a registry may allow: as deep as serde_json parses.
+pub(crate) const MAX_ARGS_DEPTH: usize = 128;
 
 /// How large and how deeply nested a call's arguments may be: checked
 /// before anything else is done with them (no parsing of a larger string,
@@ -53,15 +58,21 @@ pub(crate) fn parse_args<A: DeserializeOwned>(
         tool: tool.to_owned(),
         message,
     };
-    // Arguments sent as text are measured as text before they are parsed,
-    // and their nesting once they are.
-    let as_text = matches!(args, Value::String(_));
-    within_limits(&args, limits).map_err(invalid)?;
-    let mut args = arguments_object(args).map_err(invalid)?;
-    if as_text {
-        within_limits(&args, limits).map_err(invalid)?;
+    // Arguments sent as text are measured before they are parsed; the walk
+    // that makes numbers exact measures the parsed ones.
+    if let Value::String(text) = &args
+        && text.len() > limits.max_bytes
+    {
+        return Err(invalid(too_large(limits)));
     }
-    normalize_numbers(&mut args, keyed, &mut String::new()).map_err(invalid)?;
+    let mut args = arguments_object(args).map_err(invalid)?;
+    let mut walk = Walk {
+        keyed,
+        limits,
+        size: 0,
+        path: String::new(),
+    };
+    walk.visit(&mut args, 1).map_err(invalid)?;
     // Path tracking allocates for every field: only an error pays for it.
     if let Ok(parsed) = A::deserialize(&args) {
         return Ok(parsed);
@@ -77,39 +88,12 @@ pub(crate) fn parse_args<A: DeserializeOwned>(
     })
 }
 
-/// Whether `value` is within `limits`, its size counted as the JSON text it
-/// would be (a close estimate: numbers count 8 bytes), without recursion.
-fn within_limits(value: &Value, limits: ArgLimits) -> Result<(), String> {
-    let mut size = 0usize;
-    let mut stack = vec![(value, 1usize)];
-    while let Some((value, depth)) = stack.pop() {
-        size += match value {
-            Value::String(s) => s.len() + 2,
-            Value::Number(_) => 8,
-            Value::Bool(_) | Value::Null => 5,
-            Value::Array(items) => {
-                stack.extend(items.iter().map(|v| (v, depth + 1)));
-                items.len() + 2
-            }
-            Value::Object(members) => {
-                stack.extend(members.values().map(|v| (v, depth + 1)));
-                members.keys().map(|k| k.len() + 4).sum::<usize>() + 2
-            }
-        };
-        if size > limits.max_bytes {
-            return Err(format!(
-                "the arguments are larger than this registry accepts ({} bytes of JSON, `max_args_bytes`)",
-                limits.max_bytes
-            ));
-        }
-        if depth > limits.max_depth && matches!(value, Value::Array(_) | Value::Object(_)) {
-            return Err(format!(
-                "the arguments nest deeper than this registry accepts ({} levels of objects and arrays, `max_args_depth`)",
-                limits.max_depth
-            ));
-        }
-    }
-    Ok(())
+/// Why arguments larger than `limits` allow are refused.
+fn too_large(limits: ArgLimits) -> String {
+    format!(
+        "the arguments are larger than this registry accepts ({} bytes of JSON, `max_args_bytes`)",
+        limits.max_bytes
+    )
 }
 
 /// The arguments as a JSON object, or what is wrong with them.
@@ -136,60 +120,105 @@ fn arguments_object(args: Value) -> Result<Value, String> {
     }
 }
 
-/// Makes every number exact, so that one number has one key.
+/// One pass over the arguments that measures them against `limits` (their
+/// size as the JSON text they would be, a close estimate: numbers count 8
+/// bytes; their nesting, checked before going deeper) and makes every
+/// number exact, so that one number has one key.
 ///
 /// Models write `1.0` where an integer is meant: an integral float is the
 /// same number as the integer, so it becomes one (integer parameters accept
 /// it, float parameters still get the same value). A float at or beyond
 /// 2^53 may already have been rounded from what was written (`1e20` and
 /// `100000000000000000001` parse to the same `f64`): for `keyed` arguments
-/// it is refused rather than risk two operations sharing a key. `path`
-/// is where in the arguments `value` is, for the message.
-fn normalize_numbers(value: &mut Value, keyed: bool, path: &mut String) -> Result<(), String> {
-    match value {
-        Value::Number(n) if n.is_f64() => {
-            let Some(f) = n.as_f64() else { return Ok(()) };
-            if f.abs() < EXACT_F64_LIMIT {
-                if f.fract() == 0.0 {
-                    // |f| < 2^53: exact as an i64.
-                    *n = serde_json::Number::from(f as i64);
+/// it is refused rather than risk two operations sharing a key.
+///
+/// It recurses no deeper than `limits.max_depth`, which the registry caps at
+/// [`MAX_ARGS_DEPTH`].
+struct Walk {
+    keyed: bool,
+    limits: ArgLimits,
+    /// The size of what has been visited so far.
+    size: usize,
+    /// Where in the arguments the value being visited is, for messages.
+    path: String,
+}
+
+impl Walk {
+    fn visit(&mut self, value: &mut Value, depth: usize) -> Result<(), String> {
+        self.measure(value, depth)?;
+        match value {
+            Value::Number(n) if n.is_f64() => self.exact(n),
+            Value::Array(items) => {
+                for (i, item) in items.iter_mut().enumerate() {
+                    let len = self.path.len();
+                    // Writing to a String cannot fail.
+                    let _ = write!(self.path, "[{i}]");
+                    self.visit(item, depth + 1)?;
+                    self.path.truncate(len);
                 }
-            } else if keyed {
-                let at = if path.is_empty() {
-                    String::new()
-                } else {
-                    format!(" at `{path}`")
-                };
-                return Err(format!(
-                    "the number {n}{at} is too large to be keyed exactly: from 2^53 on, a number \
-                     with a fraction or an exponent, or an integer beyond 64 bits, may have been \
-                     rounded. Send it as an integer of at most 64 bits, or as a string"
-                ));
+                Ok(())
             }
-            Ok(())
-        }
-        Value::Array(items) => {
-            for (i, item) in items.iter_mut().enumerate() {
-                let len = path.len();
-                path.push_str(&format!("[{i}]"));
-                normalize_numbers(item, keyed, path)?;
-                path.truncate(len);
-            }
-            Ok(())
-        }
-        Value::Object(map) => {
-            for (name, member) in map.iter_mut() {
-                let len = path.len();
-                if !path.is_empty() {
-                    path.push('.');
+            Value::Object(map) => {
+                for (name, member) in map.iter_mut() {
+                    let len = self.path.len();
+                    if !self.path.is_empty() {
+                        self.path.push('.');
+                    }
+                    self.path.push_str(name);
+                    self.visit(member, depth + 1)?;
+                    self.path.truncate(len);
                 }
-                path.push_str(name);
-                normalize_numbers(member, keyed, path)?;
-                path.truncate(len);
+                Ok(())
             }
-            Ok(())
+            _ => Ok(()),
         }
-        _ => Ok(()),
+    }
+
+    /// Adds `value`'s own size (its members come when they are visited);
+    /// refuses it past either limit.
+    fn measure(&mut self, value: &Value, depth: usize) -> Result<(), String> {
+        let nested = matches!(value, Value::Array(_) | Value::Object(_));
+        if nested && depth > self.limits.max_depth {
+            return Err(format!(
+                "the arguments nest deeper than this registry accepts ({} levels of objects and arrays, `max_args_depth`)",
+                self.limits.max_depth
+            ));
+        }
+        self.size += match value {
+            Value::String(s) => s.len() + 2,
+            Value::Number(_) => 8,
+            Value::Bool(_) | Value::Null => 5,
+            Value::Array(items) => items.len() + 2,
+            Value::Object(members) => members.keys().map(|k| k.len() + 4).sum::<usize>() + 2,
+        };
+        if self.size > self.limits.max_bytes {
+            return Err(too_large(self.limits));
+        }
+        Ok(())
+    }
+
+    /// An integral float below 2^53 becomes the integer it is; one at or
+    /// beyond it is refused in keyed arguments.
+    fn exact(&self, n: &mut serde_json::Number) -> Result<(), String> {
+        let Some(f) = n.as_f64() else { return Ok(()) };
+        if f.abs() < EXACT_F64_LIMIT {
+            if f.fract() == 0.0 {
+                // |f| < 2^53: exact as an i64.
+                *n = serde_json::Number::from(f as i64);
+            }
+        } else if self.keyed {
+            let at = if self.path.is_empty() {
+                String::new()
+            } else {
+                format!(" at `{}`", self.path)
+            };
+            return Err(format!(
+                "the number {n}{at} is too large to be keyed exactly: from 2^53 on, a number \
+                 with a fraction or an exponent, or an integer beyond 64 bits, may have been \
+                 rounded. Send it as an integer of at most 64 bits, or as a string"
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -20,6 +20,7 @@ mod settings;
 mod task;
 mod write;
 
+pub(crate) use self::args::MAX_ARGS_DEPTH;
 pub(crate) use self::operation::operation;
 pub(crate) use self::read::call_read;
 pub(crate) use self::sets::Sets;

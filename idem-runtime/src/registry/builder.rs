@@ -9,7 +9,7 @@ use super::checks::{check_settings, valid_namespace};
 use super::dispatch::{Inner, Registry};
 use super::entry::ErasedTool;
 use super::into_tool::IntoTool;
-use crate::engine::{Defaults, Shared};
+use crate::engine::{Defaults, MAX_ARGS_DEPTH, Shared};
 use crate::error::RegistryError;
 use crate::store::memory::MemoryStore;
 use crate::store::{DynIdemStore, IdemStore};
@@ -104,8 +104,8 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
         self
     }
 
-    /// How deeply a call's arguments may nest objects and arrays (64; at
-    /// least 2). Deeper arguments are refused with
+    /// How deeply a call's arguments may nest objects and arrays (64; from
+    /// 2 to 128, as deep as serde_json parses). Deeper arguments are refused with
     /// [`ToolError::InvalidArgs`](crate::ToolError::InvalidArgs) before
     /// anything recurses into them; nothing runs.
     pub fn max_args_depth(mut self, depth: usize) -> Self {
@@ -158,11 +158,11 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
         }
         let d = &self.defaults;
         check_settings("*", d.lease, d.ttl, d.max_hold, d.max_result_bytes)?;
-        if d.args.max_bytes < 1024 || d.args.max_depth < 2 {
+        if d.args.max_bytes < 1024 || !(2..=MAX_ARGS_DEPTH).contains(&d.args.max_depth) {
             return Err(RegistryError::InvalidSetting {
                 tool: "*".into(),
                 message: format!(
-                    "max_args_bytes must be at least 1024 and max_args_depth at least 2, got {} and {}",
+                    "max_args_bytes must be at least 1024 and max_args_depth from 2 to {MAX_ARGS_DEPTH}, got {} and {}",
                     d.args.max_bytes, d.args.max_depth
                 ),
             });
