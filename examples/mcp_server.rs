@@ -7,14 +7,27 @@
 //! cargo run --example mcp_server                         # stdio
 //! cargo run --example mcp_server -- --http 127.0.0.1:8080 # streamable HTTP at /mcp
 //! cargo run --example mcp_server -- --sqlite shop.db      # results survive restarts
+//! cargo run --example mcp_server -- --http 127.0.0.1:8080 --token alice=secret-a --token bob=secret-b
 //! ```
+//!
+//! With `--token`, HTTP requests must carry `Authorization: Bearer <token>`
+//! (else 401), and each call is made for the token's user: the principal,
+//! which scopes the user's runs (`idem::mcp`, "Runs and callers"). Without
+//! it, each MCP session is a caller of its own.
 //!
 //! Tools: `lookup_order` (read), `charge_card` (write; each execution takes
 //! the next charge id from a counter, so a replay is visible as the same
 //! id) and `charges_made` (read: how many times `charge_card` really ran).
 //! Logs go to stderr; over stdio, stdout carries the protocol.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::Response;
 
 use idem::SqliteStore;
 use idem::mcp::rmcp::{self, ServiceExt};
@@ -82,6 +95,45 @@ struct Cli {
     /// Serve streamable HTTP on this address instead of stdio.
     #[arg(long)]
     http: Option<String>,
+    /// Over HTTP, accept `Authorization: Bearer TOKEN` as USER (repeatable);
+    /// other requests are refused.
+    #[arg(long, value_name = "USER=TOKEN", value_parser = user_token)]
+    token: Vec<(String, String)>,
+}
+
+fn user_token(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((user, token)) if !user.is_empty() && !token.is_empty() => {
+            Ok((user.to_owned(), token.to_owned()))
+        }
+        _ => Err("expected USER=TOKEN".to_owned()),
+    }
+}
+
+/// The user an authenticated request comes from, as `authenticate` puts it
+/// in the request's extensions for the MCP server's principal hook.
+#[derive(Clone)]
+struct User(String);
+
+/// Bearer tokens by token, to their user.
+type Tokens = Arc<HashMap<String, String>>;
+
+/// The authentication middleware: a known bearer token, or 401.
+async fn authenticate(
+    State(tokens): State<Tokens>,
+    mut request: Request,
+    next: Next,
+) -> Result<Response, StatusCode> {
+    let user = request
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .and_then(|token| tokens.get(token))
+        .ok_or(StatusCode::UNAUTHORIZED)?;
+    let user = User(user.clone());
+    request.extensions_mut().insert(user);
+    Ok(next.run(request).await)
 }
 
 #[tokio::main]
@@ -110,8 +162,20 @@ async fn main() -> Result<(), BoxError> {
         }
         Some(addr) => {
             let listener = tokio::net::TcpListener::bind(&addr).await?;
+            let server = server.with_principal(|request| {
+                request.extensions.get::<User>().map(|user| user.0.clone())
+            });
             let service = server.streamable_http(Default::default());
-            let app = axum::Router::new().nest_service("/mcp", service);
+            let mut app = axum::Router::new().nest_service("/mcp", service);
+            if !cli.token.is_empty() {
+                let tokens: Tokens = Arc::new(
+                    cli.token
+                        .into_iter()
+                        .map(|(user, token)| (token, user))
+                        .collect(),
+                );
+                app = app.layer(axum::middleware::from_fn_with_state(tokens, authenticate));
+            }
             // The address actually bound, for `--http 127.0.0.1:0`.
             eprintln!(
                 "mcp_server: listening on http://{}/mcp",

@@ -225,10 +225,12 @@ async fn a_real_client_over_stdio_sees_one_execution_per_operation() {
     client.cancel().await.expect("shut down");
 }
 
-/// Starts the example on streamable HTTP; its URL, and the process.
-async fn http_example() -> (String, tokio::process::Child) {
+/// Starts the example on streamable HTTP (with `extra` arguments); its URL,
+/// and the process.
+async fn http_example(extra: &[&str]) -> (String, tokio::process::Child) {
     let mut server = Command::new(example())
         .args(["--http", "127.0.0.1:0"])
+        .args(extra)
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -253,7 +255,7 @@ async fn http_example() -> (String, tokio::process::Child) {
 
 #[tokio::test]
 async fn a_real_client_over_streamable_http_sees_one_execution_per_operation() {
-    let (url, mut server) = http_example().await;
+    let (url, mut server) = http_example(&[]).await;
     let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.expect("initialize");
     exercise(&client).await;
     client.cancel().await.expect("shut down");
@@ -262,7 +264,13 @@ async fn a_real_client_over_streamable_http_sees_one_execution_per_operation() {
 
 /// One stateless MCP 2026-07-28 request (no session), over a plain HTTP/1.1
 /// connection; the response body.
-async fn stateless_call(url: &str, name: &str, arguments: Value, run: Option<&str>) -> String {
+async fn stateless_call(
+    url: &str,
+    token: Option<&str>,
+    name: &str,
+    arguments: Value,
+    run: Option<&str>,
+) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let rest = url.strip_prefix("http://").expect("an http URL");
     let (host, path) = rest.split_once('/').expect("a path");
@@ -278,8 +286,9 @@ async fn stateless_call(url: &str, name: &str, arguments: Value, run: Option<&st
         "params": {"name": name, "arguments": arguments, "_meta": meta},
     })
     .to_string();
+    let authorization = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
     let request = format!(
-        "POST /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+        "POST /{path} HTTP/1.1\r\nHost: {host}\r\n{authorization}Content-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
          Mcp-Method: tools/call\r\nMcp-Name: {name}\r\nContent-Length: {}\r\n\
          Connection: close\r\n\r\n{body}",
@@ -293,21 +302,114 @@ async fn stateless_call(url: &str, name: &str, arguments: Value, run: Option<&st
 }
 
 #[tokio::test]
-async fn a_stateless_http_write_needs_a_run_id_and_then_runs_once() {
-    let (url, mut server) = http_example().await;
+async fn a_stateless_http_write_needs_a_run_id_and_a_principal_and_then_runs_once() {
+    let (url, mut server) = http_example(&["--token", "alice=tok-a"]).await;
+    let alice = Some("tok-a");
     let args = json!({"order_id": "o-9", "amount": 100});
+    // No bearer token: refused by the authentication middleware.
+    let anonymous = stateless_call(&url, None, "charge_card", args.clone(), Some("run-s")).await;
+    assert!(anonymous.starts_with("HTTP/1.1 401"), "{anonymous}");
     // No session, no run id: refused, nothing runs.
-    let refused = stateless_call(&url, "charge_card", args.clone(), None).await;
+    let refused = stateless_call(&url, alice, "charge_card", args.clone(), None).await;
     assert!(refused.contains(r#""isError":true"#), "{refused}");
     assert!(refused.contains("idem/run_id"), "{refused}");
-    let count = stateless_call(&url, "charges_made", json!({}), None).await;
+    let count = stateless_call(&url, alice, "charges_made", json!({}), None).await;
     assert!(count.contains(r#""text":"0""#), "{count}");
     // With a run id: once, then replayed.
-    let first = stateless_call(&url, "charge_card", args.clone(), Some("run-s")).await;
-    let again = stateless_call(&url, "charge_card", args, Some("run-s")).await;
+    let first = stateless_call(&url, alice, "charge_card", args.clone(), Some("run-s")).await;
+    let again = stateless_call(&url, alice, "charge_card", args, Some("run-s")).await;
     assert!(first.contains(r#""charge_id":"ch_0001""#), "{first}");
     assert!(again.contains(r#""charge_id":"ch_0001""#), "{again}");
-    let count = stateless_call(&url, "charges_made", json!({}), None).await;
+    let count = stateless_call(&url, alice, "charges_made", json!({}), None).await;
     assert!(count.contains(r#""text":"1""#), "{count}");
+    server.kill().await.expect("stop the example");
+}
+
+#[tokio::test]
+async fn an_anonymous_stateless_write_naming_a_run_is_refused() {
+    // Nobody vouches for who sent it: a run id alone would let any client
+    // join any run.
+    let (url, mut server) = http_example(&[]).await;
+    let args = json!({"order_id": "o-9", "amount": 100});
+    let refused = stateless_call(&url, None, "charge_card", args, Some("run-s")).await;
+    assert!(refused.contains(r#""isError":true"#), "{refused}");
+    assert!(refused.contains("cannot be bound to a caller"), "{refused}");
+    let count = stateless_call(&url, None, "charges_made", json!({}), None).await;
+    assert!(count.contains(r#""text":"0""#), "{count}");
+    server.kill().await.expect("stop the example");
+}
+
+/// An rmcp client over streamable HTTP, with a bearer token if given.
+async fn http_client(url: &str, token: Option<&str>) -> Client {
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    if let Some(token) = token {
+        config = config.auth_header(token);
+    }
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("initialize")
+}
+
+/// The charge id of a `charge_card` result.
+fn charge_id(result: &CallToolResult) -> String {
+    let receipt = result.structured_content.as_ref();
+    let id = receipt.and_then(|r| r["charge_id"].as_str());
+    id.unwrap_or_else(|| panic!("not a receipt: {result:?}"))
+        .to_owned()
+}
+
+#[tokio::test]
+async fn two_principals_naming_the_same_run_never_see_each_others_records() {
+    let (url, mut server) = http_example(&["--token", "alice=tok-a", "--token", "bob=tok-b"]).await;
+    let order = json!({"order_id": "o-1", "amount": 4200});
+    let alice = http_client(&url, Some("tok-a")).await;
+    let bob = http_client(&url, Some("tok-b")).await;
+    let a = call_in_run(&alice, "run-42", "charge_card", order.clone()).await;
+    let b = call_in_run(&bob, "run-42", "charge_card", order.clone()).await;
+    // Bob's call ran: he did not receive Alice's recorded charge.
+    assert_eq!(charge_id(&a), "ch_0001");
+    assert_eq!(charge_id(&b), "ch_0002");
+    assert_ne!(
+        a.structured_content.as_ref().map(|r| &r["idempotency_key"]),
+        b.structured_content.as_ref().map(|r| &r["idempotency_key"])
+    );
+    // Each is replayed its own, from another session too: the run is the
+    // principal's, not the session's.
+    let alice_again = http_client(&url, Some("tok-a")).await;
+    let a2 = call_in_run(&alice_again, "run-42", "charge_card", order.clone()).await;
+    let b2 = call_in_run(&bob, "run-42", "charge_card", order).await;
+    assert_eq!(charge_id(&a2), "ch_0001");
+    assert_eq!(charge_id(&b2), "ch_0002");
+    assert_eq!(charges_made(&bob).await, 2);
+    // Without a token there is no session at all.
+    let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+    assert!(
+        ().serve(transport).await.is_err(),
+        "an unauthenticated client got in"
+    );
+    for client in [alice, alice_again, bob] {
+        client.cancel().await.expect("shut down");
+    }
+    server.kill().await.expect("stop the example");
+}
+
+#[tokio::test]
+async fn anonymous_sessions_naming_the_same_run_never_see_each_others_records() {
+    let (url, mut server) = http_example(&[]).await;
+    let order = json!({"order_id": "o-1", "amount": 4200});
+    let first = http_client(&url, None).await;
+    let second = http_client(&url, None).await;
+    let one = call_in_run(&first, "run-42", "charge_card", order.clone()).await;
+    let two = call_in_run(&second, "run-42", "charge_card", order.clone()).await;
+    assert_eq!(charge_id(&one), "ch_0001");
+    assert_eq!(charge_id(&two), "ch_0002");
+    // Within a session, the named run still replays.
+    let again = call_in_run(&second, "run-42", "charge_card", order).await;
+    assert_eq!(charge_id(&again), "ch_0002");
+    assert_eq!(charges_made(&first).await, 2);
+    for client in [first, second] {
+        client.cancel().await.expect("shut down");
+    }
     server.kill().await.expect("stop the example");
 }

@@ -6,13 +6,13 @@
 mod shop;
 
 use idem::prelude::*;
-use idem::rig::run_context;
+use idem::rig::{run_context, run_context_as};
 use rig_agent::agent::AgentBuilder;
 use rig_core::message::Message;
 use rig_core::test_utils::{MockCompletionModel, MockTurn};
 use rig_core::tool::ToolContext;
 use serde_json::json;
-use shop::{Shop, executions, registry};
+use shop::{Shop, builder, executions, registry};
 
 /// A model that charges order o-1, charges it again under a new call id
 /// (arguments reordered, as a model repeats itself), then answers.
@@ -89,4 +89,25 @@ async fn without_a_run_id_nothing_runs_and_the_model_is_told() {
         transcript.contains("without an idem run id"),
         "{transcript}"
     );
+}
+
+#[tokio::test]
+async fn tenants_in_the_agent_context_never_share_a_record() {
+    let registry = builder().require_tenant().build().expect("registry");
+    // A run that names no tenant: refused, nothing runs.
+    let transcript = run(&registry, run_context("run-1").expect("context")).await;
+    assert_eq!(executions(&registry), 0);
+    assert!(transcript.contains("tenant"), "{transcript}");
+    // Two tenants, the same run id: one charge each, neither sees the
+    // other's; each tenant's retry of its run is replayed.
+    let alice = run_context_as("alice", "run-1").expect("context");
+    let bob = run_context_as("bob", "run-1").expect("context");
+    let transcript = run(&registry, alice.clone()).await;
+    assert_eq!(transcript.matches("ch_0001").count(), 2, "{transcript}");
+    let transcript = run(&registry, bob).await;
+    assert_eq!(executions(&registry), 2);
+    assert_eq!(transcript.matches("ch_0002").count(), 2, "{transcript}");
+    let transcript = run(&registry, alice).await;
+    assert_eq!(executions(&registry), 2);
+    assert_eq!(transcript.matches("ch_0001").count(), 2, "{transcript}");
 }

@@ -22,19 +22,37 @@
 //! # Ok(()) }
 //! ```
 //!
-//! # Runs
+//! # Runs and callers
 //!
-//! Keys are scoped to a run (docs/spec.md, "Keys"). A call's run is, first,
-//! the string under [`RUN_ID_META`] in the request's `_meta`, when the client
-//! sends one (an agent that resumes a run after a crash sends the same id,
-//! and its repeated writes are replayed); else the MCP session: over
-//! streamable HTTP the `Mcp-Session-Id` the client sends with every
-//! request, over stdio (or any byte stream) the connection, one run per
-//! `McpServer` value. A request over HTTP outside any session (the
-//! stateless protocol of MCP 2026-07-28) has no run to share with its
-//! duplicates: a write tool called that way without a run id in `_meta` is
-//! refused with an error result saying so, and does not run; read tools
-//! run.
+//! Keys are scoped to a run (docs/spec.md, "Keys") and, when the call has
+//! one, to its tenant. Which run and tenant a call gets depends on what the
+//! transport can vouch for:
+//!
+//! - **stdio, or any byte stream**: the client started this process, or
+//!   holds its only connection. A call belongs to the run it names under
+//!   [`RUN_ID_META`] in `_meta` (an agent that resumes a run after a crash
+//!   sends the same id, and its repeated writes are replayed), else to the
+//!   connection: one run per `McpServer` value. The tenant is the one
+//!   [`McpServer::with_tenant`] sets, if any.
+//! - **streamable HTTP, with a principal**: [`McpServer::with_principal`]
+//!   installs a hook that names the caller from the HTTP request (typically
+//!   an identity your authentication middleware put in the request's
+//!   extensions). The principal is the call's tenant, so a run id named in
+//!   `_meta` belongs to that principal alone: two principals naming the same
+//!   run never see each other's records, and one principal resumes its run
+//!   from any session. Without a run id the call belongs to its MCP session.
+//! - **streamable HTTP, no principal**: the caller is its MCP session (the
+//!   `Mcp-Session-Id` the server issued). A run id named in `_meta` is scoped
+//!   under that session, so naming another client's run (or its session's
+//!   run) reaches nothing of theirs. A request outside any session (the
+//!   stateless protocol of MCP 2026-07-28) can be bound to no caller: a
+//!   write tool called that way is refused with an error result saying so,
+//!   and does not run; read tools run.
+//!
+//! A registry built with
+//! [`require_tenant`](crate::RegistryBuilder::require_tenant) refuses
+//! calls for which neither a principal nor [`McpServer::with_tenant`] names
+//! a tenant.
 //!
 //! # Errors
 //!
@@ -73,7 +91,16 @@ pub struct McpServer<S> {
     info: ServerConfig,
     /// The run of calls that name none.
     run_id: Arc<str>,
+    /// The tenant of calls no principal names.
+    tenant: Option<Arc<str>>,
+    /// Names the caller of an HTTP request.
+    #[cfg(feature = "mcp-http")]
+    principal: Option<PrincipalHook>,
 }
+
+/// What [`McpServer::with_principal`] installs.
+#[cfg(feature = "mcp-http")]
+type PrincipalHook = Arc<dyn Fn(&::http::request::Parts) -> Option<String> + Send + Sync>;
 
 impl<S> Clone for McpServer<S> {
     /// A handler serving the same registry in a new run of its own.
@@ -83,6 +110,9 @@ impl<S> Clone for McpServer<S> {
             tools: self.tools.clone(),
             info: self.info.clone(),
             run_id: new_run_id(),
+            tenant: self.tenant.clone(),
+            #[cfg(feature = "mcp-http")]
+            principal: self.principal.clone(),
         }
     }
 }
@@ -92,6 +122,7 @@ impl<S> std::fmt::Debug for McpServer<S> {
         f.debug_struct("McpServer")
             .field("tools", &self.tools.len())
             .field("run_id", &self.run_id)
+            .field("tenant", &self.tenant)
             .finish_non_exhaustive()
     }
 }
@@ -118,6 +149,9 @@ impl<S: Send + Sync + 'static> Registry<S> {
             tools,
             info,
             run_id: new_run_id(),
+            tenant: None,
+            #[cfg(feature = "mcp-http")]
+            principal: None,
         }
     }
 }
@@ -138,6 +172,43 @@ impl<S: Send + Sync + 'static> McpServer<S> {
         self
     }
 
+    /// Calls are made for `tenant` unless a principal names another (see
+    /// [Runs and callers](self#runs-and-callers)): for a server that serves
+    /// one customer, such as a stdio server started per customer.
+    pub fn with_tenant(mut self, tenant: &str) -> Self {
+        self.tenant = Some(tenant.into());
+        self
+    }
+
+    /// Over streamable HTTP (feature `mcp-http`), `principal` names the
+    /// caller of each request, or `None` for an anonymous one; the principal
+    /// is the call's tenant (see [Runs and callers](self#runs-and-callers)).
+    /// The hook sees the request's [`http::request::Parts`]: its headers, and
+    /// the extensions your authentication middleware inserted.
+    ///
+    /// ```no_run
+    /// # fn f(registry: idem_runtime::Registry<()>) {
+    /// /// What the authentication middleware puts in the request's extensions.
+    /// #[derive(Clone)]
+    /// struct User {
+    ///     id: String,
+    /// }
+    ///
+    /// let service = registry
+    ///     .into_mcp_server()
+    ///     .with_principal(|request| request.extensions.get::<User>().map(|u| u.id.clone()))
+    ///     .streamable_http(Default::default());
+    /// # }
+    /// ```
+    #[cfg(feature = "mcp-http")]
+    pub fn with_principal(
+        mut self,
+        principal: impl Fn(&::http::request::Parts) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.principal = Some(Arc::new(principal));
+        self
+    }
+
     /// The run of calls that do not name one in their `_meta`.
     pub fn run_id(&self) -> &str {
         &self.run_id
@@ -148,25 +219,36 @@ impl<S: Send + Sync + 'static> McpServer<S> {
         &self.registry
     }
 
-    /// Answers one `tools/call`: the registry's outcome as an MCP tool
-    /// result, or a protocol error for an unknown tool.
+    /// Answers one `tools/call` in run `run_id` (the server's own when
+    /// `None`), for the tenant [`with_tenant`](Self::with_tenant) set: the
+    /// registry's outcome as an MCP tool result, or a protocol error for an
+    /// unknown tool.
     pub async fn call(
         &self,
         name: &str,
         arguments: Option<serde_json::Map<String, Value>>,
         run_id: Option<&str>,
     ) -> Result<CallToolResult, ErrorData> {
-        let args = arguments.map_or(Value::Null, Value::Object);
         let run = run_id.unwrap_or(&self.run_id);
-        match self.registry.call(run, name, args).await {
+        self.answer(name, arguments, self.tenant.as_deref(), run)
+            .await
+    }
+
+    async fn answer(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+        tenant: Option<&str>,
+        run: &str,
+    ) -> Result<CallToolResult, ErrorData> {
+        let args = arguments.map_or(Value::Null, Value::Object);
+        match self.registry.call_with(tenant, run, name, args).await {
             Ok(value) => Ok(success(value)),
             Err(ToolError::UnknownTool { name }) => Err(ErrorData::invalid_params(
                 format!("unknown tool `{name}`"),
                 None,
             )),
-            Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(
-                e.model_message(),
-            )])),
+            Err(e) => Ok(error_result(e.model_message())),
         }
     }
 }
@@ -180,6 +262,10 @@ fn success(value: Value) -> CallToolResult {
         result.structured_content = Some(value);
     }
     result
+}
+
+fn error_result(text: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text)])
 }
 
 /// A fresh run id for a handler: `mcp-` and a 128-bit id unique across
@@ -219,27 +305,31 @@ impl<S: Send + Sync + 'static> ServerHandler for McpServer<S> {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let named = meta_run_id(request.meta.as_ref().map(|m| &m.0.0))
-            .or_else(|| meta_run_id(Some(&context.meta.0.0)))
-            .map(str::to_owned);
-        let run = match (named, http_session(&context)) {
-            (Some(run), _) => Some(run),
-            (None, Some(Some(session))) => Some(session),
-            (None, Some(None)) if self.is_write(&request.name) => {
-                return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                    "Error: `{}` changes things and this request belongs to no MCP session, \
-                     so a repeat of it could not be recognised. Send the agent run's id in \
-                     `_meta[\"{RUN_ID_META}\"]`, or use a session.",
+            .or_else(|| meta_run_id(Some(&context.meta.0.0)));
+        let (tenant, run) = match self.bind(named, &context) {
+            Ok(bound) => bound,
+            Err(why) if self.is_write(&request.name) => {
+                let text = format!(
+                    "Error: `{}` changes things and {why}, so a repeat of it could not be \
+                     recognised; it did not run.",
                     request.name
-                ))])
-                .into());
+                );
+                return Ok(error_result(text).into());
             }
-            (None, _) => None,
+            // A read tool keeps no record: any run will do.
+            Err(_) => (
+                self.tenant.as_deref().map(str::to_owned),
+                self.run_id.to_string(),
+            ),
         };
-        self.call(&request.name, request.arguments, run.as_deref())
+        self.answer(&request.name, request.arguments, tenant.as_deref(), &run)
             .await
             .map(CallToolResponse::from)
     }
 }
+
+/// A call's tenant and run.
+type Bound = (Option<String>, String);
 
 impl<S: Send + Sync + 'static> McpServer<S> {
     fn is_write(&self, name: &str) -> bool {
@@ -248,26 +338,57 @@ impl<S: Send + Sync + 'static> McpServer<S> {
             .iter()
             .any(|d| d.name == name && d.kind == crate::tool::ToolKind::Write)
     }
-}
 
-/// Over streamable HTTP, the run of the request's MCP session
-/// (`Some(None)`: a request outside any session); `None` off HTTP.
-#[cfg(feature = "mcp-http")]
-fn http_session(context: &RequestContext<RoleServer>) -> Option<Option<String>> {
-    let parts = context.extensions.get::<::http::request::Parts>()?;
-    Some(
-        parts
+    /// The tenant and run of a request that names run `named`, as in
+    /// [Runs and callers](self#runs-and-callers); or why a write cannot be
+    /// bound to a caller.
+    fn bind(
+        &self,
+        named: Option<&str>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Bound, &'static str> {
+        let tenant = self.tenant.as_deref().map(str::to_owned);
+        #[cfg(feature = "mcp-http")]
+        if let Some(request) = context.extensions.get::<::http::request::Parts>() {
+            return self.bind_http(named, request, tenant);
+        }
+        #[cfg(not(feature = "mcp-http"))]
+        let _ = context;
+        Ok((tenant, named.unwrap_or(&self.run_id).to_owned()))
+    }
+
+    #[cfg(feature = "mcp-http")]
+    fn bind_http(
+        &self,
+        named: Option<&str>,
+        request: &::http::request::Parts,
+        tenant: Option<String>,
+    ) -> Result<Bound, &'static str> {
+        const NO_RUN: &str = "this request belongs to no MCP session and names no run in \
+                              `_meta[\"idem/run_id\"]`";
+        let session = request
             .headers
             .get("mcp-session-id")
             .and_then(|id| id.to_str().ok())
             .filter(|id| !id.is_empty())
-            .map(|id| format!("mcp-session-{id}")),
-    )
-}
-
-#[cfg(not(feature = "mcp-http"))]
-fn http_session(_: &RequestContext<RoleServer>) -> Option<Option<String>> {
-    None
+            .map(|id| format!("mcp-session-{id}"));
+        if let Some(principal) = self.principal.as_ref().and_then(|hook| hook(request)) {
+            let run = named.map(str::to_owned).or(session).ok_or(NO_RUN)?;
+            return Ok((Some(principal), run));
+        }
+        match (named, session) {
+            // The session issued the id (rmcp refuses ids it did not
+            // issue) and holds no `/`: the scoped run is unambiguous.
+            (Some(named), Some(session)) => Ok((tenant, format!("{session}/{named}"))),
+            (None, Some(session)) => Ok((tenant, session)),
+            (Some(_), None) => Err(
+                "the run it names in `_meta[\"idem/run_id\"]` cannot be bound to a caller: \
+                 the request belongs to no MCP session and the server authenticated no \
+                 principal. Use a session, or a server that authenticates its callers",
+            ),
+            (None, None) => Err(NO_RUN),
+        }
+    }
 }
 
 #[cfg(feature = "mcp-http")]

@@ -23,6 +23,12 @@
 //! without a [`RunId`] in its context is refused, and nothing runs: without
 //! a run there is no safe key.
 //!
+//! On a multi-tenant service the context carries the caller as well, a
+//! [`Tenant`] ([`run_context_as`]): the calls are then made with
+//! [`Registry::call_as`], so no two tenants share a record. A registry built
+//! with [`require_tenant`](crate::RegistryBuilder::require_tenant) refuses
+//! calls whose context names none.
+//!
 //! A failed call is a [`ToolExecutionError`] whose model-visible text is
 //! [`ToolError::model_message`], classified for rig (`invalid_args`,
 //! `not_found`, `network` for an unreachable store, `other`) with idem's retry
@@ -47,10 +53,30 @@ impl ContextValue for RunId {
     const KEY: &'static str = "idem/run_id";
 }
 
+/// The tenant (customer, principal) an agent run acts for, carried in the
+/// run's [`ToolContext`] (see [`run_context_as`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tenant(pub String);
+
+impl ContextValue for Tenant {
+    const KEY: &'static str = "idem/tenant";
+}
+
 /// A [`ToolContext`] naming `run_id`, for `AgentRunner::tool_context`.
 pub fn run_context(run_id: &str) -> Result<ToolContext, rig_core::tool::ToolContextError> {
     let mut context = ToolContext::new();
     context.insert(RunId(run_id.to_owned()))?;
+    Ok(context)
+}
+
+/// A [`ToolContext`] naming `run_id` of `tenant`, for
+/// `AgentRunner::tool_context`.
+pub fn run_context_as(
+    tenant: &str,
+    run_id: &str,
+) -> Result<ToolContext, rig_core::tool::ToolContextError> {
+    let mut context = run_context(run_id)?;
+    context.insert(Tenant(tenant.to_owned()))?;
     Ok(context)
 }
 
@@ -77,19 +103,11 @@ impl<S: Send + Sync + 'static> Registry<S> {
                     move |context: &mut ToolContext, args: Value| {
                         let registry = registry.clone();
                         let tool = tool.clone();
-                        let run = context.get::<RunId>();
+                        let caller = context_caller(context, &tool);
                         Box::pin(async move {
-                            let run = match run {
-                                Ok(Some(RunId(run))) if !run.is_empty() => run,
-                                Ok(_) => return Err(no_run(&tool)),
-                                Err(e) => {
-                                    return Err(no_run(&tool).with_model_feedback(format!(
-                                        "the run id in the tool context is unreadable: {e}"
-                                    )));
-                                }
-                            };
+                            let (tenant, run) = caller?;
                             registry
-                                .call(&run, &tool, args)
+                                .call_with(tenant.as_deref(), &run, &tool, args)
                                 .await
                                 .map(ToolOutput::json)
                                 .map_err(|e| execution_error(&e))
@@ -99,6 +117,23 @@ impl<S: Send + Sync + 'static> Registry<S> {
             })
             .collect()
     }
+}
+
+/// The tenant and run a call's context names, or the error for a context
+/// that names no run or holds an unreadable value.
+fn context_caller(
+    context: &ToolContext,
+    tool: &str,
+) -> Result<(Option<String>, String), ToolExecutionError> {
+    let unreadable = |e: rig_core::tool::ToolContextError| {
+        no_run(tool).with_model_feedback(format!("the idem tool context is unreadable: {e}"))
+    };
+    let run = match context.get::<RunId>().map_err(unreadable)? {
+        Some(RunId(run)) if !run.is_empty() => run,
+        _ => return Err(no_run(tool)),
+    };
+    let tenant = context.get::<Tenant>().map_err(unreadable)?;
+    Ok((tenant.map(|Tenant(t)| t), run))
 }
 
 fn no_run(tool: &str) -> ToolExecutionError {

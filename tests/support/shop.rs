@@ -35,11 +35,14 @@ async fn lookup_order(order_id: String) -> Result<String, String> {
 
 /// A registry of `charge_card` and `lookup_order` on a fresh shop.
 pub(crate) fn registry() -> Registry<Shop> {
+    builder().build().expect("registry")
+}
+
+/// The builder of [`registry`], to set more before building.
+pub(crate) fn builder() -> idem::RegistryBuilder<Shop> {
     Registry::builder(Shop::default())
         .tool(charge_card)
         .tool(lookup_order)
-        .build()
-        .expect("registry")
 }
 
 /// How many times `charge_card` really ran.

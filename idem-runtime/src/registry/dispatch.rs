@@ -153,10 +153,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
     /// duplicate gets the recorded result, or
     /// [`ToolError::InFlight`] while the first call still runs.
     pub async fn call(&self, run_id: &str, name: &str, args: Value) -> Result<Value, ToolError> {
-        let caller = self.caller(run_id, None)?;
-        self.tool(name)?
-            .call(&self.inner.shared, caller, args)
-            .await
+        self.call_with(None, run_id, name, args).await
     }
 
     /// [`call`](Self::call) for `tenant` (a customer, a principal): the
@@ -172,7 +169,19 @@ impl<S: Send + Sync + 'static> Registry<S> {
         name: &str,
         args: Value,
     ) -> Result<Value, ToolError> {
-        let caller = self.caller(run_id, Some(tenant))?;
+        self.call_with(Some(tenant), run_id, name, args).await
+    }
+
+    /// [`call`](Self::call) or [`call_as`](Self::call_as), for adapters that
+    /// may or may not know the caller.
+    pub(crate) async fn call_with(
+        &self,
+        tenant: Option<&str>,
+        run_id: &str,
+        name: &str,
+        args: Value,
+    ) -> Result<Value, ToolError> {
+        let caller = self.caller(run_id, tenant)?;
         self.tool(name)?
             .call(&self.inner.shared, caller, args)
             .await
