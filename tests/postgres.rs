@@ -17,6 +17,8 @@ struct PgHarness {
     store: Arc<PostgresStore>,
     client: tokio_postgres::Client,
     schema: String,
+    /// Where the store connects, as whom.
+    url: String,
 }
 
 impl PgHarness {
@@ -30,6 +32,7 @@ impl PgHarness {
             store: Arc::new(store),
             client,
             schema,
+            url: support::postgres_url(),
         })
     }
 }
@@ -42,11 +45,11 @@ impl Harness for PgHarness {
     }
 
     fn server(&self) -> Option<std::net::SocketAddr> {
-        support::url_server(&support::postgres_url())
+        support::url_server(&self.url)
     }
 
     async fn store_via(&self, addr: std::net::SocketAddr) -> Arc<PostgresStore> {
-        let url = support::url_via(&support::postgres_url(), addr);
+        let url = support::url_via(&self.url, addr);
         let options = PostgresOptions::new()
             .schema(&self.schema)
             .purge_interval(None);
@@ -119,6 +122,73 @@ async fn migrations_and_schema_versions() {
     // Table names are checked, never spliced in raw.
     assert!(PostgresStore::schema_sql(&PostgresOptions::new().table("x; DROP TABLE y")).is_err());
     h.cleanup().await;
+}
+
+/// The statements README.md gives ("Least privilege") for `role` on the
+/// table in `schema`: those on the role and schema, and those on the table.
+fn readme_grants(role: &str, schema: &str) -> (String, String) {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("read README.md");
+    let start = readme
+        .find("CREATE ROLE idem_app")
+        .expect("README.md gives the role");
+    let block = &readme[start..start + readme[start..].find("```").expect("end of block")];
+    let block = block
+        .replace("idem_app", role)
+        .replace("SCHEMA public", &format!("SCHEMA {schema}"))
+        .replace(" idem_records", &format!(" {schema}.idem_records"));
+    let (on_table, before): (Vec<&str>, Vec<&str>) =
+        block.lines().partition(|l| l.contains(".idem_records"));
+    (before.join("\n"), on_table.join("\n"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_role_without_create_runs_the_suite_once_the_table_exists() {
+    let Some((client, schema)) = support::postgres_schema().await else {
+        return;
+    };
+    let role = format!("{schema}_app");
+    let admin_url = support::postgres_url();
+    let (scheme, rest) = admin_url.split_once("://").expect("a URL");
+    let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    let role_url = format!("{scheme}://{role}@{host}");
+    let options = PostgresOptions::new().schema(&schema);
+    let (role_grants, table_grants) = readme_grants(&role, &schema);
+    client
+        .batch_execute(&role_grants)
+        .await
+        .expect("the README's role");
+
+    // The role may not create the table: a clear error.
+    let err = PostgresStore::connect_with(&role_url, options.clone())
+        .await
+        .expect_err("no table, no CREATE");
+    assert!(err.to_string().contains("permission denied"), "{err}");
+    // The deploy step, by a role that may; then the grants on the table.
+    PostgresStore::migrate(&admin_url, &options)
+        .await
+        .expect("migrate");
+    client
+        .batch_execute(&table_grants)
+        .await
+        .expect("the README's grants");
+
+    let store = PostgresStore::connect_with(&role_url, options)
+        .await
+        .expect("connect as the role");
+    let harness = PgHarness {
+        store: Arc::new(store),
+        client,
+        schema,
+        url: role_url,
+    };
+    idem::testing::run_all(&harness).await;
+    harness.cleanup().await;
+    harness
+        .client
+        .batch_execute(&format!("DROP ROLE {role}"))
+        .await
+        .expect("DROP ROLE");
 }
 
 #[tokio::test]

@@ -772,6 +772,69 @@ async fn tls_and_credentials_in_the_url() {
     assert!(RedisStore::connect(&url).await.is_err());
 }
 
+/// The ACL line README.md gives ("Least privilege"), for user `user` with
+/// `password` on keys under namespaces matching `namespaces`.
+fn readme_acl_line(user: &str, password: &str, namespaces: &str) -> Vec<String> {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("read README.md");
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("ACL SETUSER "))
+        .expect("README.md gives an ACL SETUSER line");
+    line.split_whitespace()
+        .skip(2)
+        .map(|word| match word {
+            "idem-myapp" => user.to_owned(),
+            ">CHANGE-ME" => format!(">{password}"),
+            "~myapp:idem:*" => format!("~{namespaces}:idem:*"),
+            other => other.to_owned(),
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_conformance_suite_passes_as_a_least_privileged_acl_user() {
+    if !support::redis_binaries() {
+        return;
+    }
+    let server = RedisServer::start(&[]);
+    let mut admin = raw(&server.url()).await;
+    // The suite's namespaces are `idem-test-<hex>`.
+    let rules = readme_acl_line("idem-app", "app-secret", "idem-test-*");
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg(&rules)
+        .query_async(&mut admin)
+        .await
+        .expect("ACL SETUSER");
+    let url = format!("redis://idem-app:app-secret@127.0.0.1:{}", server.port);
+    let store = RedisStore::connect(&url)
+        .await
+        .expect("connect as the ACL user");
+    let harness = RedisHarness {
+        store: Arc::new(store),
+        url: url.clone(),
+    };
+    bounded(
+        "the suite as the ACL user",
+        idem::testing::run_all(&harness),
+    )
+    .await;
+    // The user really is held to its keys and commands.
+    let mut app = raw(&url).await;
+    let other_key: Result<(), _> = redis::cmd("SET")
+        .arg("someone-else:idem:x")
+        .arg("1")
+        .query_async(&mut app)
+        .await;
+    let other_command: Result<Vec<String>, _> =
+        redis::cmd("KEYS").arg("*").query_async(&mut app).await;
+    for denied in [other_key.err(), other_command.err()] {
+        let e = denied.expect("denied to the ACL user");
+        assert!(e.to_string().to_lowercase().contains("noperm"), "{e}");
+    }
+}
+
 #[tokio::test]
 async fn an_evicting_memory_policy_is_detected() {
     if !support::redis_binaries() {

@@ -19,7 +19,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config};
 
 pub use self::options::PostgresOptions;
-use self::pool::{PgManager, connect, connection_lost, pg_error, sql_error};
+use self::pool::{PgError, PgManager, connect, connection_lost, pg_error, sql_error};
 use self::sql::Sql;
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
@@ -87,7 +87,10 @@ macro_rules! with_conn {
 
 impl PostgresStore {
     /// Connects to `postgres://user:password@host:port/database` and
-    /// creates the table if missing.
+    /// creates the table if it is missing (see
+    /// [`PostgresOptions::create_schema`]): once the table exists, the
+    /// role needs no `CREATE` privilege, only `SELECT, INSERT, UPDATE,
+    /// DELETE` on the table and `SELECT` on `<table>_schema`.
     pub async fn connect(url: &str) -> Result<PostgresStore, StoreError> {
         Self::connect_with(url, PostgresOptions::default()).await
     }
@@ -105,10 +108,13 @@ impl PostgresStore {
         // The table must exist before pooled connections prepare their
         // statements: set it up on a connection of its own.
         let mut setup = connect(&config).await.map_err(sql_error)?;
-        if options.create_schema {
-            migrate(&mut setup, &table, &options).await?;
+        match schema_version(&setup, &table).await {
+            Err(e) if options.create_schema && undefined_table(&e) => {
+                migrate(&mut setup, &table, &options).await?;
+                check_version(&setup, &table).await?;
+            }
+            found => checked_version(&table, found)?,
         }
-        check_version(&setup, &table).await?;
         drop(setup);
         let sql = Arc::new(Sql::new(&table));
         let manager = PgManager {
@@ -148,6 +154,20 @@ impl PostgresStore {
             table,
             _purger: purger,
         })
+    }
+
+    /// Creates the table of `options` if it is missing, and checks its
+    /// schema version: the deploy step, run by a role that may `CREATE`,
+    /// so that the application's role needs no more than reading and
+    /// writing rows (README, "Least privilege").
+    pub async fn migrate(url: &str, options: &PostgresOptions) -> Result<(), StoreError> {
+        let table = options.qualified()?;
+        let config: Config = url
+            .parse()
+            .map_err(|e| StoreError::backend(format!("invalid PostgreSQL URL: {e}")))?;
+        let mut client = connect(&config).await.map_err(sql_error)?;
+        migrate(&mut client, &table, options).await?;
+        check_version(&client, &table).await
     }
 
     /// The SQL that creates the table of `options`, for running as a
@@ -223,15 +243,37 @@ async fn migrate(
 }
 
 async fn check_version(client: &Client, table: &str) -> Result<(), StoreError> {
+    checked_version(table, schema_version(client, table).await)
+}
+
+/// The table's schema version, as recorded in `<table>_schema`.
+async fn schema_version(
+    client: &Client,
+    table: &str,
+) -> Result<Option<i32>, tokio_postgres::Error> {
     let row = client
         .query_opt(&format!("SELECT max(version) FROM {table}_schema"), &[])
-        .await
-        .map_err(|e| {
-            StoreError::backend(format!(
-                "cannot read the idem schema version of {table} (run PostgresStore::schema_sql as a migration?): {e}"
-            ))
-        })?;
-    let version: Option<i32> = row.and_then(|r| r.get(0));
+        .await?;
+    Ok(row.and_then(|r| r.get(0)))
+}
+
+/// Whether `e` says a table is missing (SQLSTATE 42P01).
+fn undefined_table(e: &tokio_postgres::Error) -> bool {
+    e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE)
+}
+
+/// `Ok` for the version this code writes; else why the table cannot be used.
+fn checked_version(
+    table: &str,
+    found: Result<Option<i32>, tokio_postgres::Error>,
+) -> Result<(), StoreError> {
+    let version = found.map_err(|e| {
+        StoreError::backend(format!(
+            "cannot read the idem schema version of {table} (run PostgresStore::migrate or \
+             PostgresStore::schema_sql as a migration?): {}",
+            PgError::from(e)
+        ))
+    })?;
     match version {
         Some(SCHEMA_VERSION) => Ok(()),
         Some(newer) if newer > SCHEMA_VERSION => Err(StoreError::backend(format!(

@@ -77,10 +77,32 @@ pub(super) async fn connect(config: &Config) -> Result<Client, tokio_postgres::E
 /// class 08, 57P01-57P03: a terminated backend, a restart, a failover)
 /// are `Unavailable`; other database errors the backend's own.
 pub(super) fn sql_error(e: tokio_postgres::Error) -> StoreError {
-    if connection_lost(&e) {
+    let lost = connection_lost(&e);
+    let e = PgError::from(e);
+    if lost {
         StoreError::unavailable(e)
     } else {
         StoreError::backend(e)
+    }
+}
+
+/// A tokio-postgres error that says what the server said: its own
+/// `Display` of a server error is only "db error".
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub(super) struct PgError {
+    message: String,
+    #[source]
+    source: tokio_postgres::Error,
+}
+
+impl From<tokio_postgres::Error> for PgError {
+    fn from(source: tokio_postgres::Error) -> PgError {
+        let message = match source.as_db_error() {
+            Some(db) => format!("{} {}: {}", db.severity(), db.code().code(), db.message()),
+            None => source.to_string(),
+        };
+        PgError { message, source }
     }
 }
 
