@@ -7,8 +7,9 @@
 //! - [`canonical_json`], [`IdemKey::derive`], [`Scope`]: what an operation's
 //!   identity is (docs/spec.md, "Keys").
 //! - [`IdemStore`] and its backends: [`MemoryStore`] (always), and behind
-//!   features `SqliteStore` (`sqlite`), `PostgresStore` (`postgres`) and
-//!   `RedisStore` (`redis`, `redis-tls`); `testing` (`test-util`) holds
+//!   features `SqliteStore` (`sqlite`), `PostgresStore` (`postgres`,
+//!   `postgres-tls`) and `RedisStore` (`redis`, `redis-tls`); `testing`
+//!   (`test-util`) holds
 //!   the conformance suite every backend passes, and a TCP proxy that cuts,
 //!   stalls and black-holes a store's connections for its fault cases.
 //! - [`ReadTool`], [`WriteTool`]: what the macros implement.

@@ -441,3 +441,124 @@ pub(crate) fn url_via(url: &str, addr: std::net::SocketAddr) -> String {
     };
     format!("{scheme}://{user}{addr}{path}")
 }
+
+/// A PostgreSQL server of the test's own: a cluster made by `initdb` in a
+/// temporary directory, run as the `postgres` user on a free loopback port,
+/// with TLS on the server certificate of `certs` and password (SCRAM)
+/// authentication for user `idem`. Stopped (fast shutdown) when dropped.
+#[cfg(feature = "postgres-tls")]
+pub(crate) struct PgServer {
+    pub(crate) port: u16,
+    child: std::process::Child,
+    _dir: TempDir,
+}
+
+#[cfg(feature = "postgres-tls")]
+impl PgServer {
+    /// `None` (reported) when PostgreSQL's server binaries or its
+    /// `postgres` user are missing.
+    pub(crate) fn start_tls(certs: &Certs, password: &str) -> Option<PgServer> {
+        use std::os::unix::process::CommandExt;
+        let how = "Install PostgreSQL's server (apt-get install postgresql): the test runs initdb as user postgres.";
+        let bindir = Command::new("pg_config").arg("--bindir").output();
+        let ids = ["-u", "-g"].map(|flag| {
+            let out = Command::new("id").args([flag, "postgres"]).output().ok()?;
+            String::from_utf8(out.stdout)
+                .ok()?
+                .trim()
+                .parse::<u32>()
+                .ok()
+        });
+        let (Ok(bindir), [Some(uid), Some(gid)]) = (bindir, ids) else {
+            unavailable("PostgreSQL's server binaries and user postgres", how);
+            return None;
+        };
+        let bin = PathBuf::from(String::from_utf8_lossy(&bindir.stdout).trim());
+        let dir = TempDir::new("pg");
+        let data = dir.0.join("data");
+        std::fs::write(dir.0.join("pw"), password).expect("write the password file");
+        let chown = |path: &std::path::Path| std::os::unix::fs::chown(path, Some(uid), Some(gid));
+        chown(&dir.0).expect("chown");
+        chown(&dir.0.join("pw")).expect("chown");
+        let as_postgres = |program: &str| {
+            let mut cmd = Command::new(bin.join(program));
+            cmd.uid(uid)
+                .gid(gid)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            cmd
+        };
+        let initdb = as_postgres("initdb")
+            .arg("-D")
+            .arg(&data)
+            .args([
+                "-U",
+                "idem",
+                "--auth=scram-sha-256",
+                "--no-sync",
+                "-E",
+                "UTF8",
+                "--locale=C",
+            ])
+            .arg(format!("--pwfile={}", dir.0.join("pw").display()))
+            .status();
+        if !initdb.is_ok_and(|s| s.success()) {
+            unavailable("initdb", how);
+            return None;
+        }
+        for file in ["server.crt", "server.key"] {
+            let to = data.join(file);
+            std::fs::copy(certs.dir.0.join(file), &to).expect("copy the certificate");
+            chown(&to).expect("chown");
+        }
+        std::fs::set_permissions(
+            data.join("server.key"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o600),
+        )
+        .expect("chmod the key");
+        let port = free_port();
+        let child = as_postgres("postgres")
+            .arg("-D")
+            .arg(&data)
+            .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
+            .arg("-c")
+            .arg(format!("unix_socket_directories={}", dir.0.display()))
+            .args([
+                "-c",
+                "ssl=on",
+                "-c",
+                "ssl_cert_file=server.crt",
+                "-c",
+                "ssl_key_file=server.key",
+            ])
+            .args(["-c", "fsync=off"])
+            .spawn()
+            .expect("start postgres");
+        let server = PgServer {
+            port,
+            child,
+            _dir: dir,
+        };
+        for _ in 0..200 {
+            let ready = Command::new(bin.join("pg_isready"))
+                .args(["-q", "-h", "127.0.0.1", "-p", &port.to_string()])
+                .status();
+            if ready.is_ok_and(|s| s.success()) {
+                return Some(server);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("the test's PostgreSQL did not come up on port {port}");
+    }
+}
+
+#[cfg(feature = "postgres-tls")]
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        // SIGINT: a fast shutdown, so no backend or shared memory outlives it.
+        let _ = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}

@@ -10,6 +10,9 @@
 mod options;
 mod pool;
 mod sql;
+#[cfg(feature = "postgres-tls")]
+mod tls;
+mod url;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +22,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config};
 
 pub use self::options::PostgresOptions;
-use self::pool::{PgError, PgManager, connect, connection_lost, pg_error, sql_error};
+use self::pool::{PgError, PgManager, Tls, connect, connection_lost, pg_error, sql_error};
 use self::sql::Sql;
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
@@ -86,7 +89,9 @@ macro_rules! with_conn {
 }
 
 impl PostgresStore {
-    /// Connects to `postgres://user:password@host:port/database` and
+    /// Connects to `postgres://user:password@host:port/database` (or a
+    /// `host=… user=…` string), with TLS as its `sslmode` says (feature
+    /// `postgres-tls`; README, "PostgreSQL over TLS"), and
     /// creates the table if it is missing (see
     /// [`PostgresOptions::create_schema`]): once the table exists, the
     /// role needs no `CREATE` privilege, only `SELECT, INSERT, UPDATE,
@@ -101,13 +106,10 @@ impl PostgresStore {
         options: PostgresOptions,
     ) -> Result<PostgresStore, StoreError> {
         let table = options.qualified()?;
-        let mut config: Config = url
-            .parse()
-            .map_err(|e| StoreError::backend(format!("invalid PostgreSQL URL: {e}")))?;
-        config.connect_timeout(options.connect_timeout);
+        let (config, tls) = connection(url, &options)?;
         // The table must exist before pooled connections prepare their
         // statements: set it up on a connection of its own.
-        let mut setup = connect(&config).await.map_err(sql_error)?;
+        let mut setup = connect(&config, &tls).await.map_err(sql_error)?;
         match schema_version(&setup, &table).await {
             Err(e) if options.create_schema && undefined_table(&e) => {
                 migrate(&mut setup, &table, &options).await?;
@@ -119,6 +121,7 @@ impl PostgresStore {
         let sql = Arc::new(Sql::new(&table));
         let manager = PgManager {
             config,
+            tls,
             sql: sql.clone(),
         };
         let pool = Pool::builder()
@@ -162,10 +165,8 @@ impl PostgresStore {
     /// writing rows (README, "Least privilege").
     pub async fn migrate(url: &str, options: &PostgresOptions) -> Result<(), StoreError> {
         let table = options.qualified()?;
-        let config: Config = url
-            .parse()
-            .map_err(|e| StoreError::backend(format!("invalid PostgreSQL URL: {e}")))?;
-        let mut client = connect(&config).await.map_err(sql_error)?;
+        let (config, tls) = connection(url, options)?;
+        let mut client = connect(&config, &tls).await.map_err(sql_error)?;
         migrate(&mut client, &table, options).await?;
         check_version(&client, &table).await
     }
@@ -220,6 +221,20 @@ impl PostgresStore {
         let changed = with_conn!(self, |conn| conn.client.execute(&conn.settle, &params))?;
         fenced(changed)
     }
+}
+
+/// What `url` and `options` say about connecting: tokio-postgres's
+/// configuration, and the TLS connector its `sslmode` asks for.
+fn connection(url: &str, options: &PostgresOptions) -> Result<(Config, Tls), StoreError> {
+    let read = url::parse(url)?;
+    #[cfg(feature = "postgres-tls")]
+    let root_pem = options.tls_root_ca.as_deref();
+    #[cfg(not(feature = "postgres-tls"))]
+    let root_pem = None;
+    let tls = Tls::new(&read, root_pem)?;
+    let mut config = read.config;
+    config.connect_timeout(options.connect_timeout);
+    Ok((config, tls))
 }
 
 /// Creates the table if missing, serialising concurrent first starts

@@ -24,6 +24,11 @@ pub struct PostgresOptions {
     /// to leave it to [`PostgresStore::purge_expired`](super::PostgresStore::purge_expired) on a schedule of
     /// your own. The task stops when the store is dropped.
     pub purge_interval: Option<Duration>,
+    /// Root certificates (PEM) to check the server's against, for
+    /// `sslmode=verify-ca` and `verify-full` (feature `postgres-tls`);
+    /// else the URL's `sslrootcert`, else the platform's roots.
+    #[cfg(feature = "postgres-tls")]
+    pub tls_root_ca: Option<Vec<u8>>,
 }
 
 impl Default for PostgresOptions {
@@ -35,6 +40,8 @@ impl Default for PostgresOptions {
             connect_timeout: Duration::from_secs(1),
             create_schema: true,
             purge_interval: Some(Duration::from_secs(60)),
+            #[cfg(feature = "postgres-tls")]
+            tls_root_ca: None,
         }
     }
 }
@@ -78,6 +85,13 @@ impl PostgresOptions {
     /// Sets [`purge_interval`](Self::purge_interval).
     pub fn purge_interval(mut self, interval: Option<Duration>) -> Self {
         self.purge_interval = interval;
+        self
+    }
+
+    /// Sets [`tls_root_ca`](Self::tls_root_ca): trust the CA in this PEM.
+    #[cfg(feature = "postgres-tls")]
+    pub fn tls_root_ca(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls_root_ca = Some(pem.into());
         self
     }
 

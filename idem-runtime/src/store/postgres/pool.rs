@@ -5,9 +5,11 @@
 use std::sync::Arc;
 
 use bb8::{ManageConnection, RunError};
-use tokio_postgres::{Client, Config, NoTls, Statement};
+use tokio_postgres::tls::TlsStream;
+use tokio_postgres::{Client, Config, Connection, NoTls, Socket, Statement};
 
 use super::sql::Sql;
+use super::url::ConnectionString;
 use crate::error::StoreError;
 
 /// A pooled connection with every statement prepared.
@@ -24,7 +26,41 @@ pub(super) struct PgConn {
 /// Connects, and prepares the statements on each new connection.
 pub(super) struct PgManager {
     pub(super) config: Config,
+    pub(super) tls: Tls,
     pub(super) sql: Arc<Sql>,
+}
+
+/// How connections are made: plaintext, or TLS (feature `postgres-tls`).
+#[derive(Clone)]
+pub(super) enum Tls {
+    Plain,
+    #[cfg(feature = "postgres-tls")]
+    Rustls(tokio_postgres_rustls::MakeRustlsConnect),
+}
+
+impl Tls {
+    /// The connector `read`'s `sslmode` asks for, trusting `root_pem`
+    /// (else the URL's `sslrootcert`, else the platform's roots).
+    pub(super) fn new(read: &ConnectionString, root_pem: Option<&[u8]>) -> Result<Tls, StoreError> {
+        #[cfg(feature = "postgres-tls")]
+        {
+            let connector = super::tls::connector(read.mode, root_pem, read.root_cert.as_deref())?;
+            Ok(connector.map_or(Tls::Plain, Tls::Rustls))
+        }
+        #[cfg(not(feature = "postgres-tls"))]
+        {
+            use super::url::SslMode;
+            let _ = root_pem;
+            match read.mode {
+                // libpq built without TLS does the same.
+                SslMode::Disable | SslMode::Prefer if read.root_cert.is_none() => Ok(Tls::Plain),
+                _ => Err(StoreError::backend(
+                    "TLS to PostgreSQL (sslmode require, verify-ca, verify-full; sslrootcert) \
+                     needs idem's `postgres-tls` feature",
+                )),
+            }
+        }
+    }
 }
 
 impl ManageConnection for PgManager {
@@ -32,7 +68,7 @@ impl ManageConnection for PgManager {
     type Error = StoreError;
 
     async fn connect(&self) -> Result<PgConn, StoreError> {
-        let client = connect(&self.config).await.map_err(sql_error)?;
+        let client = connect(&self.config, &self.tls).await.map_err(sql_error)?;
         let prepare = async |sql: &str| client.prepare(sql).await.map_err(sql_error);
         Ok(PgConn {
             claim: prepare(&self.sql.claim).await?,
@@ -63,14 +99,25 @@ impl ManageConnection for PgManager {
     }
 }
 
-pub(super) async fn connect(config: &Config) -> Result<Client, tokio_postgres::Error> {
-    let (client, connection) = config.connect(NoTls).await?;
+pub(super) async fn connect(config: &Config, tls: &Tls) -> Result<Client, tokio_postgres::Error> {
+    match tls {
+        Tls::Plain => Ok(spawned(config.connect(NoTls).await?)),
+        #[cfg(feature = "postgres-tls")]
+        Tls::Rustls(make) => Ok(spawned(config.connect(make.clone()).await?)),
+    }
+}
+
+/// The client, its connection driven by a task of its own.
+fn spawned<T>((client, connection): (Client, Connection<Socket, T>)) -> Client
+where
+    T: TlsStream + Unpin + Send + 'static,
+{
     tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::debug!(error = %e, "PostgreSQL connection closed");
         }
     });
-    Ok(client)
+    client
 }
 
 /// Lost connections, and the server shutting a session down (SQLSTATE
@@ -86,8 +133,9 @@ pub(super) fn sql_error(e: tokio_postgres::Error) -> StoreError {
     }
 }
 
-/// A tokio-postgres error that says what the server said: its own
-/// `Display` of a server error is only "db error".
+/// A tokio-postgres error that says what the server said, or what went
+/// wrong on the way: its own `Display` is only "db error", or "error
+/// performing TLS handshake" without the cause.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub(super) struct PgError {
@@ -100,7 +148,17 @@ impl From<tokio_postgres::Error> for PgError {
     fn from(source: tokio_postgres::Error) -> PgError {
         let message = match source.as_db_error() {
             Some(db) => format!("{} {}: {}", db.severity(), db.code().code(), db.message()),
-            None => source.to_string(),
+            // "error performing TLS handshake" says little without its
+            // cause: the whole chain.
+            None => {
+                let mut message = source.to_string();
+                let mut cause = std::error::Error::source(&source);
+                while let Some(e) = cause {
+                    message = format!("{message}: {e}");
+                    cause = e.source();
+                }
+                message
+            }
         };
         PgError { message, source }
     }
