@@ -7,6 +7,7 @@
 //! not take; complete, fail, release and renew are one compare-and-set
 //! `UPDATE` each. Every time is the database's `now()`.
 
+mod error;
 mod options;
 mod pool;
 mod sql;
@@ -21,8 +22,9 @@ use bb8::Pool;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config};
 
+use self::error::{PgError, connection_lost, pg_error, sql_error};
 pub use self::options::PostgresOptions;
-use self::pool::{PgError, PgManager, Tls, connect, connection_lost, pg_error, sql_error};
+use self::pool::{PgManager, Tls, connect};
 use self::sql::Sql;
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};

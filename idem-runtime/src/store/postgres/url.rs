@@ -6,7 +6,7 @@
 use tokio_postgres::Config;
 use tokio_postgres::config::SslMode as PgSslMode;
 
-use super::pool::PgError;
+use super::error::PgError;
 use crate::error::StoreError;
 
 /// How much TLS a connection insists on, and how much of the server's
