@@ -1,7 +1,8 @@
 //! Criterion benchmarks of the hot path: key derivation against its floor
 //! (`serde_json::to_vec` + SHA-256 of the same value), the in-memory store,
-//! and a write tool called through the registry against its body called
-//! directly. `cargo bench --bench idem`; figures in BENCHMARKS.md.
+//! a write tool called through the registry against its body called
+//! directly, and the same calls with results sealed at rest against
+//! without. `cargo bench --bench idem`; figures in BENCHMARKS.md.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -155,5 +156,57 @@ fn registry(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, keys, memory_store, registry);
+/// A receipt of `size` bytes, kept 1 ms (sealing benchmark).
+#[write_tool(ttl = "1ms")]
+async fn receipt(order_id: u64, size: usize, _ctx: &WriteCtx) -> Result<String, String> {
+    Ok(format!("{order_id:0>size$}"))
+}
+
+/// The write path with results sealed (`encrypt_results`) against the
+/// same registry without, in one run: a new operation with a small and a
+/// 4 KiB result, and a replay.
+fn sealing(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let keys = idem::ResultKeys::new("bench", [7; 32]).expect("keys");
+    let registries = [
+        ("plain", Registry::builder(()).tool(receipt).build()),
+        (
+            "sealed",
+            Registry::builder(())
+                .tool(receipt)
+                .encrypt_results(keys)
+                .build(),
+        ),
+    ];
+    let n = AtomicU64::new(0);
+    let mut group = c.benchmark_group("sealing");
+    for (name, registry) in &registries {
+        let registry = registry.as_ref().expect("registry");
+        for size in [8, 4096] {
+            group.bench_function(format!("{name}/call_{size}b"), |b| {
+                b.to_async(&rt).iter_batched(
+                    || json!({"order_id": n.fetch_add(1, Ordering::Relaxed), "size": size}),
+                    |args| async { black_box(registry.call("run-1", "receipt", args).await) },
+                    BatchSize::SmallInput,
+                )
+            });
+        }
+        let replayed = json!({"order_id": u64::MAX, "size": 4096});
+        let first = rt.block_on(registry.call("run-r", "receipt", replayed.clone()));
+        assert!(first.is_ok(), "{first:?}");
+        group.bench_function(format!("{name}/replay_4096b"), |b| {
+            b.to_async(&rt).iter_batched(
+                || replayed.clone(),
+                |args| async { black_box(registry.call("run-r", "receipt", args).await) },
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, keys, memory_store, registry, sealing);
 criterion_main!(benches);

@@ -39,6 +39,7 @@ mod providers;
 mod registry;
 mod render;
 mod schema;
+mod seal;
 pub mod store;
 mod tool;
 mod unique;
@@ -58,6 +59,8 @@ pub use crate::key::{Fingerprint, IdemKey, Scope, ScopeKind};
 pub use crate::providers::{MalformedCall, ToolReply};
 pub use crate::registry::{IntoTool, Registry, RegistryBuilder, valid_tool_name};
 pub use crate::render::RenderError;
+#[cfg(feature = "encryption")]
+pub use crate::seal::{InvalidKeyId, ResultKeys};
 pub use crate::store::memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use crate::store::postgres::{PostgresOptions, PostgresStore};

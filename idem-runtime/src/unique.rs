@@ -1,5 +1,5 @@
 //! Identifiers unique across processes without coordination: lease tokens,
-//! and the run ids the MCP server makes up.
+//! the run ids the MCP server makes up, and the nonces of sealed records.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,4 +25,15 @@ pub(crate) fn unique_id() -> u128 {
     });
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     seed.wrapping_add(u128::from(n))
+}
+
+/// Fills `bytes` from the OS's randomness; without any, with unique ids
+/// (never repeated in this process, and seeded to differ from others').
+#[cfg_attr(not(feature = "encryption"), allow(dead_code))]
+pub(crate) fn fill_random(bytes: &mut [u8]) {
+    if getrandom::fill(bytes).is_err() {
+        for chunk in bytes.chunks_mut(16) {
+            chunk.copy_from_slice(&unique_id().to_le_bytes()[..chunk.len()]);
+        }
+    }
 }

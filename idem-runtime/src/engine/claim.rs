@@ -12,6 +12,7 @@ use super::settings::Resolved;
 use super::task::bounded;
 use crate::error::{StoreError, ToolError};
 use crate::key::{Fingerprint, IdemKey};
+use crate::seal::{Holds, ResultKeys, open};
 use crate::store::{Claim, DynIdemStore, Entry, LeaseToken};
 use crate::tool::OnInFlight;
 
@@ -32,6 +33,7 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
     cfg: &Resolved,
     limit: Duration,
     name: &str,
+    keys: Option<&ResultKeys>,
 ) -> Result<Claimed, ToolError> {
     let store_err = |source: StoreError| ToolError::Store {
         tool: name.to_owned(),
@@ -64,15 +66,20 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
         let answer = match entry {
             Entry::Done { result, .. } => {
                 tracing::info!(tool = name, key = %key, "replayed recorded result");
-                replay::<O>(key, &result).map_err(store_err)
+                open(keys, key, Holds::Result, result)
+                    .and_then(|result| replay::<O>(key, &result))
+                    .map_err(store_err)
             }
             Entry::Failed { error, .. } => {
                 tracing::info!(tool = name, key = %key, "replayed recorded failure");
-                Err(ToolError::Failed {
-                    tool: name.to_owned(),
-                    message: error,
-                    permanent: true,
-                })
+                match open(keys, key, Holds::Error, error) {
+                    Ok(message) => Err(ToolError::Failed {
+                        tool: name.to_owned(),
+                        message,
+                        permanent: true,
+                    }),
+                    Err(e) => Err(store_err(e)),
+                }
             }
             Entry::Running { .. } => {
                 let now = Instant::now();

@@ -22,6 +22,7 @@ use super::settings::Resolved;
 use super::task::bounded;
 use crate::error::StoreError;
 use crate::key::IdemKey;
+use crate::seal::{Holds, ResultKeys, seal};
 use crate::store::{DynIdemStore, LeaseToken};
 
 /// The first pause between two tries of a failed store operation.
@@ -50,6 +51,8 @@ pub(crate) struct Site<'a> {
     pub(crate) limit: Duration,
     /// The tool's name, for logs and errors.
     pub(crate) tool: &'a str,
+    /// What seals the payloads written.
+    pub(crate) keys: Option<&'a ResultKeys>,
 }
 
 /// One call's hold on its claim.
@@ -90,6 +93,11 @@ impl<'a> Hold<'a> {
             lost,
             taken_over: AtomicBool::new(false),
         }
+    }
+
+    /// `text` as the payload to write: sealed when the registry has keys.
+    pub(crate) fn sealed(&self, holds: Holds, text: String) -> String {
+        seal(self.site.keys, self.key, holds, text)
     }
 
     pub(crate) fn store(&self) -> &'a dyn DynIdemStore {

@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::hold::{Hold, Window};
 use super::task::panicked;
 use crate::error::{StoreError, ToolError};
+use crate::seal::Holds;
 use crate::tool::WriteTool;
 
 /// Records what the body did and answers the caller.
@@ -82,9 +83,10 @@ async fn record_result(hold: &Hold<'_>, value: Value) -> Result<Value, ToolError
         return Ok(value);
     }
     let ttl = hold.ttl();
+    let payload = hold.sealed(Holds::Result, text);
     match hold
         .settle("complete", Window::MaxHold, || {
-            hold.store().dyn_complete(key, hold.token(), &text, ttl)
+            hold.store().dyn_complete(key, hold.token(), &payload, ttl)
         })
         .await
     {
@@ -122,9 +124,10 @@ async fn record_result(hold: &Hold<'_>, value: Value) -> Result<Value, ToolError
 /// could not be done.
 async fn record_failure(hold: &Hold<'_>, message: &str) {
     let (name, key, ttl) = (hold.tool(), hold.key(), hold.ttl());
+    let payload = hold.sealed(Holds::Error, message.to_owned());
     match hold
         .settle("fail", Window::MaxHold, || {
-            hold.store().dyn_fail(key, hold.token(), message, ttl)
+            hold.store().dyn_fail(key, hold.token(), &payload, ttl)
         })
         .await
     {

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::args::ArgLimits;
 use crate::key::ScopeKind;
+use crate::seal::ResultKeys;
 use crate::store::DynIdemStore;
 use crate::tool::{OnInFlight, WriteOptions};
 
@@ -29,6 +30,8 @@ pub(crate) struct Shared<S> {
     pub(crate) defaults: Defaults,
     /// Every call must name a tenant.
     pub(crate) require_tenant: bool,
+    /// Seal recorded results and errors with these.
+    pub(crate) result_keys: Option<Arc<ResultKeys>>,
 }
 
 /// Registry-wide defaults of the write settings.

@@ -38,6 +38,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
         cfg,
         shared.store_timeout,
         name,
+        shared.result_keys.as_deref(),
     )
     .await?
     {
@@ -59,6 +60,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
         cfg,
         limit: shared.store_timeout,
         tool: name,
+        keys: shared.result_keys.as_deref(),
     };
     let hold = Hold::new(site, ctx.idem_key(), token, claimed_at, lost_tx);
     let work = async {

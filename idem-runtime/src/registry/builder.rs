@@ -11,6 +11,7 @@ use super::entry::ErasedTool;
 use super::into_tool::IntoTool;
 use crate::engine::{Defaults, MAX_ARGS_DEPTH, Shared};
 use crate::error::RegistryError;
+use crate::seal::ResultKeys;
 use crate::store::memory::MemoryStore;
 use crate::store::{DynIdemStore, IdemStore};
 use crate::tool::OnInFlight;
@@ -26,6 +27,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
             defaults: Defaults::default(),
             store_timeout: Duration::from_secs(1),
             require_tenant: false,
+            result_keys: None,
             tools: Vec::new(),
         }
     }
@@ -39,6 +41,7 @@ pub struct RegistryBuilder<S> {
     defaults: Defaults,
     store_timeout: Duration,
     require_tenant: bool,
+    result_keys: Option<Arc<ResultKeys>>,
     tools: Vec<Box<dyn ErasedTool<S>>>,
 }
 
@@ -53,6 +56,16 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
     /// An already erased store, shared with other registries.
     pub fn shared_store(mut self, store: Arc<dyn DynIdemStore>) -> Self {
         self.store = Some(store);
+        self
+    }
+
+    /// Encrypts every recorded result and error with `keys` (feature
+    /// `encryption`; module docs of [`ResultKeys`]): the store holds
+    /// hashes and ciphertext only, and a record that does not open under
+    /// the keys is an error, never a run.
+    #[cfg(feature = "encryption")]
+    pub fn encrypt_results(mut self, keys: ResultKeys) -> Self {
+        self.result_keys = Some(Arc::new(keys));
         self
     }
 
@@ -192,6 +205,7 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
                     store_timeout: self.store_timeout,
                     defaults: self.defaults,
                     require_tenant: self.require_tenant,
+                    result_keys: self.result_keys,
                 },
                 tools,
                 by_name,

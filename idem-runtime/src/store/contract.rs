@@ -39,14 +39,15 @@ pub enum Entry {
     },
     /// A recorded result.
     Done {
-        /// The result as JSON text.
+        /// The result as JSON text (sealed, when the registry encrypts
+        /// results: docs/spec.md, "Sealed payloads").
         result: String,
         /// The fingerprint of the arguments that produced it.
         fingerprint: Fingerprint,
     },
     /// A recorded permanent failure.
     Failed {
-        /// The error's text.
+        /// The error's text (sealed, when the registry encrypts results).
         error: String,
         /// The fingerprint of the arguments that produced it.
         fingerprint: Fingerprint,

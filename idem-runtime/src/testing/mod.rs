@@ -68,6 +68,7 @@ macro_rules! __idem_with_cases {
             claims_after_a_release_have_one_winner,
             registry_records_any_error_text,
             registry_result_too_large_is_never_run_again,
+            registry_sealed_records_are_ciphertext_and_authenticated,
             net_cut_connections_lose_nothing,
             net_stalled_renewal_does_not_block_the_body,
             net_slow_record_is_retried_until_it_lands,

@@ -1,12 +1,14 @@
 //! The conformance cases; each takes the harness and panics on a
 //! violation: `store` (the operations of the contract), `registry` (write
-//! tools over the store) and `network` (real network faults between store
-//! and server).
+//! tools over the store), `sealed` (records encrypted at rest) and
+//! `network` (real network faults between store and server).
 
 mod network;
 mod registry;
+mod sealed;
 mod store;
 
 pub use self::network::*;
 pub use self::registry::*;
+pub use self::sealed::*;
 pub use self::store::*;
