@@ -8,28 +8,13 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
-
 use idem::testing::Counter;
 use idem::{PostgresOptions, PostgresStore, Registry};
 use serde_json::json;
-use support::{Certs, PgServer};
+use support::{Certs, Logs, PgServer};
 
 const PASSWORD: &str = "pg-S3CRET-41d9";
 const WRONG_PASSWORD: &str = "hunter2-S3CRET-77c1";
-
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Lines {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// The test's server: its URL for `sslmode` (with `more` parameters), as
 /// user `idem` with `password`, on `host`.
@@ -98,14 +83,7 @@ async fn runs_once(store: PostgresStore, run: &str) -> Registry<()> {
 
 #[tokio::test]
 async fn every_sslmode_against_a_private_ca_and_the_password_nowhere() {
-    let lines = Lines::default();
-    let writer = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (logs, _guard) = Logs::capture(tracing::Level::TRACE);
     let Some(certs) = Certs::generate() else {
         return;
     };
@@ -116,7 +94,7 @@ async fn every_sslmode_against_a_private_ca_and_the_password_nowhere() {
     modes_connect_as_libpq_says(&server).await;
     let errors = refusals(&server).await;
 
-    let logs = String::from_utf8(lines.0.lock().expect("lock").clone()).expect("utf-8");
+    let logs = logs.text();
     assert!(
         logs.contains("claim acquired"),
         "the logs were captured:\n{logs}"

@@ -5,7 +5,9 @@
 //! below only. Alone in its own test binary: tracing caches per-callsite
 //! interest process-wide.
 
-use std::sync::{Arc, Mutex};
+mod support;
+
+use std::sync::Arc;
 
 use idem::prelude::*;
 use idem::{Entry, IdemStore, MemoryStore};
@@ -38,30 +40,9 @@ async fn count(card: String, ctx: &WriteCtx) -> Result<u64, String> {
     Ok(1)
 }
 
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Lines {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn secrets_appear_only_at_debug_and_below() {
-    let lines = Lines::default();
-    let writer = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .without_time()
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (logs, _guard) = support::Logs::capture(tracing::Level::TRACE);
 
     let store = Arc::new(MemoryStore::new());
     let registry = Registry::builder(())
@@ -111,7 +92,7 @@ async fn secrets_appear_only_at_debug_and_below() {
         Ok(v) => panic!("a result that does not fit was replayed: {v}"),
     }
 
-    let text = String::from_utf8(lines.0.lock().expect("lock").clone()).expect("utf-8");
+    let text = logs.text();
     let mut at_debug = 0;
     for line in text.lines().filter(|l| l.contains(MARKER)) {
         let level = line.split_whitespace().next().unwrap_or("");

@@ -2,6 +2,8 @@
 //! Alone in its own test binary: tracing caches per-callsite interest
 //! process-wide, which concurrent tests without a subscriber would race.
 
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,28 +13,7 @@ use serde_json::json;
 
 #[tokio::test]
 async fn tracing_reports_replays_with_tool_and_key() {
-    use std::io::Write;
-    use std::sync::Mutex;
-
-    #[derive(Clone, Default)]
-    struct Buf(Arc<Mutex<Vec<u8>>>);
-    impl Write for Buf {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().expect("lock").extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let buf = Buf::default();
-    let writer = buf.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (logs, _guard) = support::Logs::capture(tracing::Level::DEBUG);
     let registry = Registry::builder(())
         .tool(Counter::new(Duration::ZERO, WriteOptions::new()))
         .build()
@@ -92,7 +73,7 @@ async fn tracing_reports_replays_with_tool_and_key() {
         .identify("r", "counter", json!({"n": 1}))
         .expect("id")
         .expect("write");
-    let log = String::from_utf8(buf.0.lock().expect("lock").clone()).expect("utf-8");
+    let log = logs.text();
     for event in [
         "claim acquired",
         "result recorded",

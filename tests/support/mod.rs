@@ -562,3 +562,41 @@ impl Drop for PgServer {
         let _ = self.child.wait();
     }
 }
+
+/// Every tracing event of this thread from `level` up, captured as text
+/// for as long as the guard lives (tests that read their logs; each alone
+/// in its test binary, since tracing caches per-callsite interest
+/// process-wide).
+pub(crate) struct Logs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Logs {
+    pub(crate) fn capture(level: tracing::Level) -> (Logs, tracing::subscriber::DefaultGuard) {
+        let buffer = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let writer = LogWriter(buffer.clone());
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_ansi(false)
+            .without_time()
+            .with_writer(move || writer.clone())
+            .finish();
+        (Logs(buffer), tracing::subscriber::set_default(subscriber))
+    }
+
+    /// What was logged so far.
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8(self.0.lock().expect("lock").clone()).expect("UTF-8 logs")
+    }
+}
+
+#[derive(Clone)]
+struct LogWriter(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
