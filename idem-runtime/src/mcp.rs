@@ -306,8 +306,9 @@ impl<S: Send + Sync + 'static> ServerHandler for McpServer<S> {
     ) -> Result<CallToolResponse, ErrorData> {
         let named = meta_run_id(request.meta.as_ref().map(|m| &m.0.0))
             .or_else(|| meta_run_id(Some(&context.meta.0.0)));
-        let (tenant, run) = match self.bind(named, &context) {
-            Ok(bound) => bound,
+        let Bound { tenant, run } = self.bind(named, &context);
+        let run = match run {
+            Ok(run) => run,
             Err(why) if self.is_write(&request.name) => {
                 let text = format!(
                     "Error: `{}` changes things and {why}, so a repeat of it could not be \
@@ -317,10 +318,7 @@ impl<S: Send + Sync + 'static> ServerHandler for McpServer<S> {
                 return Ok(error_result(text).into());
             }
             // A read tool keeps no record: any run will do.
-            Err(_) => (
-                self.tenant.as_deref().map(str::to_owned),
-                self.run_id.to_string(),
-            ),
+            Err(_) => self.run_id.to_string(),
         };
         self.answer(&request.name, request.arguments, tenant.as_deref(), &run)
             .await
@@ -328,8 +326,11 @@ impl<S: Send + Sync + 'static> ServerHandler for McpServer<S> {
     }
 }
 
-/// A call's tenant and run.
-type Bound = (Option<String>, String);
+/// A call's tenant, and its run or why it has none a write could use.
+struct Bound {
+    tenant: Option<String>,
+    run: Result<String, &'static str>,
+}
 
 impl<S: Send + Sync + 'static> McpServer<S> {
     fn is_write(&self, name: &str) -> bool {
@@ -340,13 +341,8 @@ impl<S: Send + Sync + 'static> McpServer<S> {
     }
 
     /// The tenant and run of a request that names run `named`, as in
-    /// [Runs and callers](self#runs-and-callers); or why a write cannot be
-    /// bound to a caller.
-    fn bind(
-        &self,
-        named: Option<&str>,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<Bound, &'static str> {
+    /// [Runs and callers](self#runs-and-callers).
+    fn bind(&self, named: Option<&str>, context: &RequestContext<RoleServer>) -> Bound {
         let tenant = self.tenant.as_deref().map(str::to_owned);
         #[cfg(feature = "mcp-http")]
         if let Some(request) = context.extensions.get::<::http::request::Parts>() {
@@ -354,7 +350,8 @@ impl<S: Send + Sync + 'static> McpServer<S> {
         }
         #[cfg(not(feature = "mcp-http"))]
         let _ = context;
-        Ok((tenant, named.unwrap_or(&self.run_id).to_owned()))
+        let run = Ok(named.unwrap_or(&self.run_id).to_owned());
+        Bound { tenant, run }
     }
 
     #[cfg(feature = "mcp-http")]
@@ -363,7 +360,7 @@ impl<S: Send + Sync + 'static> McpServer<S> {
         named: Option<&str>,
         request: &::http::request::Parts,
         tenant: Option<String>,
-    ) -> Result<Bound, &'static str> {
+    ) -> Bound {
         const NO_RUN: &str = "this request belongs to no MCP session and names no run in \
                               `_meta[\"idem/run_id\"]`";
         let session = request
@@ -373,21 +370,25 @@ impl<S: Send + Sync + 'static> McpServer<S> {
             .filter(|id| !id.is_empty())
             .map(|id| format!("mcp-session-{id}"));
         if let Some(principal) = self.principal.as_ref().and_then(|hook| hook(request)) {
-            let run = named.map(str::to_owned).or(session).ok_or(NO_RUN)?;
-            return Ok((Some(principal), run));
+            let run = named.map(str::to_owned).or(session).ok_or(NO_RUN);
+            return Bound {
+                tenant: Some(principal),
+                run,
+            };
         }
-        match (named, session) {
+        let run = match (named, session) {
             // The session issued the id (rmcp refuses ids it did not
             // issue) and holds no `/`: the scoped run is unambiguous.
-            (Some(named), Some(session)) => Ok((tenant, format!("{session}/{named}"))),
-            (None, Some(session)) => Ok((tenant, session)),
+            (Some(named), Some(session)) => Ok(format!("{session}/{named}")),
+            (None, Some(session)) => Ok(session),
             (Some(_), None) => Err(
                 "the run it names in `_meta[\"idem/run_id\"]` cannot be bound to a caller: \
                  the request belongs to no MCP session and the server authenticated no \
                  principal. Use a session, or a server that authenticates its callers",
             ),
             (None, None) => Err(NO_RUN),
-        }
+        };
+        Bound { tenant, run }
     }
 }
 
