@@ -176,3 +176,28 @@ async fn calls_without_an_id_or_a_name_are_refused_not_run() {
     );
     assert_eq!(executions(&registry), 0);
 }
+
+#[tokio::test]
+async fn blocks_of_another_type_are_refused_not_run() {
+    let registry = registry();
+    let args = json!({"order_id": "o-1", "amount": 4200});
+    let server_tool = json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "charge_card", "input": args});
+    let err = registry
+        .anthropic_tool_use("run-42", &server_tool)
+        .await
+        .expect_err("a server tool's block");
+    assert_eq!(
+        err.to_string(),
+        "not an Anthropic tool_use block: its `type` is \"server_tool_use\", not \"tool_use\""
+    );
+    let custom = json!({"id": "call_1", "type": "custom", "function": {"name": "charge_card", "arguments": args.to_string()}});
+    assert!(registry.openai_tool_call("run-42", &custom).await.is_err());
+    let output = json!({"type": "function_call_output", "call_id": "c1", "name": "charge_card", "arguments": args.to_string()});
+    assert!(
+        registry
+            .openai_function_call("run-42", &output)
+            .await
+            .is_err()
+    );
+    assert_eq!(executions(&registry), 0);
+}

@@ -80,6 +80,21 @@ fn string<'a>(
     }
 }
 
+/// Refuses a payload whose `type` names another kind of block than
+/// `expected` (an Anthropic `server_tool_use`, an OpenAI `custom` tool
+/// call): answering it as a tool call would run a tool nobody called. A
+/// payload without a `type` is taken as what the helper reads.
+fn kind(value: &Value, expected: &str, shape: &'static str) -> Result<(), MalformedCall> {
+    match value.get("type") {
+        None => Ok(()),
+        Some(Value::String(found)) if found == expected => Ok(()),
+        Some(found) => Err(MalformedCall {
+            shape,
+            problem: format!("its `type` is {found}, not \"{expected}\""),
+        }),
+    }
+}
+
 /// A result as the text providers (and MCP's text content) carry: a
 /// string as itself, anything else as JSON.
 pub(crate) fn result_text(value: &Value) -> String {
@@ -111,6 +126,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
         run_id: &str,
         call: &Value,
     ) -> Result<ToolReply, MalformedCall> {
+        kind(call, "function", OPENAI_CHAT)?;
         let id = string(call, &["id"], OPENAI_CHAT)?;
         let name = string(call, &["function", "name"], OPENAI_CHAT)?;
         let args = call
@@ -132,6 +148,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
         run_id: &str,
         item: &Value,
     ) -> Result<ToolReply, MalformedCall> {
+        kind(item, "function_call", OPENAI_RESPONSES)?;
         let call_id = string(item, &["call_id"], OPENAI_RESPONSES)?;
         let name = string(item, &["name"], OPENAI_RESPONSES)?;
         let args = item.get("arguments").cloned().unwrap_or(Value::Null);
@@ -151,6 +168,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
         run_id: &str,
         block: &Value,
     ) -> Result<ToolReply, MalformedCall> {
+        kind(block, "tool_use", ANTHROPIC)?;
         let id = string(block, &["id"], ANTHROPIC)?;
         let name = string(block, &["name"], ANTHROPIC)?;
         let input = block.get("input").cloned().unwrap_or(Value::Null);
