@@ -316,9 +316,9 @@ fn definitions_describe_every_tool() {
                 "query": {"type": "string", "description": "Words to look for."},
                 "limit": {
                     "type": ["integer", "null"],
-                    "format": "uint32",
                     "minimum": 0,
-                    "description": "At most this many hits (default 10)."
+                    "description": "At most this many hits (default 10).",
+                    "maximum": u32::MAX
                 }
             },
             "required": ["query"]

@@ -218,3 +218,75 @@ fn gemini_has_no_refs_or_json_schema_only_keywords() {
     }
     walk(&registry(true).gemini_tools());
 }
+
+/// Numbers of every width.
+#[read_tool]
+async fn measure(
+    small: u8,
+    signed: i16,
+    count: u32,
+    big: u64,
+    delta: i64,
+    ratio: f64,
+    share: f32,
+) -> Result<f64, String> {
+    Ok(f64::from(small)
+        + f64::from(signed)
+        + f64::from(count)
+        + big as f64
+        + delta as f64
+        + ratio
+        + f64::from(share))
+}
+
+/// Every `format` keyword in `schema`, anywhere.
+fn formats(schema: &Value, found: &mut Vec<String>) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::String(format)) = map.get("format") {
+                found.push(format.clone());
+            }
+            map.values().for_each(|v| formats(v, found));
+        }
+        Value::Array(items) => items.iter().for_each(|v| formats(v, found)),
+        _ => {}
+    }
+}
+
+#[test]
+fn rust_number_formats_never_reach_a_schema_and_ranges_stay() {
+    let registry = Registry::builder(())
+        .tool(measure)
+        .build()
+        .expect("registry");
+    let rendered = [
+        registry.openai_tools(),
+        registry.openai_tools_strict().expect("strict"),
+        registry.anthropic_tools(),
+        registry.gemini_tools(),
+        registry.mcp_tools(),
+    ];
+    for schema in &rendered {
+        let mut found = Vec::new();
+        formats(schema, &mut found);
+        assert!(found.is_empty(), "formats {found:?} in {schema:#}");
+    }
+    let mcp = registry.mcp_tools();
+    let properties = &mcp[0]["inputSchema"]["properties"];
+    assert_eq!(
+        (
+            &properties["small"]["minimum"],
+            &properties["small"]["maximum"]
+        ),
+        (&json!(0), &json!(255))
+    );
+    assert_eq!(
+        (
+            &properties["signed"]["minimum"],
+            &properties["signed"]["maximum"]
+        ),
+        (&json!(-32768), &json!(32767))
+    );
+    assert_eq!(properties["big"]["minimum"], json!(0));
+    assert!(properties["ratio"].get("maximum").is_none());
+}
