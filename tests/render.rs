@@ -290,3 +290,43 @@ fn rust_number_formats_never_reach_a_schema_and_ranges_stay() {
     assert_eq!(properties["big"]["minimum"], json!(0));
     assert!(properties["ratio"].get("maximum").is_none());
 }
+
+#[test]
+fn openai_responses_tools_are_the_chat_tools_flattened() {
+    let registry = registry(false);
+    let pairs = [
+        (
+            registry.openai_tools(),
+            registry.openai_responses_tools(),
+            false,
+        ),
+        (
+            registry.openai_tools_strict().expect("strict"),
+            registry.openai_responses_tools_strict().expect("strict"),
+            true,
+        ),
+    ];
+    for (chat, responses, strict) in pairs {
+        let chat = chat.as_array().expect("array").clone();
+        let responses = responses.as_array().expect("array").clone();
+        assert_eq!(chat.len(), responses.len());
+        for (chat, responses) in chat.iter().zip(&responses) {
+            let function = &chat["function"];
+            assert_eq!(
+                responses,
+                &json!({
+                    "type": "function",
+                    "name": function["name"],
+                    "description": function["description"],
+                    "parameters": function["parameters"],
+                    "strict": strict,
+                })
+            );
+        }
+    }
+    // What strict mode cannot express is refused here too.
+    let err = self::registry(true)
+        .openai_responses_tools_strict()
+        .expect_err("a free-form map");
+    assert_eq!(err.tool, "tag");
+}

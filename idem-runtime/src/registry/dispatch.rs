@@ -89,6 +89,22 @@ impl<S: Send + Sync + 'static> Registry<S> {
             .map(Value::Array)
     }
 
+    /// The tools for the OpenAI Responses API's `tools` (`"strict":
+    /// false`).
+    pub fn openai_responses_tools(&self) -> Value {
+        self.render(ToolDef::openai_responses)
+    }
+
+    /// The tools for the OpenAI Responses API with `"strict": true`: fails,
+    /// naming the tool and field, if a schema cannot be strict.
+    pub fn openai_responses_tools_strict(&self) -> Result<Value, RenderError> {
+        self.definitions()
+            .iter()
+            .map(ToolDef::openai_responses_strict)
+            .collect::<Result<Vec<_>, _>>()
+            .map(Value::Array)
+    }
+
     /// The tools for Anthropic Messages' `tools`.
     pub fn anthropic_tools(&self) -> Value {
         self.render(ToolDef::anthropic)

@@ -1,6 +1,6 @@
-//! OpenAI Chat Completions' tool format, plain and strict (structured
-//! outputs): the strict form closes every object and makes every property
-//! required, or says which field it cannot express.
+//! OpenAI's tool formats, Chat Completions' and the Responses API's, plain
+//! and strict (structured outputs): the strict form closes every object and
+//! makes every property required, or says which field it cannot express.
 
 use serde_json::{Map, Value, json};
 
@@ -29,6 +29,46 @@ impl ToolDef {
     /// mode cannot express the schema: a map with free-form keys, a value of
     /// any type, `allOf`.
     pub fn openai_strict(&self) -> Result<Value, RenderError> {
+        Ok(json!({
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.strict_parameters()?,
+                "strict": true,
+            }
+        }))
+    }
+
+    /// The OpenAI Responses API: `{"type": "function", name, description,
+    /// parameters, "strict": false}` (the API's default is strict, which
+    /// the plain schema may not meet; see
+    /// [`openai_responses_strict`](Self::openai_responses_strict)).
+    pub fn openai_responses(&self) -> Value {
+        json!({
+            "type": "function",
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.input_schema,
+            "strict": false,
+        })
+    }
+
+    /// The OpenAI Responses API with `"strict": true`: the parameters as
+    /// [`openai_strict`](Self::openai_strict) makes them, or why they
+    /// cannot be.
+    pub fn openai_responses_strict(&self) -> Result<Value, RenderError> {
+        Ok(json!({
+            "type": "function",
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.strict_parameters()?,
+            "strict": true,
+        }))
+    }
+
+    /// The input schema made strict, its `$defs` too.
+    fn strict_parameters(&self) -> Result<Value, RenderError> {
         let mut parameters = self.input_schema.clone();
         strict(&mut parameters, ".").map_err(|(field, reason)| RenderError {
             tool: self.name.clone(),
@@ -44,15 +84,7 @@ impl ToolDef {
                 })?;
             }
         }
-        Ok(json!({
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": parameters,
-                "strict": true,
-            }
-        }))
+        Ok(parameters)
     }
 }
 
