@@ -81,14 +81,41 @@ async fn a_rig_agent_repeating_a_write_runs_it_once() {
 }
 
 #[tokio::test]
-async fn without_a_run_id_nothing_runs_and_the_model_is_told() {
+async fn without_a_run_id_writes_do_not_run_and_the_model_reads_a_neutral_note() {
     let registry = registry();
     let transcript = run(&registry, ToolContext::new()).await;
     assert_eq!(executions(&registry), 0);
     assert!(
-        transcript.contains("without an idem run id"),
+        transcript.contains("not available right now"),
         "{transcript}"
     );
+    // The fix is for the developer (in the logs and the error), not the model.
+    assert!(!transcript.contains("tool_context"), "{transcript}");
+}
+
+#[tokio::test]
+async fn read_tools_need_no_run_and_tools_can_be_picked() {
+    let registry = registry();
+    let model = MockCompletionModel::from_turns([
+        MockTurn::tool_call("call_1", "lookup_order", json!({"order_id": "o-7"})),
+        MockTurn::text("It awaits payment."),
+    ]);
+    let lookup = registry
+        .rig_tool("lookup_order")
+        .expect("a registered tool");
+    let agent = AgentBuilder::new(model).dynamic_tools(vec![lookup]).build();
+    let response = agent
+        .prompt(Message::user("Where is order o-7?"))
+        .max_turns(3)
+        .run()
+        .await
+        .expect("agent run");
+    let transcript = serde_json::to_string(&response.messages).expect("transcript");
+    assert!(transcript.contains("o-7: awaiting payment"), "{transcript}");
+    assert!(matches!(
+        registry.rig_tool("refund"),
+        Err(idem::rig::RigToolError::UnknownTool(name)) if name == "refund"
+    ));
 }
 
 #[tokio::test]

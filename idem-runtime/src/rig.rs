@@ -1,11 +1,12 @@
 //! The registry's tools as [rig](https://docs.rs/rig-core) tools (feature
 //! `rig`, rig-core 0.44 with its agent in `rig-agent`).
 //!
-//! [`Registry::rig_tools`] gives one [`DynamicTool`] per registered tool:
-//! its definition is the tool's name, description and input schema, and
-//! its calls go through [`Registry::call`], so a rig agent's repeated
-//! writes run once. The run scoping the keys travels in the agent run's
-//! [`ToolContext`] as a [`RunId`]:
+//! [`Registry::rig_tools`] gives one [`DynamicTool`] per registered tool
+//! ([`Registry::rig_tool`] one of them, to hand rig only some): its
+//! definition is the tool's name, description and input schema, and its
+//! calls go through [`Registry::call`], so a rig agent's repeated writes run
+//! once. The run scoping the keys travels in the agent run's
+//! [`ToolContext`] as an [`IdemRun`]:
 //!
 //! ```ignore
 //! let agent = rig_agent::agent::AgentBuilder::new(model)
@@ -19,12 +20,14 @@
 //! ```
 //!
 //! Use the same run id when the agent retries a turn or resumes a run
-//! after a crash: that is what makes the repeated calls replays. A call
-//! without a [`RunId`] in its context is refused, and nothing runs: without
-//! a run there is no safe key.
+//! after a crash: that is what makes the repeated calls replays. A write
+//! tool called without an [`IdemRun`] in its context does not run: without
+//! a run there is no safe key. The omission is logged (an error naming the
+//! tool and the fix), and the model reads only that the action is
+//! unavailable and should not be retried. Read tools need no run.
 //!
-//! On a multi-tenant service the context carries the caller as well, a
-//! [`Tenant`] ([`run_context_as`]): the calls are then made with
+//! On a multi-tenant service the context carries the caller as well, an
+//! [`IdemTenant`] ([`run_context_as`]): the calls are then made with
 //! [`Registry::call_as`], so no two tenants share a record. A registry built
 //! with [`require_tenant`](crate::RegistryBuilder::require_tenant) refuses
 //! calls whose context names none.
@@ -47,25 +50,25 @@ use crate::registry::Registry;
 /// The agent run a rig tool call belongs to, carried in the run's
 /// [`ToolContext`] (see [`run_context`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunId(pub String);
+pub struct IdemRun(pub String);
 
-impl ContextValue for RunId {
+impl ContextValue for IdemRun {
     const KEY: &'static str = "idem/run_id";
 }
 
 /// The tenant (customer, principal) an agent run acts for, carried in the
 /// run's [`ToolContext`] (see [`run_context_as`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Tenant(pub String);
+pub struct IdemTenant(pub String);
 
-impl ContextValue for Tenant {
+impl ContextValue for IdemTenant {
     const KEY: &'static str = "idem/tenant";
 }
 
 /// A [`ToolContext`] naming `run_id`, for `AgentRunner::tool_context`.
 pub fn run_context(run_id: &str) -> Result<ToolContext, rig_core::tool::ToolContextError> {
     let mut context = ToolContext::new();
-    context.insert(RunId(run_id.to_owned()))?;
+    context.insert(IdemRun(run_id.to_owned()))?;
     Ok(context)
 }
 
@@ -76,75 +79,110 @@ pub fn run_context_as(
     run_id: &str,
 ) -> Result<ToolContext, rig_core::tool::ToolContextError> {
     let mut context = run_context(run_id)?;
-    context.insert(Tenant(tenant.to_owned()))?;
+    context.insert(IdemTenant(tenant.to_owned()))?;
     Ok(context)
 }
 
-/// A registered tool that rig cannot name: an empty name.
+/// Why a registered tool cannot be handed to rig.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("tool name `{0}` is not a rig tool name")]
-pub struct RigToolName(pub String);
+#[non_exhaustive]
+pub enum RigToolError {
+    /// rig cannot name it (an empty name).
+    #[error("tool name `{0}` is not a rig tool name")]
+    InvalidName(String),
+    /// No tool of that name is registered.
+    #[error("no tool `{0}` is registered")]
+    UnknownTool(String),
+}
+
+/// The run of read tools called without one: they keep no record.
+const NO_RUN: &str = "rig:no-run";
 
 impl<S: Send + Sync + 'static> Registry<S> {
     /// Every registered tool as a rig [`DynamicTool`]: see the
     /// [module docs](crate::rig).
-    pub fn rig_tools(&self) -> Result<Vec<DynamicTool>, RigToolName> {
+    pub fn rig_tools(&self) -> Result<Vec<DynamicTool>, RigToolError> {
         self.definitions()
             .iter()
-            .map(|def| {
-                let name =
-                    ToolName::new(def.name.clone()).map_err(|_| RigToolName(def.name.clone()))?;
-                let registry = self.clone();
-                let tool = def.name.clone();
-                Ok(DynamicTool::new_with_context(
-                    name,
-                    def.description.clone(),
-                    def.input_schema.clone(),
-                    move |context: &mut ToolContext, args: Value| {
-                        let registry = registry.clone();
-                        let tool = tool.clone();
-                        let caller = context_caller(context, &tool);
-                        Box::pin(async move {
-                            let (tenant, run) = caller?;
-                            registry
-                                .call_with(tenant.as_deref(), &run, &tool, args)
-                                .await
-                                .map(ToolOutput::json)
-                                .map_err(|e| execution_error(&e))
-                        })
-                    },
-                ))
-            })
+            .map(|def| self.rig_tool(&def.name))
             .collect()
+    }
+
+    /// The tool named `name` as a rig [`DynamicTool`], to hand rig some of
+    /// the registry's tools only.
+    pub fn rig_tool(&self, name: &str) -> Result<DynamicTool, RigToolError> {
+        let def = self
+            .definitions()
+            .iter()
+            .find(|d| d.name == name)
+            .ok_or_else(|| RigToolError::UnknownTool(name.to_owned()))?;
+        let rig_name = ToolName::new(def.name.clone())
+            .map_err(|_| RigToolError::InvalidName(def.name.clone()))?;
+        let registry = self.clone();
+        let tool = def.name.clone();
+        let write = def.kind == crate::tool::ToolKind::Write;
+        Ok(DynamicTool::new_with_context(
+            rig_name,
+            def.description.clone(),
+            def.input_schema.clone(),
+            move |context: &mut ToolContext, args: Value| {
+                let registry = registry.clone();
+                let tool = tool.clone();
+                let caller = context_caller(context, &tool, write);
+                Box::pin(async move {
+                    let (tenant, run) = caller?;
+                    registry
+                        .call_with(tenant.as_deref(), &run, &tool, args)
+                        .await
+                        .map(ToolOutput::json)
+                        .map_err(|e| execution_error(&e))
+                })
+            },
+        ))
     }
 }
 
-/// The tenant and run a call's context names, or the error for a context
-/// that names no run or holds an unreadable value.
+/// The tenant and run a call's context names (a read tool may have none),
+/// or the error for a write without a run or an unreadable context.
 fn context_caller(
     context: &ToolContext,
     tool: &str,
+    write: bool,
 ) -> Result<(Option<String>, String), ToolExecutionError> {
     let unreadable = |e: rig_core::tool::ToolContextError| {
-        no_run(tool).with_model_feedback(format!("the idem tool context is unreadable: {e}"))
+        tracing::error!(tool, error = %e, "the idem values in the rig tool context are unreadable; the tool did not run");
+        unavailable(format!(
+            "the idem values in the tool context are unreadable: {e}"
+        ))
     };
-    let run = match context.get::<RunId>().map_err(unreadable)? {
-        Some(RunId(run)) if !run.is_empty() => run,
-        _ => return Err(no_run(tool)),
+    let tenant = context.get::<IdemTenant>().map_err(unreadable)?;
+    let run = match context.get::<IdemRun>().map_err(unreadable)? {
+        Some(IdemRun(run)) if !run.is_empty() => run,
+        _ if !write => NO_RUN.to_owned(),
+        _ => {
+            tracing::error!(
+                tool,
+                "write tool called by a rig agent without an idem run id; it did not run. \
+                 Run the agent with `.tool_context(idem::rig::run_context(run_id)?)`"
+            );
+            return Err(unavailable(format!(
+                "`{tool}` was called without an idem run id: run the agent with \
+                 `.tool_context(idem::rig::run_context(run_id)?)`"
+            )));
+        }
     };
-    let tenant = context.get::<Tenant>().map_err(unreadable)?;
-    Ok((tenant.map(|Tenant(t)| t), run))
+    Ok((tenant.map(|IdemTenant(t)| t), run))
 }
 
-fn no_run(tool: &str) -> ToolExecutionError {
-    ToolExecutionError::new(
-        ToolErrorKind::Other,
-        format!(
-            "`{tool}` was called without an idem run id: run the agent with \
-             `.tool_context(idem::rig::run_context(run_id)?)`"
-        ),
-    )
-    .with_retryable(false)
+/// A call that did not run because of how the agent was set up: the
+/// developer's `message` in the error, and for the model a neutral note.
+fn unavailable(message: String) -> ToolExecutionError {
+    ToolExecutionError::new(ToolErrorKind::Other, message)
+        .with_model_feedback(
+            "This action is not available right now and did not run. Do not retry it; \
+             tell the user it could not be done.",
+        )
+        .with_retryable(false)
 }
 
 /// A registry error as rig's, with the text the model should read.
