@@ -17,7 +17,8 @@
 //!
 //! Tools: `lookup_order` (read), `charge_card` (write; each execution takes
 //! the next charge id from a counter, so a replay is visible as the same
-//! id) and `charges_made` (read: how many times `charge_card` really ran).
+//! id), `charges_made` (read: how many times `charge_card` really ran) and
+//! `subscribe` (a `global` write: once per address, in any run).
 //! Logs go to stderr; over stdio, stdout carries the protocol.
 
 use std::collections::HashMap;
@@ -39,6 +40,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 #[derive(Default)]
 struct Shop {
     charges: AtomicU64,
+    subscriptions: AtomicU64,
 }
 
 #[derive(Serialize, Deserialize, JsonSchema)]
@@ -69,6 +71,17 @@ async fn charge_card(#[args] a: ChargeArgs, ctx: &WriteCtx<Shop>) -> Result<Rece
         amount: a.amount,
         idempotency_key: ctx.idem_key().to_string(),
     })
+}
+
+/// Subscribe an address to the newsletter (once, whoever asks).
+#[write_tool(scope = "global")]
+async fn subscribe(
+    /// The address.
+    email: String,
+    ctx: &WriteCtx<Shop>,
+) -> Result<String, String> {
+    let n = ctx.state().subscriptions.fetch_add(1, Ordering::SeqCst) + 1;
+    Ok(format!("subscription {n} for {email}"))
 }
 
 /// Look an order up.
@@ -147,6 +160,7 @@ async fn main() -> Result<(), BoxError> {
         .tool(charge_card)
         .tool(lookup_order)
         .tool(charges_made)
+        .tool(subscribe)
         .build()?
         .into_mcp_server()
         .with_server_info("idem-shop", env!("CARGO_PKG_VERSION"));

@@ -86,11 +86,17 @@ async fn exercise(client: &Client) {
     let tools = client.list_all_tools().await.expect("tools/list");
     let mut names: Vec<&str> = tools.iter().map(|t| &*t.name).collect();
     names.sort_unstable();
-    assert_eq!(names, ["charge_card", "charges_made", "lookup_order"]);
+    assert_eq!(
+        names,
+        ["charge_card", "charges_made", "lookup_order", "subscribe"]
+    );
     let charge = tool(&tools, "charge_card");
     let annotations = charge.annotations.as_ref().expect("annotations");
     assert_eq!(annotations.read_only_hint, Some(false));
-    assert_eq!(annotations.idempotent_hint, Some(true));
+    // Replayed within its run only: a reconnecting client runs it again.
+    assert_eq!(annotations.idempotent_hint, Some(false));
+    let subscribe = tool(&tools, "subscribe").annotations.as_ref();
+    assert_eq!(subscribe.and_then(|a| a.idempotent_hint), Some(true));
     assert_eq!(annotations.destructive_hint, Some(false));
     assert_eq!(annotations.open_world_hint, Some(true));
     assert_eq!(
@@ -336,6 +342,13 @@ async fn an_anonymous_stateless_write_naming_a_run_is_refused() {
     assert!(refused.contains("cannot be bound to a caller"), "{refused}");
     let count = stateless_call(&url, None, "charges_made", json!({}), None).await;
     assert!(count.contains(r#""text":"0""#), "{count}");
+    // A global tool's key ignores the run: it needs none, and its repeat,
+    // from anyone, is replayed.
+    let email = json!({"email": "a@example.com"});
+    for _ in 0..2 {
+        let once = stateless_call(&url, None, "subscribe", email.clone(), None).await;
+        assert!(once.contains("subscription 1 for a@example.com"), "{once}");
+    }
     server.kill().await.expect("stop the example");
 }
 

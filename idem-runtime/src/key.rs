@@ -30,7 +30,8 @@ pub enum Scope<'a> {
 }
 
 /// How a write tool scopes its keys; [`Scope`] without the run id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ScopeKind {
     /// Per run (the default).
     #[default]

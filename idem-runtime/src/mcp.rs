@@ -46,8 +46,9 @@
 //!   under that session, so naming another client's run (or its session's
 //!   run) reaches nothing of theirs. A request outside any session (the
 //!   stateless protocol of MCP 2026-07-28) can be bound to no caller: a
-//!   write tool called that way is refused with an error result saying so,
-//!   and does not run; read tools run.
+//!   run-scoped write tool called that way is refused with an error result
+//!   saying so, and does not run; read tools and `global` write tools
+//!   (whose key ignores the run) run.
 //!
 //! A registry built with
 //! [`require_tenant`](crate::RegistryBuilder::require_tenant) refuses
@@ -309,7 +310,7 @@ impl<S: Send + Sync + 'static> ServerHandler for McpServer<S> {
         let Bound { tenant, run } = self.bind(named, &context);
         let run = match run {
             Ok(run) => run,
-            Err(why) if self.is_write(&request.name) => {
+            Err(why) if self.needs_run(&request.name) => {
                 let text = format!(
                     "Error: `{}` changes things and {why}, so a repeat of it could not be \
                      recognised; it did not run.",
@@ -317,7 +318,8 @@ impl<S: Send + Sync + 'static> ServerHandler for McpServer<S> {
                 );
                 return Ok(error_result(text).into());
             }
-            // A read tool keeps no record: any run will do.
+            // A read tool keeps no record, a global tool's key ignores the
+            // run: any run will do.
             Err(_) => self.run_id.to_string(),
         };
         self.answer(&request.name, request.arguments, tenant.as_deref(), &run)
@@ -333,11 +335,12 @@ struct Bound {
 }
 
 impl<S: Send + Sync + 'static> McpServer<S> {
-    fn is_write(&self, name: &str) -> bool {
+    /// Whether tool `name` keys on its run: a run-scoped write tool.
+    fn needs_run(&self, name: &str) -> bool {
         self.registry
             .definitions()
             .iter()
-            .any(|d| d.name == name && d.kind == crate::tool::ToolKind::Write)
+            .any(|d| d.name == name && d.scope == Some(crate::key::ScopeKind::Run))
     }
 
     /// The tenant and run of a request that names run `named`, as in

@@ -326,6 +326,9 @@ pub struct ToolDef {
     /// JSON Schema of the arguments: an object root with an explicit
     /// `required` and no root `title`.
     pub input_schema: Value,
+    /// How a write tool scopes its keys (`None` for read tools): only a
+    /// `global` tool is idempotent whatever run it is called in.
+    pub scope: Option<ScopeKind>,
     /// MCP's `destructiveHint` (always `false` for read tools).
     pub destructive: bool,
     /// MCP's `openWorldHint`.

@@ -3,20 +3,24 @@
 
 use serde_json::{Value, json};
 
+use crate::key::ScopeKind;
 use crate::tool::{ToolDef, ToolKind};
 
 impl ToolDef {
     /// An MCP `Tool`: `{name, description, inputSchema, annotations}`. Read
     /// tools are `readOnlyHint: true`; write tools `readOnlyHint: false`,
-    /// `idempotentHint: true` (the wrapper makes them so) and
-    /// `destructiveHint` / `openWorldHint` from their settings.
+    /// `destructiveHint` / `openWorldHint` from their settings, and
+    /// `idempotentHint` only where it holds for any caller: a `global`
+    /// tool's repeat is replayed whatever run it comes in, a run-scoped
+    /// tool's only within its run (a client that reconnects into a new
+    /// session runs it again).
     pub fn mcp(&self) -> Value {
         let annotations = match self.kind {
             ToolKind::Read => json!({ "readOnlyHint": true }),
             ToolKind::Write => json!({
                 "readOnlyHint": false,
                 "destructiveHint": self.destructive,
-                "idempotentHint": true,
+                "idempotentHint": self.scope == Some(ScopeKind::Global),
                 "openWorldHint": self.open_world,
             }),
         };
