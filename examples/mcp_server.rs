@@ -31,6 +31,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 use idem::SqliteStore;
+use idem::mcp::StatelessWrites;
 use idem::mcp::rmcp::{self, ServiceExt};
 use idem::prelude::*;
 
@@ -112,6 +113,10 @@ struct Cli {
     /// other requests are refused.
     #[arg(long, value_name = "USER=TOKEN", value_parser = user_token)]
     token: Vec<(String, String)>,
+    /// Over HTTP, refuse writes that come without a session or a run id,
+    /// instead of scoping them to their caller.
+    #[arg(long)]
+    refuse_stateless_writes: bool,
 }
 
 fn user_token(s: &str) -> Result<(String, String), String> {
@@ -176,7 +181,11 @@ async fn main() -> Result<(), BoxError> {
         }
         Some(addr) => {
             let listener = tokio::net::TcpListener::bind(&addr).await?;
-            let server = server.with_principal(|request| {
+            let policy = match cli.refuse_stateless_writes {
+                true => StatelessWrites::Refuse,
+                false => StatelessWrites::CallerScope,
+            };
+            let server = server.stateless_writes(policy).with_principal(|request| {
                 request.extensions.get::<User>().map(|user| user.0.clone())
             });
             let service = server.streamable_http(Default::default());

@@ -307,27 +307,40 @@ async fn stateless_call(
     response
 }
 
+/// The charge id in a stateless response's text.
+fn charge_of(response: &str) -> &str {
+    let at = response
+        .find("ch_")
+        .unwrap_or_else(|| panic!("no charge in {response}"));
+    &response[at..at + 7]
+}
+
 #[tokio::test]
-async fn a_stateless_http_write_needs_a_run_id_and_a_principal_and_then_runs_once() {
-    let (url, mut server) = http_example(&["--token", "alice=tok-a"]).await;
-    let alice = Some("tok-a");
+async fn a_stateless_http_write_is_scoped_to_its_caller() {
+    let (url, mut server) = http_example(&["--token", "alice=tok-a", "--token", "bob=tok-b"]).await;
+    let (alice, bob) = (Some("tok-a"), Some("tok-b"));
     let args = json!({"order_id": "o-9", "amount": 100});
     // No bearer token: refused by the authentication middleware.
-    let anonymous = stateless_call(&url, None, "charge_card", args.clone(), Some("run-s")).await;
+    let anonymous = stateless_call(&url, None, "charge_card", args.clone(), None).await;
     assert!(anonymous.starts_with("HTTP/1.1 401"), "{anonymous}");
-    // No session, no run id: refused, nothing runs.
-    let refused = stateless_call(&url, alice, "charge_card", args.clone(), None).await;
-    assert!(refused.contains(r#""isError":true"#), "{refused}");
-    assert!(refused.contains("idem/run_id"), "{refused}");
+    // No session, no run id: the caller is the scope. Alice's repeat is
+    // replayed; Bob is another caller.
+    let first = stateless_call(&url, alice, "charge_card", args.clone(), None).await;
+    let again = stateless_call(&url, alice, "charge_card", args.clone(), None).await;
+    let bobs = stateless_call(&url, bob, "charge_card", args.clone(), None).await;
+    assert_eq!(
+        [charge_of(&first), charge_of(&again), charge_of(&bobs)],
+        ["ch_0001", "ch_0001", "ch_0002"]
+    );
+    // A run id names another operation of hers, replayed in its run.
+    let in_run = stateless_call(&url, alice, "charge_card", args.clone(), Some("run-s")).await;
+    let replay = stateless_call(&url, alice, "charge_card", args, Some("run-s")).await;
+    assert_eq!(
+        [charge_of(&in_run), charge_of(&replay)],
+        ["ch_0003", "ch_0003"]
+    );
     let count = stateless_call(&url, alice, "charges_made", json!({}), None).await;
-    assert!(count.contains(r#""text":"0""#), "{count}");
-    // With a run id: once, then replayed.
-    let first = stateless_call(&url, alice, "charge_card", args.clone(), Some("run-s")).await;
-    let again = stateless_call(&url, alice, "charge_card", args, Some("run-s")).await;
-    assert!(first.contains(r#""charge_id":"ch_0001""#), "{first}");
-    assert!(again.contains(r#""charge_id":"ch_0001""#), "{again}");
-    let count = stateless_call(&url, alice, "charges_made", json!({}), None).await;
-    assert!(count.contains(r#""text":"1""#), "{count}");
+    assert!(count.contains(r#""text":"3""#), "{count}");
     server.kill().await.expect("stop the example");
 }
 
@@ -337,18 +350,39 @@ async fn an_anonymous_stateless_write_naming_a_run_is_refused() {
     // join any run.
     let (url, mut server) = http_example(&[]).await;
     let args = json!({"order_id": "o-9", "amount": 100});
-    let refused = stateless_call(&url, None, "charge_card", args, Some("run-s")).await;
+    let refused = stateless_call(&url, None, "charge_card", args.clone(), Some("run-s")).await;
     assert!(refused.contains(r#""isError":true"#), "{refused}");
     assert!(refused.contains("cannot be bound to a caller"), "{refused}");
     let count = stateless_call(&url, None, "charges_made", json!({}), None).await;
     assert!(count.contains(r#""text":"0""#), "{count}");
-    // A global tool's key ignores the run: it needs none, and its repeat,
-    // from anyone, is replayed.
+    // Without a run id, anonymous callers are one caller: the repeat is
+    // replayed (the documented trade-off of a server without
+    // authentication).
+    let first = stateless_call(&url, None, "charge_card", args.clone(), None).await;
+    let again = stateless_call(&url, None, "charge_card", args, None).await;
+    assert_eq!(
+        [charge_of(&first), charge_of(&again)],
+        ["ch_0001", "ch_0001"]
+    );
+    // A global tool's key ignores the run: its repeat, from anyone, is
+    // replayed.
     let email = json!({"email": "a@example.com"});
     for _ in 0..2 {
         let once = stateless_call(&url, None, "subscribe", email.clone(), None).await;
         assert!(once.contains("subscription 1 for a@example.com"), "{once}");
     }
+    server.kill().await.expect("stop the example");
+}
+
+#[tokio::test]
+async fn a_server_can_refuse_stateless_writes_without_a_run_id() {
+    let (url, mut server) = http_example(&["--refuse-stateless-writes"]).await;
+    let args = json!({"order_id": "o-9", "amount": 100});
+    let refused = stateless_call(&url, None, "charge_card", args, None).await;
+    assert!(refused.contains(r#""isError":true"#), "{refused}");
+    assert!(refused.contains("idem/run_id"), "{refused}");
+    let count = stateless_call(&url, None, "charges_made", json!({}), None).await;
+    assert!(count.contains(r#""text":"0""#), "{count}");
     server.kill().await.expect("stop the example");
 }
 

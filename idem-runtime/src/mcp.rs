@@ -44,11 +44,22 @@
 //! - **streamable HTTP, no principal**: the caller is its MCP session (the
 //!   `Mcp-Session-Id` the server issued). A run id named in `_meta` is scoped
 //!   under that session, so naming another client's run (or its session's
-//!   run) reaches nothing of theirs. A request outside any session (the
-//!   stateless protocol of MCP 2026-07-28) can be bound to no caller: a
-//!   run-scoped write tool called that way is refused with an error result
-//!   saying so, and does not run; read tools and `global` write tools
-//!   (whose key ignores the run) run.
+//!   run) reaches nothing of theirs. A sessionless request naming a run is
+//!   refused (nobody vouches whose run it is).
+//! - **streamable HTTP without a session or a run id** (the stateless
+//!   protocol of MCP 2026-07-28, which generic clients such as the Python
+//!   SDK speak by default): the caller is the scope ([`StatelessWrites`]).
+//!   The call belongs to one run of its caller's, the principal's, or, for
+//!   requests no principal names, the one run all anonymous callers share.
+//!   So a repeat by the same caller with the same arguments is replayed
+//!   within the result's TTL. The trade-off: a caller that means to do the
+//!   same thing twice (a second identical order) gets the first result
+//!   back; and without authentication, anonymous clients replay each
+//!   other's identical calls. [`McpServer::stateless_writes`] with
+//!   [`StatelessWrites::Refuse`] refuses such writes instead.
+//!
+//! Read tools and `global` write tools (whose key ignores the run) never
+//! need a run.
 //!
 //! A registry built with
 //! [`require_tenant`](crate::RegistryBuilder::require_tenant) refuses
@@ -85,6 +96,20 @@ pub use rmcp;
 /// to: `{"_meta": {"idem/run_id": "run-42"}}`.
 pub const RUN_ID_META: &str = "idem/run_id";
 
+/// What a run-scoped write tool called over HTTP without a session or a
+/// run id does (see [Runs and callers](self#runs-and-callers)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum StatelessWrites {
+    /// The caller is the scope: the call runs in the one run of its
+    /// principal, or of all anonymous callers; a repeat is replayed.
+    #[default]
+    CallerScope,
+    /// Refused with an error result that asks for a run id or a session;
+    /// nothing runs.
+    Refuse,
+}
+
 /// An MCP server over a [`Registry`]: see the [module docs](self).
 pub struct McpServer<S> {
     registry: Registry<S>,
@@ -94,6 +119,8 @@ pub struct McpServer<S> {
     run_id: Arc<str>,
     /// The tenant of calls no principal names.
     tenant: Option<Arc<str>>,
+    /// What sessionless writes without a run id do.
+    stateless: StatelessWrites,
     /// Names the caller of an HTTP request.
     #[cfg(feature = "mcp-http")]
     principal: Option<PrincipalHook>,
@@ -112,6 +139,7 @@ impl<S> Clone for McpServer<S> {
             info: self.info.clone(),
             run_id: new_run_id(),
             tenant: self.tenant.clone(),
+            stateless: self.stateless,
             #[cfg(feature = "mcp-http")]
             principal: self.principal.clone(),
         }
@@ -151,6 +179,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
             info,
             run_id: new_run_id(),
             tenant: None,
+            stateless: StatelessWrites::default(),
             #[cfg(feature = "mcp-http")]
             principal: None,
         }
@@ -207,6 +236,13 @@ impl<S: Send + Sync + 'static> McpServer<S> {
         principal: impl Fn(&::http::request::Parts) -> Option<String> + Send + Sync + 'static,
     ) -> Self {
         self.principal = Some(Arc::new(principal));
+        self
+    }
+
+    /// What a run-scoped write called over HTTP without a session or a run
+    /// id does (default [`StatelessWrites::CallerScope`]).
+    pub fn stateless_writes(mut self, policy: StatelessWrites) -> Self {
+        self.stateless = policy;
         self
     }
 
@@ -365,7 +401,13 @@ impl<S: Send + Sync + 'static> McpServer<S> {
         tenant: Option<String>,
     ) -> Bound {
         const NO_RUN: &str = "this request belongs to no MCP session and names no run in \
-                              `_meta[\"idem/run_id\"]`";
+                              `_meta[\"idem/run_id\"]`, and this server does not scope such \
+                              calls to their caller";
+        // The run of stateless calls scoped to their caller.
+        let caller_run = || match self.stateless {
+            StatelessWrites::CallerScope => Ok("mcp-caller".to_owned()),
+            StatelessWrites::Refuse => Err(NO_RUN),
+        };
         let session = request
             .headers
             .get("mcp-session-id")
@@ -373,7 +415,10 @@ impl<S: Send + Sync + 'static> McpServer<S> {
             .filter(|id| !id.is_empty())
             .map(|id| format!("mcp-session-{id}"));
         if let Some(principal) = self.principal.as_ref().and_then(|hook| hook(request)) {
-            let run = named.map(str::to_owned).or(session).ok_or(NO_RUN);
+            let run = match named.map(str::to_owned).or(session) {
+                Some(run) => Ok(run),
+                None => caller_run(),
+            };
             return Bound {
                 tenant: Some(principal),
                 run,
@@ -389,7 +434,7 @@ impl<S: Send + Sync + 'static> McpServer<S> {
                  the request belongs to no MCP session and the server authenticated no \
                  principal. Use a session, or a server that authenticates its callers",
             ),
-            (None, None) => Err(NO_RUN),
+            (None, None) => caller_run(),
         };
         Bound { tenant, run }
     }
