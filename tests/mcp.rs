@@ -1,5 +1,8 @@
-//! A real MCP client (rmcp's) talking to `examples/mcp_server.rs` as a
-//! separate process, over stdio and over streamable HTTP.
+//! Real MCP clients talking to `examples/mcp_server.rs` as a separate
+//! process: rmcp's over stdio and streamable HTTP (sessions, principals,
+//! stateless requests), and the official Python SDK in its default mode.
+
+mod support;
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -459,4 +462,43 @@ async fn anonymous_sessions_naming_the_same_run_never_see_each_others_records() 
         client.cancel().await.expect("shut down");
     }
     server.kill().await.expect("stop the example");
+}
+
+/// The MCP Python SDK the test drives the example with, pinned.
+const PYTHON_SDK: &str = "mcp==2.3.0";
+
+#[tokio::test]
+async fn the_official_python_sdk_in_its_default_mode_writes_once() {
+    let has_sdk = std::process::Command::new("python3")
+        .args(["-c", "import mcp"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_sdk {
+        let how = format!("Install it: python3 -m pip install '{PYTHON_SDK}' (.ci/run does).");
+        return support::unavailable("Python 3 with the MCP Python SDK", &how);
+    }
+    let (url, mut server) = http_example(&[]).await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/mcp_client.py");
+    let out = Command::new("python3")
+        .args([script, &url])
+        .output()
+        .await
+        .expect("run the Python client");
+    server.kill().await.expect("stop the example");
+    assert!(
+        out.status.success(),
+        "the Python client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("the client's JSON report");
+    // Its default: the stateless protocol, no session, no run id.
+    assert_eq!(report["protocol"], "2026-07-28", "{report}");
+    assert_eq!(
+        report["tools"],
+        json!(["charge_card", "charges_made", "lookup_order", "subscribe"])
+    );
+    assert_eq!(report["first"]["charge_id"], "ch_0001", "{report}");
+    assert_eq!(report["again"], report["first"], "the repeat is replayed");
+    assert_eq!(report["count"], "1", "{report}");
 }
