@@ -2,6 +2,7 @@
 // Its crate documentation is the README.
 
 #![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use idem_runtime::*;
 

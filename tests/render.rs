@@ -175,10 +175,23 @@ fn strict_schemas_are_closed_and_fully_required() {
             }
         }
         assert!(schema.get("oneOf").is_none(), "{at}: oneOf left");
-        assert!(
-            schema.get("format").and_then(Value::as_str) != Some("uint32"),
-            "{at}"
-        );
+        // OpenAI: `$ref` takes no sibling keywords.
+        if schema.get("$ref").is_some() {
+            assert_eq!(
+                schema.as_object().map(|m| m.len()),
+                Some(1),
+                "{at}: {schema}"
+            );
+        }
+        for outside in [
+            "uniqueItems",
+            "minLength",
+            "maxLength",
+            "default",
+            "prefixItems",
+        ] {
+            assert!(schema.get(outside).is_none(), "{at}: {outside} left");
+        }
     }
     let tools = registry(false).openai_tools_strict().expect("strict");
     for tool in tools.as_array().expect("array") {
@@ -329,4 +342,45 @@ fn openai_responses_tools_are_the_chat_tools_flattened() {
         .openai_responses_tools_strict()
         .expect_err("a free-form map");
     assert_eq!(err.tool, "tag");
+}
+
+/// Tags, a tuple and a bounded string: what strict mode drops or refuses.
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Labels {
+    /// Distinct tags.
+    tags: std::collections::BTreeSet<String>,
+    /// A short code.
+    #[schemars(length(min = 2, max = 8))]
+    code: String,
+}
+
+/// Label an item.
+#[read_tool]
+async fn label(#[args] a: Labels) -> Result<usize, String> {
+    Ok(a.tags.len() + a.code.len())
+}
+
+/// Place a pin.
+#[read_tool]
+async fn pin(at: (f64, f64)) -> Result<f64, String> {
+    Ok(at.0 + at.1)
+}
+
+#[test]
+fn strict_mode_drops_keywords_outside_its_subset_and_refuses_tuples() {
+    let labels = Registry::builder(()).tool(label).build().expect("registry");
+    let strict = labels.openai_tools_strict().expect("strict");
+    let props = &strict[0]["function"]["parameters"]["properties"];
+    assert_eq!(
+        props["tags"],
+        json!({"type": "array", "items": {"type": "string"}, "description": "Distinct tags."})
+    );
+    assert_eq!(
+        props["code"],
+        json!({"type": "string", "description": "A short code."})
+    );
+    let pins = Registry::builder(()).tool(pin).build().expect("registry");
+    let err = pins.openai_tools_strict().expect_err("a tuple");
+    assert_eq!((err.tool.as_str(), err.field.as_str()), ("pin", "at"));
+    assert!(err.reason.contains("tuple"), "{err}");
 }

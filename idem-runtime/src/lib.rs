@@ -29,6 +29,7 @@
 //! hold, record) → `store` (the contract, one record codec, a folder per
 //! backend) and `key` (with `canonical`) → `error`. The renderers read tool
 //! definitions only. The specification is the repository's `docs/spec.md`.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod canonical;
 mod ctx;

@@ -88,22 +88,40 @@ impl ToolDef {
     }
 }
 
-/// Keywords OpenAI strict mode does not accept, dropped from every schema.
-const STRICT_DROPPED: &[&str] = &[
-    "default",
-    "examples",
-    "deprecated",
-    "readOnly",
-    "writeOnly",
-    "$schema",
-    "$comment",
-    "$id",
-    "minProperties",
-    "maxProperties",
+/// The keywords OpenAI strict mode accepts ("Supported schemas",
+/// <https://platform.openai.com/docs/guides/structured-outputs#supported-schemas>):
+/// every other keyword (`default`, `uniqueItems`, `minLength`, ...) is
+/// dropped, which only widens what the schema allows; the tool's own
+/// deserialization still checks the arguments.
+const STRICT_KEPT: &[&str] = &[
+    "type",
+    "description",
+    "title",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "anyOf",
+    "$ref",
+    "$defs",
+    "enum",
+    "const",
+    "pattern",
+    "format",
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "minItems",
+    "maxItems",
+    // Turned into `anyOf` or refused below.
+    "oneOf",
+    "allOf",
+    "prefixItems",
 ];
 
-/// String formats strict mode understands; others (schemars' `uint32`,
-/// `int64`, ...) are dropped, since the range keywords carry them.
+/// String formats strict mode understands; others are dropped.
 const STRICT_FORMATS: &[&str] = &[
     "date-time",
     "time",
@@ -129,9 +147,7 @@ fn strict(schema: &mut Value, path: &str) -> Result<(), StrictError> {
             _ => fail("it accepts no value at all"),
         };
     };
-    for key in STRICT_DROPPED {
-        map.remove(*key);
-    }
+    map.retain(|key, _| STRICT_KEPT.contains(&key.as_str()));
     if map
         .get("format")
         .and_then(Value::as_str)
@@ -141,6 +157,11 @@ fn strict(schema: &mut Value, path: &str) -> Result<(), StrictError> {
     }
     if map.contains_key("allOf") {
         return fail("`allOf` is not supported in strict mode; avoid `#[serde(flatten)]` here");
+    }
+    if map.contains_key("prefixItems") {
+        return fail(
+            "it is a tuple (`prefixItems`), which strict mode cannot express; use a struct",
+        );
     }
     if let Some(one_of) = map.remove("oneOf") {
         map.insert("anyOf".into(), one_of);
@@ -165,6 +186,13 @@ fn strict(schema: &mut Value, path: &str) -> Result<(), StrictError> {
         || map.contains_key("properties");
     if is_object {
         strict_object(map, path)?;
+    }
+    // `$ref` takes no sibling keywords in strict mode: a described
+    // reference becomes a one-variant `anyOf`, which may carry them.
+    if map.len() > 1
+        && let Some(reference) = map.remove("$ref")
+    {
+        map.insert("anyOf".into(), json!([{ "$ref": reference }]));
     }
     Ok(())
 }
