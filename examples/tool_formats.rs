@@ -53,7 +53,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     show("OpenAI (Chat Completions `tools`)", registry.openai_tools())?;
     show("OpenAI, strict mode", registry.openai_tools_strict()?)?;
     show("Anthropic (Messages `tools`)", registry.anthropic_tools())?;
-    show("Gemini (`tools`)", registry.gemini_tools())?;
+    show("Gemini (`tools`)", registry.gemini_tools()?)?;
+    show(
+        "Gemini with `parametersJsonSchema`",
+        registry.gemini_tools_json_schema(),
+    )?;
     show("MCP (`tools/list`)", registry.mcp_tools())?;
     Ok(())
 }

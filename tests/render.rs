@@ -128,7 +128,7 @@ fn anthropic() {
 
 #[test]
 fn gemini() {
-    support::golden("gemini", &registry(true).gemini_tools());
+    support::golden("gemini", &registry(false).gemini_tools().expect("gemini"));
 }
 
 #[test]
@@ -229,7 +229,40 @@ fn gemini_has_no_refs_or_json_schema_only_keywords() {
             _ => {}
         }
     }
-    walk(&registry(true).gemini_tools());
+    walk(&registry(false).gemini_tools().expect("gemini"));
+}
+
+#[test]
+fn gemini_refuses_what_its_subset_cannot_express_and_takes_it_as_json_schema() {
+    let err = registry(true).gemini_tools().expect_err("a free-form map");
+    assert_eq!((err.tool.as_str(), err.field.as_str()), ("tag", "labels"));
+    assert!(err.reason.contains("map"), "{err}");
+    // A tuple of one element type is a sized array; of several, refused.
+    let pins = Registry::builder(()).tool(pin).build().expect("registry");
+    let tools = pins.gemini_tools().expect("a pair of floats");
+    assert_eq!(
+        tools[0]["functionDeclarations"][0]["parameters"]["properties"]["at"],
+        json!({"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2})
+    );
+    let marks = Registry::builder(()).tool(mark).build().expect("registry");
+    let err = marks.gemini_tools().expect_err("a name and a number");
+    assert_eq!((err.tool.as_str(), err.field.as_str()), ("mark", "at"));
+    assert!(err.reason.contains("tuple"), "{err}");
+    // A tool without arguments declares no parameters.
+    let pings = Registry::builder(()).tool(ping).build().expect("registry");
+    let tools = pings.gemini_tools().expect("no arguments");
+    assert_eq!(
+        tools[0]["functionDeclarations"][0],
+        json!({"name": "ping", "description": "Check the service."})
+    );
+    // Everything fits as JSON Schema.
+    let all = registry(true);
+    let tools = all.gemini_tools_json_schema();
+    let declarations = tools[0]["functionDeclarations"].as_array().expect("array");
+    for (declaration, def) in declarations.iter().zip(all.definitions()) {
+        assert_eq!(declaration["parametersJsonSchema"], def.input_schema);
+        assert!(declaration.get("parameters").is_none());
+    }
 }
 
 /// Numbers of every width.
@@ -276,7 +309,7 @@ fn rust_number_formats_never_reach_a_schema_and_ranges_stay() {
         registry.openai_tools(),
         registry.openai_tools_strict().expect("strict"),
         registry.anthropic_tools(),
-        registry.gemini_tools(),
+        registry.gemini_tools().expect("gemini"),
         registry.mcp_tools(),
     ];
     for schema in &rendered {
@@ -383,4 +416,16 @@ fn strict_mode_drops_keywords_outside_its_subset_and_refuses_tuples() {
     let err = pins.openai_tools_strict().expect_err("a tuple");
     assert_eq!((err.tool.as_str(), err.field.as_str()), ("pin", "at"));
     assert!(err.reason.contains("tuple"), "{err}");
+}
+
+/// Mark a spot.
+#[read_tool]
+async fn mark(at: (String, u32)) -> Result<String, String> {
+    Ok(format!("{} {}", at.0, at.1))
+}
+
+/// Check the service.
+#[read_tool]
+async fn ping() -> Result<String, String> {
+    Ok("pong".to_owned())
 }

@@ -1,16 +1,25 @@
 //! Gemini's function declarations: the schema rewritten into the OpenAPI
-//! subset Gemini accepts, references inlined.
+//! subset Gemini's `parameters` accepts, references inlined, or refused
+//! naming the field where that subset cannot express it; or the JSON Schema
+//! as it is, under `parametersJsonSchema`.
 
 use serde_json::{Map, Value, json};
 
+use super::RenderError;
+use super::walk::join;
 use crate::tool::ToolDef;
 
 impl ToolDef {
     /// A Gemini function declaration, `{name, description, parameters}`,
-    /// in the OpenAPI subset Gemini accepts: `$ref`s inlined (a recursive
-    /// type is cut to a plain object where it recurs), `["T", "null"]`
-    /// written `nullable`, `oneOf` as `anyOf`, unsupported keywords removed.
-    pub fn gemini(&self) -> Value {
+    /// in the OpenAPI subset Gemini accepts: `$ref`s inlined, `["T",
+    /// "null"]` written `nullable`, `oneOf` as `anyOf`, a tuple of one
+    /// element type as a sized array, unsupported keywords removed; no
+    /// `parameters` for a tool without arguments. Fails, naming the field,
+    /// where the subset cannot express the schema: a map with free-form
+    /// keys, a value of any type (`serde_json::Value`), a recursive type, a
+    /// tuple of several element types ([`gemini_json_schema`](Self::gemini_json_schema)
+    /// takes them all).
+    pub fn gemini(&self) -> Result<Value, RenderError> {
         let defs = self
             .input_schema
             .get("$defs")
@@ -21,18 +30,42 @@ impl ToolDef {
             defs: &defs,
             stack: Vec::new(),
         };
+        let parameters = walk
+            .schema(&self.input_schema, ".")
+            .map_err(|(field, reason)| RenderError {
+                tool: self.name.clone(),
+                field,
+                reason,
+            })?;
+        let mut declaration = json!({ "name": self.name, "description": self.description });
+        let no_arguments = parameters
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(Map::is_empty);
+        if !no_arguments {
+            declaration["parameters"] = parameters;
+        }
+        Ok(declaration)
+    }
+
+    /// A Gemini function declaration with the arguments' JSON Schema as it
+    /// is, `{name, description, parametersJsonSchema}`: every schema fits,
+    /// maps and recursive types included.
+    pub fn gemini_json_schema(&self) -> Value {
         json!({
             "name": self.name,
             "description": self.description,
-            "parameters": walk.schema(&self.input_schema),
+            "parametersJsonSchema": self.input_schema,
         })
     }
 }
 
-/// Keywords of the OpenAPI subset Gemini function declarations accept.
+/// Keywords of the OpenAPI subset Gemini function declarations accept
+/// (the `Schema` object, <https://ai.google.dev/api/caching#Schema>).
 const GEMINI_KEPT: &[&str] = &[
     "type",
     "format",
+    "title",
     "description",
     "nullable",
     "enum",
@@ -41,6 +74,11 @@ const GEMINI_KEPT: &[&str] = &[
     "items",
     "minItems",
     "maxItems",
+    "minProperties",
+    "maxProperties",
+    "minLength",
+    "maxLength",
+    "pattern",
     "minimum",
     "maximum",
     "anyOf",
@@ -49,81 +87,130 @@ const GEMINI_KEPT: &[&str] = &[
 
 const GEMINI_FORMATS: &[&str] = &["int32", "int64", "float", "double", "date-time", "enum"];
 
+/// Where and why a schema cannot be written for Gemini.
+type GeminiError = (String, String);
+
 /// A walk over one tool's schema, inlining its `$defs`.
 struct Walk<'a> {
     defs: &'a Map<String, Value>,
     /// The definitions being inlined, outermost first: one met again is a
-    /// recursion, cut short.
+    /// recursion.
     stack: Vec<String>,
 }
 
 impl Walk<'_> {
-    /// `schema` in Gemini's subset.
-    fn schema(&mut self, schema: &Value) -> Value {
+    /// `schema` (at `path`) in Gemini's subset, or why it cannot be.
+    fn schema(&mut self, schema: &Value, path: &str) -> Result<Value, GeminiError> {
+        let fail = |reason: &str| Err((path.to_owned(), reason.to_owned()));
         let Value::Object(map) = schema else {
-            // `true` (anything): the closest Gemini has is an untyped object.
-            return json!({ "type": "object" });
+            return fail(
+                "it accepts any JSON value (a `serde_json::Value`?), which Gemini's `parameters` \
+                 cannot express; use gemini_tools_json_schema",
+            );
         };
         if let Some(target) = map.get("$ref").and_then(Value::as_str) {
-            return self.reference(target, map.get("description"));
+            return self.reference(target, map.get("description"), path);
+        }
+        let definite = ["type", "anyOf", "oneOf", "enum", "const"];
+        if !definite.iter().any(|k| map.contains_key(*k)) {
+            return fail(
+                "it accepts any JSON value (a `serde_json::Value`?), which Gemini's `parameters` \
+                 cannot express; use gemini_tools_json_schema",
+            );
+        }
+        if map
+            .get("additionalProperties")
+            .is_some_and(|a| *a != Value::Bool(false))
+            || map.contains_key("patternProperties")
+        {
+            return fail(
+                "it is a map with free-form keys, which Gemini's `parameters` cannot express \
+                 (use a struct, or gemini_tools_json_schema)",
+            );
         }
         let mut out = Map::new();
         for (key, value) in map {
-            self.keyword(&mut out, key, value);
+            self.keyword(&mut out, key, value, path)?;
         }
-        finish(out)
+        Ok(finish(out))
     }
 
     /// The definition `target` names, inlined, keeping a description
     /// written beside the reference.
-    fn reference(&mut self, target: &str, description: Option<&Value>) -> Value {
+    fn reference(
+        &mut self,
+        target: &str,
+        description: Option<&Value>,
+        path: &str,
+    ) -> Result<Value, GeminiError> {
         let name = target.rsplit('/').next().unwrap_or(target).to_owned();
         let defs = self.defs;
-        let mut inlined = match defs.get(&name) {
-            Some(def) if !self.stack.contains(&name) => {
-                self.stack.push(name);
-                let out = self.schema(def);
-                self.stack.pop();
-                out
-            }
-            // Recursion (or a dangling reference): cut it here.
-            _ => json!({ "type": "object" }),
+        let Some(def) = defs.get(&name) else {
+            return Err((path.to_owned(), format!("`{target}` names no definition")));
         };
+        if self.stack.contains(&name) {
+            return Err((
+                path.to_owned(),
+                format!(
+                    "`{name}` contains itself, and Gemini's `parameters` inline every \
+                     reference; use gemini_tools_json_schema"
+                ),
+            ));
+        }
+        self.stack.push(name);
+        let inlined = self.schema(def, path);
+        self.stack.pop();
+        let mut inlined = inlined?;
         if let (Some(d), Value::Object(out)) = (description, &mut inlined) {
             out.insert("description".into(), d.clone());
         }
-        inlined
+        Ok(inlined)
     }
 
     /// Writes keyword `key` of a schema into `out`, as Gemini spells it, or
     /// drops it.
-    fn keyword(&mut self, out: &mut Map<String, Value>, key: &str, value: &Value) {
+    fn keyword(
+        &mut self,
+        out: &mut Map<String, Value>,
+        key: &str,
+        value: &Value,
+        path: &str,
+    ) -> Result<(), GeminiError> {
         match key {
             "type" => write_type(out, value),
             "oneOf" | "anyOf" => {
-                let variants: Vec<Value> = value
-                    .as_array()
-                    .map(|vs| {
-                        vs.iter()
-                            .filter(|v| v.get("type").and_then(Value::as_str) != Some("null"))
-                            .map(|v| self.schema(v))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                if value.as_array().is_some_and(|vs| vs.len() > variants.len()) {
-                    out.insert("nullable".into(), Value::Bool(true));
+                let mut variants = Vec::new();
+                for (i, v) in value.as_array().into_iter().flatten().enumerate() {
+                    if v.get("type").and_then(Value::as_str) == Some("null") {
+                        out.insert("nullable".into(), Value::Bool(true));
+                    } else {
+                        variants.push(self.schema(v, &format!("{path}<variant {i}>"))?);
+                    }
                 }
                 out.insert("anyOf".into(), Value::Array(variants));
             }
             "properties" => {
-                let props = value
-                    .as_object()
-                    .map(|p| p.iter().map(|(k, v)| (k.clone(), self.schema(v))).collect())
-                    .unwrap_or_default();
+                let mut props = Map::new();
+                for (name, v) in value.as_object().into_iter().flatten() {
+                    props.insert(name.clone(), self.schema(v, &join(path, name))?);
+                }
                 out.insert("properties".into(), Value::Object(props));
             }
-            "items" => {
-                out.insert("items".into(), self.schema(value));
+            "items" if value.is_object() => {
+                out.insert("items".into(), self.schema(value, &join(path, "[]"))?);
+            }
+            "prefixItems" => {
+                let items = value.as_array().map(Vec::as_slice).unwrap_or_default();
+                let Some(first) = items.first().filter(|f| items.iter().all(|i| i == *f)) else {
+                    return Err((
+                        path.to_owned(),
+                        "it is a tuple of several element types, which Gemini's `parameters` \
+                         cannot express (use a struct, or gemini_tools_json_schema)"
+                            .to_owned(),
+                    ));
+                };
+                // A tuple of one element type: a sized array of it.
+                out.insert("items".into(), self.schema(first, &join(path, "[]"))?);
             }
             "enum" => write_enum(out, value),
             "const" if value.is_string() => {
@@ -133,12 +220,12 @@ impl Walk<'_> {
             "format" if value.as_str().is_some_and(|f| GEMINI_FORMATS.contains(&f)) => {
                 out.insert("format".into(), value.clone());
             }
-            "format" => {}
-            k if GEMINI_KEPT.contains(&k) => {
+            k if k != "format" && k != "items" && GEMINI_KEPT.contains(&k) => {
                 out.insert(key.to_owned(), value.clone());
             }
             _ => {}
         }
+        Ok(())
     }
 }
 
