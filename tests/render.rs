@@ -429,3 +429,55 @@ async fn mark(at: (String, u32)) -> Result<String, String> {
 async fn ping() -> Result<String, String> {
     Ok("pong".to_owned())
 }
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Page {
+    /// Words to look for.
+    query: String,
+    /// Hits per page.
+    #[serde(default = "twenty")]
+    per_page: u32,
+    /// Sort order, if any.
+    #[serde(default)]
+    sort: Option<String>,
+}
+
+fn twenty() -> u32 {
+    20
+}
+
+/// Search, a page at a time.
+#[write_tool]
+async fn page(#[args] a: Page, _ctx: &WriteCtx) -> Result<String, String> {
+    Ok(format!("{} {} {:?}", a.query, a.per_page, a.sort))
+}
+
+#[tokio::test]
+async fn strict_nulls_for_defaulted_fields_are_read_as_absent() {
+    let registry = Registry::builder(()).tool(page).build().expect("registry");
+    // Strict mode invites `null` for the defaulted field...
+    let strict = registry.openai_tools_strict().expect("strict");
+    let per_page = &strict[0]["function"]["parameters"]["properties"]["per_page"];
+    assert_eq!(per_page["type"], json!(["integer", "null"]));
+    // ...and a null is read as the field left out: the default, and the
+    // same operation.
+    let with_nulls = json!({"query": "socks", "per_page": null, "sort": null});
+    let without = json!({"query": "socks"});
+    let out = registry
+        .call("r", "page", with_nulls.clone())
+        .await
+        .expect("null read as absent");
+    assert_eq!(out, json!("socks 20 None"));
+    assert_eq!(
+        registry
+            .identify("r", "page", with_nulls)
+            .expect("identify"),
+        registry.identify("r", "page", without).expect("identify")
+    );
+    // A required field sent as null is still refused.
+    let err = registry
+        .call("r", "page", json!({"query": null}))
+        .await
+        .expect_err("query is required");
+    assert!(err.to_string().contains("query"), "{err}");
+}

@@ -77,6 +77,17 @@ pub(crate) fn parse_args<A: DeserializeOwned>(
     if let Ok(parsed) = A::deserialize(&args) {
         return Ok(parsed);
     }
+    // OpenAI's strict mode makes every optional field required and
+    // nullable, so a model sends `null` for a field it leaves out, which a
+    // `#[serde(default)]` field refuses. Read such nulls as absent, when
+    // that is what makes the arguments parse: an `Option` reads both as
+    // `None`, and a field without a default is refused either way.
+    let mut absent = args.clone();
+    if drop_null_members(&mut absent)
+        && let Ok(parsed) = A::deserialize(&absent)
+    {
+        return Ok(parsed);
+    }
     serde_path_to_error::deserialize(&args).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
@@ -86,6 +97,26 @@ pub(crate) fn parse_args<A: DeserializeOwned>(
             invalid(format!("field `{path}`: {inner}"))
         }
     })
+}
+
+/// Removes every object member whose value is `null`, at any depth;
+/// whether there was one.
+fn drop_null_members(value: &mut Value) -> bool {
+    match value {
+        Value::Object(map) => {
+            let before = map.len();
+            map.retain(|_, v| !v.is_null());
+            let mut dropped = map.len() < before;
+            for v in map.values_mut() {
+                dropped |= drop_null_members(v);
+            }
+            dropped
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |dropped, v| drop_null_members(v) | dropped),
+        _ => false,
+    }
 }
 
 /// Why arguments larger than `limits` allow are refused.
