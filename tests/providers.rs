@@ -201,3 +201,47 @@ async fn blocks_of_another_type_are_refused_not_run() {
     );
     assert_eq!(executions(&registry), 0);
 }
+
+#[cfg(feature = "async-openai")]
+#[tokio::test]
+async fn async_openai_typed_calls_run_once_and_get_typed_tool_messages() {
+    use idem::async_openai::async_openai::types::chat::{
+        ChatCompletionMessageToolCalls, ChatCompletionRequestToolMessageContent,
+    };
+    let registry = registry();
+    let typed = |id: &str, kind: &str| -> ChatCompletionMessageToolCalls {
+        let call = json!({
+            "id": id,
+            "type": kind,
+            "function": {"name": "charge_card", "arguments": r#"{"order_id": "o-1", "amount": 4200}"#},
+            "custom_tool": {"name": "charge_card", "input": "o-1"},
+        });
+        serde_json::from_value(call).expect("an async-openai tool call")
+    };
+    let first = registry
+        .async_openai_tool_call("run-42", &typed("call_1", "function"))
+        .await
+        .expect("a function call");
+    // The model asks again under a new id: replayed, answered under it.
+    let again = registry
+        .async_openai_tool_call("run-42", &typed("call_2", "function"))
+        .await
+        .expect("a function call");
+    assert_eq!(executions(&registry), 1);
+    assert_eq!(first.message.tool_call_id, "call_1");
+    assert_eq!(again.message.tool_call_id, "call_2");
+    let text = |content: &ChatCompletionRequestToolMessageContent| match content {
+        ChatCompletionRequestToolMessageContent::Text(text) => text.clone(),
+        other => panic!("expected text, got {other:?}"),
+    };
+    assert_eq!(text(&first.message.content), text(&again.message.content));
+    assert!(text(&first.message.content).contains("ch_0001"));
+    // A custom tool call is not a function call: refused, not run.
+    assert!(
+        registry
+            .async_openai_tool_call("run-42", &typed("call_3", "custom"))
+            .await
+            .is_err()
+    );
+    assert_eq!(executions(&registry), 1);
+}

@@ -45,6 +45,8 @@ pub mod store;
 mod tool;
 mod unique;
 
+#[cfg(feature = "async-openai")]
+pub mod async_openai;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 #[cfg(feature = "rig")]
