@@ -84,6 +84,8 @@ pub(crate) struct Attrs {
     pub(crate) permanent_errors: Option<syn::Expr>,
     pub(crate) destructive: Option<LitBool>,
     pub(crate) open_world: Option<LitBool>,
+    /// The facade's path, when not `::idem`.
+    pub(crate) krate: Option<syn::Path>,
 }
 
 impl Attrs {
@@ -140,6 +142,7 @@ impl Attrs {
             PERMANENT_ERRORS => self.permanent_errors = Some(meta.value()?.parse()?),
             DESTRUCTIVE => self.destructive = Some(parse_flag(meta)?),
             OPEN_WORLD => self.open_world = Some(parse_flag(meta)?),
+            CRATE => self.krate = Some(parse_crate(meta)?),
             _ => return Err(meta.error("unhandled key")),
         }
         Ok(())
@@ -166,6 +169,17 @@ fn parse_description(meta: &ParseNestedMeta<'_>) -> syn::Result<TokenStream> {
             "`description` is a string literal, or a macro that gives one (`concat!`, `include_str!`)",
         )),
     }
+}
+
+/// `crate = "my_idem"`: a path, in a string as serde takes it.
+fn parse_crate(meta: &ParseNestedMeta<'_>) -> syn::Result<syn::Path> {
+    let lit: LitStr = meta.value()?.parse()?;
+    lit.parse::<syn::Path>().map_err(|_| {
+        syn::Error::new(
+            lit.span(),
+            "`crate` takes the path idem is known by in this crate, in a string: `crate = \"my_idem\"`",
+        )
+    })
 }
 
 fn parse_max_result_bytes(meta: &ParseNestedMeta<'_>) -> syn::Result<usize> {

@@ -13,6 +13,7 @@ mod attr;
 mod ctxt;
 mod expand;
 mod kind;
+mod krate;
 mod symbol;
 mod valid;
 
@@ -22,6 +23,7 @@ use quote::quote;
 use syn::{ItemFn, ReturnType};
 
 use crate::kind::Kind;
+use crate::krate::PRIVATE;
 
 /// Turns an `async fn` into a read tool. See the `idem` crate.
 #[proc_macro_attribute]
@@ -36,6 +38,7 @@ pub fn write_tool(attr: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 fn expand_tool(kind: Kind, attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
+    krate::set(None);
     let item: ItemFn = match syn::parse2(item.clone()) {
         Ok(item) => item,
         Err(e) => {
@@ -53,6 +56,8 @@ fn expand_tool(kind: Kind, attr: TokenStream2, item: TokenStream2) -> TokenStrea
 fn try_expand(kind: Kind, attr: TokenStream2, item: &ItemFn) -> Result<TokenStream2, syn::Error> {
     let mut cx = ctxt::Ctxt::default();
     let attrs = attr::Attrs::parse(&mut cx, kind, attr);
+    // For the rest of this expansion, the stub's included.
+    krate::set(attrs.krate.clone());
     let tool = ast::ToolFn::from_item(item);
     valid::check(&mut cx, kind, &tool, &attrs);
     cx.check()?;
@@ -77,7 +82,7 @@ fn stub(item: &ItemFn, error: syn::Error) -> TokenStream2 {
         #error
         #[allow(dead_code)]
         #vis fn #ident(
-            __idem_token: ::idem::__private::CallThroughRegistry<::idem::__private::InvalidTool>,
+            __idem_token: #PRIVATE::CallThroughRegistry<#PRIVATE::InvalidTool>,
         ) -> ::core::convert::Infallible {
             __idem_token.unreachable()
         }

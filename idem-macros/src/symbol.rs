@@ -13,12 +13,13 @@ pub(crate) const ON_IN_FLIGHT: &str = "on_in_flight";
 pub(crate) const PERMANENT_ERRORS: &str = "permanent_errors";
 pub(crate) const DESTRUCTIVE: &str = "destructive";
 pub(crate) const OPEN_WORLD: &str = "open_world";
+pub(crate) const CRATE: &str = "crate";
 
 /// The parameter attribute that marks the one arguments struct.
 pub(crate) const ARGS: &str = "args";
 
 /// Keys both macros accept.
-pub(crate) const READ_KEYS: &[&str] = &[NAME, DESCRIPTION];
+pub(crate) const READ_KEYS: &[&str] = &[NAME, DESCRIPTION, CRATE];
 
 /// Keys `#[write_tool]` accepts.
 pub(crate) const WRITE_KEYS: &[&str] = &[
@@ -35,4 +36,5 @@ pub(crate) const WRITE_KEYS: &[&str] = &[
     PERMANENT_ERRORS,
     DESTRUCTIVE,
     OPEN_WORLD,
+    CRATE,
 ];

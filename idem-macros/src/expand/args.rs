@@ -8,6 +8,7 @@ use syn::spanned::Spanned;
 
 use crate::ast::{Param, ToolFn};
 use crate::kind::Kind;
+use crate::krate::PRIVATE;
 
 /// The arguments struct of a tool with flat parameters, and the pattern
 /// that takes it apart into the parameters, as the inner function's first
@@ -70,16 +71,18 @@ pub(super) fn flat_args(kind: Kind, tool: &ToolFn<'_>) -> (TokenStream, TokenStr
         });
         checks.push(quote_spanned! {ty.span()=>
             #(#cfgs)*
-            ::idem::__private::#assert_param::<#ty>();
+            #PRIVATE::#assert_param::<#ty>();
         });
         pattern.push(quote!(#(#cfgs)* #mutability #ident));
     }
     let derives = args_derives(kind);
+    let serde_crate = crate::krate::private_str("serde");
+    let schemars_crate = crate::krate::private_str("schemars");
     let def = quote! {
         #[doc(hidden)]
         #[derive(#derives)]
-        #[serde(crate = "::idem::__private::serde")]
-        #[schemars(crate = "::idem::__private::schemars")]
+        #[serde(crate = #serde_crate)]
+        #[schemars(crate = #schemars_crate)]
         pub struct __IdemArgs<#(#params),*> {
             #(#fields,)*
         }
@@ -97,13 +100,13 @@ pub(super) fn flat_args(kind: Kind, tool: &ToolFn<'_>) -> (TokenStream, TokenStr
 fn args_derives(kind: Kind) -> TokenStream {
     match kind {
         Kind::Read => quote! {
-            ::idem::__private::serde::Deserialize,
-            ::idem::__private::schemars::JsonSchema
+            #PRIVATE::serde::Deserialize,
+            #PRIVATE::schemars::JsonSchema
         },
         Kind::Write => quote! {
-            ::idem::__private::serde::Serialize,
-            ::idem::__private::serde::Deserialize,
-            ::idem::__private::schemars::JsonSchema
+            #PRIVATE::serde::Serialize,
+            #PRIVATE::serde::Deserialize,
+            #PRIVATE::schemars::JsonSchema
         },
     }
 }

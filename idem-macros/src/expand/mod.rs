@@ -17,6 +17,7 @@ use self::settings::{is_permanent, split_result, write_options};
 use crate::ast::ToolFn;
 use crate::attr::Attrs;
 use crate::kind::Kind;
+use crate::krate::PRIVATE;
 
 /// Generated code for a checked tool function: a hidden unit type that is
 /// the tool, the stand-in function under the user's name, and (in an
@@ -70,7 +71,7 @@ pub(crate) fn expand(kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs, ret: &Type) -
         #struct_doc
         #(#deprecated)*
         #vis fn #ident(
-            __idem_token: ::idem::__private::CallThroughRegistry<#tool_ty>,
+            __idem_token: #PRIVATE::CallThroughRegistry<#tool_ty>,
         ) -> ::core::convert::Infallible {
             __idem_token.unreachable()
         }
@@ -128,7 +129,7 @@ impl<'a> Parts<'a> {
         let alias = ctx.and_then(|c| c.alias);
         let generic = alias.is_none() && ctx.is_none_or(|c| c.state.is_none());
         let state = match (alias, ctx.and_then(|c| c.state)) {
-            (Some(alias), _) => quote!(<#alias as ::idem::__private::ContextOf>::State),
+            (Some(alias), _) => quote!(<#alias as #PRIVATE::ContextOf>::State),
             (None, Some(ty)) => quote!(#ty),
             (None, None) => quote!(__S),
         };
@@ -209,9 +210,9 @@ impl<'a> Parts<'a> {
             ..
         } = self;
         quote! {
-            fn info(&self) -> ::idem::__private::ToolInfo {
-                ::idem::__private::ToolInfo::new(#name, #description)
-                    .with_output_schema(::idem::__private::output_schema!(#ok_ty))
+            fn info(&self) -> #PRIVATE::ToolInfo {
+                #PRIVATE::ToolInfo::new(#name, #description)
+                    .with_output_schema(#PRIVATE::output_schema!(#ok_ty))
             }
         }
     }
@@ -225,20 +226,19 @@ impl<'a> Parts<'a> {
         };
         let (ok_ty, err_ty) = (&self.ok_ty, &self.err_ty);
         let args_check = tool.args_param().map(|ty| {
-            quote_spanned! {ty.span()=> ::idem::__private::#assert_args::<#ty>(); }
+            quote_spanned! {ty.span()=> #PRIVATE::#assert_args::<#ty>(); }
         });
         let assert_ctx = match kind {
             Kind::Read => quote!(assert_read_ctx),
             Kind::Write => quote!(assert_write_ctx),
         };
         let ctx_check = tool.ctx().and_then(|c| c.alias).map(|alias| {
-            quote_spanned! {alias.span()=> ::idem::__private::#assert_ctx::<#alias>(); }
+            quote_spanned! {alias.span()=> #PRIVATE::#assert_ctx::<#alias>(); }
         });
-        let ok_check =
-            quote_spanned! {ok_ty.span()=> ::idem::__private::#assert_output::<#ok_ty>(); };
+        let ok_check = quote_spanned! {ok_ty.span()=> #PRIVATE::#assert_output::<#ok_ty>(); };
         let err_check = quote_spanned! {err_ty.span()=>
-            ::idem::__private::assert_failure::<#err_ty>();
-            ::idem::__private::assert_send_failure::<#err_ty>();
+            #PRIVATE::assert_failure::<#err_ty>();
+            #PRIVATE::assert_send_failure::<#err_ty>();
         };
         quote! {
             const _: () = {
@@ -258,7 +258,7 @@ impl<'a> Parts<'a> {
         let options = write_options(tool, attrs);
         let permanent = is_permanent(attrs);
         let settings = quote! {
-            fn options(&self) -> ::idem::__private::WriteOptions {
+            fn options(&self) -> #PRIVATE::WriteOptions {
                 #options
             }
 
@@ -291,7 +291,7 @@ impl<'a> Parts<'a> {
         let where_clause = &self.item.sig.generics.where_clause;
         let info = self.info();
         quote! {
-            impl #impl_generics ::idem::__private::#trait_name<#state> for #tool_ty #where_clause {
+            impl #impl_generics #PRIVATE::#trait_name<#state> for #tool_ty #where_clause {
                 type Args = #args_ty;
                 type Output = #ok_ty;
                 type Error = #err_ty;
@@ -303,7 +303,7 @@ impl<'a> Parts<'a> {
                 fn call(
                     &self,
                     __idem_args: Self::Args,
-                    __idem_ctx: &::idem::__private::#ctx_ty<#state>,
+                    __idem_ctx: &#PRIVATE::#ctx_ty<#state>,
                 ) -> #future {
                     #call_body
                 }

@@ -9,6 +9,7 @@ use syn::{PathArguments, Type};
 
 use crate::ast::ToolFn;
 use crate::attr::{Attrs, InFlight, Scope};
+use crate::krate::PRIVATE;
 
 /// The body of `is_permanent`: the `permanent_errors` predicate (checked
 /// against the error type where the user wrote it), or never.
@@ -51,14 +52,14 @@ pub(super) fn split_result(ret: &Type) -> (TokenStream, TokenStream) {
     }
     let span = ret.span();
     (
-        quote_spanned!(span=> <#ret as ::idem::__private::ToolResult>::Ok),
-        quote_spanned!(span=> <#ret as ::idem::__private::ToolResult>::Err),
+        quote_spanned!(span=> <#ret as #PRIVATE::ToolResult>::Ok),
+        quote_spanned!(span=> <#ret as #PRIVATE::ToolResult>::Err),
     )
 }
 
 pub(super) fn write_options(tool: &ToolFn<'_>, attrs: &Attrs) -> TokenStream {
     let millis = |ms: u64| quote!(::core::time::Duration::from_millis(#ms));
-    let mut chain = quote!(::idem::__private::WriteOptions::new());
+    let mut chain = quote!(#PRIVATE::WriteOptions::new());
     if let Some(d) = &attrs.lease {
         let d = millis(d.millis);
         chain = quote!(#chain.lease(#d));
@@ -76,8 +77,8 @@ pub(super) fn write_options(tool: &ToolFn<'_>, attrs: &Attrs) -> TokenStream {
     }
     if let Some(scope) = &attrs.scope {
         let scope = match scope {
-            Scope::Run => quote!(::idem::__private::ScopeKind::Run),
-            Scope::Global => quote!(::idem::__private::ScopeKind::Global),
+            Scope::Run => quote!(#PRIVATE::ScopeKind::Run),
+            Scope::Global => quote!(#PRIVATE::ScopeKind::Global),
         };
         chain = quote!(#chain.scope(#scope));
     }
@@ -100,10 +101,10 @@ pub(super) fn write_options(tool: &ToolFn<'_>, attrs: &Attrs) -> TokenStream {
     }
     if let Some(on) = &attrs.on_in_flight {
         let on = match on {
-            InFlight::Reject => quote!(::idem::__private::OnInFlight::Reject),
+            InFlight::Reject => quote!(#PRIVATE::OnInFlight::Reject),
             InFlight::Wait(d) => {
                 let d = millis(d.millis);
-                quote!(::idem::__private::OnInFlight::Wait(#d))
+                quote!(#PRIVATE::OnInFlight::Wait(#d))
             }
         };
         chain = quote!(#chain.on_in_flight(#on));

@@ -1,0 +1,10 @@
+use idem::prelude::*;
+
+/// Pay an order.
+#[write_tool(crate = "my idem")]
+async fn pay(order_id: String, ctx: &WriteCtx) -> Result<(), String> {
+    let _ = (order_id, ctx);
+    Ok(())
+}
+
+fn main() {}
