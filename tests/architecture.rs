@@ -439,7 +439,11 @@ fn library_functions_are_short_or_say_why_not() {
 fn test_sources() -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut text = String::new();
-    let mut dirs = vec![root.join("tests"), root.join("idem-runtime/src/testing")];
+    let mut dirs = vec![
+        root.join("tests"),
+        root.join("integrations/tests"),
+        root.join("idem-runtime/src/testing"),
+    ];
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).expect("a test folder") {
             let path = entry.expect("a folder entry").path();

@@ -12,19 +12,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-/// Whether this run is CI, where a missing service is a failure.
-pub(crate) fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-/// Reports a missing service: a panic under CI, a printed skip otherwise.
-pub(crate) fn unavailable(what: &str, how: &str) {
-    let message = format!("{what} is not available. {how}");
-    if in_ci() {
-        panic!("CI=true and {message}");
-    }
-    eprintln!("SKIPPED (not in CI): {message}");
-}
+mod skip;
+pub(crate) use skip::unavailable;
 
 /// The shared Redis the machine runs.
 pub(crate) fn redis_url() -> String {

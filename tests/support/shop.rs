@@ -1,5 +1,5 @@
 //! A small shop for the ecosystem tests (`tests/providers.rs`,
-//! `tests/rig.rs`): a write tool that counts its executions, and a read tool.
+//! `integrations/tests/rig.rs`): a write tool that counts its executions, and a read tool.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

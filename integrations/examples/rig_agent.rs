@@ -5,7 +5,7 @@
 //! then retried whole, as after a provider timeout. One charge is made.
 //!
 //! ```text
-//! cargo run --example rig_agent
+//! cargo run -p idem-integrations --example rig_agent
 //! ```
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -4,10 +4,10 @@
 //! run runs once: the second call gets the first call's result.
 //!
 //! ```text
-//! cargo run --example mcp_server                         # stdio
-//! cargo run --example mcp_server -- --http 127.0.0.1:8080 # streamable HTTP at /mcp
-//! cargo run --example mcp_server -- --sqlite shop.db      # results survive restarts
-//! cargo run --example mcp_server -- --http 127.0.0.1:8080 --token alice=secret-a --token bob=secret-b
+//! cargo run -p idem-integrations --example mcp_server                         # stdio
+//! cargo run -p idem-integrations --example mcp_server -- --http 127.0.0.1:8080 # streamable HTTP at /mcp
+//! cargo run -p idem-integrations --example mcp_server -- --sqlite shop.db      # results survive restarts
+//! cargo run -p idem-integrations --example mcp_server -- --http 127.0.0.1:8080 --token alice=secret-a --token bob=secret-b
 //! ```
 //!
 //! With `--token`, HTTP requests must carry `Authorization: Bearer <token>`

@@ -1,4 +1,4 @@
-"""Drives examples/mcp_server.rs with the official MCP Python SDK in its
+"""Drives integrations/examples/mcp_server.rs with the official MCP Python SDK in its
 default mode (`mcp.Client(url)`: it negotiates the newest protocol, the
 stateless MCP 2026-07-28 when the server offers it), for tests/mcp.rs.
 

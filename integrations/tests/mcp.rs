@@ -1,7 +1,8 @@
-//! Real MCP clients talking to `examples/mcp_server.rs` as a separate
+//! Real MCP clients talking to `integrations/examples/mcp_server.rs` as a separate
 //! process: rmcp's over stdio and streamable HTTP (sessions, principals,
 //! stateless requests), and the official Python SDK in its default mode.
 
+#[path = "../../tests/support/skip.rs"]
 mod support;
 
 use std::path::PathBuf;
@@ -31,10 +32,19 @@ fn example() -> PathBuf {
     if !bin.exists() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = std::process::Command::new(cargo)
-            .args(["build", "--example", "mcp_server"])
+            .args([
+                "build",
+                "-p",
+                "idem-integrations",
+                "--example",
+                "mcp_server",
+            ])
             .status()
-            .expect("cargo build --example mcp_server");
-        assert!(status.success(), "cargo build --example mcp_server failed");
+            .expect("cargo build -p idem-integrations --example mcp_server");
+        assert!(
+            status.success(),
+            "cargo build -p idem-integrations --example mcp_server failed"
+        );
     }
     bin
 }

@@ -2,7 +2,7 @@
 //! `MockCompletionModel`: no network) calls the registry's tools through
 //! `Registry::rig_tools`.
 
-#[path = "support/shop.rs"]
+#[path = "../../tests/support/shop.rs"]
 mod shop;
 
 use idem::prelude::*;
