@@ -27,6 +27,11 @@ const CRATES: &[&str] = &[
 const MAX_FN_LINES: usize = 80;
 
 /// One library file: where it is, its module path and its parsed text.
+/// The workspace's root: this test lives in `checks/`.
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
 struct SourceFile {
     path: PathBuf,
     module: Vec<String>,
@@ -35,7 +40,7 @@ struct SourceFile {
 }
 
 fn source_files(root: &str) -> Vec<SourceFile> {
-    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join(root);
+    let base = workspace().join(root);
     let mut files = Vec::new();
     let mut dirs = vec![base.clone()];
     while let Some(dir) = dirs.pop() {
@@ -312,7 +317,7 @@ fn cycles(graph: &[BTreeSet<usize>]) -> Vec<Vec<usize>> {
 }
 
 fn name(file: &SourceFile) -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = workspace();
     file.path
         .strip_prefix(root)
         .unwrap_or(&file.path)
@@ -437,11 +442,12 @@ fn library_functions_are_short_or_say_why_not() {
 
 /// The test files, the conformance cases among them.
 fn test_sources() -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = workspace();
     let mut text = String::new();
     let mut dirs = vec![
         root.join("tests"),
         root.join("integrations/tests"),
+        root.join("checks/tests"),
         root.join("idem-runtime/src/testing"),
     ];
     while let Some(dir) = dirs.pop() {
@@ -459,8 +465,7 @@ fn test_sources() -> String {
 
 #[test]
 fn the_spec_names_only_tests_that_exist() {
-    let spec = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/spec.md"))
-        .expect("docs/spec.md");
+    let spec = std::fs::read_to_string(workspace().join("docs/spec.md")).expect("docs/spec.md");
     let guarantees = &spec[spec.find("## Guarantees").expect("a Guarantees section")..];
     let sources = test_sources();
     // Test names are snake case of three words or more, in backticks.

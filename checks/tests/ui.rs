@@ -5,7 +5,7 @@
 //! Compiler diagnostics change between releases, so the `.stderr` files are
 //! tied to the compiler they were made with; on another compiler this test
 //! says so instead of failing. To regenerate them:
-//! `TRYBUILD=overwrite cargo test --test ui`, then read the diff.
+//! `TRYBUILD=overwrite cargo test -p idem-checks --test ui`, then read the diff.
 
 #[rustversion::attr(
     not(stable(1.95)),

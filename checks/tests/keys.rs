@@ -29,7 +29,7 @@ fn scope(s: &str) -> Scope<'_> {
 
 #[test]
 fn published_vectors_are_reproduced_byte_for_byte() {
-    let text = include_str!("data/key-vectors.json");
+    let text = include_str!("../../tests/data/key-vectors.json");
     let vectors: Vec<Vector> = serde_json::from_str(text).expect("key-vectors.json parses");
     assert!(vectors.len() >= 10, "the vector file lost entries");
     for v in &vectors {
@@ -349,7 +349,7 @@ mod sets {
 
     #[test]
     fn set_vectors_are_reproduced_byte_for_byte() {
-        let text = include_str!("data/set-key-vectors.json");
+        let text = include_str!("../../tests/data/set-key-vectors.json");
         let vectors: Vec<Vector> = serde_json::from_str(text).expect("set-key-vectors.json parses");
         assert_eq!(vectors.len(), 3);
         let registry = registry();
@@ -415,7 +415,7 @@ mod sets {
 
 #[test]
 fn tenant_vectors_are_reproduced_byte_for_byte() {
-    let text = include_str!("data/tenant-key-vectors.json");
+    let text = include_str!("../../tests/data/tenant-key-vectors.json");
     let vectors: Vec<Vector> = serde_json::from_str(text).expect("tenant-key-vectors.json parses");
     assert_eq!(vectors.len(), 4);
     let mut keys = std::collections::HashSet::new();

@@ -5,8 +5,8 @@
 //! taken one after the other can disagree on the ratio by more than the
 //! thing measured; the median of per-round ratios does not.
 //!
-//! `cargo bench --bench key_ratio [-- ROUNDS]` prints one line of
-//! JSON per argument set (the sets of `benches/idem.rs`):
+//! `cargo bench -p idem-checks --bench key_ratio [-- ROUNDS]` prints one line of
+//! JSON per argument set (the sets of `checks/benches/idem.rs`):
 //! `{"args":"small","bytes":89,"derive_ns":..,"floor_ns":..,"ratio":..,"ratio_p10":..,"ratio_p90":..,"rounds":..}`,
 //! the times being medians over the rounds.
 

@@ -2,7 +2,7 @@
 //! (`serde_json::to_vec` + SHA-256 of the same value), the in-memory store,
 //! a write tool called through the registry against its body called
 //! directly, and the same calls with results sealed at rest against
-//! without. `cargo bench --bench idem`; figures in BENCHMARKS.md.
+//! without. `cargo bench -p idem-checks --bench idem`; figures in BENCHMARKS.md.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,7 +21,7 @@ fn keys(c: &mut Criterion) {
     let mut group = c.benchmark_group("keys");
     // Each derivation is measured right before its floor, and briefly: this
     // VM's speed drifts within seconds, which skews a ratio of two long
-    // runs. `benches/key_ratio.rs` interleaves the two for the ratio itself.
+    // runs. `checks/benches/key_ratio.rs` interleaves the two for the ratio itself.
     group
         .warm_up_time(std::time::Duration::from_secs(1))
         .measurement_time(std::time::Duration::from_secs(2));

@@ -1,6 +1,6 @@
 //! Drives the write path in a loop and prints the time per call, for
 //! profilers and for comparing two builds run in turn:
-//! `cargo bench --bench hot_path -- 300000`, or under callgrind the binary
+//! `cargo bench -p idem-checks --bench hot_path -- 300000`, or under callgrind the binary
 //! cargo prints (`target/release/deps/hot_path-*`).
 
 use clap::Parser;

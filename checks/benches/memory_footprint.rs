@@ -4,7 +4,7 @@
 //! size, from `/proc/self/statm` (Linux).
 //!
 //! ```text
-//! cargo bench --bench memory_footprint -- [N=1000000] [--subset]
+//! cargo bench -p idem-checks --bench memory_footprint -- [N=1000000] [--subset]
 //! ```
 //!
 //! By default each operation is keyed on all its arguments, so its

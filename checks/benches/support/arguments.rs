@@ -1,6 +1,6 @@
 //! The argument sets that key derivation is measured with, shared by the
-//! criterion bench (`benches/idem.rs`) and the interleaved measurement
-//! (`benches/key_ratio.rs`).
+//! criterion bench (`checks/benches/idem.rs`) and the interleaved measurement
+//! (`checks/benches/key_ratio.rs`).
 
 use serde_json::{Value, json};
 
