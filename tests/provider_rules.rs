@@ -1,0 +1,387 @@
+//! Every rendered schema obeys its provider's documented rules, written
+//! down here as checkers, over a corpus of argument types: nested
+//! documented structs, unit, data and internally tagged enums, `Option`,
+//! `#[serde(default)]`, `Vec`, sets, `u64`, constraints; and the types a
+//! dialect cannot express (maps, `serde_json::Value`, mixed tuples,
+//! recursion), which its renderer refuses naming the tool and the field.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use idem::prelude::*;
+use serde_json::Value;
+
+/// Where to send it.
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Address {
+    /// Street and number.
+    street: String,
+    /// Postal code.
+    #[schemars(length(min = 3, max = 10), regex(pattern = r"^[0-9A-Z ]+$"))]
+    postcode: String,
+}
+
+/// How fast.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Speed {
+    /// Within a week.
+    Standard,
+    /// Tomorrow.
+    Express,
+}
+
+/// Who pays.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Payer {
+    /// The customer, by card.
+    Card {
+        /// The card's last four digits.
+        last4: String,
+    },
+    /// An account, by number.
+    Account(u64),
+}
+
+/// A discount.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Discount {
+    /// A share of the total.
+    Percent {
+        /// Percent off.
+        #[schemars(range(min = 1, max = 100))]
+        value: u8,
+    },
+    /// A fixed amount.
+    Amount {
+        /// Cents off.
+        cents: u64,
+    },
+}
+
+/// Everything every dialect can express.
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Order {
+    /// The order.
+    order_id: String,
+    /// Cents; may exceed 2^53.
+    total: u64,
+    /// Where to.
+    to: Address,
+    /// Where the invoice goes, if elsewhere.
+    billing: Option<Address>,
+    /// How fast.
+    speed: Speed,
+    /// Who pays.
+    payer: Payer,
+    /// Discounts.
+    discounts: Vec<Discount>,
+    /// Labels, each once.
+    labels: BTreeSet<String>,
+    /// Copies to print.
+    #[serde(default)]
+    copies: u32,
+}
+
+/// Place an order.
+#[write_tool]
+async fn place(#[args] order: Order, _ctx: &WriteCtx) -> Result<String, String> {
+    Ok(order.order_id)
+}
+
+/// A tree of categories.
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Category {
+    /// Its name.
+    name: String,
+    /// Its subcategories.
+    children: Vec<Category>,
+}
+
+/// File under a category tree.
+#[read_tool]
+async fn file_under(category: Category) -> Result<String, String> {
+    Ok(category.name)
+}
+
+/// Tag free-form.
+#[read_tool]
+async fn tag(labels: BTreeMap<String, String>) -> Result<usize, String> {
+    Ok(labels.len())
+}
+
+/// Store anything.
+#[read_tool]
+async fn store(value: Value) -> Result<Value, String> {
+    Ok(value)
+}
+
+/// Mark a spot.
+#[read_tool]
+async fn mark(at: (String, u32)) -> Result<String, String> {
+    Ok(at.0)
+}
+
+fn registry_of(tools: &[&str]) -> Registry<()> {
+    let mut builder = Registry::builder(());
+    for tool in tools {
+        builder = match *tool {
+            "place" => builder.tool(place),
+            "file_under" => builder.tool(file_under),
+            "tag" => builder.tool(tag),
+            "store" => builder.tool(store),
+            "mark" => builder.tool(mark),
+            other => panic!("no tool {other}"),
+        };
+    }
+    builder.build().expect("registry")
+}
+
+/// Calls `check` on `schema` and every schema inside it, with its path.
+fn each_schema(
+    schema: &Value,
+    at: &str,
+    check: &mut dyn FnMut(&serde_json::Map<String, Value>, &str),
+) {
+    let Value::Object(map) = schema else { return };
+    check(map, at);
+    for (key, value) in map {
+        match (key.as_str(), value) {
+            ("properties" | "$defs", Value::Object(children)) => {
+                for (name, child) in children {
+                    each_schema(child, &format!("{at}.{name}"), check);
+                }
+            }
+            ("items" | "additionalProperties", child @ Value::Object(_)) => {
+                each_schema(child, &format!("{at}[]"), check)
+            }
+            ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(variants)) => {
+                for (i, child) in variants.iter().enumerate() {
+                    each_schema(child, &format!("{at}<{i}>"), check);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// OpenAI structured outputs, "Supported schemas"
+/// (<https://platform.openai.com/docs/guides/structured-outputs#supported-schemas>):
+/// the root is an object (not `anyOf`); every object lists all its
+/// properties as required and sets `additionalProperties: false`; only the
+/// supported keywords; `$ref` alone, into `$defs`; at most 10 levels of
+/// nesting and 5,000 properties.
+fn openai_strict_rules(parameters: &Value, tool: &str) {
+    const SUPPORTED: &[&str] = &[
+        "type",
+        "description",
+        "title",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "anyOf",
+        "$ref",
+        "$defs",
+        "enum",
+        "const",
+        "pattern",
+        "format",
+        "multipleOf",
+        "maximum",
+        "exclusiveMaximum",
+        "minimum",
+        "exclusiveMinimum",
+        "minItems",
+        "maxItems",
+    ];
+    assert_eq!(
+        parameters["type"], "object",
+        "{tool}: the root is an object"
+    );
+    assert!(
+        parameters.get("anyOf").is_none(),
+        "{tool}: the root is not anyOf"
+    );
+    let mut properties = 0;
+    each_schema(parameters, tool, &mut |schema, at| {
+        for key in schema.keys() {
+            assert!(
+                SUPPORTED.contains(&key.as_str()),
+                "{at}: `{key}` is not supported"
+            );
+        }
+        if let Some(reference) = schema.get("$ref") {
+            assert_eq!(schema.len(), 1, "{at}: `$ref` with siblings");
+            assert!(
+                reference
+                    .as_str()
+                    .is_some_and(|r| r == "#" || r.starts_with("#/$defs/")),
+                "{at}: {reference}"
+            );
+        }
+        if let Some(Value::Object(props)) = schema.get("properties") {
+            properties += props.len();
+            assert_eq!(
+                schema.get("additionalProperties"),
+                Some(&Value::Bool(false)),
+                "{at}"
+            );
+            let required: BTreeSet<&str> = schema["required"]
+                .as_array()
+                .expect("required")
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            let all: BTreeSet<&str> = props.keys().map(String::as_str).collect();
+            assert_eq!(required, all, "{at}: every property is required");
+        }
+        assert!(at.matches('.').count() <= 10, "{at}: deeper than 10 levels");
+    });
+    assert!(properties <= 5000, "{tool}: more than 5,000 properties");
+}
+
+/// Gemini's `parameters`, the `Schema` object
+/// (<https://ai.google.dev/api/caching#Schema>): only its fields; `type` one
+/// name; no references; an array has `items`; `enum` is for strings.
+fn gemini_rules(parameters: &Value, tool: &str) {
+    const FIELDS: &[&str] = &[
+        "type",
+        "format",
+        "title",
+        "description",
+        "nullable",
+        "enum",
+        "maxItems",
+        "minItems",
+        "properties",
+        "required",
+        "minProperties",
+        "maxProperties",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "example",
+        "anyOf",
+        "propertyOrdering",
+        "default",
+        "items",
+        "minimum",
+        "maximum",
+    ];
+    each_schema(parameters, tool, &mut |schema, at| {
+        for key in schema.keys() {
+            assert!(
+                FIELDS.contains(&key.as_str()),
+                "{at}: `{key}` is not a Schema field"
+            );
+        }
+        if let Some(t) = schema.get("type") {
+            assert!(t.is_string(), "{at}: type {t} is not one name");
+        }
+        if schema.get("type") == Some(&Value::from("array")) {
+            assert!(schema.contains_key("items"), "{at}: an array without items");
+        }
+        if schema.contains_key("enum") {
+            assert_eq!(
+                schema.get("type"),
+                Some(&Value::from("string")),
+                "{at}: enum of non-strings"
+            );
+        }
+        let declared: BTreeSet<&String> = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().collect())
+            .unwrap_or_default();
+        for name in schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let name = name.as_str().expect("a name");
+            assert!(
+                declared.iter().any(|d| *d == name),
+                "{at}: requires undeclared `{name}`"
+            );
+        }
+    });
+}
+
+/// Anthropic's `input_schema` and MCP's `inputSchema` / `outputSchema`: a
+/// JSON Schema whose root is `"type": "object"`, `required` naming
+/// declared properties.
+fn object_root_rules(schema: &Value, at: &str) {
+    assert_eq!(schema["type"], "object", "{at}: the root is an object");
+    let declared = schema["properties"].as_object().expect("properties");
+    for name in schema["required"].as_array().expect("required") {
+        let name = name.as_str().expect("a name");
+        assert!(
+            declared.contains_key(name),
+            "{at}: requires undeclared `{name}`"
+        );
+    }
+}
+
+#[test]
+fn every_dialect_renders_what_it_can_express_by_its_rules() {
+    let registry = registry_of(&["place"]);
+    let strict = registry.openai_tools_strict().expect("strict");
+    openai_strict_rules(&strict[0]["function"]["parameters"], "place");
+    let responses = registry.openai_responses_tools_strict().expect("strict");
+    openai_strict_rules(&responses[0]["parameters"], "place");
+    let gemini = registry.gemini_tools().expect("gemini");
+    gemini_rules(&gemini[0]["functionDeclarations"][0]["parameters"], "place");
+    object_root_rules(&registry.anthropic_tools()[0]["input_schema"], "place");
+    object_root_rules(&registry.mcp_tools()[0]["inputSchema"], "place");
+    object_root_rules(
+        &registry.openai_tools()[0]["function"]["parameters"],
+        "place",
+    );
+}
+
+#[test]
+fn what_a_dialect_cannot_express_is_refused_naming_tool_and_field() {
+    // (tool, field, refused by OpenAI strict, refused by Gemini)
+    let cases = [
+        ("tag", "labels", true, true),
+        ("store", "value", true, true),
+        ("mark", "at", true, true),
+        // OpenAI strict takes recursion through `$defs`; Gemini inlines.
+        ("file_under", "category", false, true),
+    ];
+    for (tool, field, strict_refuses, gemini_refuses) in cases {
+        let registry = registry_of(&[tool]);
+        match registry.openai_tools_strict() {
+            Err(e) => {
+                assert!(strict_refuses, "{tool}: strict refused: {e}");
+                assert_eq!((e.tool.as_str(), e.field.as_str()), (tool, field));
+            }
+            Ok(strict) => {
+                assert!(!strict_refuses, "{tool}: strict took it");
+                openai_strict_rules(&strict[0]["function"]["parameters"], tool);
+            }
+        }
+        match registry.gemini_tools() {
+            Err(e) => {
+                assert!(gemini_refuses, "{tool}: Gemini refused: {e}");
+                assert_eq!(e.tool, tool);
+                assert!(e.field.starts_with(field), "{tool}: {e}");
+            }
+            Ok(gemini) => {
+                assert!(!gemini_refuses, "{tool}: Gemini took it");
+                gemini_rules(&gemini[0]["functionDeclarations"][0]["parameters"], tool);
+            }
+        }
+        // The JSON Schema dialects take every type.
+        object_root_rules(&registry.anthropic_tools()[0]["input_schema"], tool);
+        object_root_rules(&registry.mcp_tools()[0]["inputSchema"], tool);
+        let json_schema = registry.gemini_tools_json_schema();
+        object_root_rules(
+            &json_schema[0]["functionDeclarations"][0]["parametersJsonSchema"],
+            tool,
+        );
+    }
+}
