@@ -4,6 +4,9 @@
 //! `#[serde(default)]`, `Vec`, sets, `u64`, constraints; and the types a
 //! dialect cannot express (maps, `serde_json::Value`, mixed tuples,
 //! recursion), which its renderer refuses naming the tool and the field.
+//! And what a rendered schema allows, the tool's arguments take: sample
+//! instances are validated against each rendering (jsonschema), and every
+//! one it accepts must deserialize into the arguments.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -383,5 +386,107 @@ fn what_a_dialect_cannot_express_is_refused_naming_tool_and_field() {
             &json_schema[0]["functionDeclarations"][0]["parametersJsonSchema"],
             tool,
         );
+    }
+}
+
+/// Gemini's `parameters` as the JSON Schema they mean, to validate against:
+/// `nullable` becomes a `null` type or variant; its own keywords go.
+fn gemini_as_json_schema(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            for key in ["propertyOrdering", "example", "format"] {
+                map.remove(key);
+            }
+            if map.remove("nullable") == Some(Value::Bool(true)) {
+                if let Some(Value::Array(variants)) = map.get_mut("anyOf") {
+                    variants.push(serde_json::json!({"type": "null"}));
+                } else if let Some(t) = map.get_mut("type") {
+                    *t = serde_json::json!([t.clone(), "null"]);
+                    if let Some(Value::Array(values)) = map.get_mut("enum") {
+                        values.push(Value::Null);
+                    }
+                }
+            }
+            map.values_mut().for_each(gemini_as_json_schema);
+        }
+        Value::Array(items) => items.iter_mut().for_each(gemini_as_json_schema),
+        _ => {}
+    }
+}
+
+/// Orders as models send them: every field given (optional ones `null`,
+/// as strict mode has them), the optional ones left out, and a few a
+/// schema should refuse.
+fn sample_orders() -> Vec<Value> {
+    use serde_json::json;
+    let to = json!({"street": "Main 1", "postcode": "AB 12"});
+    vec![
+        json!({"order_id": "o-1", "total": 9_007_199_254_740_993_u64, "to": to, "billing": null,
+               "speed": "express", "payer": {"card": {"last4": "4242"}},
+               "discounts": [{"kind": "percent", "value": 10}, {"kind": "amount", "cents": 500}],
+               "labels": ["a", "b"], "copies": null}),
+        json!({"order_id": "o-2", "total": 1, "to": to, "speed": "standard",
+               "payer": {"account": 77}, "discounts": [], "labels": []}),
+        json!({"order_id": "o-3", "total": 5, "to": to, "billing": to, "speed": "standard",
+               "payer": {"account": 1}, "discounts": [], "labels": ["x"], "copies": 3}),
+        // Refused by every rendering: a negative total, an unknown speed,
+        // a percent above 100, a postcode too short.
+        json!({"order_id": "o-4", "total": -1, "to": to, "speed": "standard",
+               "payer": {"account": 1}, "discounts": [], "labels": []}),
+        json!({"order_id": "o-5", "total": 1, "to": to, "speed": "warp",
+               "payer": {"account": 1}, "discounts": [], "labels": []}),
+        json!({"order_id": "o-6", "total": 1, "to": to, "speed": "standard",
+               "payer": {"account": 1}, "discounts": [{"kind": "percent", "value": 101}], "labels": []}),
+        json!({"order_id": "o-7", "total": 1, "to": {"street": "x", "postcode": "A"},
+               "speed": "standard", "payer": {"account": 1}, "discounts": [], "labels": []}),
+    ]
+}
+
+#[test]
+fn every_instance_a_rendered_schema_allows_is_taken_by_the_tool() {
+    let registry = registry_of(&["place"]);
+    let mut gemini =
+        registry.gemini_tools().expect("gemini")[0]["functionDeclarations"][0]["parameters"]
+            .clone();
+    gemini_as_json_schema(&mut gemini);
+    let renderings = [
+        ("openai", registry.openai_tools()[0]["function"]["parameters"].clone()),
+        (
+            "openai strict",
+            registry.openai_tools_strict().expect("strict")[0]["function"]["parameters"].clone(),
+        ),
+        ("anthropic", registry.anthropic_tools()[0]["input_schema"].clone()),
+        ("mcp", registry.mcp_tools()[0]["inputSchema"].clone()),
+        ("gemini", gemini),
+        (
+            "gemini json schema",
+            registry.gemini_tools_json_schema()[0]["functionDeclarations"][0]["parametersJsonSchema"]
+                .clone(),
+        ),
+    ];
+    for (name, schema) in renderings {
+        let validator = jsonschema::validator_for(&schema)
+            .unwrap_or_else(|e| panic!("{name}: not a valid JSON Schema: {e}"));
+        let mut allowed = Vec::new();
+        for order in sample_orders() {
+            if validator.is_valid(&order) {
+                let taken = registry.identify("r", "place", order.clone());
+                assert!(
+                    taken.is_ok(),
+                    "{name} allows {order}, the tool refuses it: {taken:?}"
+                );
+                allowed.push(order["order_id"].clone());
+            }
+        }
+        // Not vacuous: the well-formed orders pass, the malformed do not.
+        // Strict mode requires every field (o-2 leaves some out) and lets
+        // a defaulted one be `null` (o-1); the others let fields be left
+        // out, but `copies` (a defaulted `u32`) is no `Option`, so not
+        // `null`.
+        let expected: &[&str] = match name {
+            "openai strict" => &["o-1", "o-3"],
+            _ => &["o-2", "o-3"],
+        };
+        assert_eq!(allowed, expected, "{name}");
     }
 }
