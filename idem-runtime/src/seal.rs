@@ -29,7 +29,6 @@ pub(crate) enum Holds {
 }
 
 impl Holds {
-    #[cfg_attr(not(feature = "encryption"), allow(dead_code))]
     fn as_str(self) -> &'static str {
         match self {
             Holds::Result => "result",
