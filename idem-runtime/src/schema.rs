@@ -9,8 +9,10 @@ use crate::error::RegistryError;
 
 /// The JSON Schema of `A` as tools present it: an object root with an
 /// explicit `required` (possibly empty) and no root `title` or `$schema`.
-pub(crate) fn input_schema<A: JsonSchema>(tool: &str) -> Result<Value, RegistryError> {
-    let Some(mut value) = object_schema::<A>() else {
+/// `keyed` (a write tool's arguments, which derive its key) bounds floats
+/// to what keys take exactly.
+pub(crate) fn input_schema<A: JsonSchema>(tool: &str, keyed: bool) -> Result<Value, RegistryError> {
+    let Some(mut value) = object_schema::<A>(keyed) else {
         return Err(RegistryError::InvalidSchema {
             tool: tool.to_owned(),
             message: "the arguments must be a struct with named fields (a JSON object), not a scalar, sequence or enum".to_owned(),
@@ -29,14 +31,19 @@ pub(crate) fn input_schema<A: JsonSchema>(tool: &str) -> Result<Value, RegistryE
 /// are, when `T` is a JSON object; `None` for scalars, sequences and
 /// enums, which MCP's `outputSchema` cannot describe.
 pub(crate) fn output_schema<T: JsonSchema>() -> Option<Value> {
-    object_schema::<T>()
+    object_schema::<T>(false)
 }
 
 /// `T`'s draft 2020-12 schema without its root `title` and `$schema`, when
 /// its root describes a JSON object.
-fn object_schema<T: JsonSchema>() -> Option<Value> {
+fn object_schema<T: JsonSchema>(keyed: bool) -> Option<Value> {
+    let formats = if keyed {
+        keyed_formats as fn(&mut Schema)
+    } else {
+        standard_formats
+    };
     let mut value = SchemaSettings::draft2020_12()
-        .with_transform(standard_formats as fn(&mut Schema))
+        .with_transform(formats)
         .into_generator()
         .into_root_schema_for::<T>()
         .to_value();
@@ -51,30 +58,52 @@ fn object_schema<T: JsonSchema>() -> Option<Value> {
 
 /// schemars names Rust's number types in `format` (`uint64`, `int32`,
 /// `double`, ...), which is no JSON Schema format: validators warn about
-/// them and providers may refuse them. They go; a bounded integer keeps
-/// its range as `minimum` / `maximum`.
+/// them and providers may refuse them. They go; an integer keeps its range
+/// as `minimum` / `maximum`, so that a model is never invited to send a
+/// number the arguments cannot take. 128-bit integers get the range of
+/// JSON numbers that keys take exactly (from `i64::MIN` to `u64::MAX`:
+/// beyond, a number may have been rounded on its way).
 fn standard_formats(schema: &mut Schema) {
+    formats(schema, false);
+}
+
+/// [`standard_formats`] for keyed arguments, where a float is taken only
+/// below 2^53 in magnitude (beyond, it may have been rounded on its way):
+/// floats get that range too.
+fn keyed_formats(schema: &mut Schema) {
+    formats(schema, true);
+}
+
+fn formats(schema: &mut Schema, keyed: bool) {
     if let Some(object) = schema.as_object_mut() {
-        let range: Option<(i64, i64)> = match object.get("format").and_then(Value::as_str) {
-            Some("int8") => Some((i8::MIN.into(), i8::MAX.into())),
-            Some("uint8") => Some((0, u8::MAX.into())),
-            Some("int16") => Some((i16::MIN.into(), i16::MAX.into())),
-            Some("uint16") => Some((0, u16::MAX.into())),
-            Some("int32") => Some((i32::MIN.into(), i32::MAX.into())),
-            Some("uint32") => Some((0, u32::MAX.into())),
-            Some(
-                "int64" | "uint64" | "int128" | "uint128" | "int" | "uint" | "float" | "double",
-            ) => None,
-            _ => return transform_subschemas(&mut standard_formats, schema),
+        let signed = |min: i64, max: u64| Some((Value::from(min), Value::from(max)));
+        let unsigned = |max: u64| Some((Value::from(0), Value::from(max)));
+        /// The largest integer below 2^53.
+        const EXACT: i64 = (1 << 53) - 1;
+        let range = match object.get("format").and_then(Value::as_str) {
+            Some("int8") => signed(i8::MIN.into(), i8::MAX as u64),
+            Some("uint8") => unsigned(u8::MAX.into()),
+            Some("int16") => signed(i16::MIN.into(), i16::MAX as u64),
+            Some("uint16") => unsigned(u16::MAX.into()),
+            Some("int32") => signed(i32::MIN.into(), i32::MAX as u64),
+            Some("uint32") => unsigned(u32::MAX.into()),
+            Some("int64") => signed(i64::MIN, i64::MAX as u64),
+            Some("uint64" | "uint128") => unsigned(u64::MAX),
+            Some("int128") => signed(i64::MIN, u64::MAX),
+            Some("int") => signed(isize::MIN as i64, isize::MAX as u64),
+            Some("uint") => unsigned(usize::MAX as u64),
+            Some("float" | "double") if keyed => signed(-EXACT, EXACT as u64),
+            Some("float" | "double") => None,
+            _ => return transform_subschemas(&mut |s: &mut Schema| formats(s, keyed), schema),
         };
         // Keeps the order of the other keywords.
         object.shift_remove("format");
         if let Some((min, max)) = range {
-            object.entry("minimum").or_insert(min.into());
-            object.entry("maximum").or_insert(max.into());
+            object.entry("minimum").or_insert(min);
+            object.entry("maximum").or_insert(max);
         }
     }
-    transform_subschemas(&mut standard_formats, schema);
+    transform_subschemas(&mut |s: &mut Schema| formats(s, keyed), schema);
 }
 
 /// Checks that every `key = [..]` field is a property of the schema; a

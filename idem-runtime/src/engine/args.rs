@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -45,19 +46,64 @@ impl Default for ArgLimits {
 /// Turns the model's arguments into `A`, naming the field that does not fit.
 ///
 /// `null`, `""` and a string holding a JSON object (as OpenAI sends
-/// arguments) are accepted. `keyed` (a write tool's arguments, which derive
-/// its key) refuses numbers that cannot be keyed exactly. Arguments beyond
-/// `limits` are refused first.
+/// arguments) are accepted. Arguments beyond `limits` are refused first.
 pub(crate) fn parse_args<A: DeserializeOwned>(
     tool: &str,
     args: Value,
-    keyed: bool,
     limits: ArgLimits,
 ) -> Result<A, ToolError> {
-    let invalid = |message: String| ToolError::InvalidArgs {
+    parse(tool, args, limits).map(|(parsed, _)| parsed)
+}
+
+/// [`parse_args`] for a write tool's arguments, which derive its key: a
+/// number that may have been rounded on its way (a float at or beyond
+/// 2^53) is refused where it reaches the typed arguments, never keyed; in
+/// a member the arguments do not declare (and serde skips), it is ignored
+/// like the member.
+pub(crate) fn parse_keyed_args<A: DeserializeOwned + Serialize>(
+    tool: &str,
+    args: Value,
+    limits: ArgLimits,
+) -> Result<A, ToolError> {
+    let (parsed, inexact) = parse(tool, args, limits)?;
+    // Only when the walk met such a number does it cost a second look.
+    if inexact {
+        let typed = serde_json::to_value(&parsed).map_err(|e| invalid(tool, e.to_string()))?;
+        let mut path = String::new();
+        if let Some(n) = first_inexact(&typed, &mut path) {
+            let at = if path.is_empty() {
+                String::new()
+            } else {
+                format!(" at `{path}`")
+            };
+            return Err(invalid(
+                tool,
+                format!(
+                    "the number {n}{at} is too large to be keyed exactly: from 2^53 on, a number \
+                     with a fraction or an exponent, or an integer beyond 64 bits, may have been \
+                     rounded. Send it as an integer of at most 64 bits, or as a string"
+                ),
+            ));
+        }
+    }
+    Ok(parsed)
+}
+
+fn invalid(tool: &str, message: String) -> ToolError {
+    ToolError::InvalidArgs {
         tool: tool.to_owned(),
         message,
-    };
+    }
+}
+
+/// The arguments parsed, and whether they hold a number that may have been
+/// rounded.
+fn parse<A: DeserializeOwned>(
+    tool: &str,
+    args: Value,
+    limits: ArgLimits,
+) -> Result<(A, bool), ToolError> {
+    let invalid = |message: String| invalid(tool, message);
     // Arguments sent as text are measured before they are parsed; the walk
     // that makes numbers exact measures the parsed ones.
     if let Value::String(text) = &args
@@ -67,15 +113,15 @@ pub(crate) fn parse_args<A: DeserializeOwned>(
     }
     let mut args = arguments_object(args).map_err(invalid)?;
     let mut walk = Walk {
-        keyed,
         limits,
         size: 0,
         path: String::new(),
+        inexact: false,
     };
     walk.visit(&mut args, 1).map_err(invalid)?;
     // Path tracking allocates for every field: only an error pays for it.
     if let Ok(parsed) = A::deserialize(&args) {
-        return Ok(parsed);
+        return Ok((parsed, walk.inexact));
     }
     // OpenAI's strict mode makes every optional field required and
     // nullable, so a model sends `null` for a field it leaves out, which a
@@ -86,17 +132,54 @@ pub(crate) fn parse_args<A: DeserializeOwned>(
     if drop_null_members(&mut absent)
         && let Ok(parsed) = A::deserialize(&absent)
     {
-        return Ok(parsed);
+        return Ok((parsed, walk.inexact));
     }
-    serde_path_to_error::deserialize(&args).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if path == "." {
-            invalid(inner.to_string())
-        } else {
-            invalid(format!("field `{path}`: {inner}"))
+    serde_path_to_error::deserialize(&args)
+        .map(|parsed| (parsed, walk.inexact))
+        .map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            if path == "." {
+                invalid(inner.to_string())
+            } else {
+                invalid(format!("field `{path}`: {inner}"))
+            }
+        })
+}
+
+/// The first number in `value` that may have been rounded (a float at or
+/// beyond 2^53), with its path left in `path`.
+fn first_inexact(value: &Value, path: &mut String) -> Option<serde_json::Number> {
+    match value {
+        Value::Number(n)
+            if n.as_f64()
+                .is_some_and(|f| n.is_f64() && f.abs() >= EXACT_F64_LIMIT) =>
+        {
+            Some(n.clone())
         }
-    })
+        Value::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
+            let len = path.len();
+            let _ = write!(path, "[{i}]");
+            let found = first_inexact(item, path);
+            if found.is_none() {
+                path.truncate(len);
+            }
+            found
+        }),
+        Value::Object(map) => map.iter().find_map(|(name, member)| {
+            let len = path.len();
+            if !path.is_empty() {
+                path.push('.');
+            }
+            path.push_str(name);
+            let found = first_inexact(member, path);
+            if found.is_none() {
+                path.truncate(len);
+            }
+            found
+        }),
+        _ => None,
+    }
 }
 
 /// Removes every object member whose value is `null`, at any depth;
@@ -160,25 +243,30 @@ fn arguments_object(args: Value) -> Result<Value, String> {
 /// same number as the integer, so it becomes one (integer parameters accept
 /// it, float parameters still get the same value). A float at or beyond
 /// 2^53 may already have been rounded from what was written (`1e20` and
-/// `100000000000000000001` parse to the same `f64`): for `keyed` arguments
-/// it is refused rather than risk two operations sharing a key.
+/// `100000000000000000001` parse to the same `f64`): the walk notes it, and
+/// [`parse_keyed_args`] refuses it rather than risk two operations sharing
+/// a key.
 ///
 /// It recurses no deeper than `limits.max_depth`, which the registry caps at
 /// [`MAX_ARGS_DEPTH`].
 struct Walk {
-    keyed: bool,
     limits: ArgLimits,
     /// The size of what has been visited so far.
     size: usize,
     /// Where in the arguments the value being visited is, for messages.
     path: String,
+    /// Whether a number that may have been rounded was met.
+    inexact: bool,
 }
 
 impl Walk {
     fn visit(&mut self, value: &mut Value, depth: usize) -> Result<(), String> {
         self.measure(value, depth)?;
         match value {
-            Value::Number(n) if n.is_f64() => self.exact(n),
+            Value::Number(n) if n.is_f64() => {
+                self.exact(n);
+                Ok(())
+            }
             Value::Array(items) => {
                 for (i, item) in items.iter_mut().enumerate() {
                     let len = self.path.len();
@@ -229,27 +317,17 @@ impl Walk {
     }
 
     /// An integral float below 2^53 becomes the integer it is; one at or
-    /// beyond it is refused in keyed arguments.
-    fn exact(&self, n: &mut serde_json::Number) -> Result<(), String> {
-        let Some(f) = n.as_f64() else { return Ok(()) };
+    /// beyond it is noted.
+    fn exact(&mut self, n: &mut serde_json::Number) {
+        let Some(f) = n.as_f64() else { return };
         if f.abs() < EXACT_F64_LIMIT {
             if f.fract() == 0.0 {
                 // |f| < 2^53: exact as an i64.
                 *n = serde_json::Number::from(f as i64);
             }
-        } else if self.keyed {
-            let at = if self.path.is_empty() {
-                String::new()
-            } else {
-                format!(" at `{}`", self.path)
-            };
-            return Err(format!(
-                "the number {n}{at} is too large to be keyed exactly: from 2^53 on, a number \
-                 with a fraction or an exponent, or an integer beyond 64 bits, may have been \
-                 rounded. Send it as an integer of at most 64 bits, or as a string"
-            ));
+        } else {
+            self.inexact = true;
         }
-        Ok(())
     }
 }
 
@@ -270,7 +348,13 @@ mod tests {
     use serde_json::json;
 
     fn parse(args: Value, keyed: bool) -> Result<Value, String> {
-        parse_args::<Value>("t", args, keyed, ArgLimits::default()).map_err(|e| e.to_string())
+        let limits = ArgLimits::default();
+        let parsed = if keyed {
+            parse_keyed_args::<Value>("t", args, limits)
+        } else {
+            parse_args::<Value>("t", args, limits)
+        };
+        parsed.map_err(|e| e.to_string())
     }
 
     #[test]
@@ -280,7 +364,7 @@ mod tests {
             max_depth: 4,
         };
         let parse =
-            |args: Value| parse_args::<Value>("t", args, true, limits).map_err(|e| e.to_string());
+            |args: Value| parse_keyed_args::<Value>("t", args, limits).map_err(|e| e.to_string());
         let big = "x".repeat(2000);
         for args in [
             json!({ "s": big }),
@@ -329,6 +413,23 @@ mod tests {
         );
         // A read tool's arguments are not keyed: they pass.
         assert_eq!(parse(json!({"n": 1e20}), false), Ok(json!({"n": 1e20})));
+        // Nor is a member the typed arguments do not declare (serde skips
+        // it); a declared float field is.
+        #[derive(Debug, PartialEq, serde::Deserialize, Serialize)]
+        struct Typed {
+            n: u32,
+            #[serde(default)]
+            x: f64,
+        }
+        let typed = |args: Value| {
+            parse_keyed_args::<Typed>("t", args, ArgLimits::default()).map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            typed(json!({"n": 1, "extra": {"m": 1e20}})),
+            Ok(Typed { n: 1, x: 0.0 })
+        );
+        let err = typed(json!({"n": 1, "x": 1e20})).unwrap_err();
+        assert!(err.contains("at `x`"), "{err}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::args::parse_args;
+use super::args::parse_keyed_args;
 use super::sets::Sets;
 use super::settings::{Caller, Resolved};
 use crate::canonical::{write_typed, write_value};
@@ -22,7 +22,7 @@ pub(crate) fn operation<S, T: WriteTool<S>>(
     caller: Caller<'_>,
     args: Value,
 ) -> Result<(T::Args, IdemKey, Fingerprint), ToolError> {
-    let args: T::Args = parse_args(name, args, true, cfg.args)?;
+    let args: T::Args = parse_keyed_args(name, args, cfg.args)?;
     let unserializable = |e: serde_json::Error| ToolError::InvalidArgs {
         tool: name.to_owned(),
         message: format!("the arguments could not be re-serialized to derive the key: {e}"),

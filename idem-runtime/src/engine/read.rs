@@ -18,7 +18,7 @@ pub(crate) async fn call_read<S, T: ReadTool<S>>(
     caller: Caller<'_>,
     args: Value,
 ) -> Result<Value, ToolError> {
-    let args: T::Args = parse_args(name, args, false, shared.defaults.args)?;
+    let args: T::Args = parse_args(name, args, shared.defaults.args)?;
     let ctx = Ctx::new(caller.run_id, caller.tenant, shared.state.clone());
     let outcome = catch_panic(tool.call(args, &ctx)).await.map_err(|panic| {
         // The panic's text may quote the arguments: debug only.

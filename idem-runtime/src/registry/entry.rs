@@ -63,7 +63,7 @@ impl<S: Send + Sync + 'static, T: ReadTool<S>> ErasedTool<S> for ReadEntry<S, T>
             name: self.info.name.to_string(),
             description: self.info.description.to_string(),
             kind: ToolKind::Read,
-            input_schema: schema::input_schema::<T::Args>(&self.info.name)?,
+            input_schema: schema::input_schema::<T::Args>(&self.info.name, false)?,
             scope: None,
             destructive: false,
             open_world: false,
@@ -102,7 +102,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for WriteEntry<S, 
         let name = &self.info.name;
         let cfg = Resolved::new(&self.options, defaults);
         check_settings(name, cfg.lease, cfg.ttl, cfg.max_hold, cfg.max_result_bytes)?;
-        let input_schema = schema::input_schema::<T::Args>(name)?;
+        let input_schema = schema::input_schema::<T::Args>(name, true)?;
         if let Some(fields) = cfg.key_fields {
             schema::check_key_fields(name, &input_schema, fields)?;
         }

@@ -13,11 +13,13 @@ impl ToolDef {
     /// A Gemini function declaration, `{name, description, parameters}`,
     /// in the OpenAPI subset Gemini accepts: `$ref`s inlined, `["T",
     /// "null"]` written `nullable`, `oneOf` as `anyOf`, a tuple of one
-    /// element type as a sized array, unsupported keywords removed; no
+    /// element type as a sized array, "no other members" (an enum's data
+    /// variant) as `maxProperties`, unsupported keywords removed; no
     /// `parameters` for a tool without arguments. Fails, naming the field,
     /// where the subset cannot express the schema: a map with free-form
     /// keys, a value of any type (`serde_json::Value`), a recursive type, a
-    /// tuple of several element types ([`gemini_json_schema`](Self::gemini_json_schema)
+    /// tuple of several element types, a struct that denies unknown fields
+    /// and has optional ones ([`gemini_json_schema`](Self::gemini_json_schema)
     /// takes them all).
     pub fn gemini(&self) -> Result<Value, RenderError> {
         let defs = self
@@ -129,6 +131,27 @@ impl Walk<'_> {
             );
         }
         let mut out = Map::new();
+        if map.get("additionalProperties") == Some(&Value::Bool(false)) {
+            // Gemini's `Schema` has no `additionalProperties`: "no other
+            // members" is said by counting them, which holds only when
+            // every declared one is required (an enum's data variant is).
+            let declared = map
+                .get("properties")
+                .and_then(Value::as_object)
+                .map_or(0, Map::len);
+            let required = map
+                .get("required")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            if required < declared {
+                return fail(
+                    "it refuses members it does not declare (`#[serde(deny_unknown_fields)]`) \
+                     and has optional ones, which Gemini's `parameters` cannot express (use \
+                     gemini_tools_json_schema)",
+                );
+            }
+            out.insert("maxProperties".into(), declared.into());
+        }
         for (key, value) in map {
             self.keyword(&mut out, key, value, path)?;
         }
