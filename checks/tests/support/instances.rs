@@ -27,7 +27,7 @@ const MAX_DEPTH: usize = 6;
 
 /// An instance of `root` (a whole schema, whose `$ref`s point into its own
 /// `$defs`), shaped by `seed`.
-pub fn instance(root: &Value, seed: u64) -> Value {
+pub(crate) fn instance(root: &Value, seed: u64) -> Value {
     let mut generator = Generator {
         root,
         state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
