@@ -91,7 +91,9 @@ pub use idem_macros::write_tool;
 /// Everything a tool author needs: `use idem::prelude::*;`.
 pub mod prelude {
     pub use idem_macros::{read_tool, write_tool};
-    pub use idem_runtime::{Ctx, IdemKey, MemoryStore, Registry, Scope, ToolError, WriteCtx};
+    pub use idem_runtime::{
+        CallContext, Ctx, IdemKey, MemoryStore, Registry, Scope, ToolError, WriteCtx,
+    };
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
 }

@@ -439,16 +439,28 @@ async fn tenants_never_share_a_record() {
         .expect("registry");
     let args = json!({"user_id": 7});
     let acme = registry
-        .call_as("acme", "run-1", "reset_password", args.clone())
+        .call(
+            CallContext::run("run-1").tenant("acme"),
+            "reset_password",
+            args.clone(),
+        )
         .await;
     let globex = registry
-        .call_as("globex", "run-2", "reset_password", args.clone())
+        .call(
+            CallContext::run("run-2").tenant("globex"),
+            "reset_password",
+            args.clone(),
+        )
         .await;
     assert_eq!(acme.expect("acme"), json!("reset 7 for acme"));
     assert_eq!(globex.expect("globex"), json!("reset 7 for globex"));
     // Global scope: the same tenant's duplicate from another run replays.
     let again = registry
-        .call_as("acme", "run-3", "reset_password", args.clone())
+        .call(
+            CallContext::run("run-3").tenant("acme"),
+            "reset_password",
+            args.clone(),
+        )
         .await;
     assert_eq!(again.expect("replay"), json!("reset 7 for acme"));
     // A tenantless call is a third party, with today's key.
@@ -460,7 +472,11 @@ async fn tenants_never_share_a_record() {
         "one run per tenant"
     );
     let (acme_key, _) = registry
-        .identify_as("acme", "r", "reset_password", args.clone())
+        .identify(
+            CallContext::run("r").tenant("acme"),
+            "reset_password",
+            args.clone(),
+        )
         .expect("identify")
         .expect("write");
     let (plain_key, _) = registry
@@ -482,7 +498,11 @@ async fn tenants_never_share_a_record() {
     for refused in [
         strict.call("r", "reset_password", args.clone()).await,
         strict
-            .call_as("", "r", "reset_password", args.clone())
+            .call(
+                CallContext::run("r").tenant(""),
+                "reset_password",
+                args.clone(),
+            )
             .await,
     ] {
         assert!(
@@ -495,6 +515,8 @@ async fn tenants_never_share_a_record() {
         Err(ToolError::TenantRequired)
     ));
     assert_eq!(strict.state().load(Ordering::SeqCst), 0, "nothing ran");
-    let ok = strict.call_as("acme", "r", "reset_password", args).await;
+    let ok = strict
+        .call(CallContext::run("r").tenant("acme"), "reset_password", args)
+        .await;
     assert_eq!(ok.expect("with a tenant"), json!("reset 7 for acme"));
 }

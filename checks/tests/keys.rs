@@ -436,3 +436,468 @@ fn tenant_vectors_are_reproduced_byte_for_byte() {
         assert!(keys.insert(key), "{}: no two vectors share a key", v.name);
     }
 }
+
+// --- Field roles and explicit keys -----------------------------------------
+
+mod roles {
+    //! What counts as the same operation (docs/spec.md, "Field roles" and
+    //! "Explicit keys"): the vectors of `tests/data/role-key-vectors.json`
+    //! for every combination of roles and an operation key, each checked
+    //! against the registry and derived again from what it says is keyed
+    //! and checked; and duplicates that differ in an ignored, a checked or
+    //! a keyed field replayed, refused or run.
+
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use idem::prelude::*;
+    use idem::{Fingerprint, RegistryError};
+    use serde_json::{Value, json};
+
+    use super::scope;
+
+    /// Charge a customer, every field keyed.
+    #[write_tool]
+    async fn charge_all(
+        customer: String,
+        amount: u64,
+        reason: String,
+        ctx: &WriteCtx<AtomicU32>,
+    ) -> Result<u32, String> {
+        let _ = (customer, amount, reason);
+        Ok(ctx.state().fetch_add(1, Ordering::SeqCst) + 1)
+    }
+
+    /// Charge a customer; the reason, reworded, is the same charge.
+    #[write_tool(ignore = [reason])]
+    async fn charge_ignore(
+        customer: String,
+        amount: u64,
+        reason: String,
+        ctx: &WriteCtx<AtomicU32>,
+    ) -> Result<u32, String> {
+        let _ = (customer, amount, reason);
+        Ok(ctx.state().fetch_add(1, Ordering::SeqCst) + 1)
+    }
+
+    /// Charge a customer; another amount under the same key is a mistake.
+    #[write_tool(check = [amount])]
+    async fn charge_check(
+        customer: String,
+        amount: u64,
+        reason: String,
+        ctx: &WriteCtx<AtomicU32>,
+    ) -> Result<u32, String> {
+        let _ = (customer, amount, reason);
+        Ok(ctx.state().fetch_add(1, Ordering::SeqCst) + 1)
+    }
+
+    /// Charge a customer: the amount checked, the reason ignored.
+    #[write_tool(check = [amount], ignore = [reason])]
+    async fn charge_check_ignore(
+        customer: String,
+        amount: u64,
+        reason: String,
+        ctx: &WriteCtx<AtomicU32>,
+    ) -> Result<u32, String> {
+        let _ = (customer, amount, reason);
+        Ok(ctx.state().fetch_add(1, Ordering::SeqCst) + 1)
+    }
+
+    /// Charge a customer, once per customer.
+    #[write_tool(key = [customer])]
+    async fn charge_key(
+        customer: String,
+        amount: u64,
+        reason: String,
+        ctx: &WriteCtx<AtomicU32>,
+    ) -> Result<u32, String> {
+        let _ = (customer, amount, reason);
+        Ok(ctx.state().fetch_add(1, Ordering::SeqCst) + 1)
+    }
+
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    struct Order {
+        /// The order.
+        id: String,
+        /// A note for the courier.
+        note: String,
+    }
+
+    /// Ship an order, keyed on it but for its note; the reason ignored.
+    #[write_tool(key = [order], ignore = [order.note, reason])]
+    async fn ship(order: Order, reason: String, ctx: &WriteCtx<AtomicU32>) -> Result<u32, String> {
+        let _ = (order, reason);
+        Ok(ctx.state().fetch_add(1, Ordering::SeqCst) + 1)
+    }
+
+    fn registry() -> Registry<AtomicU32> {
+        Registry::builder(AtomicU32::new(0))
+            .tool(charge_all)
+            .tool(charge_ignore)
+            .tool(charge_check)
+            .tool(charge_check_ignore)
+            .tool(charge_key)
+            .tool(ship)
+            .build()
+            .expect("a registry")
+    }
+
+    #[derive(serde::Deserialize, serde::Serialize)]
+    struct RoleVector {
+        name: String,
+        tool: String,
+        scope: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tenant: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        operation_key: Option<String>,
+        args: Value,
+        /// What the key is derived from (`null` for an operation key).
+        keyed: Value,
+        /// What the fingerprint is derived from (`null` where the key's
+        /// digest is the fingerprint: everything left is keyed).
+        checked: Value,
+        key: String,
+        fingerprint: String,
+    }
+
+    /// A vector's name, tool, tenant, operation key and arguments.
+    type Case = (
+        &'static str,
+        &'static str,
+        Option<&'static str>,
+        Option<&'static str>,
+        Value,
+    );
+
+    /// The cases of the vector file: each role combination, and an
+    /// operation key without and with roles and a tenant.
+    fn cases() -> Vec<Case> {
+        let charge = json!({"customer": "cus_1", "amount": 100, "reason": "order 42"});
+        let ship =
+            json!({"order": {"id": "o-42", "note": "leave at the door"}, "reason": "restock"});
+        vec![
+            (
+                "every field keyed",
+                "charge_all",
+                None,
+                None,
+                charge.clone(),
+            ),
+            (
+                "a field ignored",
+                "charge_ignore",
+                None,
+                None,
+                charge.clone(),
+            ),
+            (
+                "a field checked",
+                "charge_check",
+                None,
+                None,
+                charge.clone(),
+            ),
+            (
+                "a field checked, one ignored",
+                "charge_check_ignore",
+                None,
+                None,
+                charge.clone(),
+            ),
+            (
+                "keyed on one field",
+                "charge_key",
+                None,
+                None,
+                charge.clone(),
+            ),
+            (
+                "keyed on an object but a field of it, one field ignored",
+                "ship",
+                None,
+                None,
+                ship.clone(),
+            ),
+            (
+                "an operation key",
+                "charge_all",
+                None,
+                Some("msg-7f3a"),
+                charge.clone(),
+            ),
+            (
+                "an operation key, a field ignored",
+                "charge_ignore",
+                None,
+                Some("msg-7f3a"),
+                charge.clone(),
+            ),
+            (
+                "an operation key for a tenant",
+                "charge_all",
+                Some("acme"),
+                Some("msg-7f3a"),
+                charge,
+            ),
+        ]
+    }
+
+    fn context<'a>(tenant: Option<&'a str>, key: Option<&'a str>) -> CallContext<'a> {
+        let mut context = CallContext::run("run-42");
+        if let Some(tenant) = tenant {
+            context = context.tenant(tenant);
+        }
+        if let Some(key) = key {
+            context = context.operation_key(key);
+        }
+        context
+    }
+
+    /// What each case's key and fingerprint are derived from, written out
+    /// by hand from the roles (not by the code under test).
+    fn derived_from(name: &str, args: &Value) -> (Value, Value) {
+        let without = |v: &Value, field: &str| {
+            let mut v = v.clone();
+            v.as_object_mut().expect("an object").remove(field);
+            v
+        };
+        match name {
+            "every field keyed" => (args.clone(), Value::Null),
+            "a field ignored" => (without(args, "reason"), Value::Null),
+            "a field checked" => (without(args, "amount"), args.clone()),
+            "a field checked, one ignored" => {
+                let left = without(args, "reason");
+                (without(&left, "amount"), left)
+            }
+            "keyed on one field" => (json!({"customer": args["customer"]}), args.clone()),
+            "keyed on an object but a field of it, one field ignored" => (
+                json!({"order": {"id": args["order"]["id"]}}),
+                json!({"order": {"id": args["order"]["id"]}}),
+            ),
+            "an operation key" => (Value::Null, args.clone()),
+            "an operation key, a field ignored" => (Value::Null, without(args, "reason")),
+            "an operation key for a tenant" => (Value::Null, args.clone()),
+            other => panic!("no case {other}"),
+        }
+    }
+
+    #[test]
+    fn role_vectors_are_reproduced_byte_for_byte() {
+        let registry = registry();
+        let mut made = Vec::new();
+        for (name, tool, tenant, operation_key, args) in cases() {
+            let (key, fingerprint) = registry
+                .identify(context(tenant, operation_key), tool, args.clone())
+                .expect("identify")
+                .expect("a write tool");
+            let (keyed, checked) = derived_from(name, &args);
+            // Derived again from what is keyed and checked.
+            let again = match (operation_key, tenant) {
+                (Some(k), _) => IdemKey::derive_explicit(tenant, Scope::Run("run-42"), tool, 1, k),
+                (None, Some(t)) => {
+                    IdemKey::derive_for_tenant(t, Scope::Run("run-42"), tool, 1, &keyed)
+                }
+                (None, None) => IdemKey::derive(Scope::Run("run-42"), tool, 1, &keyed),
+            };
+            assert_eq!(key, again, "{name}: the key of what is keyed");
+            let expected = match &checked {
+                Value::Null => Fingerprint::from_hex(&key.as_str()[5..]).expect("a digest"),
+                checked => Fingerprint::of(checked),
+            };
+            assert_eq!(
+                fingerprint, expected,
+                "{name}: the fingerprint of what is checked"
+            );
+            made.push(RoleVector {
+                name: name.to_owned(),
+                tool: tool.to_owned(),
+                scope: "run:run-42".to_owned(),
+                tenant: tenant.map(str::to_owned),
+                operation_key: operation_key.map(str::to_owned),
+                args,
+                keyed,
+                checked,
+                key: key.as_str().to_owned(),
+                fingerprint: fingerprint.to_hex(),
+            });
+        }
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/data/role-key-vectors.json"
+        );
+        if std::env::var_os("IDEM_BLESS").is_some() {
+            let text = serde_json::to_string_pretty(&made).expect("JSON") + "\n";
+            std::fs::write(path, text).expect("write the vectors");
+        }
+        let text = std::fs::read_to_string(path).expect("role-key-vectors.json");
+        let published: Vec<RoleVector> = serde_json::from_str(&text).expect("it parses");
+        assert_eq!(published.len(), made.len(), "the vector file lost entries");
+        for (p, m) in published.iter().zip(&made) {
+            assert_eq!(
+                (&p.name, &p.key, &p.fingerprint),
+                (&m.name, &m.key, &m.fingerprint)
+            );
+            assert_eq!(scope(&p.scope), Scope::Run("run-42"));
+        }
+        let keys: std::collections::HashSet<&String> = published.iter().map(|p| &p.key).collect();
+        assert_eq!(keys.len(), published.len(), "no two vectors share a key");
+    }
+
+    #[tokio::test]
+    async fn duplicates_differing_in_an_ignored_field_replay_in_a_checked_one_conflict() {
+        let registry = registry();
+        let first = json!({"customer": "cus_1", "amount": 100, "reason": "order 42"});
+        let reworded =
+            json!({"customer": "cus_1", "amount": 100, "reason": "payment for order 42"});
+        let other_amount = json!({"customer": "cus_1", "amount": 250, "reason": "order 42"});
+        let other_customer = json!({"customer": "cus_2", "amount": 100, "reason": "order 42"});
+        let call = |tool: &'static str, args: &Value| registry.call("r", tool, args.clone());
+
+        // Ignored: the rewording is the same charge, replayed.
+        assert_eq!(
+            call("charge_check_ignore", &first).await.expect("a result"),
+            json!(1)
+        );
+        assert_eq!(
+            call("charge_check_ignore", &reworded)
+                .await
+                .expect("a result"),
+            json!(1)
+        );
+        // Checked: another amount under the same key is refused.
+        let conflict = call("charge_check_ignore", &other_amount).await;
+        assert!(
+            matches!(conflict, Err(ToolError::KeyConflict { .. })),
+            "{conflict:?}"
+        );
+        // Keyed: another customer is another charge.
+        assert_eq!(
+            call("charge_check_ignore", &other_customer)
+                .await
+                .expect("a result"),
+            json!(2)
+        );
+        // Without roles, the rewording is a second charge.
+        assert_eq!(
+            call("charge_all", &first).await.expect("a result"),
+            json!(3)
+        );
+        assert_eq!(
+            call("charge_all", &reworded).await.expect("a result"),
+            json!(4)
+        );
+        assert_eq!(registry.state().load(Ordering::SeqCst), 4);
+
+        // A field of a keyed object ignored: a new note is the same shipment.
+        let ship = json!({"order": {"id": "o-1", "note": "door"}, "reason": "a"});
+        let renoted = json!({"order": {"id": "o-1", "note": "back door"}, "reason": "b"});
+        assert_eq!(call("ship", &ship).await.expect("a result"), json!(5));
+        assert_eq!(call("ship", &renoted).await.expect("a result"), json!(5));
+    }
+
+    #[tokio::test]
+    async fn an_operation_key_stands_for_the_arguments_which_are_then_checked() {
+        let registry = registry();
+        let args = json!({"customer": "cus_1", "amount": 100, "reason": "order 42"});
+        let keyed = CallContext::run("r").operation_key("msg-1");
+        assert_eq!(
+            registry
+                .call(keyed, "charge_ignore", args.clone())
+                .await
+                .expect("a result"),
+            json!(1)
+        );
+        // The same message again, reworded where the tool ignores: replayed.
+        let reworded = json!({"customer": "cus_1", "amount": 100, "reason": "for order 42"});
+        assert_eq!(
+            registry
+                .call(keyed, "charge_ignore", reworded)
+                .await
+                .expect("a result"),
+            json!(1)
+        );
+        // The same message with another amount: refused.
+        let other = json!({"customer": "cus_1", "amount": 5, "reason": "order 42"});
+        let conflict = registry.call(keyed, "charge_ignore", other).await;
+        assert!(
+            matches!(conflict, Err(ToolError::KeyConflict { .. })),
+            "{conflict:?}"
+        );
+        // Another message with the same arguments: another operation.
+        let next = CallContext::run("r").operation_key("msg-2");
+        assert_eq!(
+            registry
+                .call(next, "charge_ignore", args.clone())
+                .await
+                .expect("a result"),
+            json!(2)
+        );
+        // The key is not the arguments': without it, the call runs anew.
+        assert_eq!(
+            registry
+                .call("r", "charge_ignore", args.clone())
+                .await
+                .expect("a result"),
+            json!(3)
+        );
+        // Through a provider helper.
+        let call = json!({"id": "call_9", "type": "function",
+                          "function": {"name": "charge_ignore", "arguments": args.to_string()}});
+        let reply = registry
+            .openai_tool_call(keyed, &call)
+            .await
+            .expect("a tool call");
+        assert_eq!(reply.outcome.expect("a result"), json!(1));
+        // An empty operation key is refused, nothing run.
+        let empty = CallContext::run("r").operation_key("");
+        let refused = registry.call(empty, "charge_ignore", args).await;
+        assert!(
+            matches!(refused, Err(ToolError::InvalidOperationKey)),
+            "{refused:?}"
+        );
+        assert_eq!(registry.state().load(Ordering::SeqCst), 3);
+    }
+
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    struct Note {
+        text: String,
+        channel: String,
+    }
+
+    /// Post a note, its text ignored: an `#[args]` struct's roles are
+    /// checked when the registry is built.
+    #[write_tool(ignore = [body])]
+    async fn post(#[args] note: Note, ctx: &WriteCtx<AtomicU32>) -> Result<u32, String> {
+        let _ = (note, ctx);
+        Ok(0)
+    }
+
+    /// Post a note, keying on nothing.
+    #[write_tool(check = [channel], ignore = [text])]
+    async fn post_nothing(#[args] note: Note, ctx: &WriteCtx<AtomicU32>) -> Result<u32, String> {
+        let _ = (note, ctx);
+        Ok(0)
+    }
+
+    #[test]
+    fn an_args_structs_roles_are_checked_against_its_schema() {
+        let unknown = Registry::builder(AtomicU32::new(0)).tool(post).build();
+        match unknown {
+            Err(RegistryError::InvalidSetting { tool, message }) => {
+                assert_eq!(tool, "post");
+                assert!(message.contains("`ignore` names `body`"), "{message}");
+            }
+            other => panic!("expected InvalidSetting, got {:?}", other.map(|_| ())),
+        }
+        let nothing = Registry::builder(AtomicU32::new(0))
+            .tool(post_nothing)
+            .build();
+        match nothing {
+            Err(RegistryError::InvalidSetting { message, .. }) => {
+                assert!(message.contains("keys on nothing"), "{message}");
+            }
+            other => panic!("expected InvalidSetting, got {:?}", other.map(|_| ())),
+        }
+    }
+}

@@ -26,8 +26,8 @@ pub(crate) enum Scope {
     Global,
 }
 
-/// One entry of `key = [..]`: a field, or a path into nested objects
-/// (`order.id`), as the user wrote it.
+/// One entry of `key = [..]`, `check = [..]` or `ignore = [..]`: a field,
+/// or a path into nested objects (`order.id`), as the user wrote it.
 pub(crate) struct KeyPath {
     pub(crate) segments: Vec<Ident>,
 }
@@ -66,6 +66,12 @@ impl ToTokens for KeyPath {
     }
 }
 
+/// A list of fields (`key = [a, b.c]`) and the span of its brackets.
+pub(crate) struct FieldList {
+    pub(crate) span: Span,
+    pub(crate) fields: Vec<KeyPath>,
+}
+
 /// The attribute's settings, each with the tokens it came from.
 #[derive(Default)]
 pub(crate) struct Attrs {
@@ -78,7 +84,11 @@ pub(crate) struct Attrs {
     pub(crate) max_hold: Option<DurationLit>,
     pub(crate) max_result_bytes: Option<usize>,
     pub(crate) scope: Option<Scope>,
-    pub(crate) key: Option<(Span, Vec<KeyPath>)>,
+    /// `key = [..]`, `check = [..]` and `ignore = [..]`: the field roles,
+    /// each with the span of its brackets.
+    pub(crate) key: Option<FieldList>,
+    pub(crate) check: Option<FieldList>,
+    pub(crate) ignore: Option<FieldList>,
     pub(crate) version: Option<u32>,
     pub(crate) on_in_flight: Option<InFlight>,
     pub(crate) permanent_errors: Option<syn::Expr>,
@@ -100,8 +110,10 @@ impl Attrs {
             };
             if !kind.keys().contains(&ident.as_str()) {
                 let message = if kind == Kind::Read && WRITE_KEYS.contains(&ident.as_str()) {
+                    let keys: Vec<String> = READ_KEYS.iter().map(|k| format!("`{k}`")).collect();
                     format!(
-                        "`{ident}` only applies to `#[write_tool]`: a read tool never touches the store; `#[read_tool]` accepts `name` and `description`"
+                        "`{ident}` only applies to `#[write_tool]`: a read tool never touches the store; `#[read_tool]` accepts {}",
+                        keys.join(", ")
                     )
                 } else {
                     unknown_key_message(kind, &format!("`{ident}`"))
@@ -136,7 +148,9 @@ impl Attrs {
             MAX_HOLD => self.max_hold = Some(duration()?),
             MAX_RESULT_BYTES => self.max_result_bytes = Some(parse_max_result_bytes(meta)?),
             SCOPE => self.scope = Some(parse_scope(meta)?),
-            KEY => self.key = Some(parse_key_fields(meta)?),
+            KEY => self.key = Some(parse_field_list(meta)?),
+            CHECK => self.check = Some(parse_field_list(meta)?),
+            IGNORE => self.ignore = Some(parse_field_list(meta)?),
             VERSION => self.version = Some(parse_version(meta)?),
             ON_IN_FLIGHT => self.on_in_flight = Some(parse_on_in_flight(meta)?),
             PERMANENT_ERRORS => self.permanent_errors = Some(meta.value()?.parse()?),
@@ -208,21 +222,19 @@ fn parse_scope(meta: &ParseNestedMeta<'_>) -> syn::Result<Scope> {
     }
 }
 
-/// `key = [a, b.c]`: the fields (or paths into nested objects), and the
-/// span of the brackets.
-fn parse_key_fields(meta: &ParseNestedMeta<'_>) -> syn::Result<(Span, Vec<KeyPath>)> {
+/// `key = [a, b.c]` (or `check`, `ignore`): the fields, or paths into
+/// nested objects, and the span of the brackets. An empty list is left to
+/// the role rules to report.
+fn parse_field_list(meta: &ParseNestedMeta<'_>) -> syn::Result<FieldList> {
     let input = meta.value()?;
     let content;
     let brackets = syn::bracketed!(content in input);
     let fields: Punctuated<KeyPath, Token![,]> =
         content.parse_terminated(parse_key_path, Token![,])?;
-    if fields.is_empty() {
-        return Err(syn::Error::new(
-            brackets.span.join(),
-            "`key = []` names no field: list the fields that identify the operation, e.g. `key = [order_id]`, or omit `key` to use all arguments",
-        ));
-    }
-    Ok((brackets.span.join(), fields.into_iter().collect()))
+    Ok(FieldList {
+        span: brackets.span.join(),
+        fields: fields.into_iter().collect(),
+    })
 }
 
 /// `order_id`, or `order.id` for a field of a nested object.

@@ -8,6 +8,8 @@ pub(crate) const MAX_HOLD: &str = "max_hold";
 pub(crate) const MAX_RESULT_BYTES: &str = "max_result_bytes";
 pub(crate) const SCOPE: &str = "scope";
 pub(crate) const KEY: &str = "key";
+pub(crate) const CHECK: &str = "check";
+pub(crate) const IGNORE: &str = "ignore";
 pub(crate) const VERSION: &str = "version";
 pub(crate) const ON_IN_FLIGHT: &str = "on_in_flight";
 pub(crate) const PERMANENT_ERRORS: &str = "permanent_errors";
@@ -31,6 +33,8 @@ pub(crate) const WRITE_KEYS: &[&str] = &[
     MAX_RESULT_BYTES,
     SCOPE,
     KEY,
+    CHECK,
+    IGNORE,
     VERSION,
     ON_IN_FLIGHT,
     PERMANENT_ERRORS,

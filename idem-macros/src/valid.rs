@@ -5,6 +5,8 @@ use quote::ToTokens;
 use syn::ReturnType;
 
 use crate::ast::{CtxKind, Param, ToolFn};
+use idem_rules::{Problem, Role};
+
 use crate::attr::{Attrs, KeyPath};
 use crate::ctxt::Ctxt;
 use crate::kind::Kind;
@@ -57,9 +59,7 @@ pub(crate) fn check(cx: &mut Ctxt, kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs)
         );
     }
     check_params(cx, kind, tool);
-    if let Some((_, fields)) = &attrs.key {
-        check_key_fields(cx, tool, fields);
-    }
+    check_roles(cx, tool, attrs);
 }
 
 fn check_return(cx: &mut Ctxt, attr: &str, output: &ReturnType) {
@@ -310,28 +310,58 @@ fn check_error_is_send(cx: &mut Ctxt, err: &syn::Type) {
     }
 }
 
-fn check_key_fields(cx: &mut Ctxt, tool: &ToolFn<'_>, fields: &[KeyPath]) {
-    for (i, field) in fields.iter().enumerate() {
-        let path = field.dotted();
-        if fields[..i].iter().any(|f| f.dotted() == path) {
-            cx.error_spanned_by(field, format!("`{path}` is listed twice in `key`"));
-            continue;
-        }
-        if tool.args_param().is_some() {
-            // The struct's fields are not visible here; `Registry::build`
-            // checks them against its schema.
-            continue;
-        }
-        let first = field.first().unraw_string();
-        if !tool.flat().any(|(ident, _)| ident.unraw_string() == first) {
-            let names: Vec<String> = tool.flat().map(|(i, _)| format!("`{i}`")).collect();
-            cx.error_spanned_by(
-                field.first(),
-                format!(
-                    "`key` names `{first}`, which is not a parameter of this tool; the parameters are {}",
-                    if names.is_empty() { "none".to_owned() } else { names.join(", ") }
-                ),
-            );
+/// The field roles (`key`, `check`, `ignore`): by the rules `idem-rules`
+/// writes down for the runtime too, and, for flat parameters, each list
+/// naming parameters only. An `#[args]` struct's fields are not visible
+/// here: `Registry::build` checks them against its schema.
+fn check_roles(cx: &mut Ctxt, tool: &ToolFn<'_>, attrs: &Attrs) {
+    let lists = [
+        (Role::Key, attrs.key.as_ref()),
+        (Role::Check, attrs.check.as_ref()),
+        (Role::Ignore, attrs.ignore.as_ref()),
+    ];
+    let dotted = lists
+        .map(|(_, list)| list.map(|l| l.fields.iter().map(KeyPath::dotted).collect::<Vec<_>>()));
+    let paths = dotted.each_ref().map(|d| {
+        d.as_ref()
+            .map(|d| d.iter().map(String::as_str).collect::<Vec<_>>())
+    });
+    let params: Vec<String> = tool.flat().map(|(ident, _)| ident.unraw_string()).collect();
+    let arguments: Vec<&str> = params.iter().map(String::as_str).collect();
+    let known = tool.args_param().is_none().then_some(arguments.as_slice());
+    let list_of = |role: Role| lists.iter().find(|(r, _)| *r == role).and_then(|(_, l)| *l);
+    idem_rules::check_roles(
+        paths[0].as_deref(),
+        paths[1].as_deref(),
+        paths[2].as_deref(),
+        known,
+        |fault| {
+            let Some(list) = list_of(fault.role) else {
+                return;
+            };
+            match (fault.problem, list.fields.get(fault.index)) {
+                (Problem::Repeated { .. } | Problem::InsideIgnored { .. }, Some(path)) => {
+                    cx.error_spanned_by(path, fault);
+                }
+                _ => cx.error_at(list.span, fault),
+            }
+        },
+    );
+    let Some(known) = known else { return };
+    for (role, list) in lists {
+        for path in list.into_iter().flat_map(|l| &l.fields) {
+            let first = path.first().unraw_string();
+            if !known.contains(&first.as_str()) {
+                let names: Vec<String> = known.iter().map(|n| format!("`{n}`")).collect();
+                cx.error_spanned_by(
+                    path.first(),
+                    format!(
+                        "`{}` names `{first}`, which is not a parameter of this tool; the parameters are {}",
+                        role.attribute(),
+                        if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+                    ),
+                );
+            }
         }
     }
 }

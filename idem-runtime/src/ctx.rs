@@ -30,7 +30,7 @@ impl<S> Ctx<S> {
     }
 
     /// The tenant the call is made for
-    /// ([`Registry::call_as`](crate::Registry::call_as)), if any.
+    /// ([`CallContext::tenant`](crate::CallContext::tenant)), if any.
     pub fn tenant(&self) -> Option<&str> {
         self.tenant.as_deref()
     }

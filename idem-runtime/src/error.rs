@@ -109,11 +109,17 @@ pub enum ToolError {
     /// across runs.
     #[error("the run id must not be empty")]
     InvalidRunId,
+    /// The call's operation key
+    /// ([`CallContext::operation_key`](crate::CallContext::operation_key))
+    /// was empty: every call carrying it would be one operation. Nothing
+    /// ran.
+    #[error("the operation key must not be empty")]
+    InvalidOperationKey,
     /// The registry requires a tenant on every call
     /// ([`RegistryBuilder::require_tenant`](crate::RegistryBuilder::require_tenant)),
     /// and this call named none (or an empty one). Nothing ran.
     #[error(
-        "this registry requires a tenant on every call (Registry::call_as), and none was given"
+        "this registry requires a tenant on every call (CallContext::tenant), and none was given"
     )]
     TenantRequired,
     /// The same operation is running right now (in this process or another).
@@ -182,6 +188,10 @@ impl ToolError {
                 "Error: the tool could not run because of an internal error (no run id). Nothing was done."
                     .to_owned()
             }
+            ToolError::InvalidOperationKey => {
+                "Error: the tool could not run because of an internal error (an empty operation key). Nothing was done."
+                    .to_owned()
+            }
             ToolError::TenantRequired => {
                 "Error: the tool could not run because of an internal error (no tenant). Nothing was done."
                     .to_owned()
@@ -224,6 +234,7 @@ impl ToolError {
             ToolError::UnknownTool { .. }
             | ToolError::InvalidArgs { .. }
             | ToolError::InvalidRunId
+            | ToolError::InvalidOperationKey
             | ToolError::TenantRequired
             | ToolError::KeyConflict { .. } => false,
             ToolError::InFlight { .. } | ToolError::LeaseLost { .. } => true,

@@ -112,6 +112,37 @@ impl IdemKey {
         ))
     }
 
+    /// The key of an operation whose caller chose its key (an upstream
+    /// `Idempotency-Key`, a queue message id; docs/spec.md, "Explicit
+    /// keys"): as [`derive`](Self::derive) or, with a tenant,
+    /// [`derive_for_tenant`](Self::derive_for_tenant), with the canonical
+    /// arguments replaced by `0x00 ‖ "operation-key" ‖ 0x00 ‖
+    /// operation_key`. Canonical JSON never holds a NUL byte, so no
+    /// operation key can give an argument-derived key.
+    ///
+    /// ```
+    /// use idem_runtime::{IdemKey, Scope};
+    /// use serde_json::json;
+    /// let explicit = IdemKey::derive_explicit(None, Scope::Run("run-42"), "charge_card", 1, "{}");
+    /// assert_ne!(explicit, IdemKey::derive(Scope::Run("run-42"), "charge_card", 1, &json!({})));
+    /// ```
+    pub fn derive_explicit(
+        tenant: Option<&str>,
+        scope: Scope<'_>,
+        tool: &str,
+        version: u32,
+        operation_key: &str,
+    ) -> IdemKey {
+        let digest = hash_framed(key_head(tenant, scope, tool, version), |out| {
+            write_explicit(out, operation_key);
+            Ok::<(), std::convert::Infallible>(())
+        });
+        match digest {
+            Ok(digest) => Self::from_digest(&digest),
+            Err(never) => match never {},
+        }
+    }
+
     /// `"idem:" + hex(digest)`.
     pub(crate) fn from_digest(digest: &[u8; 32]) -> IdemKey {
         let mut key = String::with_capacity(5 + 64);
@@ -278,6 +309,16 @@ fn key_head<'a>(
         enc(m, tool.as_bytes());
         enc(m, itoa::Buffer::new().format(version).as_bytes());
     }
+}
+
+/// Writes the payload that stands for the arguments in a key its caller
+/// chose: `0x00 ‖ "operation-key" ‖ 0x00 ‖ operation_key`
+/// ([`IdemKey::derive_explicit`]).
+pub(crate) fn write_explicit(out: &mut Vec<u8>, operation_key: &str) {
+    out.push(0);
+    out.extend_from_slice(b"operation-key");
+    out.push(0);
+    out.extend_from_slice(operation_key.as_bytes());
 }
 
 /// [`hash_framed`] of a JSON value's canonical form, which cannot fail.

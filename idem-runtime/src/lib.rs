@@ -60,7 +60,7 @@ pub use crate::engine::DEFAULT_MAX_RESULT_BYTES;
 pub use crate::error::{BoxError, RegistryError, StoreError, ToolError};
 pub use crate::key::{Fingerprint, IdemKey, Scope, ScopeKind};
 pub use crate::providers::{MalformedCall, ToolReply};
-pub use crate::registry::{IntoTool, Registry, RegistryBuilder, valid_tool_name};
+pub use crate::registry::{CallContext, IntoTool, Registry, RegistryBuilder, valid_tool_name};
 pub use crate::render::RenderError;
 #[cfg(feature = "encryption")]
 pub use crate::seal::{InvalidKeyId, ResultKeys};

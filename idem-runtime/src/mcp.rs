@@ -61,6 +61,11 @@
 //! Read tools and `global` write tools (whose key ignores the run) never
 //! need a run.
 //!
+//! A client that has its own key for an operation (an upstream
+//! `Idempotency-Key`, a workflow step id) sends it under
+//! [`OPERATION_KEY_META`]: the write is keyed on it, within the run and
+//! tenant above, instead of on its arguments, which are then checked.
+//!
 //! A registry built with
 //! [`require_tenant`](crate::RegistryBuilder::require_tenant) refuses
 //! calls for which neither a principal nor [`McpServer::with_tenant`] names
@@ -86,7 +91,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
 use crate::error::ToolError;
-use crate::registry::Registry;
+use crate::registry::{CallContext, Registry};
 
 /// The MCP SDK this module is built on, for its transports and
 /// `ServiceExt::serve`, at the version this crate uses.
@@ -95,6 +100,13 @@ pub use rmcp;
 /// The `_meta` key under which a client may name the run a call belongs
 /// to: `{"_meta": {"idem/run_id": "run-42"}}`.
 pub const RUN_ID_META: &str = "idem/run_id";
+
+/// The `_meta` member of a `tools/call` request that carries an operation
+/// key its client chose (an upstream `Idempotency-Key`, a workflow step
+/// id): a write tool is then keyed on it rather than on its arguments, as
+/// with [`CallContext::operation_key`]:
+/// `{"_meta": {"idem/operation_key": "order-42-refund"}}`.
+pub const OPERATION_KEY_META: &str = "idem/operation_key";
 
 /// What a run-scoped write tool called over HTTP without a session or a
 /// run id does (see [Runs and callers](self#runs-and-callers)).
@@ -266,20 +278,21 @@ impl<S: Send + Sync + 'static> McpServer<S> {
         arguments: Option<serde_json::Map<String, Value>>,
         run_id: Option<&str>,
     ) -> Result<CallToolResult, ErrorData> {
-        let run = run_id.unwrap_or(&self.run_id);
-        self.answer(name, arguments, self.tenant.as_deref(), run)
-            .await
+        let mut context = CallContext::run(run_id.unwrap_or(&self.run_id));
+        if let Some(tenant) = self.tenant.as_deref() {
+            context = context.tenant(tenant);
+        }
+        self.answer(name, arguments, context).await
     }
 
     async fn answer(
         &self,
         name: &str,
         arguments: Option<serde_json::Map<String, Value>>,
-        tenant: Option<&str>,
-        run: &str,
+        context: CallContext<'_>,
     ) -> Result<CallToolResult, ErrorData> {
         let args = arguments.map_or(Value::Null, Value::Object);
-        match self.registry.call_with(tenant, run, name, args).await {
+        match self.registry.call(context, name, args).await {
             Ok(value) => Ok(success(value)),
             Err(ToolError::UnknownTool { name }) => Err(ErrorData::invalid_params(
                 format!("unknown tool `{name}`"),
@@ -311,10 +324,10 @@ fn new_run_id() -> Arc<str> {
     format!("mcp-{:032x}", crate::unique::unique_id()).into()
 }
 
-/// The run a request names in its `_meta`, if it names one.
-fn meta_run_id(meta: Option<&serde_json::Map<String, Value>>) -> Option<&str> {
+/// The non-empty string a request's `_meta` holds under `name`, if any.
+fn meta_str<'a>(meta: Option<&'a serde_json::Map<String, Value>>, name: &str) -> Option<&'a str> {
     meta?
-        .get(RUN_ID_META)
+        .get(name)
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
 }
@@ -341,8 +354,12 @@ impl<S: Send + Sync + 'static> ServerHandler for McpServer<S> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let named = meta_run_id(request.meta.as_ref().map(|m| &m.0.0))
-            .or_else(|| meta_run_id(Some(&context.meta.0.0)));
+        let meta = |name| {
+            meta_str(request.meta.as_ref().map(|m| &m.0.0), name)
+                .or_else(|| meta_str(Some(&context.meta.0.0), name))
+        };
+        let named = meta(RUN_ID_META);
+        let operation_key = meta(OPERATION_KEY_META);
         let Bound { tenant, run } = self.bind(named, &context);
         let run = match run {
             Ok(run) => run,
@@ -358,7 +375,14 @@ impl<S: Send + Sync + 'static> ServerHandler for McpServer<S> {
             // run: any run will do.
             Err(_) => self.run_id.to_string(),
         };
-        self.answer(&request.name, request.arguments, tenant.as_deref(), &run)
+        let mut call = CallContext::run(&run);
+        if let Some(tenant) = tenant.as_deref() {
+            call = call.tenant(tenant);
+        }
+        if let Some(key) = operation_key {
+            call = call.operation_key(key);
+        }
+        self.answer(&request.name, request.arguments.clone(), call)
             .await
             .map(CallToolResponse::from)
     }

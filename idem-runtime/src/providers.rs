@@ -18,7 +18,8 @@
 //! failure as [`ToolError::model_message`]. The run id scopes the keys: use
 //! the id of the agent run, the same across its retries and resumptions
 //! (docs/spec.md, "Keys"), never the call's id, which changes when the model
-//! repeats itself.
+//! repeats itself. Each helper takes a run id or a [`CallContext`] (with a
+//! tenant, or an operation key), and adds the call's id to it for traces.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
@@ -36,7 +37,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::error::ToolError;
-use crate::registry::Registry;
+use crate::registry::{CallContext, Registry};
 
 /// A dispatched provider tool call.
 #[derive(Debug)]
@@ -121,10 +122,10 @@ impl<S: Send + Sync + 'static> Registry<S> {
     /// Dispatches one entry of an OpenAI Chat Completions message's
     /// `tool_calls` and builds the `role: "tool"` message answering it.
     /// The arguments arrive as JSON text, as OpenAI sends them.
-    pub async fn openai_tool_call(
+    pub async fn openai_tool_call<'a>(
         &self,
-        run_id: &str,
-        call: &Value,
+        context: impl Into<CallContext<'a>>,
+        call: &'a Value,
     ) -> Result<ToolReply, MalformedCall> {
         kind(call, "function", OPENAI_CHAT)?;
         let id = string(call, &["id"], OPENAI_CHAT)?;
@@ -133,7 +134,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
             .pointer("/function/arguments")
             .cloned()
             .unwrap_or(Value::Null);
-        let outcome = self.call(run_id, name, args).await;
+        let outcome = self.call(context.into().tool_call_id(id), name, args).await;
         let (content, _) = outcome_text(&outcome);
         Ok(ToolReply {
             message: json!({ "role": "tool", "tool_call_id": id, "content": content }),
@@ -143,16 +144,18 @@ impl<S: Send + Sync + 'static> Registry<S> {
 
     /// Dispatches an OpenAI Responses API `function_call` output item and
     /// builds the `function_call_output` input item answering it.
-    pub async fn openai_function_call(
+    pub async fn openai_function_call<'a>(
         &self,
-        run_id: &str,
-        item: &Value,
+        context: impl Into<CallContext<'a>>,
+        item: &'a Value,
     ) -> Result<ToolReply, MalformedCall> {
         kind(item, "function_call", OPENAI_RESPONSES)?;
         let call_id = string(item, &["call_id"], OPENAI_RESPONSES)?;
         let name = string(item, &["name"], OPENAI_RESPONSES)?;
         let args = item.get("arguments").cloned().unwrap_or(Value::Null);
-        let outcome = self.call(run_id, name, args).await;
+        let outcome = self
+            .call(context.into().tool_call_id(call_id), name, args)
+            .await;
         let (output, _) = outcome_text(&outcome);
         Ok(ToolReply {
             message: json!({ "type": "function_call_output", "call_id": call_id, "output": output }),
@@ -163,16 +166,18 @@ impl<S: Send + Sync + 'static> Registry<S> {
     /// Dispatches an Anthropic `tool_use` content block and builds the
     /// `tool_result` block answering it (`is_error: true` on failure), to
     /// send in the next user message.
-    pub async fn anthropic_tool_use(
+    pub async fn anthropic_tool_use<'a>(
         &self,
-        run_id: &str,
-        block: &Value,
+        context: impl Into<CallContext<'a>>,
+        block: &'a Value,
     ) -> Result<ToolReply, MalformedCall> {
         kind(block, "tool_use", ANTHROPIC)?;
         let id = string(block, &["id"], ANTHROPIC)?;
         let name = string(block, &["name"], ANTHROPIC)?;
         let input = block.get("input").cloned().unwrap_or(Value::Null);
-        let outcome = self.call(run_id, name, input).await;
+        let outcome = self
+            .call(context.into().tool_call_id(id), name, input)
+            .await;
         let (content, is_error) = outcome_text(&outcome);
         let mut message = json!({ "type": "tool_result", "tool_use_id": id, "content": content });
         if is_error {
@@ -185,17 +190,21 @@ impl<S: Send + Sync + 'static> Registry<S> {
     /// `functionResponse` part answering it: `response.output` holds the
     /// result, `response.error` the failure. The call's `id`, when it has
     /// one, is echoed.
-    pub async fn gemini_function_call(
+    pub async fn gemini_function_call<'a>(
         &self,
-        run_id: &str,
-        part: &Value,
+        context: impl Into<CallContext<'a>>,
+        part: &'a Value,
     ) -> Result<ToolReply, MalformedCall> {
         let name = string(part, &["functionCall", "name"], GEMINI)?;
         let args = part
             .pointer("/functionCall/args")
             .cloned()
             .unwrap_or(Value::Null);
-        let outcome = self.call(run_id, name, args).await;
+        let mut context = context.into();
+        if let Some(id) = part.pointer("/functionCall/id").and_then(Value::as_str) {
+            context = context.tool_call_id(id);
+        }
+        let outcome = self.call(context, name, args).await;
         let response = match &outcome {
             Ok(value) => json!({ "output": value }),
             Err(e) => json!({ "error": e.model_message() }),

@@ -28,7 +28,7 @@
 //!
 //! On a multi-tenant service the context carries the caller as well, an
 //! [`IdemTenant`] ([`run_context_as`]): the calls are then made with
-//! [`Registry::call_as`], so no two tenants share a record. A registry built
+//! [`CallContext::tenant`](crate::CallContext::tenant), so no two tenants share a record. A registry built
 //! with [`require_tenant`](crate::RegistryBuilder::require_tenant) refuses
 //! calls whose context names none.
 //!
@@ -45,7 +45,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::ToolError;
-use crate::registry::Registry;
+use crate::registry::{CallContext, Registry};
 
 /// The agent run a rig tool call belongs to, carried in the run's
 /// [`ToolContext`] (see [`run_context`]).
@@ -131,8 +131,12 @@ impl<S: Send + Sync + 'static> Registry<S> {
                 let caller = context_caller(context, &tool, write);
                 Box::pin(async move {
                     let (tenant, run) = caller?;
+                    let mut context = CallContext::run(&run);
+                    if let Some(tenant) = tenant.as_deref() {
+                        context = context.tenant(tenant);
+                    }
                     registry
-                        .call_with(tenant.as_deref(), &run, &tool, args)
+                        .call(context, &tool, args)
                         .await
                         .map(ToolOutput::json)
                         .map_err(|e| execution_error(&e))

@@ -106,36 +106,12 @@ fn formats(schema: &mut Schema, keyed: bool) {
     transform_subschemas(&mut |s: &mut Schema| formats(s, keyed), schema);
 }
 
-/// Checks that every `key = [..]` field is a property of the schema; a
-/// dotted path (`order.id`) is followed through the properties of nested
-/// objects (and `$ref`s), as far as the schema spells them out.
-pub(crate) fn check_key_fields(
-    tool: &str,
-    schema: &Value,
-    fields: &[&str],
-) -> Result<(), RegistryError> {
-    if fields.is_empty() {
-        return Err(RegistryError::InvalidSetting {
-            tool: tool.to_owned(),
-            message: "`key` names no field; omit it to key on all arguments".into(),
-        });
-    }
-    let defs = schema.get("$defs");
-    for field in fields {
-        if !has_path(schema, defs, field) {
-            return Err(RegistryError::InvalidSetting {
-                tool: tool.to_owned(),
-                message: format!("key field `{field}` is not an argument of the tool"),
-            });
-        }
-    }
-    Ok(())
-}
-
 /// Whether `schema`'s properties hold `field`, or, segment by segment, the
-/// dotted path it is. Where a nested schema does not list properties (a
-/// map, a union), the rest of the path is taken on trust.
-fn has_path(schema: &Value, defs: Option<&Value>, field: &str) -> bool {
+/// dotted path it is, following `$ref`s into its `$defs`. Where a nested
+/// schema does not list properties (a map, a union), the rest of the path
+/// is taken on trust.
+pub(crate) fn has_path(schema: &Value, field: &str) -> bool {
+    let defs = schema.get("$defs");
     let properties = |schema: &Value| -> Option<serde_json::Map<String, Value>> {
         let schema = resolve(schema, defs);
         schema.get("properties").and_then(Value::as_object).cloned()

@@ -54,6 +54,18 @@ impl ToolInfo {
     }
 }
 
+/// A write tool's field roles, as dotted paths (`order.id`) of JSON names
+/// (docs/spec.md, "Field roles"); the engine applies them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Roles {
+    /// Only these are keyed; every other field not ignored is checked.
+    pub(crate) key: Option<&'static [&'static str]>,
+    /// These are checked; every other field not ignored is keyed.
+    pub(crate) check: Option<&'static [&'static str]>,
+    /// These are ignored.
+    pub(crate) ignore: Option<&'static [&'static str]>,
+}
+
 /// What a duplicate does when it arrives while the first call still runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnInFlight {
@@ -89,7 +101,7 @@ pub struct WriteOptions {
     pub(crate) on_in_flight: Option<OnInFlight>,
     pub(crate) scope: ScopeKind,
     pub(crate) version: u32,
-    pub(crate) key_fields: Option<&'static [&'static str]>,
+    pub(crate) roles: Roles,
     pub(crate) destructive: bool,
     pub(crate) open_world: bool,
 }
@@ -106,7 +118,11 @@ impl WriteOptions {
             on_in_flight: None,
             scope: ScopeKind::Run,
             version: 1,
-            key_fields: None,
+            roles: Roles {
+                key: None,
+                check: None,
+                ignore: None,
+            },
             destructive: true,
             open_world: true,
         }
@@ -165,11 +181,31 @@ impl WriteOptions {
         self
     }
 
-    /// Only these top-level argument fields form the key; the full
-    /// arguments are still fingerprinted, so the same key with another
-    /// payload is a [`KeyConflict`](crate::ToolError::KeyConflict).
+    /// Only these argument fields are *keyed* (form the key): every other
+    /// field not ignored is *checked*, so the same key with another payload
+    /// is a [`KeyConflict`](crate::ToolError::KeyConflict). A dotted path
+    /// (`order.id`) names a field of a nested object. Not with
+    /// [`check_fields`](Self::check_fields).
     pub const fn key_fields(mut self, fields: &'static [&'static str]) -> Self {
-        self.key_fields = Some(fields);
+        self.roles.key = Some(fields);
+        self
+    }
+
+    /// These argument fields are *checked*: not part of the key, but a
+    /// duplicate with another value there is a
+    /// [`KeyConflict`](crate::ToolError::KeyConflict). Every other field not
+    /// ignored stays keyed.
+    pub const fn check_fields(mut self, fields: &'static [&'static str]) -> Self {
+        self.roles.check = Some(fields);
+        self
+    }
+
+    /// These argument fields are *ignored*: neither keyed nor checked, so a
+    /// duplicate that differs only there is replayed the first call's
+    /// result, made with the first call's value. For what a model rewords
+    /// freely (a reason, a note) and the operation does not depend on.
+    pub const fn ignore_fields(mut self, fields: &'static [&'static str]) -> Self {
+        self.roles.ignore = Some(fields);
         self
     }
 

@@ -64,8 +64,17 @@ async fn call(client: &Client, name: &str, arguments: Value) -> CallToolResult {
 }
 
 async fn call_in_run(client: &Client, run: &str, name: &str, arguments: Value) -> CallToolResult {
+    call_with_meta(client, json!({ "idem/run_id": run }), name, arguments).await
+}
+
+async fn call_with_meta(
+    client: &Client,
+    meta: Value,
+    name: &str,
+    arguments: Value,
+) -> CallToolResult {
     let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(args(arguments));
-    params.meta = Some(args(json!({ "idem/run_id": run })).into());
+    params.meta = Some(args(meta).into());
     client
         .call_tool(params)
         .await
@@ -208,6 +217,28 @@ async fn exercise(client: &Client) {
     );
     assert_eq!(charges_made(client).await, 3);
 
+    // An operation key the client chose (`_meta["idem/operation_key"]`):
+    // keyed on it, the arguments checked.
+    let keyed = json!({ "idem/operation_key": "checkout-7f3a" });
+    let order = json!({"order_id": "o-9", "amount": 100});
+    let by_key = call_with_meta(client, keyed.clone(), "charge_card", order.clone()).await;
+    let by_key_again = call_with_meta(client, keyed.clone(), "charge_card", order).await;
+    let id = by_key
+        .structured_content
+        .as_ref()
+        .map(|r| r["charge_id"].clone());
+    assert_eq!(id, Some(json!("ch_0004")), "{by_key:?}");
+    assert_eq!(by_key_again.structured_content, by_key.structured_content);
+    let changed = json!({"order_id": "o-9", "amount": 999});
+    let conflict = call_with_meta(client, keyed, "charge_card", changed).await;
+    assert_eq!(conflict.is_error, Some(true), "{conflict:?}");
+    assert!(
+        text(&conflict).contains("different details"),
+        "{}",
+        text(&conflict)
+    );
+    assert_eq!(charges_made(client).await, 4);
+
     // Bad arguments: a tool result with isError and the field named.
     let bad = call(
         client,
@@ -217,7 +248,7 @@ async fn exercise(client: &Client) {
     .await;
     assert_eq!(bad.is_error, Some(true), "{bad:?}");
     assert!(text(&bad).contains("`amount`"), "{}", text(&bad));
-    assert_eq!(charges_made(client).await, 3);
+    assert_eq!(charges_made(client).await, 4);
 
     // An unknown tool: a protocol error.
     match client.call_tool(CallToolRequestParams::new("refund")).await {

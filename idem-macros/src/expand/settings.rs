@@ -8,7 +8,7 @@ use syn::spanned::Spanned;
 use syn::{PathArguments, Type};
 
 use crate::ast::ToolFn;
-use crate::attr::{Attrs, InFlight, Scope};
+use crate::attr::{Attrs, FieldList, InFlight, Scope};
 use crate::krate::PRIVATE;
 
 /// The body of `is_permanent`: the `permanent_errors` predicate (checked
@@ -85,19 +85,17 @@ pub(super) fn write_options(tool: &ToolFn<'_>, attrs: &Attrs) -> TokenStream {
     if let Some(version) = attrs.version {
         chain = quote!(#chain.version(#version));
     }
-    if let Some((_, fields)) = &attrs.key {
-        // Flat parameters by their JSON names; an `#[args]` struct's fields
-        // as written (the runtime checks them against its schema).
-        let names = fields.iter().map(|f| {
-            let first = tool
-                .json_name(f.first())
-                .unwrap_or_else(|| f.first().unraw().to_string());
-            std::iter::once(first)
-                .chain(f.rest())
-                .collect::<Vec<_>>()
-                .join(".")
-        });
+    if let Some(list) = &attrs.key {
+        let names = json_paths(tool, list);
         chain = quote!(#chain.key_fields(&[#(#names),*]));
+    }
+    if let Some(list) = &attrs.check {
+        let names = json_paths(tool, list);
+        chain = quote!(#chain.check_fields(&[#(#names),*]));
+    }
+    if let Some(list) = &attrs.ignore {
+        let names = json_paths(tool, list);
+        chain = quote!(#chain.ignore_fields(&[#(#names),*]));
     }
     if let Some(on) = &attrs.on_in_flight {
         let on = match on {
@@ -116,4 +114,22 @@ pub(super) fn write_options(tool: &ToolFn<'_>, attrs: &Attrs) -> TokenStream {
         chain = quote!(#chain.open_world(#b));
     }
     chain
+}
+
+/// A field list's paths as the arguments' JSON names them: flat parameters
+/// by their JSON names (`#[serde(rename)]`), an `#[args]` struct's fields as
+/// written (the runtime checks them against its schema).
+fn json_paths(tool: &ToolFn<'_>, list: &FieldList) -> Vec<String> {
+    list.fields
+        .iter()
+        .map(|f| {
+            let first = tool
+                .json_name(f.first())
+                .unwrap_or_else(|| f.first().unraw().to_string());
+            std::iter::once(first)
+                .chain(f.rest())
+                .collect::<Vec<_>>()
+                .join(".")
+        })
+        .collect()
 }

@@ -5,8 +5,9 @@
 //! or replay its record), `hold` (the lease, renewed beside the body) and
 //! `record` (the outcome written and answered); `write` strings them
 //! together. `read` runs read tools, `settings` holds what calls share,
-//! `args` makes the model's arguments typed and exact, `sets` puts
-//! set-like arguments in one order, and `task` the
+//! `args` makes the model's arguments typed and exact, `roles` says which
+//! fields are keyed, checked or ignored, `sets` puts set-like arguments in
+//! one order, and `task` the
 //! future combinators the stages are built from.
 
 mod args;
@@ -15,6 +16,7 @@ mod hold;
 mod operation;
 mod read;
 mod record;
+mod roles;
 mod sets;
 mod settings;
 mod task;

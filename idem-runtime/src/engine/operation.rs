@@ -4,16 +4,21 @@
 use serde_json::{Map, Value};
 
 use super::args::parse_keyed_args;
+use super::roles::member;
 use super::sets::Sets;
 use super::settings::{Caller, Resolved};
 use crate::canonical::{write_typed, write_value};
 use crate::error::ToolError;
-use crate::key::{Fingerprint, IdemKey};
-use crate::tool::WriteTool;
+use crate::key::{Fingerprint, IdemKey, Scope, write_explicit};
+use crate::tool::{Roles, WriteTool};
 
 /// Parses a write tool's arguments and derives the operation's key and
 /// fingerprint from the typed arguments, re-serialized, with the sets among
-/// them (`sets`, from the tool's schema) in canonical order.
+/// them (`sets`, from the tool's schema) in canonical order and the field
+/// roles applied (docs/spec.md, "Keys" and "Field roles"): ignored fields
+/// count for nothing, checked ones for the fingerprint only. A call that
+/// carries its own operation key (`caller.operation_key`) is keyed on it,
+/// and every argument not ignored is checked.
 pub(crate) fn operation<S, T: WriteTool<S>>(
     name: &str,
     cfg: &Resolved,
@@ -23,57 +28,30 @@ pub(crate) fn operation<S, T: WriteTool<S>>(
     args: Value,
 ) -> Result<(T::Args, IdemKey, Fingerprint), ToolError> {
     let args: T::Args = parse_keyed_args(name, args, cfg.args)?;
-    let unserializable = |e: serde_json::Error| ToolError::InvalidArgs {
-        tool: name.to_owned(),
-        message: format!("the arguments could not be re-serialized to derive the key: {e}"),
+    let head = KeyHead {
+        tenant: caller.tenant,
+        scope: cfg.scope.with_run(caller.run_id),
+        tool: name,
+        version: cfg.version,
     };
-    let scope = cfg.scope.with_run(caller.run_id);
-    // Keyed on a subset of the arguments (registration checked that they
-    // are an object), or holding sets: through a `Value`.
-    let value = if cfg.key_fields.is_some() || sets.is_some() {
-        let mut value = serde_json::to_value(&args).map_err(unserializable)?;
-        if let Some(sets) = sets {
-            sets.order(&mut value);
-        }
-        Some(value)
-    } else {
-        None
-    };
-    let digest_of = |write: &dyn Fn(&mut Vec<u8>) -> Result<(), serde_json::Error>| {
-        IdemKey::digest_with(caller.tenant, scope, name, cfg.version, write).map_err(unserializable)
-    };
-    let (key, fingerprint) = match (cfg.key_fields, value) {
-        // The key from the subset, the fingerprint from all.
-        (Some(fields), Some(Value::Object(map))) => {
-            let subset: Map<String, Value> = fields
-                .iter()
-                .filter_map(|f| key_field(&map, f).map(|v| ((*f).to_owned(), v.clone())))
-                .collect();
-            let subset = Value::Object(subset);
-            let digest = digest_of(&|out| {
-                write_value(out, &subset);
-                Ok(())
-            })?;
-            (
-                IdemKey::from_digest(&digest),
-                Fingerprint::of(&Value::Object(map)),
-            )
-        }
-        // Keyed on every argument: the key's digest fingerprints them too.
-        (_, value) => {
-            let digest = digest_of(&|out| match &value {
-                Some(value) => {
-                    write_value(out, value);
-                    Ok(())
-                }
-                None => write_typed(out, &args),
-            })?;
+    let roles = &cfg.roles;
+    let (key, fingerprint) =
+        if roles.all_keyed() && sets.is_none() && caller.operation_key.is_none() {
+            // The common case: every argument keyed, straight from the typed
+            // arguments; the key's digest fingerprints them too.
+            let digest = head.digest(|out| write_typed(out, &args))?;
             (
                 IdemKey::from_digest(&digest),
                 Fingerprint::from_bytes(digest),
             )
-        }
-    };
+        } else {
+            let mut value = serde_json::to_value(&args).map_err(|e| head.unserializable(e))?;
+            if let Some(sets) = sets {
+                sets.order(&mut value);
+            }
+            roles.drop_ignored(&mut value);
+            identity(&head, &value, roles, caller.operation_key)?
+        };
     let key = match namespace {
         Some(ns) => key.with_namespace(ns),
         None => key,
@@ -81,17 +59,81 @@ pub(crate) fn operation<S, T: WriteTool<S>>(
     Ok((args, key, fingerprint))
 }
 
-/// The value key field `field` names in the arguments `map`: a member, or,
-/// for a dotted path (`order.id`) that is not itself a member's name, the
-/// member reached through nested objects. `None` when absent.
-fn key_field<'a>(map: &'a Map<String, Value>, field: &str) -> Option<&'a Value> {
-    if let Some(value) = map.get(field) {
-        return Some(value);
+/// What every key of one call is derived under: its tenant, scope, tool
+/// and version.
+struct KeyHead<'a> {
+    tenant: Option<&'a str>,
+    scope: Scope<'a>,
+    tool: &'a str,
+    version: u32,
+}
+
+impl KeyHead<'_> {
+    /// The key digest of what `write` appends.
+    fn digest(
+        &self,
+        write: impl FnOnce(&mut Vec<u8>) -> Result<(), serde_json::Error>,
+    ) -> Result<[u8; 32], ToolError> {
+        IdemKey::digest_with(self.tenant, self.scope, self.tool, self.version, write)
+            .map_err(|e| self.unserializable(e))
     }
-    let mut segments = field.split('.');
-    let mut value = map.get(segments.next()?)?;
-    for segment in segments {
-        value = value.as_object()?.get(segment)?;
+
+    /// The key digest of `value`'s canonical JSON.
+    fn digest_value(&self, value: &Value) -> Result<[u8; 32], ToolError> {
+        self.digest(|out| {
+            write_value(out, value);
+            Ok(())
+        })
     }
-    Some(value)
+
+    fn unserializable(&self, e: serde_json::Error) -> ToolError {
+        ToolError::InvalidArgs {
+            tool: self.tool.to_owned(),
+            message: format!("the arguments could not be re-serialized to derive the key: {e}"),
+        }
+    }
+}
+
+/// The key and fingerprint of `value`, the typed arguments without their
+/// ignored fields, keyed on the caller's `operation_key` if there is one.
+fn identity(
+    head: &KeyHead<'_>,
+    value: &Value,
+    roles: &Roles,
+    operation_key: Option<&str>,
+) -> Result<(IdemKey, Fingerprint), ToolError> {
+    let checked = |digest: [u8; 32]| (IdemKey::from_digest(&digest), Fingerprint::of(value));
+    if let Some(operation_key) = operation_key {
+        // The caller's key stands for the arguments, under a payload no
+        // arguments can have; every argument is checked.
+        let digest = head.digest(|out| {
+            write_explicit(out, operation_key);
+            Ok(())
+        })?;
+        return Ok(checked(digest));
+    }
+    match (roles.key, value) {
+        // Keyed on the named fields, by their paths; the rest checked.
+        (Some(fields), Value::Object(map)) => {
+            let subset: Map<String, Value> = fields
+                .iter()
+                .filter_map(|f| member(map, f).map(|v| ((*f).to_owned(), v.clone())))
+                .collect();
+            Ok(checked(head.digest_value(&Value::Object(subset))?))
+        }
+        // Keyed on all but the checked fields.
+        _ if roles.check.is_some() => {
+            let mut keyed = value.clone();
+            roles.drop_checked(&mut keyed);
+            Ok(checked(head.digest_value(&keyed)?))
+        }
+        // Keyed on everything left: the key's digest fingerprints it too.
+        _ => {
+            let digest = head.digest_value(value)?;
+            Ok((
+                IdemKey::from_digest(&digest),
+                Fingerprint::from_bytes(digest),
+            ))
+        }
+    }
 }

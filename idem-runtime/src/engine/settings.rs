@@ -8,17 +8,19 @@ use super::args::ArgLimits;
 use crate::key::ScopeKind;
 use crate::seal::ResultKeys;
 use crate::store::DynIdemStore;
-use crate::tool::{OnInFlight, WriteOptions};
+use crate::tool::{OnInFlight, Roles, WriteOptions};
 
 /// The default [`RegistryBuilder::max_result_bytes`](crate::RegistryBuilder::max_result_bytes): 1 MiB.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
 
-/// Who makes a call: the agent run it belongs to, and the tenant it is
-/// made for, if any (docs/spec.md, "Keys").
+/// Who makes a call: the agent run it belongs to, the tenant it is made
+/// for and the operation key it chose, if any (docs/spec.md, "Keys").
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Caller<'a> {
     pub(crate) run_id: &'a str,
     pub(crate) tenant: Option<&'a str>,
+    /// The key the caller chose for the operation, if any.
+    pub(crate) operation_key: Option<&'a str>,
 }
 
 /// What every call of a registry shares.
@@ -68,7 +70,7 @@ pub(crate) struct Resolved {
     pub(crate) on_in_flight: OnInFlight,
     pub(crate) scope: ScopeKind,
     pub(crate) version: u32,
-    pub(crate) key_fields: Option<&'static [&'static str]>,
+    pub(crate) roles: Roles,
     pub(crate) max_result_bytes: usize,
     pub(crate) args: ArgLimits,
 }
@@ -83,7 +85,7 @@ impl Resolved {
             on_in_flight: options.on_in_flight.unwrap_or(defaults.on_in_flight),
             scope: options.scope,
             version: options.version,
-            key_fields: options.key_fields,
+            roles: options.roles,
             max_result_bytes: options
                 .max_result_bytes
                 .unwrap_or(defaults.max_result_bytes),

@@ -126,10 +126,10 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
         self
     }
 
-    /// Requires a tenant on every call: [`Registry::call`] and
-    /// [`Registry::identify`] are then refused with
-    /// [`ToolError::TenantRequired`](crate::ToolError::TenantRequired) and
-    /// only [`Registry::call_as`] runs tools. For a service that serves
+    /// Requires a tenant on every call: a [`Registry::call`] or
+    /// [`Registry::identify`] whose context names none
+    /// ([`CallContext::tenant`](crate::CallContext::tenant)) is refused with
+    /// [`ToolError::TenantRequired`](crate::ToolError::TenantRequired). For a service that serves
     /// several customers from one registry and one store, so that a call
     /// that forgot its tenant can never share another's records.
     pub fn require_tenant(mut self) -> Self {

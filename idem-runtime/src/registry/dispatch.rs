@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::context::CallContext;
 use super::entry::ErasedTool;
 use crate::engine::{Caller, Shared};
 use crate::error::ToolError;
@@ -149,87 +150,61 @@ impl<S: Send + Sync + 'static> Registry<S> {
     }
 
     /// The stored key and argument fingerprint that calling write tool
-    /// `name` with `args` in run `run_id` would use, without calling it
-    /// (`None` for a read tool). Useful to look an operation up in the
-    /// store, or to tell support which key a payment was made under.
-    pub fn identify(
+    /// `name` with `args` in `context` (a run id, or a [`CallContext`])
+    /// would use, without calling it (`None` for a read tool). Useful to
+    /// look an operation up in the store, or to tell support which key a
+    /// payment was made under.
+    pub fn identify<'a>(
         &self,
-        run_id: &str,
+        context: impl Into<CallContext<'a>>,
         name: &str,
         args: Value,
     ) -> Result<Option<(IdemKey, Fingerprint)>, ToolError> {
-        let caller = self.caller(run_id, None)?;
+        let caller = self.caller(context.into())?;
         self.tool(name)?.identify(&self.inner.shared, caller, args)
     }
 
-    /// [`identify`](Self::identify) for a call made for `tenant`.
-    pub fn identify_as(
-        &self,
-        tenant: &str,
-        run_id: &str,
-        name: &str,
-        args: Value,
-    ) -> Result<Option<(IdemKey, Fingerprint)>, ToolError> {
-        let caller = self.caller(run_id, Some(tenant))?;
-        self.tool(name)?.identify(&self.inner.shared, caller, args)
-    }
-
-    /// Calls tool `name` with the model's JSON arguments in run `run_id`.
+    /// Calls tool `name` with the model's JSON arguments in `context`: a
+    /// run id, or a [`CallContext`] that also names a tenant, an operation
+    /// key or the provider's tool-call id.
     ///
     /// `args` is the arguments object; `null`, `""` and a string holding a
     /// JSON object are accepted too. A write tool runs at most once per
-    /// operation (scope, tool, version, canonical typed arguments): a
-    /// duplicate gets the recorded result, or
-    /// [`ToolError::InFlight`] while the first call still runs.
-    pub async fn call(&self, run_id: &str, name: &str, args: Value) -> Result<Value, ToolError> {
-        self.call_with(None, run_id, name, args).await
-    }
-
-    /// [`call`](Self::call) for `tenant` (a customer, a principal): the
-    /// tenant is part of every key the call derives, so no two tenants
-    /// share a record, whatever the tool's scope (`global` included), and
-    /// the body sees it as [`Ctx::tenant`](crate::Ctx::tenant). A registry
-    /// built with [`RegistryBuilder::require_tenant`](crate::RegistryBuilder::require_tenant)
-    /// refuses calls without one.
-    pub async fn call_as(
+    /// operation (tenant, scope, tool, version, canonical typed arguments
+    /// or the caller's operation key): a duplicate gets the recorded
+    /// result, or [`ToolError::InFlight`] while the first call still runs.
+    /// A registry built with
+    /// [`RegistryBuilder::require_tenant`](crate::RegistryBuilder::require_tenant)
+    /// refuses calls without a tenant.
+    pub async fn call<'a>(
         &self,
-        tenant: &str,
-        run_id: &str,
+        context: impl Into<CallContext<'a>>,
         name: &str,
         args: Value,
     ) -> Result<Value, ToolError> {
-        self.call_with(Some(tenant), run_id, name, args).await
-    }
-
-    /// [`call`](Self::call) or [`call_as`](Self::call_as), for adapters that
-    /// may or may not know the caller.
-    pub(crate) async fn call_with(
-        &self,
-        tenant: Option<&str>,
-        run_id: &str,
-        name: &str,
-        args: Value,
-    ) -> Result<Value, ToolError> {
-        let caller = self.caller(run_id, tenant)?;
+        let caller = self.caller(context.into())?;
         self.tool(name)?
             .call(&self.inner.shared, caller, args)
             .await
     }
 
-    /// Who a call is made by, checked: a run id, and a tenant where the
-    /// registry requires one.
-    fn caller<'a>(
-        &self,
-        run_id: &'a str,
-        tenant: Option<&'a str>,
-    ) -> Result<Caller<'a>, ToolError> {
-        if run_id.is_empty() {
+    /// Who a call is made by, checked: a run id, a tenant where the
+    /// registry requires one, and no empty operation key.
+    fn caller<'a>(&self, context: CallContext<'a>) -> Result<Caller<'a>, ToolError> {
+        if context.run_id.is_empty() {
             return Err(ToolError::InvalidRunId);
         }
-        match tenant {
+        if context.operation_key == Some("") {
+            return Err(ToolError::InvalidOperationKey);
+        }
+        match context.tenant {
             Some("") => Err(ToolError::TenantRequired),
             None if self.inner.shared.require_tenant => Err(ToolError::TenantRequired),
-            _ => Ok(Caller { run_id, tenant }),
+            tenant => Ok(Caller {
+                run_id: context.run_id,
+                tenant,
+                operation_key: context.operation_key,
+            }),
         }
     }
 

@@ -103,9 +103,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for WriteEntry<S, 
         let cfg = Resolved::new(&self.options, defaults);
         check_settings(name, cfg.lease, cfg.ttl, cfg.max_hold, cfg.max_result_bytes)?;
         let input_schema = schema::input_schema::<T::Args>(name, true)?;
-        if let Some(fields) = cfg.key_fields {
-            schema::check_key_fields(name, &input_schema, fields)?;
-        }
+        cfg.roles.validate(name, &input_schema)?;
         let _ = self.sets.set(Sets::of(&input_schema));
         Ok(ToolDef {
             name: name.to_string(),

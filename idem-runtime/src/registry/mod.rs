@@ -1,18 +1,20 @@
 //! The registry: tools by name, their definitions, and dispatch to the
 //! engine.
 //!
-//! `builder` checks every tool and setting (with `checks`) and builds the
+//! `context` is what a call carries beside its arguments; `builder` checks every tool and setting (with `checks`) and builds the
 //! `dispatch` table; `entry` puts each tool behind one object-safe face;
 //! `into_tool` is what `RegistryBuilder::tool` accepts, the macros'
 //! generated functions included.
 
 mod builder;
 mod checks;
+mod context;
 mod dispatch;
 mod entry;
 mod into_tool;
 
 pub use self::builder::RegistryBuilder;
 pub use self::checks::valid_tool_name;
+pub use self::context::CallContext;
 pub use self::dispatch::Registry;
 pub use self::into_tool::{CallThroughRegistry, IntoTool, InvalidTool, Registration, marker};

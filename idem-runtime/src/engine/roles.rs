@@ -1,0 +1,141 @@
+//! Field roles: which of a write tool's arguments make its key (keyed, the
+//! default), which a duplicate must only match (checked), and which count
+//! for neither (ignored) (docs/spec.md, "Field roles"). Checked at
+//! registration against the tool's schema, by the rules `idem-rules` writes
+//! down for the macros too; applied to the typed arguments, re-serialized.
+
+use serde_json::{Map, Value};
+
+use crate::error::RegistryError;
+use crate::schema;
+use crate::tool::Roles;
+
+impl Roles {
+    /// Whether every field is keyed (no list given).
+    pub(crate) fn all_keyed(&self) -> bool {
+        self.key.is_none() && self.check.is_none() && self.ignore.is_none()
+    }
+
+    /// Checks the roles against `schema`, the tool's input schema: each
+    /// path is an argument, and `idem_rules::check_roles` holds.
+    pub(crate) fn validate(&self, tool: &str, schema: &Value) -> Result<(), RegistryError> {
+        let invalid = |message: String| RegistryError::InvalidSetting {
+            tool: tool.to_owned(),
+            message,
+        };
+        let arguments: Vec<&str> = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let mut first = None;
+        idem_rules::check_roles(
+            self.key,
+            self.check,
+            self.ignore,
+            Some(&arguments),
+            |fault| {
+                first.get_or_insert(fault.to_string());
+            },
+        );
+        if let Some(message) = first {
+            return Err(invalid(message));
+        }
+        let lists = [
+            ("key", self.key),
+            ("check", self.check),
+            ("ignore", self.ignore),
+        ];
+        for (list, fields) in lists {
+            for field in fields.unwrap_or_default() {
+                if !schema::has_path(schema, field) {
+                    return Err(invalid(format!(
+                        "`{list}` names `{field}`, which is not an argument of the tool"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the ignored fields from `value`, the typed arguments.
+    pub(crate) fn drop_ignored(&self, value: &mut Value) {
+        remove_all(value, self.ignore);
+    }
+
+    /// Removes the checked fields from `value`, leaving what is keyed when
+    /// `check` is given.
+    pub(crate) fn drop_checked(&self, value: &mut Value) {
+        remove_all(value, self.check);
+    }
+}
+
+fn remove_all(value: &mut Value, fields: Option<&[&str]>) {
+    if let Value::Object(map) = value {
+        for field in fields.unwrap_or_default() {
+            remove_path(map, field);
+        }
+    }
+}
+
+/// The value `field` names in the arguments `map`: a member, or, for a
+/// dotted path (`order.id`) that is not itself a member's name, the member
+/// reached through nested objects. `None` when absent.
+pub(crate) fn member<'a>(map: &'a Map<String, Value>, field: &str) -> Option<&'a Value> {
+    if let Some(value) = map.get(field) {
+        return Some(value);
+    }
+    let mut segments = field.split('.');
+    let mut value = map.get(segments.next()?)?;
+    for segment in segments {
+        value = value.as_object()?.get(segment)?;
+    }
+    Some(value)
+}
+
+/// Removes what `field` names (as [`member`] finds it), if it is there.
+fn remove_path(map: &mut Map<String, Value>, field: &str) {
+    if map.remove(field).is_some() {
+        return;
+    }
+    let Some((parent, last)) = field.rsplit_once('.') else {
+        return;
+    };
+    let mut current = map;
+    for segment in parent.split('.') {
+        match current.get_mut(segment) {
+            Some(Value::Object(next)) => current = next,
+            _ => return,
+        }
+    }
+    current.remove(last);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ignored_and_checked_fields_are_removed_at_any_depth() {
+        let roles = Roles {
+            key: None,
+            check: Some(&["order.note"]),
+            ignore: Some(&["reason", "order.meta.trace", "absent.x"]),
+        };
+        let mut value = json!({
+            "amount": 1, "reason": "r",
+            "order": {"id": 7, "note": "n", "meta": {"trace": "t", "kept": 1}},
+        });
+        roles.drop_ignored(&mut value);
+        assert_eq!(
+            value,
+            json!({"amount": 1, "order": {"id": 7, "note": "n", "meta": {"kept": 1}}})
+        );
+        roles.drop_checked(&mut value);
+        assert_eq!(
+            value,
+            json!({"amount": 1, "order": {"id": 7, "meta": {"kept": 1}}})
+        );
+    }
+}
