@@ -26,6 +26,12 @@ pub(crate) enum Scope {
     Global,
 }
 
+/// `on_store_error = "fail_closed" | "run"`.
+pub(crate) enum StoreErrorPolicy {
+    FailClosed,
+    Run,
+}
+
 /// One entry of `key = [..]`, `check = [..]` or `ignore = [..]`: a field,
 /// or a path into nested objects (`order.id`), as the user wrote it.
 pub(crate) struct KeyPath {
@@ -91,6 +97,7 @@ pub(crate) struct Attrs {
     pub(crate) ignore: Option<FieldList>,
     pub(crate) version: Option<u32>,
     pub(crate) on_in_flight: Option<InFlight>,
+    pub(crate) on_store_error: Option<StoreErrorPolicy>,
     pub(crate) permanent_errors: Option<syn::Expr>,
     pub(crate) destructive: Option<LitBool>,
     pub(crate) open_world: Option<LitBool>,
@@ -153,6 +160,7 @@ impl Attrs {
             IGNORE => self.ignore = Some(parse_field_list(meta)?),
             VERSION => self.version = Some(parse_version(meta)?),
             ON_IN_FLIGHT => self.on_in_flight = Some(parse_on_in_flight(meta)?),
+            ON_STORE_ERROR => self.on_store_error = Some(parse_on_store_error(meta)?),
             PERMANENT_ERRORS => self.permanent_errors = Some(meta.value()?.parse()?),
             DESTRUCTIVE => self.destructive = Some(parse_flag(meta)?),
             OPEN_WORLD => self.open_world = Some(parse_flag(meta)?),
@@ -218,6 +226,18 @@ fn parse_scope(meta: &ParseNestedMeta<'_>) -> syn::Result<Scope> {
         _ => Err(syn::Error::new_spanned(
             &lit,
             "`scope` is \"run\" (one operation per agent run, the default) or \"global\" (one operation across all runs)",
+        )),
+    }
+}
+
+fn parse_on_store_error(meta: &ParseNestedMeta<'_>) -> syn::Result<StoreErrorPolicy> {
+    let lit: LitStr = meta.value()?.parse()?;
+    match lit.value().as_str() {
+        "fail_closed" => Ok(StoreErrorPolicy::FailClosed),
+        "run" => Ok(StoreErrorPolicy::Run),
+        _ => Err(syn::Error::new_spanned(
+            &lit,
+            "`on_store_error` is \"fail_closed\" (when the store cannot be reached, do not run: the default) or \"run\" (run without a claim, recording nothing: a duplicate may run again)",
         )),
     }
 }

@@ -12,6 +12,7 @@ pub(crate) const CHECK: &str = "check";
 pub(crate) const IGNORE: &str = "ignore";
 pub(crate) const VERSION: &str = "version";
 pub(crate) const ON_IN_FLIGHT: &str = "on_in_flight";
+pub(crate) const ON_STORE_ERROR: &str = "on_store_error";
 pub(crate) const PERMANENT_ERRORS: &str = "permanent_errors";
 pub(crate) const DESTRUCTIVE: &str = "destructive";
 pub(crate) const OPEN_WORLD: &str = "open_world";
@@ -37,6 +38,7 @@ pub(crate) const WRITE_KEYS: &[&str] = &[
     IGNORE,
     VERSION,
     ON_IN_FLIGHT,
+    ON_STORE_ERROR,
     PERMANENT_ERRORS,
     DESTRUCTIVE,
     OPEN_WORLD,

@@ -8,7 +8,9 @@ pub use serde;
 pub use serde_json;
 
 pub use crate::registry::{CallThroughRegistry, InvalidTool, Registration, marker};
-pub use crate::{Ctx, IntoTool, OnInFlight, ScopeKind, ToolInfo, WriteCtx, WriteOptions};
+pub use crate::{
+    Ctx, IntoTool, OnInFlight, OnStoreError, ScopeKind, ToolInfo, WriteCtx, WriteOptions,
+};
 use crate::{ReadArgs, ReadOutput, ReadTool, ToolFailure, WriteArgs, WriteOutput, WriteTool};
 
 /// The result type of a tool, for [`OutputSchemaKnown`] /

@@ -74,6 +74,7 @@ pub struct WriteCtx<S = ()> {
     key: IdemKey,
     attempt: u32,
     lease: watch::Receiver<bool>,
+    claimed: bool,
 }
 
 impl<S> WriteCtx<S> {
@@ -89,7 +90,31 @@ impl<S> WriteCtx<S> {
             key,
             attempt,
             lease,
+            claimed: true,
         }
+    }
+
+    /// A context for a body run without a claim
+    /// ([`OnStoreError::Run`](crate::OnStoreError::Run)): attempt 0, a lease
+    /// that is never lost.
+    pub(crate) fn unclaimed(ctx: Ctx<S>, key: IdemKey) -> WriteCtx<S> {
+        let (_, lease) = watch::channel(false);
+        WriteCtx {
+            ctx,
+            key,
+            attempt: 0,
+            lease,
+            claimed: false,
+        }
+    }
+
+    /// Whether this call holds the operation's claim: `true`, except for a
+    /// tool with `on_store_error = "run"` whose store was unreachable, which
+    /// runs without one ([`OnStoreError::Run`](crate::OnStoreError::Run)):
+    /// a duplicate may then run too, and only a downstream deduplicating on
+    /// [`idem_key`](Self::idem_key) catches it.
+    pub fn is_claimed(&self) -> bool {
+        self.claimed
     }
 
     /// The operation's key: the same for every retry of this operation,

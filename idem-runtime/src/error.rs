@@ -50,6 +50,16 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Whether the store could not be reached or did not answer in time
+    /// ([`Unavailable`](Self::Unavailable), [`Timeout`](Self::Timeout)), as
+    /// opposed to answering something wrong.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Unavailable { .. } | StoreError::Timeout { .. }
+        )
+    }
+
     /// Wraps a connection-level failure.
     pub fn unavailable(source: impl Into<BoxError>) -> StoreError {
         StoreError::Unavailable {

@@ -73,8 +73,8 @@ pub use crate::store::redis::{RedisOptions, RedisStore};
 pub use crate::store::sqlite::{SqliteOptions, SqliteStore};
 pub use crate::store::{Claim, DynIdemStore, Entry, IdemStore, LeaseToken};
 pub use crate::tool::{
-    OnInFlight, ReadArgs, ReadOutput, ReadTool, ToolDef, ToolFailure, ToolInfo, ToolKind,
-    WriteArgs, WriteOptions, WriteOutput, WriteTool,
+    OnInFlight, OnStoreError, ReadArgs, ReadOutput, ReadTool, ToolDef, ToolFailure, ToolInfo,
+    ToolKind, WriteArgs, WriteOptions, WriteOutput, WriteTool,
 };
 
 /// What the macros' generated code reaches through; not a public API.

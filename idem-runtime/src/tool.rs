@@ -78,6 +78,28 @@ pub enum OnInFlight {
     Wait(Duration),
 }
 
+/// What a write tool does when its claim cannot reach the store (the store
+/// is unreachable or does not answer in time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnStoreError {
+    /// Refuse: the body does not run, and the caller gets
+    /// [`ToolError::Store`](crate::ToolError::Store) (the default). Nothing
+    /// can then run twice.
+    #[default]
+    FailClosed,
+    /// Run the body without a claim, for low-stakes tools that had better
+    /// act than stay silent while the store is away (posting a chat
+    /// message). Each such call is logged at `warn` as running without a
+    /// claim. Nothing is recorded, even if the store is back by the time
+    /// the body ends: no record may claim an at-most-once that did not
+    /// hold, so a duplicate that comes later runs the body again. The body
+    /// still gets the operation's key ([`WriteCtx::idem_key`](crate::WriteCtx::idem_key))
+    /// for a downstream to deduplicate on, and
+    /// [`WriteCtx::is_claimed`](crate::WriteCtx::is_claimed) is `false`. A
+    /// record the store holds but cannot read (corrupt) still refuses.
+    Run,
+}
+
 /// The settings of a write tool; unset ones take the registry's defaults.
 ///
 /// Built with `const` methods, so the macros (and hand-written tools) can
@@ -102,6 +124,7 @@ pub struct WriteOptions {
     pub(crate) scope: ScopeKind,
     pub(crate) version: u32,
     pub(crate) roles: Roles,
+    pub(crate) on_store_error: OnStoreError,
     pub(crate) destructive: bool,
     pub(crate) open_world: bool,
 }
@@ -123,6 +146,7 @@ impl WriteOptions {
                 check: None,
                 ignore: None,
             },
+            on_store_error: OnStoreError::FailClosed,
             destructive: true,
             open_world: true,
         }
@@ -206,6 +230,13 @@ impl WriteOptions {
     /// freely (a reason, a note) and the operation does not depend on.
     pub const fn ignore_fields(mut self, fields: &'static [&'static str]) -> Self {
         self.roles.ignore = Some(fields);
+        self
+    }
+
+    /// What the tool does when its claim cannot reach the store: refuse
+    /// (the default) or run without a claim ([`OnStoreError`]).
+    pub const fn on_store_error(mut self, policy: OnStoreError) -> Self {
+        self.on_store_error = policy;
         self
     }
 

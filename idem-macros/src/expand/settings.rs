@@ -8,7 +8,7 @@ use syn::spanned::Spanned;
 use syn::{PathArguments, Type};
 
 use crate::ast::ToolFn;
-use crate::attr::{Attrs, FieldList, InFlight, Scope};
+use crate::attr::{Attrs, FieldList, InFlight, Scope, StoreErrorPolicy};
 use crate::krate::PRIVATE;
 
 /// The body of `is_permanent`: the `permanent_errors` predicate (checked
@@ -106,6 +106,13 @@ pub(super) fn write_options(tool: &ToolFn<'_>, attrs: &Attrs) -> TokenStream {
             }
         };
         chain = quote!(#chain.on_in_flight(#on));
+    }
+    if let Some(policy) = &attrs.on_store_error {
+        let policy = match policy {
+            StoreErrorPolicy::FailClosed => quote!(#PRIVATE::OnStoreError::FailClosed),
+            StoreErrorPolicy::Run => quote!(#PRIVATE::OnStoreError::Run),
+        };
+        chain = quote!(#chain.on_store_error(#policy));
     }
     if let Some(b) = &attrs.destructive {
         chain = quote!(#chain.destructive(#b));

@@ -8,7 +8,7 @@ use super::args::ArgLimits;
 use crate::key::ScopeKind;
 use crate::seal::ResultKeys;
 use crate::store::DynIdemStore;
-use crate::tool::{OnInFlight, Roles, WriteOptions};
+use crate::tool::{OnInFlight, OnStoreError, Roles, WriteOptions};
 
 /// The default [`RegistryBuilder::max_result_bytes`](crate::RegistryBuilder::max_result_bytes): 1 MiB.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
@@ -71,6 +71,7 @@ pub(crate) struct Resolved {
     pub(crate) scope: ScopeKind,
     pub(crate) version: u32,
     pub(crate) roles: Roles,
+    pub(crate) on_store_error: OnStoreError,
     pub(crate) max_result_bytes: usize,
     pub(crate) args: ArgLimits,
 }
@@ -86,6 +87,7 @@ impl Resolved {
             scope: options.scope,
             version: options.version,
             roles: options.roles,
+            on_store_error: options.on_store_error,
             max_result_bytes: options
                 .max_result_bytes
                 .unwrap_or(defaults.max_result_bytes),

@@ -11,10 +11,11 @@ use super::operation::operation;
 use super::record::record;
 use super::sets::Sets;
 use super::settings::{Caller, Resolved, Shared};
-use super::task::{beside, catch_panic};
+use super::task::{beside, catch_panic, panicked};
 use crate::ctx::{Ctx, WriteCtx};
-use crate::error::ToolError;
-use crate::tool::WriteTool;
+use crate::error::{StoreError, ToolError};
+use crate::key::IdemKey;
+use crate::tool::{OnStoreError, WriteTool};
 
 /// Runs a write tool through the idempotent wrapper: claim or replay, run
 /// once beside the heartbeat, record the outcome (the README's "What a
@@ -31,7 +32,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
     let namespace = shared.namespace.as_deref();
     let (args, key, fingerprint) = operation::<S, T>(name, cfg, sets, namespace, caller, args)?;
     let store = &*shared.store;
-    let (token, claimed_at) = match claim_or_replay::<T::Output>(
+    let claimed = claim_or_replay::<T::Output>(
         store,
         &key,
         &fingerprint,
@@ -40,10 +41,16 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
         name,
         shared.result_keys.as_deref(),
     )
-    .await?
-    {
-        Claimed::Acquired(token, at) => (token, at),
-        Claimed::Answered(answer) => return answer,
+    .await;
+    let (token, claimed_at) = match claimed {
+        Ok(Claimed::Acquired(token, at)) => (token, at),
+        Ok(Claimed::Answered(answer)) => return answer,
+        Err(ToolError::Store { source, .. })
+            if cfg.on_store_error == OnStoreError::Run && source.is_unreachable() =>
+        {
+            return run_unclaimed(tool, name, shared, caller, key, args, &source).await;
+        }
+        Err(e) => return Err(e),
     };
     tracing::debug!(tool = name, key = %key, attempt = token.attempt(), "claim acquired");
 
@@ -68,4 +75,47 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
         record(tool, &hold, outcome).await
     };
     beside(work, hold.heartbeat()).await
+}
+
+/// Runs the body without a claim, for a tool with
+/// [`OnStoreError::Run`] whose store could not be reached: loudly, and
+/// recording nothing.
+async fn run_unclaimed<S, T: WriteTool<S>>(
+    tool: &T,
+    name: &str,
+    shared: &Shared<S>,
+    caller: Caller<'_>,
+    key: IdemKey,
+    args: T::Args,
+    cause: &StoreError,
+) -> Result<Value, ToolError> {
+    tracing::warn!(
+        tool = name,
+        key = %key,
+        error = %cause,
+        "the store is unreachable: running WITHOUT a claim (on_store_error = run); \
+         nothing will be recorded and a duplicate may run it again"
+    );
+    let ctx = WriteCtx::unclaimed(
+        Ctx::new(caller.run_id, caller.tenant, shared.state.clone()),
+        key,
+    );
+    match catch_panic(tool.call(args, &ctx)).await {
+        Ok(Ok(out)) => serde_json::to_value(&out).map_err(|e| ToolError::Failed {
+            tool: name.to_owned(),
+            message: format!("the result could not be serialized: {e}"),
+            permanent: true,
+        }),
+        Ok(Err(e)) => Err(ToolError::Failed {
+            tool: name.to_owned(),
+            permanent: tool.is_permanent(&e),
+            message: e.to_string(),
+        }),
+        Err(panic) => {
+            // The panic's text may quote the arguments: debug only.
+            tracing::error!(tool = name, "the tool panicked, running without a claim");
+            tracing::debug!(tool = name, panic = %panic, "the tool's panic");
+            Err(panicked(name, &panic))
+        }
+    }
 }

@@ -57,6 +57,9 @@ pub struct CounterOut {
     pub key: String,
     /// Its attempt number.
     pub attempt: u32,
+    /// Whether it ran without a claim (`OnStoreError::Run`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unclaimed: bool,
     /// `pad` bytes of padding, if asked for.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub padding: String,
@@ -190,6 +193,7 @@ impl WriteTool<()> for Counter {
             n: args.n,
             key: ctx.idem_key().to_string(),
             attempt: ctx.attempt(),
+            unclaimed: !ctx.is_claimed(),
             padding: "x".repeat(args.pad.unwrap_or(0)),
         })
     }

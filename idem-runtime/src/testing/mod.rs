@@ -73,6 +73,7 @@ macro_rules! __idem_with_cases {
             net_stalled_renewal_does_not_block_the_body,
             net_slow_record_is_retried_until_it_lands,
             net_body_sees_its_lease_lost,
+            net_a_run_tool_runs_unclaimed_while_the_store_is_away,
         }
     };
 }

@@ -34,6 +34,7 @@ struct ChargeArgs {
     key = [order_id],
     version = 2,
     on_in_flight = "wait(5s)",
+    on_store_error = "fail_closed",
     permanent_errors = declined,
     destructive = true,
     open_world = false
@@ -47,10 +48,14 @@ async fn charge(#[args] a: ChargeArgs, ctx: &WriteCtx) -> Result<u64, PaymentErr
     }
 }
 
-#[write_tool(permanent_errors = |e: &String| e.starts_with("no"), on_in_flight = "reject")]
+#[write_tool(
+    permanent_errors = |e: &String| e.starts_with("no"),
+    on_in_flight = "reject",
+    on_store_error = "run"
+)]
 /// Cancel an order.
 async fn cancel(order_id: String, ctx: &WriteCtx<()>) -> Result<(), String> {
-    let _ = (order_id, ctx);
+    let _ = (order_id, ctx.is_claimed());
     Ok(())
 }
 

@@ -12,7 +12,7 @@ use crate::testing::fixtures::Counter;
 use crate::testing::harness::Harness;
 use crate::testing::helpers::*;
 use crate::testing::proxy::Proxy;
-use crate::tool::{OnInFlight, WriteOptions};
+use crate::tool::{OnInFlight, OnStoreError, WriteOptions};
 
 /// A proxy in front of the harness's server and a store through it, with
 /// the registry's usual settings; `None` for a store without a server.
@@ -173,4 +173,48 @@ pub async fn net_body_sees_its_lease_lost<H: Harness>(h: &H) {
         .await
         .expect("replay");
     assert_eq!(replay, b, "the new owner's result stands");
+}
+
+/// With its store black-holed, a tool with `on_store_error = run` runs
+/// without a claim and records nothing, while a fail-closed one refuses;
+/// once the store is back, a duplicate of the unclaimed run runs again
+/// (nothing was recorded), under the same key, and is then replayed.
+pub async fn net_a_run_tool_runs_unclaimed_while_the_store_is_away<H: Harness>(h: &H) {
+    let Some((proxy, store)) = proxied(h).await else {
+        return;
+    };
+    let ns = namespace();
+    let runs = Counter::new(
+        Duration::ZERO,
+        WriteOptions::new().on_store_error(OnStoreError::Run),
+    );
+    let refuses = Counter::new(Duration::ZERO, WriteOptions::new());
+    let bounded = |b: crate::RegistryBuilder<()>| b.store_timeout(Duration::from_millis(200));
+    let open = registry_with(store.clone(), &ns, &runs, bounded);
+    let closed = registry_with(store, &ns, &refuses, bounded);
+    proxy.black_hole();
+    let unclaimed = open
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("runs without a claim");
+    assert_eq!(unclaimed["unclaimed"], true);
+    match closed.call("r", "counter", json!({"n": 1})).await {
+        Err(ToolError::Store { .. }) => {}
+        other => panic!("a fail-closed tool must refuse, got {other:?}"),
+    }
+    assert_eq!((runs.total(), refuses.total()), (1, 0));
+    proxy.forward();
+    let direct = registry(h.store(), &ns, &runs);
+    let claimed = direct
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("runs, claimed");
+    assert_eq!(claimed.get("unclaimed"), None, "{claimed}");
+    assert_eq!(
+        claimed["key"], unclaimed["key"],
+        "one key, for a downstream"
+    );
+    let replayed = direct.call("r", "counter", json!({"n": 1})).await;
+    assert_eq!(replayed.ok(), Some(claimed));
+    assert_eq!(runs.total(), 2);
 }
