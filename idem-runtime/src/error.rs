@@ -252,6 +252,24 @@ impl ToolError {
             ToolError::Store { source, .. } => !matches!(source, StoreError::Corrupt { .. }),
         }
     }
+
+    /// The kind of error, in snake case (`"invalid_args"`, `"in_flight"`,
+    /// `"key_conflict"`, ...): low-cardinality, for a span's `error.type`
+    /// and metric labels.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ToolError::UnknownTool { .. } => "unknown_tool",
+            ToolError::InvalidArgs { .. } => "invalid_args",
+            ToolError::InvalidRunId => "invalid_run_id",
+            ToolError::InvalidOperationKey => "invalid_operation_key",
+            ToolError::TenantRequired => "tenant_required",
+            ToolError::InFlight { .. } => "in_flight",
+            ToolError::KeyConflict { .. } => "key_conflict",
+            ToolError::Failed { .. } => "failed",
+            ToolError::Store { .. } => "store",
+            ToolError::LeaseLost { .. } => "lease_lost",
+        }
+    }
 }
 
 /// Why a [`Registry`](crate::Registry) could not be built.

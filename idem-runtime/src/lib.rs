@@ -36,6 +36,9 @@ mod ctx;
 mod engine;
 mod error;
 mod key;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
 mod providers;
 mod registry;
 mod render;

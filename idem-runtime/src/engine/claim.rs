@@ -8,12 +8,13 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::settings::Resolved;
+use super::hold::Site;
 use super::task::bounded;
+use super::trace::{CallTrace, How, note};
 use crate::error::{StoreError, ToolError};
 use crate::key::{Fingerprint, IdemKey};
-use crate::seal::{Holds, ResultKeys, open};
-use crate::store::{Claim, DynIdemStore, Entry, LeaseToken};
+use crate::seal::{Holds, open};
+use crate::store::{Claim, Entry, LeaseToken};
 use crate::tool::OnInFlight;
 
 /// What the claim step ended with.
@@ -27,14 +28,18 @@ pub(super) enum Claimed {
 /// Claims `key`, or answers from what it holds: a recorded result or
 /// failure is replayed, a running one waits or is refused as in flight.
 pub(super) async fn claim_or_replay<O: DeserializeOwned>(
-    store: &dyn DynIdemStore,
+    site: &Site<'_>,
     key: &IdemKey,
     fingerprint: &Fingerprint,
-    cfg: &Resolved,
-    limit: Duration,
-    name: &str,
-    keys: Option<&ResultKeys>,
+    trace: Option<&CallTrace>,
 ) -> Result<Claimed, ToolError> {
+    let Site {
+        store,
+        cfg,
+        limit,
+        tool: name,
+        ..
+    } = *site;
     let store_err = |source: StoreError| ToolError::Store {
         tool: name.to_owned(),
         source,
@@ -44,9 +49,16 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
         OnInFlight::Wait(d) => Some(Instant::now() + d),
     };
     let mut backoff = Duration::from_millis(10);
+    // Replayed at once, or after waiting for the first call.
+    let mut replayed = How::Replayed;
     loop {
         let sent = Instant::now();
-        let claim = bounded(limit, "claim", store.dyn_claim(key, fingerprint, cfg.lease))
+        let claim = bounded(
+            store.dyn_backend(),
+            limit,
+            "claim",
+            store.dyn_claim(key, fingerprint, cfg.lease),
+        )
             .await
             .map_err(|e| {
                 tracing::warn!(tool = name, key = %key, error = %e, "claim failed; the tool did not run");
@@ -64,28 +76,12 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
             });
         }
         let answer = match entry {
-            Entry::Done { result, .. } => {
-                tracing::info!(tool = name, key = %key, "replayed recorded result");
-                open(keys, key, Holds::Result, result)
-                    .and_then(|result| replay::<O>(key, &result))
-                    .map_err(store_err)
-            }
-            Entry::Failed { error, .. } => {
-                tracing::info!(tool = name, key = %key, "replayed recorded failure");
-                match open(keys, key, Holds::Error, error) {
-                    Ok(message) => Err(ToolError::Failed {
-                        tool: name.to_owned(),
-                        message,
-                        permanent: true,
-                    }),
-                    Err(e) => Err(store_err(e)),
-                }
-            }
             Entry::Running { .. } => {
                 let now = Instant::now();
                 match wait_until {
                     Some(deadline) if now < deadline => {
                         tracing::debug!(tool = name, key = %key, "in flight; waiting");
+                        replayed = How::Waited;
                         tokio::time::sleep(backoff.min(deadline - now)).await;
                         backoff = (backoff * 2).min(Duration::from_millis(500));
                         continue;
@@ -99,8 +95,49 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
                     }
                 }
             }
+            settled => {
+                note(trace, replayed);
+                replay_settled::<O>(site, key, settled)
+            }
         };
         return Ok(Claimed::Answered(answer));
+    }
+}
+
+/// A recorded result or failure, replayed.
+fn replay_settled<O: DeserializeOwned>(
+    site: &Site<'_>,
+    key: &IdemKey,
+    entry: Entry,
+) -> Result<Value, ToolError> {
+    let name = site.tool;
+    let store_err = |source: StoreError| ToolError::Store {
+        tool: name.to_owned(),
+        source,
+    };
+    match entry {
+        Entry::Done { result, .. } => {
+            tracing::info!(tool = name, key = %key, "replayed recorded result");
+            open(site.keys, key, Holds::Result, result)
+                .and_then(|result| replay::<O>(key, &result))
+                .map_err(store_err)
+        }
+        Entry::Failed { error, .. } => {
+            tracing::info!(tool = name, key = %key, "replayed recorded failure");
+            match open(site.keys, key, Holds::Error, error) {
+                Ok(message) => Err(ToolError::Failed {
+                    tool: name.to_owned(),
+                    message,
+                    permanent: true,
+                }),
+                Err(e) => Err(store_err(e)),
+            }
+        }
+        // Waited for by the caller; were it handed here, it is in flight.
+        Entry::Running { .. } => Err(ToolError::InFlight {
+            tool: name.to_owned(),
+            key: key.to_string(),
+        }),
     }
 }
 

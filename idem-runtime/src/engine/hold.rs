@@ -163,6 +163,8 @@ impl<'a> Hold<'a> {
     /// Tells the body its lease is lost (once).
     fn lose(&self, why: &str) {
         if !self.lost.send_replace(true) {
+            #[cfg(feature = "metrics")]
+            crate::metrics::lease_lost(self.site.tool);
             tracing::warn!(tool = self.site.tool, key = %self.key, why, "lease lost while the tool runs: another worker may run this operation");
         }
     }
@@ -175,7 +177,7 @@ impl<'a> Hold<'a> {
         fut: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
         let _turn = self.ops.lock().await;
-        let result = bounded(self.site.limit, name, fut).await;
+        let result = bounded(self.site.store.dyn_backend(), self.site.limit, name, fut).await;
         if matches!(result, Err(StoreError::LeaseLost)) {
             self.taken_over.store(true, Ordering::Relaxed);
         }
@@ -218,6 +220,8 @@ impl<'a> Hold<'a> {
             let extension = lease.min(remaining);
             match self.renew(extension).await {
                 Ok(()) => {
+                    #[cfg(feature = "metrics")]
+                    crate::metrics::lease_renewed(self.site.tool);
                     self.extend(now + extension);
                     next = now + period;
                     backoff = FIRST_BACKOFF;

@@ -7,8 +7,8 @@
 //! together. `read` runs read tools, `settings` holds what calls share,
 //! `args` makes the model's arguments typed and exact, `roles` says which
 //! fields are keyed, checked or ignored, `sets` puts set-like arguments in
-//! one order, and `task` the
-//! future combinators the stages are built from.
+//! one order, `trace` tells the registry how a call was answered, and `task`
+//! the future combinators the stages are built from.
 
 mod args;
 mod claim;
@@ -20,6 +20,7 @@ mod roles;
 mod sets;
 mod settings;
 mod task;
+mod trace;
 mod write;
 
 pub(crate) use self::args::MAX_ARGS_DEPTH;
@@ -28,4 +29,5 @@ pub(crate) use self::read::call_read;
 pub(crate) use self::sets::Sets;
 pub use self::settings::DEFAULT_MAX_RESULT_BYTES;
 pub(crate) use self::settings::{Caller, Defaults, Resolved, Shared};
+pub(crate) use self::trace::{CallTrace, How};
 pub(crate) use self::write::call_write;

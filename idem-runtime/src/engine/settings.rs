@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::args::ArgLimits;
+use super::trace::CallTrace;
 use crate::key::ScopeKind;
 use crate::seal::ResultKeys;
 use crate::store::DynIdemStore;
@@ -21,6 +22,9 @@ pub(crate) struct Caller<'a> {
     pub(crate) tenant: Option<&'a str>,
     /// The key the caller chose for the operation, if any.
     pub(crate) operation_key: Option<&'a str>,
+    /// Where the engine tells how the call was answered (none for
+    /// `identify`).
+    pub(crate) trace: Option<&'a CallTrace>,
 }
 
 /// What every call of a registry shares.

@@ -1,5 +1,5 @@
-//! Small future combinators the wrapper is built from: a bound on store
-//! operations, panics caught as errors, one poll, and a future driven beside
+//! Small future combinators the wrapper is built from: a bound (and a span)
+//! on store operations, panics caught as errors, one poll, and a future driven beside
 //! another.
 
 use std::convert::Infallible;
@@ -8,10 +8,38 @@ use std::pin::{Pin, pin};
 use std::task::Poll;
 use std::time::Duration;
 
+use tracing::Instrument;
+
 use crate::error::{StoreError, ToolError};
 
-/// Bounds a store operation by the registry's store timeout.
+/// Bounds a store operation by the registry's store timeout, in a child
+/// span of the call's (`idem.store`, with OpenTelemetry's
+/// `db.system.name` and `db.operation.name`), timed with feature
+/// `metrics`.
 pub(crate) async fn bounded<T>(
+    backend: &'static str,
+    limit: Duration,
+    op: &'static str,
+    fut: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    let span = tracing::info_span!(
+        target: "idem::store",
+        "idem.store",
+        otel.name = op,
+        otel.kind = "client",
+        db.system.name = backend,
+        db.operation.name = op,
+    );
+    #[cfg(feature = "metrics")]
+    let started = std::time::Instant::now();
+    let result = within(limit, op, fut).instrument(span).await;
+    #[cfg(feature = "metrics")]
+    crate::metrics::store_operation(backend, op, result.is_ok(), started.elapsed());
+    result
+}
+
+/// `fut`, or a timeout after `limit`.
+async fn within<T>(
     limit: Duration,
     op: &'static str,
     fut: impl Future<Output = Result<T, StoreError>>,

@@ -12,6 +12,7 @@ use super::record::record;
 use super::sets::Sets;
 use super::settings::{Caller, Resolved, Shared};
 use super::task::{beside, catch_panic, panicked};
+use super::trace::{How, note};
 use crate::ctx::{Ctx, WriteCtx};
 use crate::error::{StoreError, ToolError};
 use crate::key::IdemKey;
@@ -31,17 +32,17 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
 ) -> Result<Value, ToolError> {
     let namespace = shared.namespace.as_deref();
     let (args, key, fingerprint) = operation::<S, T>(name, cfg, sets, namespace, caller, args)?;
-    let store = &*shared.store;
-    let claimed = claim_or_replay::<T::Output>(
-        store,
-        &key,
-        &fingerprint,
+    if let Some(trace) = caller.trace {
+        trace.key(&key);
+    }
+    let site = Site {
+        store: &*shared.store,
         cfg,
-        shared.store_timeout,
-        name,
-        shared.result_keys.as_deref(),
-    )
-    .await;
+        limit: shared.store_timeout,
+        tool: name,
+        keys: shared.result_keys.as_deref(),
+    };
+    let claimed = claim_or_replay::<T::Output>(&site, &key, &fingerprint, caller.trace).await;
     let (token, claimed_at) = match claimed {
         Ok(Claimed::Acquired(token, at)) => (token, at),
         Ok(Claimed::Answered(answer)) => return answer,
@@ -53,6 +54,10 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
         Err(e) => return Err(e),
     };
     tracing::debug!(tool = name, key = %key, attempt = token.attempt(), "claim acquired");
+    if let Some(trace) = caller.trace {
+        trace.answered(How::Ran);
+        trace.attempt(token.attempt());
+    }
 
     // The context owns the key from here; the hold borrows it back.
     let (lost_tx, lost_rx) = tokio::sync::watch::channel(false);
@@ -62,13 +67,6 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
         token.attempt(),
         lost_rx,
     );
-    let site = Site {
-        store,
-        cfg,
-        limit: shared.store_timeout,
-        tool: name,
-        keys: shared.result_keys.as_deref(),
-    };
     let hold = Hold::new(site, ctx.idem_key(), token, claimed_at, lost_tx);
     let work = async {
         let outcome = catch_panic(tool.call(args, &ctx)).await;
@@ -89,6 +87,7 @@ async fn run_unclaimed<S, T: WriteTool<S>>(
     args: T::Args,
     cause: &StoreError,
 ) -> Result<Value, ToolError> {
+    note(caller.trace, How::RanWithoutClaim);
     tracing::warn!(
         tool = name,
         key = %key,

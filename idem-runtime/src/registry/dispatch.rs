@@ -8,7 +8,10 @@ use serde_json::Value;
 
 use super::context::CallContext;
 use super::entry::ErasedTool;
-use crate::engine::{Caller, Shared};
+use tracing::Instrument;
+
+use super::observe;
+use crate::engine::{CallTrace, Caller, Shared};
 use crate::error::ToolError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::render::RenderError;
@@ -182,8 +185,30 @@ impl<S: Send + Sync + 'static> Registry<S> {
         name: &str,
         args: Value,
     ) -> Result<Value, ToolError> {
-        let caller = self.caller(context.into())?;
-        self.tool(name)?
+        let context = context.into();
+        let trace = CallTrace::new(observe::call_span(name, &context));
+        let started = observe::start();
+        let result = self
+            .dispatch(context, name, args, &trace)
+            .instrument(trace.span().clone())
+            .await;
+        observe::finish(&trace, name, &result, started);
+        result
+    }
+
+    /// A call, with `trace` told how it was answered.
+    async fn dispatch(
+        &self,
+        context: CallContext<'_>,
+        name: &str,
+        args: Value,
+        trace: &CallTrace,
+    ) -> Result<Value, ToolError> {
+        let mut caller = self.caller(context)?;
+        caller.trace = Some(trace);
+        let index = self.index(name)?;
+        observe::scope(trace, self.inner.definitions[index].scope);
+        self.inner.tools[index]
             .call(&self.inner.shared, caller, args)
             .await
     }
@@ -204,17 +229,24 @@ impl<S: Send + Sync + 'static> Registry<S> {
                 run_id: context.run_id,
                 tenant,
                 operation_key: context.operation_key,
+                trace: None,
             }),
         }
     }
 
     /// The tool named `name`, or why there is none.
     fn tool(&self, name: &str) -> Result<&dyn ErasedTool<S>, ToolError> {
-        match self.inner.by_name.get(name) {
-            Some(&index) => Ok(&*self.inner.tools[index]),
-            None => Err(ToolError::UnknownTool {
+        self.index(name).map(|index| &*self.inner.tools[index])
+    }
+
+    /// Where the tool named `name` is, or why there is none.
+    fn index(&self, name: &str) -> Result<usize, ToolError> {
+        self.inner
+            .by_name
+            .get(name)
+            .copied()
+            .ok_or_else(|| ToolError::UnknownTool {
                 name: name.to_owned(),
-            }),
-        }
+            })
     }
 }

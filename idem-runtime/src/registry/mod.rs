@@ -4,7 +4,8 @@
 //! `context` is what a call carries beside its arguments; `builder` checks every tool and setting (with `checks`) and builds the
 //! `dispatch` table; `entry` puts each tool behind one object-safe face;
 //! `into_tool` is what `RegistryBuilder::tool` accepts, the macros'
-//! generated functions included.
+//! generated functions included; `observe` gives every call its span and
+//! metrics.
 
 mod builder;
 mod checks;
@@ -12,6 +13,7 @@ mod context;
 mod dispatch;
 mod entry;
 mod into_tool;
+mod observe;
 
 pub use self::builder::RegistryBuilder;
 pub use self::checks::valid_tool_name;

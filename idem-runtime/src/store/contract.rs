@@ -127,6 +127,14 @@ pub trait IdemStore: Send + Sync + 'static {
     /// What the store holds under `key` (`None` if nothing, or released).
     fn get(&self, key: &IdemKey) -> impl Future<Output = Result<Option<Entry>, StoreError>> + Send;
 
+    /// The kind of store, for traces and metrics: OpenTelemetry's
+    /// `db.system.name` where it has one (`"redis"`, `"postgresql"`,
+    /// `"sqlite"`), else a short name of the store's own (`"memory"`);
+    /// `"custom"` by default.
+    fn backend(&self) -> &'static str {
+        "custom"
+    }
+
     /// Deletes the expired records now and returns how many. Expired
     /// records are never answered, so this only frees space; stores whose
     /// records expire by themselves (Redis) have nothing to do and return 0,

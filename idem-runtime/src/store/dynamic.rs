@@ -46,6 +46,9 @@ macro_rules! dyn_store {
         /// `IdemStore`; what `Arc<dyn DynIdemStore>` erases to. Each method
         /// is the `IdemStore` operation of the same name, boxed.
         pub trait DynIdemStore: Send + Sync + 'static {
+            /// [`IdemStore::backend`].
+            fn dyn_backend(&self) -> &'static str;
+
             $(
                 #[doc = concat!("[`IdemStore::", stringify!($op), "`], boxed.")]
                 fn $dyn_op<'a>(
@@ -57,6 +60,10 @@ macro_rules! dyn_store {
         }
 
         impl<T: IdemStore> DynIdemStore for T {
+            fn dyn_backend(&self) -> &'static str {
+                self.backend()
+            }
+
             $(
                 fn $dyn_op<'a>(
                     &'a self,
@@ -79,6 +86,10 @@ macro_rules! forwarding_stores {
         /// A shared store is a store: keep an `Arc` to inspect what the
         /// registry wrote.
         impl<T: IdemStore> IdemStore for Arc<T> {
+            fn backend(&self) -> &'static str {
+                (**self).backend()
+            }
+
             $(
                 fn $op(
                     &self,
@@ -93,6 +104,10 @@ macro_rules! forwarding_stores {
         /// An erased store is a store, so generic code (the conformance
         /// suite, say) runs against `Arc<dyn DynIdemStore>` too.
         impl IdemStore for Arc<dyn DynIdemStore> {
+            fn backend(&self) -> &'static str {
+                (**self).dyn_backend()
+            }
+
             $(
                 fn $op(
                     &self,

@@ -349,6 +349,10 @@ fn running(
 }
 
 impl IdemStore for MemoryStore {
+    fn backend(&self) -> &'static str {
+        "memory"
+    }
+
     async fn claim(
         &self,
         key: &IdemKey,

@@ -95,6 +95,10 @@ impl<S: IdemStore> FaultyStore<S> {
 }
 
 impl<S: IdemStore> IdemStore for FaultyStore<S> {
+    fn backend(&self) -> &'static str {
+        self.inner.backend()
+    }
+
     async fn claim(
         &self,
         key: &IdemKey,

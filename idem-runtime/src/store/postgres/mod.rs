@@ -320,6 +320,10 @@ fn read_row(key: &IdemKey, row: &tokio_postgres::Row) -> Result<Live, StoreError
 const CLAIM_TRIES: usize = 5;
 
 impl IdemStore for PostgresStore {
+    fn backend(&self) -> &'static str {
+        "postgresql"
+    }
+
     async fn claim(
         &self,
         key: &IdemKey,

@@ -321,6 +321,10 @@ fn parse_entry(key: &IdemKey, parts: &[RValue]) -> Result<Entry, StoreError> {
 }
 
 impl IdemStore for RedisStore {
+    fn backend(&self) -> &'static str {
+        "redis"
+    }
+
     async fn claim(
         &self,
         key: &IdemKey,

@@ -272,6 +272,10 @@ fn claim(
 const SWEEP_PER_CLAIM: i64 = 8;
 
 impl IdemStore for SqliteStore {
+    fn backend(&self) -> &'static str {
+        "sqlite"
+    }
+
     async fn claim(
         &self,
         key: &IdemKey,
