@@ -2,6 +2,8 @@
 //! process: rmcp's over stdio and streamable HTTP (sessions, principals,
 //! stateless requests), and the official Python SDK in its default mode.
 
+#[path = "support/example.rs"]
+mod examples;
 #[path = "../../tests/support/skip.rs"]
 mod support;
 
@@ -18,35 +20,9 @@ use tokio::process::Command;
 
 type Client = RunningService<RoleClient, ()>;
 
-/// The example's binary, built beside this test (by `cargo test`, which
-/// builds the examples; by `cargo build --example` when run alone).
+/// The MCP server example's binary.
 fn example() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    // target/<profile>/deps/mcp-<hash> -> target/<profile>/examples/
-    let dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>")
-        .join("examples");
-    let bin = dir.join(format!("mcp_server{}", std::env::consts::EXE_SUFFIX));
-    if !bin.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = std::process::Command::new(cargo)
-            .args([
-                "build",
-                "-p",
-                "idem-integrations",
-                "--example",
-                "mcp_server",
-            ])
-            .status()
-            .expect("cargo build -p idem-integrations --example mcp_server");
-        assert!(
-            status.success(),
-            "cargo build -p idem-integrations --example mcp_server failed"
-        );
-    }
-    bin
+    examples::example("mcp_server")
 }
 
 fn args(v: Value) -> serde_json::Map<String, Value> {

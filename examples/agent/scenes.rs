@@ -1,19 +1,5 @@
-//! The problem and the cure, in one run: a scripted agent (no network, no
-//! API key) charges a card through a fake payment provider, and meets the
-//! three sources of duplicate tool calls:
-//!
-//! 1. our own retry after the model provider times out replays the turn;
-//! 2. the model calls `charge_card` again, with a new `tool_call_id`;
-//! 3. the agent process crashes after the charge and resumes from a
-//!    checkpoint taken before it (a real child process, killed and
-//!    restarted, on a SQLite file).
-//!
-//! ```text
-//! cargo run --example agent                  # with idem: one charge
-//! cargo run --example agent -- --naive       # without: watch the double charges
-//! cargo run --example agent -- --store redis://127.0.0.1:6379
-//! cargo run --example agent -- --store postgres://postgres@127.0.0.1:5432/test
-//! ```
+//! The demo's agent, payment provider and scenes (`main.rs` runs them;
+//! `integrations/examples/prometheus.rs` runs them with metrics).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -26,7 +12,7 @@ use idem::prelude::*;
 use idem::{DynIdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore};
 use serde_json::{Value, json};
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 // ---------------------------------------------------------------------------
 // The payment provider: a file, so that it outlives the agent process. Like
@@ -279,7 +265,7 @@ fn report_charges(provider: &Provider) -> usize {
 
 /// The demo: a scripted agent meets the three sources of duplicates.
 #[derive(clap::Parser)]
-struct Options {
+pub(crate) struct Options {
     /// Run the same script without idem, to watch the double charges.
     #[arg(long)]
     naive: bool,
@@ -294,7 +280,7 @@ struct Options {
     namespace: String,
     /// Which agent process this is (likewise).
     #[arg(long, hide = true)]
-    phase: Option<String>,
+    pub(crate) phase: Option<String>,
 }
 
 async fn open_store(options: &Options) -> Result<Arc<dyn DynIdemStore>, BoxError> {
@@ -404,9 +390,8 @@ fn run_child(options: &Options, phase: &str) -> Result<(), BoxError> {
 
 // ---------------------------------------------------------------------------
 
-#[tokio::main]
-async fn main() -> Result<(), BoxError> {
-    let mut options = <Options as clap::Parser>::parse();
+/// Runs the demo (or, with `--phase`, one of its agent processes).
+pub(crate) async fn main(mut options: Options) -> Result<(), BoxError> {
     if let Some(phase) = options.phase.clone() {
         return child(&options, &phase).await;
     }

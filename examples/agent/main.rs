@@ -1,0 +1,23 @@
+//! The problem and the cure, in one run: a scripted agent (no network, no
+//! API key) charges a card through a fake payment provider, and meets the
+//! three sources of duplicate tool calls:
+//!
+//! 1. our own retry after the model provider times out replays the turn;
+//! 2. the model calls `charge_card` again, with a new `tool_call_id`;
+//! 3. the agent process crashes after the charge and resumes from a
+//!    checkpoint taken before it (a real child process, killed and
+//!    restarted, on a SQLite file).
+//!
+//! ```text
+//! cargo run --example agent                  # with idem: one charge
+//! cargo run --example agent -- --naive       # without: watch the double charges
+//! cargo run --example agent -- --store redis://127.0.0.1:6379
+//! cargo run --example agent -- --store postgres://postgres@127.0.0.1:5432/test
+//! ```
+
+mod scenes;
+
+#[tokio::main]
+async fn main() -> Result<(), scenes::BoxError> {
+    scenes::main(<scenes::Options as clap::Parser>::parse()).await
+}
