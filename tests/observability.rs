@@ -157,6 +157,14 @@ impl Metrics {
             .sum()
     }
 
+    /// How many calls of `tool` came to `outcome`.
+    fn calls(&self, tool: &str, outcome: &str) -> u64 {
+        self.counter(
+            names::CALLS,
+            &[("gen_ai.tool.name", tool), ("idem.outcome", outcome)],
+        )
+    }
+
     /// How many values histogram `name` got with these labels.
     fn observations(&self, name: &str, labels: &[(&str, &str)]) -> usize {
         self.matching(name, labels)
@@ -349,20 +357,14 @@ async fn every_outcome_of_a_healthy_store_is_a_span_and_a_count() {
 
     // The metrics count the same.
     let metrics = Metrics::take(&snapshotter);
-    let calls_of = |tool, outcome| {
-        metrics.counter(
-            names::CALLS,
-            &[("gen_ai.tool.name", tool), ("idem.outcome", outcome)],
-        )
-    };
-    assert_eq!(calls_of("pay", "ran"), 2);
-    assert_eq!(calls_of("pay", "replayed"), 1);
-    assert_eq!(calls_of("pay", "conflict"), 1);
-    assert_eq!(calls_of("pay", "failed"), 1);
-    assert_eq!(calls_of("pay", "rejected"), 1);
-    assert_eq!(calls_of("ship", "in_flight"), 1);
-    assert_eq!(calls_of("ship_waiting", "waited"), 1);
-    assert_eq!(calls_of("look", "ran"), 2);
+    assert_eq!(metrics.calls("pay", "ran"), 2);
+    assert_eq!(metrics.calls("pay", "replayed"), 1);
+    assert_eq!(metrics.calls("pay", "conflict"), 1);
+    assert_eq!(metrics.calls("pay", "failed"), 1);
+    assert_eq!(metrics.calls("pay", "rejected"), 1);
+    assert_eq!(metrics.calls("ship", "in_flight"), 1);
+    assert_eq!(metrics.calls("ship_waiting", "waited"), 1);
+    assert_eq!(metrics.calls("look", "ran"), 2);
     let duration =
         |labels: &[(&str, &str)]| metrics.observations(names::EXECUTE_TOOL_DURATION, labels);
     assert_eq!(duration(&[("gen_ai.tool.name", "pay")]), 6);
@@ -506,16 +508,10 @@ async fn a_store_away_and_a_lease_lost_are_spans_and_counts() {
     );
 
     let metrics = Metrics::take(&snapshotter);
-    let calls_of = |tool, outcome| {
-        metrics.counter(
-            names::CALLS,
-            &[("gen_ai.tool.name", tool), ("idem.outcome", outcome)],
-        )
-    };
-    assert_eq!(calls_of("post", "ran_without_claim"), 1);
-    assert_eq!(calls_of("refund", "store_error"), 1);
-    assert_eq!(calls_of("export", "lease_lost"), 1);
-    assert_eq!(calls_of("export", "ran"), 1);
+    assert_eq!(metrics.calls("post", "ran_without_claim"), 1);
+    assert_eq!(metrics.calls("refund", "store_error"), 1);
+    assert_eq!(metrics.calls("export", "lease_lost"), 1);
+    assert_eq!(metrics.calls("export", "ran"), 1);
     let lost = metrics.counter(names::LEASE_LOST, &[("gen_ai.tool.name", "export")]);
     assert_eq!(lost, 1);
     let failed_ops = metrics.observations(

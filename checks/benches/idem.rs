@@ -208,5 +208,52 @@ fn sealing(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, keys, memory_store, registry, sealing);
+/// The same call with nothing installed, with a `tracing` subscriber that
+/// formats every span and event (to nowhere), with a metrics recorder, and
+/// with both, in one run: what observing every decision costs.
+fn observability(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let registry = Registry::builder(())
+        .tool(charge_brief)
+        .build()
+        .expect("registry");
+    let n = AtomicU64::new(0);
+    let mut group = c.benchmark_group("observability");
+    for (name, subscriber, recorder) in [
+        ("nothing_installed", false, false),
+        ("subscriber", true, false),
+        ("recorder", false, true),
+        ("subscriber+recorder", true, true),
+    ] {
+        let _tracing = subscriber.then(|| {
+            let sink = tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::INFO)
+                .with_writer(std::io::sink)
+                .finish();
+            tracing::subscriber::set_default(sink)
+        });
+        let debugging = metrics_util::debugging::DebuggingRecorder::new();
+        let _metrics = recorder.then(|| metrics::set_default_local_recorder(&debugging));
+        group.bench_function(name, |b| {
+            b.to_async(&rt).iter_batched(
+                || json!({"order_id": n.fetch_add(1, Ordering::Relaxed), "amount": 4200, "currency": "eur"}),
+                |args| async { black_box(registry.call("run-1", "charge_brief", args).await) },
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    keys,
+    memory_store,
+    registry,
+    sealing,
+    observability
+);
 criterion_main!(benches);

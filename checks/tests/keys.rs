@@ -455,65 +455,43 @@ mod roles {
 
     use super::scope;
 
-    /// Charge a customer, every field keyed.
-    #[write_tool]
-    async fn charge_all(
-        customer: String,
-        amount: u64,
-        reason: String,
-        ctx: &WriteCtx<AtomicU32>,
-    ) -> Result<u32, String> {
-        let _ = (customer, amount, reason);
-        Ok(ctx.state().fetch_add(1, Ordering::SeqCst) + 1)
+    /// A charge tool with the roles given, counting its runs.
+    macro_rules! charge_tool {
+        ($(#[doc = $doc:literal])* $name:ident $(, $($role:tt)*)?) => {
+            $(#[doc = $doc])*
+            #[write_tool($($($role)*)?)]
+            async fn $name(
+                customer: String,
+                amount: u64,
+                reason: String,
+                ctx: &WriteCtx<AtomicU32>,
+            ) -> Result<u32, String> {
+                let _ = (customer, amount, reason);
+                Ok(ctx.state().fetch_add(1, Ordering::SeqCst) + 1)
+            }
+        };
     }
 
-    /// Charge a customer; the reason, reworded, is the same charge.
-    #[write_tool(ignore = [reason])]
-    async fn charge_ignore(
-        customer: String,
-        amount: u64,
-        reason: String,
-        ctx: &WriteCtx<AtomicU32>,
-    ) -> Result<u32, String> {
-        let _ = (customer, amount, reason);
-        Ok(ctx.state().fetch_add(1, Ordering::SeqCst) + 1)
-    }
-
-    /// Charge a customer; another amount under the same key is a mistake.
-    #[write_tool(check = [amount])]
-    async fn charge_check(
-        customer: String,
-        amount: u64,
-        reason: String,
-        ctx: &WriteCtx<AtomicU32>,
-    ) -> Result<u32, String> {
-        let _ = (customer, amount, reason);
-        Ok(ctx.state().fetch_add(1, Ordering::SeqCst) + 1)
-    }
-
-    /// Charge a customer: the amount checked, the reason ignored.
-    #[write_tool(check = [amount], ignore = [reason])]
-    async fn charge_check_ignore(
-        customer: String,
-        amount: u64,
-        reason: String,
-        ctx: &WriteCtx<AtomicU32>,
-    ) -> Result<u32, String> {
-        let _ = (customer, amount, reason);
-        Ok(ctx.state().fetch_add(1, Ordering::SeqCst) + 1)
-    }
-
-    /// Charge a customer, once per customer.
-    #[write_tool(key = [customer])]
-    async fn charge_key(
-        customer: String,
-        amount: u64,
-        reason: String,
-        ctx: &WriteCtx<AtomicU32>,
-    ) -> Result<u32, String> {
-        let _ = (customer, amount, reason);
-        Ok(ctx.state().fetch_add(1, Ordering::SeqCst) + 1)
-    }
+    charge_tool!(
+        /// Charge a customer, every field keyed.
+        charge_all
+    );
+    charge_tool!(
+        /// Charge a customer; the reason, reworded, is the same charge.
+        charge_ignore, ignore = [reason]
+    );
+    charge_tool!(
+        /// Charge a customer; another amount under the same key is a mistake.
+        charge_check, check = [amount]
+    );
+    charge_tool!(
+        /// Charge a customer: the amount checked, the reason ignored.
+        charge_check_ignore, check = [amount], ignore = [reason]
+    );
+    charge_tool!(
+        /// Charge a customer, once per customer.
+        charge_key, key = [customer]
+    );
 
     #[derive(Serialize, Deserialize, JsonSchema)]
     struct Order {

@@ -21,12 +21,14 @@ pub(crate) enum InFlight {
     Wait(DurationLit),
 }
 
+#[derive(Clone, Copy)]
 pub(crate) enum Scope {
     Run,
     Global,
 }
 
 /// `on_store_error = "fail_closed" | "run"`.
+#[derive(Clone, Copy)]
 pub(crate) enum StoreErrorPolicy {
     FailClosed,
     Run,
@@ -219,27 +221,37 @@ fn parse_max_result_bytes(meta: &ParseNestedMeta<'_>) -> syn::Result<usize> {
 }
 
 fn parse_scope(meta: &ParseNestedMeta<'_>) -> syn::Result<Scope> {
-    let lit: LitStr = meta.value()?.parse()?;
-    match lit.value().as_str() {
-        "run" => Ok(Scope::Run),
-        "global" => Ok(Scope::Global),
-        _ => Err(syn::Error::new_spanned(
-            &lit,
-            "`scope` is \"run\" (one operation per agent run, the default) or \"global\" (one operation across all runs)",
-        )),
-    }
+    parse_choice(
+        meta,
+        &[("run", Scope::Run), ("global", Scope::Global)],
+        "`scope` is \"run\" (one operation per agent run, the default) or \"global\" (one operation across all runs)",
+    )
 }
 
 fn parse_on_store_error(meta: &ParseNestedMeta<'_>) -> syn::Result<StoreErrorPolicy> {
+    parse_choice(
+        meta,
+        &[
+            ("fail_closed", StoreErrorPolicy::FailClosed),
+            ("run", StoreErrorPolicy::Run),
+        ],
+        "`on_store_error` is \"fail_closed\" (when the store cannot be reached, do not run: the default) or \"run\" (run without a claim, recording nothing: a duplicate may run again)",
+    )
+}
+
+/// A string that must be one of `choices`; `message` says which otherwise.
+fn parse_choice<T: Copy>(
+    meta: &ParseNestedMeta<'_>,
+    choices: &[(&str, T)],
+    message: &str,
+) -> syn::Result<T> {
     let lit: LitStr = meta.value()?.parse()?;
-    match lit.value().as_str() {
-        "fail_closed" => Ok(StoreErrorPolicy::FailClosed),
-        "run" => Ok(StoreErrorPolicy::Run),
-        _ => Err(syn::Error::new_spanned(
-            &lit,
-            "`on_store_error` is \"fail_closed\" (when the store cannot be reached, do not run: the default) or \"run\" (run without a claim, recording nothing: a duplicate may run again)",
-        )),
-    }
+    let value = lit.value();
+    choices
+        .iter()
+        .find(|(name, _)| *name == value)
+        .map(|(_, choice)| *choice)
+        .ok_or_else(|| syn::Error::new_spanned(&lit, message))
 }
 
 /// `key = [a, b.c]` (or `check`, `ignore`): the fields, or paths into
