@@ -15,7 +15,7 @@
 
 use std::time::{Duration, Instant};
 
-use metrics::{Label, counter, histogram};
+use metrics::{Key, Label, Level, Metadata};
 
 use crate::error::ToolError;
 
@@ -35,51 +35,189 @@ pub mod names {
     pub const RECORDS_TOO_LARGE: &str = "idem.records.too_large";
 }
 
-/// One call: its duration (from `started`) and a count by outcome.
+static METADATA: Metadata<'static> =
+    Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
+
+/// Every `idem.outcome`.
+const OUTCOMES: [&str; 10] = [
+    "ran",
+    "replayed",
+    "waited",
+    "in_flight",
+    "conflict",
+    "failed",
+    "lease_lost",
+    "store_error",
+    "ran_without_claim",
+    "rejected",
+];
+
+/// The outcome and error kind pairs a call of a registered tool can end
+/// with.
+const ENDINGS: [(&str, Option<&str>); 16] = [
+    ("ran", None),
+    ("replayed", None),
+    ("replayed", Some("failed")),
+    ("waited", None),
+    ("waited", Some("failed")),
+    ("in_flight", Some("in_flight")),
+    ("conflict", Some("key_conflict")),
+    ("failed", Some("failed")),
+    ("lease_lost", Some("lease_lost")),
+    ("store_error", Some("store")),
+    ("ran_without_claim", None),
+    ("ran_without_claim", Some("failed")),
+    ("rejected", Some("invalid_args")),
+    ("rejected", Some("invalid_run_id")),
+    ("rejected", Some("invalid_operation_key")),
+    ("rejected", Some("tenant_required")),
+];
+
+/// One tool's metric keys, made when the registry is built, so that a
+/// call hashes and allocates nothing to record its metrics.
+#[derive(Debug)]
+pub(crate) struct ToolKeys {
+    /// `idem.calls`, by [`OUTCOMES`].
+    calls: Vec<Key>,
+    /// `gen_ai.execute_tool.duration`, by [`ENDINGS`].
+    durations: Vec<Key>,
+    renewals: Key,
+    lost: Key,
+    too_large: Key,
+}
+
+impl ToolKeys {
+    pub(crate) fn new(tool: &str) -> ToolKeys {
+        let named = |name: &'static str| Key::from_parts(name, vec![tool_label(tool)]);
+        ToolKeys {
+            calls: OUTCOMES.iter().map(|o| calls_key(tool, o)).collect(),
+            durations: ENDINGS
+                .iter()
+                .map(|(o, e)| duration_key(tool, o, *e))
+                .collect(),
+            renewals: named(names::LEASE_RENEWALS),
+            lost: named(names::LEASE_LOST),
+            too_large: named(names::RECORDS_TOO_LARGE),
+        }
+    }
+}
+
+fn tool_label(tool: &str) -> Label {
+    Label::new("gen_ai.tool.name", tool.to_owned())
+}
+
+fn calls_key(tool: &str, outcome: &'static str) -> Key {
+    let labels = vec![
+        tool_label(tool),
+        Label::from_static_parts("idem.outcome", outcome),
+    ];
+    Key::from_parts(names::CALLS, labels)
+}
+
+fn duration_key(tool: &str, outcome: &'static str, error: Option<&'static str>) -> Key {
+    let mut labels = vec![
+        tool_label(tool),
+        Label::from_static_parts("gen_ai.tool.type", "function"),
+        Label::from_static_parts("idem.outcome", outcome),
+    ];
+    if let Some(error) = error {
+        labels.push(Label::from_static_parts("error.type", error));
+    }
+    Key::from_parts(names::EXECUTE_TOOL_DURATION, labels)
+}
+
+/// One call: its duration (from `started`) and a count by outcome. `keys`
+/// are the tool's (none for a tool that is not registered: its keys are
+/// made for the call).
 pub(crate) fn call(
+    keys: Option<&ToolKeys>,
     tool: &str,
     outcome: &'static str,
     error: Option<&ToolError>,
     started: Option<Instant>,
 ) {
-    let tool = tool.to_owned();
-    if let Some(started) = started {
-        let mut labels = vec![
-            Label::new("gen_ai.tool.name", tool.clone()),
-            Label::from_static_parts("gen_ai.tool.type", "function"),
-            Label::from_static_parts("idem.outcome", outcome),
-        ];
-        if let Some(error) = error {
-            labels.push(Label::from_static_parts("error.type", error.kind()));
+    let error = error.map(ToolError::kind);
+    let calls = keys.and_then(|k| {
+        let i = OUTCOMES.iter().position(|o| *o == outcome)?;
+        k.calls.get(i)
+    });
+    let duration = keys.and_then(|k| {
+        let i = ENDINGS.iter().position(|e| *e == (outcome, error))?;
+        k.durations.get(i)
+    });
+    metrics::with_recorder(|recorder| {
+        if let Some(started) = started {
+            let seconds = started.elapsed().as_secs_f64();
+            match duration {
+                Some(key) => recorder.register_histogram(key, &METADATA).record(seconds),
+                None => recorder
+                    .register_histogram(&duration_key(tool, outcome, error), &METADATA)
+                    .record(seconds),
+            }
         }
-        histogram!(names::EXECUTE_TOOL_DURATION, labels).record(started.elapsed().as_secs_f64());
-    }
-    counter!(names::CALLS, "gen_ai.tool.name" => tool, "idem.outcome" => outcome).increment(1);
+        match calls {
+            Some(key) => recorder.register_counter(key, &METADATA).increment(1),
+            None => recorder
+                .register_counter(&calls_key(tool, outcome), &METADATA)
+                .increment(1),
+        }
+    });
 }
 
-/// One store operation's duration.
-pub(crate) fn store_operation(backend: &'static str, op: &'static str, ok: bool, took: Duration) {
-    let result = if ok { "ok" } else { "error" };
-    histogram!(
-        names::STORE_DURATION,
-        "db.system.name" => backend,
-        "db.operation.name" => op,
-        "idem.store.result" => result,
-    )
-    .record(took.as_secs_f64());
+/// A store's metric keys: `idem.store.duration` by operation and result,
+/// made when the registry is built.
+#[derive(Debug)]
+pub(crate) struct StoreKeys {
+    /// By [`STORE_OPERATIONS`], then ok / error.
+    durations: Vec<[Key; 2]>,
+}
+
+/// The store operations a call makes.
+const STORE_OPERATIONS: [&str; 5] = ["claim", "complete", "release", "fail", "renew"];
+
+impl StoreKeys {
+    pub(crate) fn new(backend: &'static str) -> StoreKeys {
+        let key = |op: &'static str, result: &'static str| {
+            let labels = vec![
+                Label::from_static_parts("db.system.name", backend),
+                Label::from_static_parts("db.operation.name", op),
+                Label::from_static_parts("idem.store.result", result),
+            ];
+            Key::from_parts(names::STORE_DURATION, labels)
+        };
+        StoreKeys {
+            durations: STORE_OPERATIONS
+                .iter()
+                .map(|op| [key(op, "ok"), key(op, "error")])
+                .collect(),
+        }
+    }
+
+    /// One store operation's duration.
+    pub(crate) fn operation(&self, op: &'static str, ok: bool, took: Duration) {
+        let Some(i) = STORE_OPERATIONS.iter().position(|o| *o == op) else {
+            return;
+        };
+        let key = &self.durations[i][usize::from(!ok)];
+        metrics::with_recorder(|recorder| {
+            recorder
+                .register_histogram(key, &METADATA)
+                .record(took.as_secs_f64());
+        });
+    }
 }
 
 /// A lease renewed.
-pub(crate) fn lease_renewed(tool: &str) {
-    counter!(names::LEASE_RENEWALS, "gen_ai.tool.name" => tool.to_owned()).increment(1);
+pub(crate) fn lease_renewed(keys: &ToolKeys) {
+    metrics::with_recorder(|r| r.register_counter(&keys.renewals, &METADATA).increment(1));
 }
 
 /// A body told its lease is lost.
-pub(crate) fn lease_lost(tool: &str) {
-    counter!(names::LEASE_LOST, "gen_ai.tool.name" => tool.to_owned()).increment(1);
+pub(crate) fn lease_lost(keys: &ToolKeys) {
+    metrics::with_recorder(|r| r.register_counter(&keys.lost, &METADATA).increment(1));
 }
 
 /// A result too large to record.
-pub(crate) fn record_too_large(tool: &str) {
-    counter!(names::RECORDS_TOO_LARGE, "gen_ai.tool.name" => tool.to_owned()).increment(1);
+pub(crate) fn record_too_large(keys: &ToolKeys) {
+    metrics::with_recorder(|r| r.register_counter(&keys.too_large, &METADATA).increment(1));
 }

@@ -31,7 +31,7 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
     site: &Site<'_>,
     key: &IdemKey,
     fingerprint: &Fingerprint,
-    trace: Option<&CallTrace>,
+    trace: Option<&CallTrace<'_>>,
 ) -> Result<Claimed, ToolError> {
     let Site {
         store,
@@ -54,7 +54,7 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
     loop {
         let sent = Instant::now();
         let claim = bounded(
-            store.dyn_backend(),
+            site.meta,
             limit,
             "claim",
             store.dyn_claim(key, fingerprint, cfg.lease),

@@ -18,7 +18,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::settings::Resolved;
+use super::settings::{Resolved, StoreMeta};
 use super::task::bounded;
 use crate::error::StoreError;
 use crate::key::IdemKey;
@@ -53,6 +53,11 @@ pub(crate) struct Site<'a> {
     pub(crate) tool: &'a str,
     /// What seals the payloads written.
     pub(crate) keys: Option<&'a ResultKeys>,
+    /// The store's kind and metric keys.
+    pub(crate) meta: &'a StoreMeta,
+    /// The tool's metric keys.
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: Option<&'a crate::metrics::ToolKeys>,
 }
 
 /// One call's hold on its claim.
@@ -116,6 +121,12 @@ impl<'a> Hold<'a> {
         self.site.tool
     }
 
+    /// The tool's metric keys.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn metrics(&self) -> Option<&'a crate::metrics::ToolKeys> {
+        self.site.metrics
+    }
+
     /// How long a recorded outcome is kept.
     pub(crate) fn ttl(&self) -> Duration {
         self.site.cfg.ttl
@@ -164,7 +175,9 @@ impl<'a> Hold<'a> {
     fn lose(&self, why: &str) {
         if !self.lost.send_replace(true) {
             #[cfg(feature = "metrics")]
-            crate::metrics::lease_lost(self.site.tool);
+            if let Some(keys) = self.site.metrics {
+                crate::metrics::lease_lost(keys);
+            }
             tracing::warn!(tool = self.site.tool, key = %self.key, why, "lease lost while the tool runs: another worker may run this operation");
         }
     }
@@ -177,7 +190,7 @@ impl<'a> Hold<'a> {
         fut: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
         let _turn = self.ops.lock().await;
-        let result = bounded(self.site.store.dyn_backend(), self.site.limit, name, fut).await;
+        let result = bounded(self.site.meta, self.site.limit, name, fut).await;
         if matches!(result, Err(StoreError::LeaseLost)) {
             self.taken_over.store(true, Ordering::Relaxed);
         }
@@ -221,7 +234,9 @@ impl<'a> Hold<'a> {
             match self.renew(extension).await {
                 Ok(()) => {
                     #[cfg(feature = "metrics")]
-                    crate::metrics::lease_renewed(self.site.tool);
+                    if let Some(keys) = self.site.metrics {
+                        crate::metrics::lease_renewed(keys);
+                    }
                     self.extend(now + extension);
                     next = now + period;
                     backoff = FIRST_BACKOFF;

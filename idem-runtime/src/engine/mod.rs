@@ -28,6 +28,6 @@ pub(crate) use self::operation::operation;
 pub(crate) use self::read::call_read;
 pub(crate) use self::sets::Sets;
 pub use self::settings::DEFAULT_MAX_RESULT_BYTES;
-pub(crate) use self::settings::{Caller, Defaults, Resolved, Shared};
+pub(crate) use self::settings::{Caller, Defaults, Resolved, Shared, StoreMeta};
 pub(crate) use self::trace::{CallTrace, How};
 pub(crate) use self::write::call_write;

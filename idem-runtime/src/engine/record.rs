@@ -80,7 +80,9 @@ async fn record_result(hold: &Hold<'_>, value: Value) -> Result<Value, ToolError
         );
         tracing::error!(tool = name, key = %key, bytes = text.len(), limit = hold.max_result_bytes(), "result too large to record; duplicates get an error instead of a replay");
         #[cfg(feature = "metrics")]
-        crate::metrics::record_too_large(name);
+        if let Some(keys) = hold.metrics() {
+            crate::metrics::record_too_large(keys);
+        }
         record_failure(hold, &message).await;
         return Ok(value);
     }

@@ -24,7 +24,7 @@ pub(crate) struct Caller<'a> {
     pub(crate) operation_key: Option<&'a str>,
     /// Where the engine tells how the call was answered (none for
     /// `identify`).
-    pub(crate) trace: Option<&'a CallTrace>,
+    pub(crate) trace: Option<&'a CallTrace<'a>>,
 }
 
 /// What every call of a registry shares.
@@ -38,6 +38,28 @@ pub(crate) struct Shared<S> {
     pub(crate) require_tenant: bool,
     /// Seal recorded results and errors with these.
     pub(crate) result_keys: Option<Arc<ResultKeys>>,
+    /// The store's kind, and (feature `metrics`) its metric keys.
+    pub(crate) store_meta: StoreMeta,
+}
+
+/// What the traces and metrics of a store's operations name it by.
+#[derive(Debug)]
+pub(crate) struct StoreMeta {
+    /// [`IdemStore::backend`](crate::IdemStore::backend).
+    pub(crate) backend: &'static str,
+    #[cfg(feature = "metrics")]
+    pub(crate) keys: crate::metrics::StoreKeys,
+}
+
+impl StoreMeta {
+    pub(crate) fn of(store: &dyn DynIdemStore) -> StoreMeta {
+        let backend = store.dyn_backend();
+        StoreMeta {
+            backend,
+            #[cfg(feature = "metrics")]
+            keys: crate::metrics::StoreKeys::new(backend),
+        }
+    }
 }
 
 /// Registry-wide defaults of the write settings.

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
+use super::settings::StoreMeta;
 use crate::error::{StoreError, ToolError};
 
 /// Bounds a store operation by the registry's store timeout, in a child
@@ -17,7 +18,7 @@ use crate::error::{StoreError, ToolError};
 /// `db.system.name` and `db.operation.name`), timed with feature
 /// `metrics`.
 pub(crate) async fn bounded<T>(
-    backend: &'static str,
+    store: &StoreMeta,
     limit: Duration,
     op: &'static str,
     fut: impl Future<Output = Result<T, StoreError>>,
@@ -27,14 +28,14 @@ pub(crate) async fn bounded<T>(
         "idem.store",
         otel.name = op,
         otel.kind = "client",
-        db.system.name = backend,
+        db.system.name = store.backend,
         db.operation.name = op,
     );
     #[cfg(feature = "metrics")]
     let started = std::time::Instant::now();
     let result = within(limit, op, fut).instrument(span).await;
     #[cfg(feature = "metrics")]
-    crate::metrics::store_operation(backend, op, result.is_ok(), started.elapsed());
+    store.keys.operation(op, result.is_ok(), started.elapsed());
     result
 }
 

@@ -25,19 +25,38 @@ pub(crate) enum How {
     RanWithoutClaim = 4,
 }
 
-/// One call's span, and how it was answered.
+/// One call's span, how it was answered, and (feature `metrics`) its
+/// tool's metric keys.
 #[derive(Debug)]
-pub(crate) struct CallTrace {
+pub(crate) struct CallTrace<'a> {
     span: tracing::Span,
     how: AtomicU8,
+    #[cfg(feature = "metrics")]
+    keys: Option<&'a crate::metrics::ToolKeys>,
+    #[cfg(not(feature = "metrics"))]
+    keys: std::marker::PhantomData<&'a ()>,
 }
 
-impl CallTrace {
-    pub(crate) fn new(span: tracing::Span) -> CallTrace {
+impl<'a> CallTrace<'a> {
+    pub(crate) fn new(span: tracing::Span) -> CallTrace<'a> {
         CallTrace {
             span,
             how: AtomicU8::new(How::Unnoted as u8),
+            keys: Default::default(),
         }
+    }
+
+    /// The called tool's metric keys.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn with_keys(mut self, keys: Option<&'a crate::metrics::ToolKeys>) -> Self {
+        self.keys = keys;
+        self
+    }
+
+    /// The called tool's metric keys, if it is registered.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn keys(&self) -> Option<&'a crate::metrics::ToolKeys> {
+        self.keys
     }
 
     pub(crate) fn span(&self) -> &tracing::Span {
@@ -74,7 +93,7 @@ impl CallTrace {
 }
 
 /// Notes on `trace`, if the call has one.
-pub(crate) fn note(trace: Option<&CallTrace>, how: How) {
+pub(crate) fn note(trace: Option<&CallTrace<'_>>, how: How) {
     if let Some(trace) = trace {
         trace.answered(how);
     }

@@ -41,6 +41,9 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
         limit: shared.store_timeout,
         tool: name,
         keys: shared.result_keys.as_deref(),
+        meta: &shared.store_meta,
+        #[cfg(feature = "metrics")]
+        metrics: caller.trace.and_then(|t| t.keys()),
     };
     let claimed = claim_or_replay::<T::Output>(&site, &key, &fingerprint, caller.trace).await;
     let (token, claimed_at) = match claimed {

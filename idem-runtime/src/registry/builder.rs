@@ -9,7 +9,7 @@ use super::checks::{check_settings, valid_namespace};
 use super::dispatch::{Inner, Registry};
 use super::entry::ErasedTool;
 use super::into_tool::IntoTool;
-use crate::engine::{Defaults, MAX_ARGS_DEPTH, Shared};
+use crate::engine::{Defaults, MAX_ARGS_DEPTH, Shared, StoreMeta};
 use crate::error::RegistryError;
 use crate::seal::ResultKeys;
 use crate::store::memory::MemoryStore;
@@ -188,6 +188,8 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
         }
         let tools = self.tools;
         let mut by_name = HashMap::with_capacity(tools.len());
+        let store: Arc<dyn DynIdemStore> =
+            self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
         let mut definitions = Vec::with_capacity(tools.len());
         for (index, tool) in tools.iter().enumerate() {
             let def = tool.prepare(&self.defaults)?;
@@ -200,13 +202,19 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
             inner: Arc::new(Inner {
                 shared: Shared {
                     state: Arc::new(self.state),
-                    store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
+                    store_meta: StoreMeta::of(&*store),
+                    store,
                     namespace: self.namespace.map(String::into_boxed_str),
                     store_timeout: self.store_timeout,
                     defaults: self.defaults,
                     require_tenant: self.require_tenant,
                     result_keys: self.result_keys,
                 },
+                #[cfg(feature = "metrics")]
+                tool_keys: definitions
+                    .iter()
+                    .map(|d| crate::metrics::ToolKeys::new(&d.name))
+                    .collect(),
                 tools,
                 by_name,
                 definitions,

@@ -53,6 +53,9 @@ pub(super) struct Inner<S> {
     pub(super) tools: Vec<Box<dyn ErasedTool<S>>>,
     pub(super) by_name: HashMap<String, usize>,
     pub(super) definitions: Vec<ToolDef>,
+    /// Each tool's metric keys, by index.
+    #[cfg(feature = "metrics")]
+    pub(super) tool_keys: Vec<crate::metrics::ToolKeys>,
 }
 
 impl<S> Clone for Registry<S> {
@@ -187,6 +190,11 @@ impl<S: Send + Sync + 'static> Registry<S> {
     ) -> Result<Value, ToolError> {
         let context = context.into();
         let trace = CallTrace::new(observe::call_span(name, &context));
+        #[cfg(feature = "metrics")]
+        let trace = {
+            let index = self.inner.by_name.get(name).copied();
+            trace.with_keys(index.and_then(|i| self.inner.tool_keys.get(i)))
+        };
         let started = observe::start();
         let result = self
             .dispatch(context, name, args, &trace)
@@ -202,7 +210,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
         context: CallContext<'_>,
         name: &str,
         args: Value,
-        trace: &CallTrace,
+        trace: &CallTrace<'_>,
     ) -> Result<Value, ToolError> {
         let mut caller = self.caller(context)?;
         caller.trace = Some(trace);

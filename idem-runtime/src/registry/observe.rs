@@ -39,7 +39,7 @@ pub(super) fn call_span(name: &str, context: &CallContext<'_>) -> tracing::Span 
 }
 
 /// Records a write tool's scope on the call's span (`idem.scope`).
-pub(super) fn scope(trace: &CallTrace, scope: Option<ScopeKind>) {
+pub(super) fn scope(trace: &CallTrace<'_>, scope: Option<ScopeKind>) {
     let scope = match scope {
         Some(ScopeKind::Run) => "run",
         Some(ScopeKind::Global) => "global",
@@ -74,7 +74,7 @@ pub(super) fn start() -> Option<std::time::Instant> {
 /// Ends a call's observation: its outcome and error on the span, and with
 /// feature `metrics` its duration and a count by outcome.
 pub(super) fn finish(
-    trace: &CallTrace,
+    trace: &CallTrace<'_>,
     name: &str,
     result: &Result<Value, ToolError>,
     started: Option<std::time::Instant>,
@@ -89,7 +89,7 @@ pub(super) fn finish(
         }
     }
     #[cfg(feature = "metrics")]
-    crate::metrics::call(name, outcome, result.as_ref().err(), started);
+    crate::metrics::call(trace.keys(), name, outcome, result.as_ref().err(), started);
     #[cfg(not(feature = "metrics"))]
     let _ = (name, started);
 }
