@@ -33,7 +33,13 @@ pub(crate) async fn bounded<T>(
     );
     #[cfg(feature = "metrics")]
     let started = std::time::Instant::now();
-    let result = within(limit, op, fut).instrument(span).await;
+    // A disabled span (no subscriber wants it) is not entered at every
+    // poll.
+    let result = if span.is_disabled() {
+        within(limit, op, fut).await
+    } else {
+        within(limit, op, fut).instrument(span).await
+    };
     #[cfg(feature = "metrics")]
     store.keys.operation(op, result.is_ok(), started.elapsed());
     result

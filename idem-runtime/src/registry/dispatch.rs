@@ -189,32 +189,40 @@ impl<S: Send + Sync + 'static> Registry<S> {
         args: Value,
     ) -> Result<Value, ToolError> {
         let context = context.into();
+        let index = self.index(name);
         let trace = CallTrace::new(observe::call_span(name, &context));
         #[cfg(feature = "metrics")]
-        let trace = {
-            let index = self.inner.by_name.get(name).copied();
-            trace.with_keys(index.and_then(|i| self.inner.tool_keys.get(i)))
-        };
+        let trace = trace.with_keys(
+            index
+                .as_ref()
+                .ok()
+                .and_then(|i| self.inner.tool_keys.get(*i)),
+        );
         let started = observe::start();
-        let result = self
-            .dispatch(context, name, args, &trace)
-            .instrument(trace.span().clone())
-            .await;
+        let call = self.dispatch(context, index, args, &trace);
+        // A disabled span (no subscriber wants it) is not entered at every
+        // poll.
+        let result = if trace.span().is_disabled() {
+            call.await
+        } else {
+            call.instrument(trace.span().clone()).await
+        };
         observe::finish(&trace, name, &result, started);
         result
     }
 
-    /// A call, with `trace` told how it was answered.
+    /// A call of the tool at `index` (or the error of looking it up), with
+    /// `trace` told how it was answered.
     async fn dispatch(
         &self,
         context: CallContext<'_>,
-        name: &str,
+        index: Result<usize, ToolError>,
         args: Value,
         trace: &CallTrace<'_>,
     ) -> Result<Value, ToolError> {
         let mut caller = self.caller(context)?;
         caller.trace = Some(trace);
-        let index = self.index(name)?;
+        let index = index?;
         observe::scope(trace, self.inner.definitions[index].scope);
         self.inner.tools[index]
             .call(&self.inner.shared, caller, args)
