@@ -5,6 +5,16 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use idem::testing::RetryCheck;
+use serde_json::json;
+
+// The demo's tool and payment provider, for the retry check below; the
+// rest of the demo is run as a program.
+#[allow(dead_code)]
+#[path = "../examples/agent/scenes.rs"]
+mod scenes;
+mod support;
+
 fn example(name: &str) -> PathBuf {
     // target/<profile>/deps/demo-<hash> → target/<profile>/examples/<name>
     let exe = std::env::current_exe().expect("current exe");
@@ -43,4 +53,19 @@ fn without_idem_every_scene_charges_twice() {
         "{out}"
     );
     assert!(!out.contains("replayed"), "{out}");
+}
+
+#[tokio::test]
+async fn the_demos_charge_card_is_safe_to_retry() {
+    let dir = support::TempDir::new("retry-check");
+    let args = json!({"amount": 4200, "currency": "eur", "customer_id": "cus_42"});
+    let report = RetryCheck::new(scenes::charge_card, scenes::Shop::at(&dir.0), args)
+        .effects(scenes::Shop::charges)
+        .run()
+        .await;
+    report.assert_ok();
+    // Every scenario ran and left one charge.
+    let played: Vec<_> = report.rows.iter().filter(|r| r.runs > 0).collect();
+    assert_eq!(played.len(), 4, "{report}");
+    assert!(played.iter().all(|r| r.effects == Some(1)), "{report}");
 }

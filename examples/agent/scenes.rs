@@ -65,13 +65,31 @@ impl Provider {
 // ---------------------------------------------------------------------------
 // The tool.
 
-struct Shop {
+pub(crate) struct Shop {
     provider: Provider,
     body_runs: AtomicUsize,
 }
 
+impl Shop {
+    /// A shop whose payment provider keeps its charges in `dir`.
+    pub(crate) fn at(dir: &Path) -> Shop {
+        Shop {
+            provider: Provider {
+                dir: dir.to_owned(),
+            },
+            body_runs: AtomicUsize::new(0),
+        }
+    }
+
+    /// The charges the provider made.
+    #[allow(dead_code, reason = "the retry check in tests/demo.rs counts with it")]
+    pub(crate) fn charges(&self) -> usize {
+        self.provider.charges().len()
+    }
+}
+
 #[derive(Serialize, Deserialize, JsonSchema)]
-struct ChargeArgs {
+pub(crate) struct ChargeArgs {
     /// Amount in minor units (cents).
     amount: u64,
     /// ISO currency code.
@@ -81,7 +99,10 @@ struct ChargeArgs {
 
 /// Charge a customer's card.
 #[write_tool(lease = "2s", on_in_flight = "wait(10s)")]
-async fn charge_card(#[args] a: ChargeArgs, ctx: &WriteCtx<Shop>) -> Result<Value, String> {
+pub(crate) async fn charge_card(
+    #[args] a: ChargeArgs,
+    ctx: &WriteCtx<Shop>,
+) -> Result<Value, String> {
     let shop = ctx.state();
     shop.body_runs.fetch_add(1, Ordering::SeqCst);
     let charge = shop
@@ -301,12 +322,7 @@ async fn open_store(options: &Options) -> Result<Arc<dyn DynIdemStore>, BoxError
 }
 
 async fn tools(options: &Options) -> Result<Tools, BoxError> {
-    let shop = Shop {
-        provider: Provider {
-            dir: options.dir.clone(),
-        },
-        body_runs: AtomicUsize::new(0),
-    };
+    let shop = Shop::at(&options.dir);
     if options.naive {
         return Ok(Tools::Naive(Arc::new(shop)));
     }

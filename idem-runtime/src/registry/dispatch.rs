@@ -150,6 +150,12 @@ impl<S: Send + Sync + 'static> Registry<S> {
         &self.inner.shared.state
     }
 
+    /// The application state, shared (for a context made outside a call).
+    #[cfg(feature = "test-util")]
+    pub(crate) fn shared_state(&self) -> Arc<S> {
+        self.inner.shared.state.clone()
+    }
+
     /// The store write tools go through.
     pub fn store(&self) -> &Arc<dyn DynIdemStore> {
         &self.inner.shared.store

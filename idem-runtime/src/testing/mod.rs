@@ -7,7 +7,8 @@
 //! - `fixtures`: [`Counter`], the write tool the cases call;
 //! - `faults`: [`FaultyStore`], injected failures for in-process stores;
 //! - `proxy`: [`Proxy`], real network faults between a client and its
-//!   server.
+//!   server;
+//! - `retries`: [`RetryCheck`], the check users run on their own tools.
 //!
 //! A backend's test file is three lines:
 //!
@@ -30,12 +31,14 @@ mod fixtures;
 mod harness;
 mod helpers;
 mod proxy;
+mod retries;
 
 pub use self::cases::malformed_records_are_refused;
 pub use self::faults::{Fault, FaultyStore, Op};
 pub use self::fixtures::{Counter, CounterArgs, CounterOut};
 pub use self::harness::{Erased, Harness, MemoryHarness, run};
 pub use self::proxy::{Flow, Proxy};
+pub use self::retries::{IntoWriteTool, RetryCheck, RetryReport, Row};
 
 /// Calls `$crate::$mac!` with `$args`, `;` and the list of every
 /// conformance case: the one place the cases are named.

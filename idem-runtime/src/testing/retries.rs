@@ -1,0 +1,600 @@
+//! A check a user runs on their own write tool: the duplicates that happen
+//! in production, played against the tool, its arguments and the user's
+//! fake downstream, with what the tool did in each (README, "Checking your
+//! tool"). Each scenario runs under a tenant of its own, so its key is its
+//! own in any scope.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::__private::WriteToolFn;
+use crate::ctx::{Ctx, WriteCtx};
+use crate::error::ToolError;
+use crate::key::IdemKey;
+use crate::registry::{CallContext, CallThroughRegistry, Registry, marker};
+use crate::tool::{ToolInfo, WriteOptions, WriteTool};
+
+/// What [`RetryCheck::new`] accepts: a `#[write_tool]` function, or a
+/// type implementing [`WriteTool`]. `M` tells the two apart and is inferred.
+pub trait IntoWriteTool<S, M> {
+    /// The tool type.
+    type Tool: WriteTool<S>;
+    /// The tool.
+    fn into_write_tool(self) -> Self::Tool;
+}
+
+impl<S, T, F> IntoWriteTool<S, marker::WriteFn<T>> for F
+where
+    F: Fn(CallThroughRegistry<T>) -> std::convert::Infallible,
+    T: WriteTool<S> + Default,
+{
+    type Tool = T;
+    fn into_write_tool(self) -> T {
+        T::default()
+    }
+}
+
+impl<S, T: WriteTool<S>> IntoWriteTool<S, marker::Write> for T {
+    type Tool = T;
+    fn into_write_tool(self) -> T {
+        self
+    }
+}
+
+/// What the body saw each time it ran: the key and the attempt.
+type Seen = Arc<Mutex<Vec<(IdemKey, u32)>>>;
+
+/// The user's tool, noting every run.
+struct Observed<T> {
+    tool: Arc<T>,
+    seen: Seen,
+}
+
+// Through the macros' trait, whose blanket implementation makes it a
+// `WriteTool` (a direct one would overlap that implementation).
+impl<S: Send + Sync + 'static, T: WriteTool<S>> WriteToolFn<S> for Observed<T> {
+    type Args = T::Args;
+    type Output = T::Output;
+    type Error = T::Error;
+
+    fn info(&self) -> ToolInfo {
+        self.tool.info()
+    }
+
+    fn options(&self) -> WriteOptions {
+        self.tool.options()
+    }
+
+    fn is_permanent(&self, error: &T::Error) -> bool {
+        self.tool.is_permanent(error)
+    }
+
+    async fn call(&self, args: T::Args, ctx: &WriteCtx<S>) -> Result<T::Output, T::Error> {
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.push((ctx.idem_key().clone(), ctx.attempt()));
+        }
+        self.tool.call(args, ctx).await
+    }
+}
+
+/// A hook on the user's state: counts effects, or arms a failure.
+type Hook<S> = Box<dyn Fn(&S) -> usize + Send + Sync>;
+
+/// Plays the duplicates that happen in production against one write tool
+/// and its arguments: the same call twice, concurrent duplicates, a crash
+/// after the claim, a crash after the side effect, and (when told how to
+/// make the downstream fail) a transient and a permanent error, each
+/// followed by the retry. [`run`](Self::run) reports what the tool did in
+/// each; [`RetryReport::assert_ok`] fails a test with that report.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// use std::sync::Mutex;
+/// use idem_runtime::testing::RetryCheck;
+/// use idem_runtime::{ToolInfo, WriteCtx, WriteTool};
+/// use serde_json::json;
+///
+/// /// A payment provider that, like Stripe, honours an idempotency key.
+/// #[derive(Default)]
+/// struct Provider { charges: Mutex<Vec<String>> }
+///
+/// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+/// struct Amount { amount: u64 }
+///
+/// struct Charge;
+/// impl WriteTool<Provider> for Charge {
+///     type Args = Amount;
+///     type Output = usize;
+///     type Error = String;
+///     fn info(&self) -> ToolInfo { ToolInfo::new("charge", "Charge a card.") }
+///     async fn call(&self, _: Self::Args, ctx: &WriteCtx<Provider>) -> Result<usize, String> {
+///         let mut charges = ctx.state().charges.lock().unwrap();
+///         let key = ctx.idem_key().to_string();
+///         if !charges.contains(&key) { charges.push(key); }
+///         Ok(charges.len())
+///     }
+/// }
+///
+/// RetryCheck::new(Charge, Provider::default(), json!({"amount": 100}))
+///     .effects(|p| p.charges.lock().unwrap().len())
+///     .run()
+///     .await
+///     .assert_ok();
+/// # }
+/// ```
+pub struct RetryCheck<S, T> {
+    tool: Arc<T>,
+    state: S,
+    args: Value,
+    effects: Option<Hook<S>>,
+    transient: Option<Hook<S>>,
+    permanent: Option<Hook<S>>,
+}
+
+impl<S: Send + Sync + 'static, T: WriteTool<S>> RetryCheck<S, T> {
+    /// A check of `tool` (a `#[write_tool]` function or a [`WriteTool`])
+    /// called with `args`, on `state`: the user's application state with
+    /// its fake downstream.
+    pub fn new<M>(tool: impl IntoWriteTool<S, M, Tool = T>, state: S, args: Value) -> Self {
+        RetryCheck {
+            tool: Arc::new(tool.into_write_tool()),
+            state,
+            args,
+            effects: None,
+            transient: None,
+            permanent: None,
+        }
+    }
+
+    /// How many effects the downstream has recorded (charges made, mails
+    /// sent): each scenario must leave one (none after a permanent
+    /// error), which holds when the tool passes `ctx.idem_key()`
+    /// downstream and the downstream deduplicates on it.
+    pub fn effects(mut self, count: impl Fn(&S) -> usize + Send + Sync + 'static) -> Self {
+        self.effects = Some(Box::new(count));
+        self
+    }
+
+    /// Arms the downstream to fail the next call with an error the tool
+    /// should treat as transient (a timeout): the retry must run again.
+    pub fn transient_failure(mut self, arm: impl Fn(&S) + Send + Sync + 'static) -> Self {
+        self.transient = Some(Box::new(move |s| {
+            arm(s);
+            0
+        }));
+        self
+    }
+
+    /// Arms the downstream to fail the next call with an error the tool
+    /// should treat as permanent (a declined card): the retry must get
+    /// the same error without running.
+    pub fn permanent_failure(mut self, arm: impl Fn(&S) + Send + Sync + 'static) -> Self {
+        self.permanent = Some(Box::new(move |s| {
+            arm(s);
+            0
+        }));
+        self
+    }
+
+    /// Plays every scenario and reports what the tool did in each.
+    pub async fn run(self) -> RetryReport {
+        let seen: Seen = Arc::default();
+        let observed = Observed {
+            tool: self.tool.clone(),
+            seen: seen.clone(),
+        };
+        let registry = match Registry::builder(self.state).tool(observed).build() {
+            Ok(registry) => registry,
+            Err(e) => return RetryReport::unregistrable(e.to_string()),
+        };
+        let name = self.tool.info().name.to_string();
+        let play = Play {
+            registry,
+            tool: self.tool,
+            name,
+            args: self.args,
+            seen,
+            effects: self.effects,
+            _state: PhantomData,
+        };
+        let mut rows = vec![
+            play.twice().await,
+            play.concurrently().await,
+            play.after_a_crash_after_the_claim().await,
+            play.after_a_crash_after_the_effect().await,
+        ];
+        rows.push(play.after_a_failure(self.transient.as_deref(), false).await);
+        rows.push(play.after_a_failure(self.permanent.as_deref(), true).await);
+        RetryReport { rows }
+    }
+}
+
+/// The registry and hooks the scenarios share.
+struct Play<S, T> {
+    registry: Registry<S>,
+    tool: Arc<T>,
+    name: String,
+    args: Value,
+    seen: Seen,
+    effects: Option<Hook<S>>,
+    _state: PhantomData<fn() -> S>,
+}
+
+/// How long a claim left behind by a simulated crash holds.
+const CRASHED_LEASE: Duration = Duration::from_millis(50);
+
+impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<S, T> {
+    fn context(scenario: &'static str) -> CallContext<'static> {
+        CallContext::run("retry-check").tenant(scenario)
+    }
+
+    async fn call(&self, scenario: &'static str) -> Result<Value, ToolError> {
+        let context = Self::context(scenario);
+        self.registry
+            .call(context, &self.name, self.args.clone())
+            .await
+    }
+
+    fn effects(&self) -> Option<usize> {
+        self.effects
+            .as_ref()
+            .map(|count| count(self.registry.state()))
+    }
+
+    /// A scenario's row: what ran since `runs_before` and `effects_before`,
+    /// what the callers got, and `problem` if something is wrong.
+    fn row(&self, scenario: &'static str, start: (usize, Option<usize>)) -> Row {
+        let seen = self
+            .seen
+            .lock()
+            .map(|s| s[start.0..].to_vec())
+            .unwrap_or_default();
+        let effects = match (start.1, self.effects()) {
+            (Some(before), Some(after)) => Some(after.saturating_sub(before)),
+            _ => None,
+        };
+        Row {
+            scenario,
+            runs: seen.len(),
+            keys: seen.iter().map(|(k, _)| k.clone()).collect(),
+            attempts: seen.iter().map(|(_, a)| *a).collect(),
+            callers: Vec::new(),
+            effects,
+            problem: None,
+        }
+    }
+
+    fn start(&self) -> (usize, Option<usize>) {
+        let runs = self.seen.lock().map(|s| s.len()).unwrap_or(0);
+        (runs, self.effects())
+    }
+
+    async fn twice(&self) -> Row {
+        const SCENARIO: &str = "the same call twice";
+        let start = self.start();
+        let first = self.call(SCENARIO).await;
+        let second = self.call(SCENARIO).await;
+        let mut row = self.row(SCENARIO, start);
+        row.problem = match (&first, &second) {
+            (Ok(a), Ok(b)) if a != b => Some("the repeat got another result".into()),
+            (Ok(_), Ok(_)) => once(&row, 1),
+            _ => Some("a call failed: check the arguments and the fake downstream".into()),
+        };
+        row.callers = vec![answer(&first), answer(&second)];
+        row
+    }
+
+    async fn concurrently(&self) -> Row {
+        const SCENARIO: &str = "4 concurrent duplicates";
+        let start = self.start();
+        let (a, b, c, d) = tokio::join!(
+            self.call(SCENARIO),
+            self.call(SCENARIO),
+            self.call(SCENARIO),
+            self.call(SCENARIO)
+        );
+        let answers = [a, b, c, d];
+        let mut row = self.row(SCENARIO, start);
+        let results: Vec<&Value> = answers.iter().filter_map(|a| a.as_ref().ok()).collect();
+        row.problem = if results.iter().any(|r| *r != results[0]) {
+            Some("duplicates got different results".into())
+        } else if answers
+            .iter()
+            .any(|a| matches!(a, Err(e) if !matches!(e, ToolError::InFlight { .. })))
+        {
+            Some("a duplicate failed otherwise than in flight".into())
+        } else {
+            once(&row, 1)
+        };
+        row.callers = answers.iter().map(answer).collect();
+        row
+    }
+
+    /// A worker claimed the operation and crashed before running it: the
+    /// call waits out the lease and runs, one attempt higher.
+    async fn after_a_crash_after_the_claim(&self) -> Row {
+        const SCENARIO: &str = "a crash after the claim";
+        let start = self.start();
+        let crashed = self.claim_and_abandon(SCENARIO).await;
+        let answer_ = self.call_after_the_lease(SCENARIO).await;
+        let mut row = self.row(SCENARIO, start);
+        row.problem = match (&crashed, &answer_) {
+            (Err(e), _) => Some(format!("could not stage the crash: {e}")),
+            (_, Err(e)) => Some(format!("the retry failed: {e}")),
+            _ if row.attempts.first() != Some(&1) => {
+                Some("the retry did not count the crashed attempt".into())
+            }
+            _ => once(&row, 1),
+        };
+        row.callers = vec![answer(&answer_)];
+        row
+    }
+
+    /// A worker ran the body (the side effect happened) and crashed before
+    /// recording it: the retry runs the body again, under the same key, so
+    /// a downstream that deduplicates on the key records one effect.
+    async fn after_a_crash_after_the_effect(&self) -> Row {
+        const SCENARIO: &str = "a crash after the side effect";
+        let start = self.start();
+        let staged = match self.claim_and_abandon(SCENARIO).await {
+            Ok(key) => self.run_body_unrecorded(SCENARIO, key).await,
+            Err(e) => Err(e),
+        };
+        let retry = self.call_after_the_lease(SCENARIO).await;
+        let mut row = self.row(SCENARIO, start);
+        row.problem = match (&staged, &retry) {
+            (Err(e), _) => Some(format!("could not stage the crash: {e}")),
+            (_, Err(e)) => Some(format!("the retry failed: {e}")),
+            _ if row.keys.len() != 2 || row.keys[0] != row.keys[1] => {
+                Some("the body did not see the same key both times".into())
+            }
+            _ if row.effects.is_some_and(|n| n != 1) => Some(format!(
+                "the downstream recorded {} effects: pass ctx.idem_key() downstream, and deduplicate on it there",
+                row.effects.unwrap_or(0)
+            )),
+            _ => None,
+        };
+        row.callers = vec![answer(&retry)];
+        row
+    }
+
+    /// The downstream fails the first call (armed by `arm`); the retry
+    /// runs again after a transient error, and gets the same error without
+    /// running after a permanent one.
+    async fn after_a_failure(
+        &self,
+        arm: Option<&(dyn Fn(&S) -> usize + Send + Sync)>,
+        permanent: bool,
+    ) -> Row {
+        let scenario = if permanent {
+            "a permanent error, then the retry"
+        } else {
+            "a transient error, then the retry"
+        };
+        let start = self.start();
+        let Some(arm) = arm else {
+            let mut row = self.row(scenario, start);
+            row.callers = vec![
+                "not played: no failure to arm (transient_failure / permanent_failure)".into(),
+            ];
+            return row;
+        };
+        arm(self.registry.state());
+        let first = self.call(scenario).await;
+        let retry = self.call(scenario).await;
+        let mut row = self.row(scenario, start);
+        row.problem = match (&first, permanent) {
+            (Ok(_), _) => Some("the armed failure did not fail the call".into()),
+            (Err(ToolError::Failed { permanent: true, .. }), false) => Some(
+                "the error was classified permanent, so the retry replayed it: mark only errors that can never succeed with permanent_errors".into(),
+            ),
+            (Err(ToolError::Failed { permanent: false, .. }), true) => Some(
+                "the error was classified transient, so the retry ran the tool again: mark it with permanent_errors".into(),
+            ),
+            (Err(ToolError::Failed { .. }), false) if retry.is_err() => {
+                Some("the retry after a transient error failed".into())
+            }
+            (Err(ToolError::Failed { .. }), false) => once(&row, 2).or_else(|| {
+                (row.attempts.get(1) != Some(&1)).then(|| "the retry did not count the failed attempt".into())
+            }),
+            (Err(ToolError::Failed { .. }), true) if row.runs != 1 => {
+                Some("the retry ran the tool again".into())
+            }
+            (Err(ToolError::Failed { .. }), true) => None,
+            (Err(e), _) => Some(format!("the call failed before the tool could fail: {e}")),
+        };
+        if row.problem.is_none() && permanent && row.effects.is_some_and(|n| n != 0) {
+            row.problem = Some("a permanent error left an effect downstream".into());
+        }
+        row.callers = vec![answer(&first), answer(&retry)];
+        row
+    }
+
+    /// Claims the scenario's key as a worker that then crashes: the claim
+    /// is left to lapse.
+    async fn claim_and_abandon(&self, scenario: &'static str) -> Result<IdemKey, ToolError> {
+        let (key, fingerprint) = self
+            .registry
+            .identify(Self::context(scenario), &self.name, self.args.clone())?
+            .ok_or_else(|| ToolError::UnknownTool {
+                name: self.name.clone(),
+            })?;
+        let store_error = |source| ToolError::Store {
+            tool: self.name.clone(),
+            source,
+        };
+        match self
+            .registry
+            .store()
+            .dyn_claim(&key, &fingerprint, CRASHED_LEASE)
+            .await
+            .map_err(store_error)?
+        {
+            crate::store::Claim::Acquired(_) => Ok(key),
+            crate::store::Claim::Existing(_) => Err(ToolError::InFlight {
+                tool: self.name.clone(),
+                key: key.to_string(),
+            }),
+        }
+    }
+
+    /// Runs the body under the abandoned claim, as the crashed worker did,
+    /// recording nothing.
+    async fn run_body_unrecorded(
+        &self,
+        scenario: &'static str,
+        key: IdemKey,
+    ) -> Result<IdemKey, ToolError> {
+        let args: T::Args =
+            serde_json::from_value(self.args.clone()).map_err(|e| ToolError::InvalidArgs {
+                tool: self.name.clone(),
+                message: e.to_string(),
+            })?;
+        let (_lost, lease) = tokio::sync::watch::channel(false);
+        let state = self.registry.shared_state();
+        let ctx = WriteCtx::new(
+            Ctx::new("retry-check", Some(scenario), state),
+            key.clone(),
+            0,
+            lease,
+        );
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.push((key.clone(), 0));
+        }
+        // Whatever it returned is lost with the crashed worker.
+        let _ = self.tool.call(args, &ctx).await;
+        Ok(key)
+    }
+
+    /// The call, once the abandoned claim has lapsed.
+    async fn call_after_the_lease(&self, scenario: &'static str) -> Result<Value, ToolError> {
+        tokio::time::sleep(CRASHED_LEASE * 2).await;
+        loop {
+            match self.call(scenario).await {
+                Err(ToolError::InFlight { .. }) => tokio::time::sleep(CRASHED_LEASE).await,
+                other => return other,
+            }
+        }
+    }
+}
+
+/// `None` if the body ran `expected` times, else what is wrong.
+fn once(row: &Row, expected: usize) -> Option<String> {
+    (row.runs != expected).then(|| format!("the body ran {} times, not {expected}", row.runs))
+}
+
+fn answer(outcome: &Result<Value, ToolError>) -> String {
+    match outcome {
+        Ok(value) => {
+            let text = value.to_string();
+            if text.chars().count() > 24 {
+                format!("ok {}…", text.chars().take(24).collect::<String>())
+            } else {
+                format!("ok {text}")
+            }
+        }
+        Err(ToolError::Failed { permanent, .. }) => {
+            format!(
+                "error failed ({})",
+                if *permanent { "permanent" } else { "transient" }
+            )
+        }
+        Err(e) => format!("error {}", e.kind()),
+    }
+}
+
+/// One scenario: what the tool did, what the callers got, and what is
+/// wrong, if anything.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// The scenario.
+    pub scenario: &'static str,
+    /// How many times the body ran.
+    pub runs: usize,
+    /// The key the body saw each time.
+    pub keys: Vec<IdemKey>,
+    /// The attempt the body saw each time.
+    pub attempts: Vec<u32>,
+    /// What each caller got.
+    pub callers: Vec<String>,
+    /// Effects the downstream recorded, when told how to count them.
+    pub effects: Option<usize>,
+    /// What is wrong, if anything.
+    pub problem: Option<String>,
+}
+
+/// What [`RetryCheck::run`] found: one row a scenario.
+#[derive(Debug, Clone)]
+pub struct RetryReport {
+    /// The scenarios, in the order played.
+    pub rows: Vec<Row>,
+}
+
+impl RetryReport {
+    fn unregistrable(message: String) -> RetryReport {
+        RetryReport {
+            rows: vec![Row {
+                scenario: "registering the tool",
+                runs: 0,
+                keys: Vec::new(),
+                attempts: Vec::new(),
+                callers: Vec::new(),
+                effects: None,
+                problem: Some(message),
+            }],
+        }
+    }
+
+    /// Whether every scenario went as it must.
+    pub fn passed(&self) -> bool {
+        self.rows.iter().all(|r| r.problem.is_none())
+    }
+
+    /// Panics with the report if a scenario did not go as it must.
+    #[track_caller]
+    pub fn assert_ok(&self) {
+        assert!(self.passed(), "the tool is not safe to retry:\n{self}");
+    }
+}
+
+impl fmt::Display for RetryReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "| scenario | body runs | keys | attempts | effects | callers got | verdict |"
+        )?;
+        writeln!(f, "|---|---|---|---|---|---|---|")?;
+        for r in &self.rows {
+            let keys: Vec<String> = r.keys.iter().map(|k| short(k.as_str())).collect();
+            let distinct = if keys.windows(2).all(|w| w[0] == w[1]) && !keys.is_empty() {
+                format!("{} (same)", keys[0])
+            } else {
+                keys.join(", ")
+            };
+            let attempts: Vec<String> = r.attempts.iter().map(u32::to_string).collect();
+            let effects = r.effects.map_or("-".to_owned(), |n| n.to_string());
+            let verdict = r.problem.as_deref().unwrap_or("ok");
+            writeln!(
+                f,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                r.scenario,
+                r.runs,
+                distinct,
+                attempts.join(", "),
+                effects,
+                r.callers.join("; "),
+                verdict
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A key's last 8 hex digits.
+fn short(key: &str) -> String {
+    format!("…{}", &key[key.len().saturating_sub(8)..])
+}

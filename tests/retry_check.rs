@@ -1,0 +1,141 @@
+//! `idem::testing::RetryCheck`, the check users run on their own write
+//! tools: a tool that passes its key downstream and classifies its errors
+//! passes every scenario; a tool that does not pass its key, or that calls
+//! a permanent error transient (or the reverse), fails the scenario that
+//! shows it, and the report says why.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use idem::prelude::*;
+use idem::testing::{RetryCheck, RetryReport};
+use serde_json::json;
+
+/// A fake payment provider: deduplicates on the idempotency key it is
+/// given, and fails the next charge when armed.
+#[derive(Default)]
+struct Provider {
+    charges: Mutex<Vec<Option<String>>>,
+    fail_transient: AtomicBool,
+    fail_permanent: AtomicBool,
+}
+
+impl Provider {
+    fn charge(&self, key: Option<&str>) -> Result<usize, String> {
+        if self.fail_transient.swap(false, Ordering::SeqCst) {
+            return Err("timeout".into());
+        }
+        if self.fail_permanent.swap(false, Ordering::SeqCst) {
+            return Err("declined".into());
+        }
+        let mut charges = self.charges.lock().expect("lock");
+        let seen = key.is_some() && charges.iter().any(|c| c.as_deref() == key);
+        if !seen {
+            charges.push(key.map(str::to_owned));
+        }
+        Ok(charges.len())
+    }
+
+    fn count(&self) -> usize {
+        self.charges.lock().expect("lock").len()
+    }
+}
+
+fn declined(e: &String) -> bool {
+    e == "declined"
+}
+
+/// Charge a card, passing the key downstream.
+#[write_tool(permanent_errors = declined)]
+async fn charge(amount: u64, ctx: &WriteCtx<Provider>) -> Result<usize, String> {
+    let _ = amount;
+    ctx.state().charge(Some(ctx.idem_key().as_str()))
+}
+
+/// Charge a card, forgetting the key.
+#[write_tool(permanent_errors = declined)]
+async fn charge_without_key(amount: u64, ctx: &WriteCtx<Provider>) -> Result<usize, String> {
+    let _ = amount;
+    ctx.state().charge(None)
+}
+
+/// Charge a card, every error transient.
+#[write_tool]
+async fn charge_all_transient(amount: u64, ctx: &WriteCtx<Provider>) -> Result<usize, String> {
+    let _ = amount;
+    ctx.state().charge(Some(ctx.idem_key().as_str()))
+}
+
+async fn check<M>(
+    tool: impl idem::testing::IntoWriteTool<Provider, M, Tool = impl idem::WriteTool<Provider>>,
+) -> RetryReport {
+    RetryCheck::new(tool, Provider::default(), json!({"amount": 100}))
+        .effects(Provider::count)
+        .transient_failure(|p| p.fail_transient.store(true, Ordering::SeqCst))
+        .permanent_failure(|p| p.fail_permanent.store(true, Ordering::SeqCst))
+        .run()
+        .await
+}
+
+fn problem<'a>(report: &'a RetryReport, scenario: &str) -> Option<&'a str> {
+    let row = report.rows.iter().find(|r| r.scenario == scenario);
+    row.unwrap_or_else(|| panic!("no scenario {scenario}: {report}"))
+        .problem
+        .as_deref()
+}
+
+#[tokio::test]
+async fn a_tool_that_passes_its_key_and_classifies_its_errors_passes() {
+    let report = check(charge).await;
+    report.assert_ok();
+    let text = report.to_string();
+    for scenario in [
+        "the same call twice",
+        "4 concurrent duplicates",
+        "a crash after the claim",
+        "a crash after the side effect",
+        "a transient error, then the retry",
+        "a permanent error, then the retry",
+    ] {
+        assert!(text.contains(scenario), "{text}");
+    }
+    let crash = report
+        .rows
+        .iter()
+        .find(|r| r.scenario == "a crash after the side effect");
+    let crash = crash.expect("the crash scenario");
+    assert_eq!(
+        (crash.runs, crash.attempts.clone()),
+        (2, vec![0, 1]),
+        "{report}"
+    );
+    assert_eq!(crash.effects, Some(1), "{report}");
+}
+
+#[tokio::test]
+async fn a_tool_that_forgets_its_key_fails_the_crash_after_the_side_effect() {
+    let report = check(charge_without_key).await;
+    assert!(!report.passed(), "{report}");
+    let why = problem(&report, "a crash after the side effect").unwrap_or_default();
+    assert!(why.contains("pass ctx.idem_key() downstream"), "{report}");
+    // The store alone makes the other duplicates harmless.
+    assert_eq!(problem(&report, "the same call twice"), None, "{report}");
+    let panic = std::panic::catch_unwind(|| report.assert_ok()).expect_err("assert_ok fails");
+    let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        message.contains("| a crash after the side effect | 2 |"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_tool_that_calls_every_error_transient_fails_the_permanent_scenario() {
+    let report = check(charge_all_transient).await;
+    let why = problem(&report, "a permanent error, then the retry").unwrap_or_default();
+    assert!(why.contains("classified transient"), "{report}");
+    assert_eq!(
+        problem(&report, "a transient error, then the retry"),
+        None,
+        "{report}"
+    );
+}
