@@ -1,0 +1,76 @@
+//! The store a command reads, opened from its URL: Redis (`redis://`,
+//! `rediss://`), PostgreSQL (`postgres://`, `postgresql://`) or a SQLite
+//! file. Opened to read: a PostgreSQL table or a SQLite file that is not
+//! there is an error, never created.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use clap::Args;
+use idem::{DynIdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore};
+
+/// Where the records are.
+#[derive(Args, Clone)]
+pub(crate) struct StoreUrl {
+    /// The store: redis://.., rediss://.., postgres://.. or a SQLite file.
+    #[arg(long = "store", env = "IDEM_STORE", value_name = "URL")]
+    url: String,
+    /// PostgreSQL: the table (as `PostgresOptions::table`).
+    #[arg(long, default_value = "idem_records")]
+    table: String,
+    /// PostgreSQL: the schema, if not the search path's.
+    #[arg(long)]
+    schema: Option<String>,
+}
+
+impl StoreUrl {
+    pub(crate) async fn open(&self) -> Result<Arc<dyn DynIdemStore>, String> {
+        let url = self.url.as_str();
+        let unreachable =
+            |e: &dyn std::fmt::Display| format!("cannot open the store at {}: {e}", redact(url));
+        if url.starts_with("redis://") || url.starts_with("rediss://") {
+            let store = RedisStore::connect(url)
+                .await
+                .map_err(|e| unreachable(&e))?;
+            return Ok(Arc::new(store));
+        }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let mut options = PostgresOptions::new()
+                .table(self.table.clone())
+                .create_schema(false)
+                .purge_interval(None);
+            if let Some(schema) = &self.schema {
+                options = options.schema(schema.clone());
+            }
+            let store = PostgresStore::connect_with(url, options)
+                .await
+                .map_err(|e| unreachable(&e))?;
+            return Ok(Arc::new(store));
+        }
+        if url.contains("://") {
+            return Err(format!(
+                "unknown store URL {}: give redis://.., rediss://.., postgres://.. or a SQLite file",
+                redact(url)
+            ));
+        }
+        if !Path::new(url).is_file() {
+            return Err(format!("no SQLite file at {url}"));
+        }
+        let store = SqliteStore::open(url).await.map_err(|e| unreachable(&e))?;
+        Ok(Arc::new(store))
+    }
+}
+
+/// `url` without its password, for messages.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    match rest.split_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}:***@{host}")
+        }
+        None => url.to_owned(),
+    }
+}

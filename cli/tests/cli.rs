@@ -1,0 +1,227 @@
+//! `idem` run as an operator runs it, against records the registry made
+//! in real stores (a SQLite file, Redis, PostgreSQL): the key it derives is
+//! the registry's, `show` prints the record found by key or by operation,
+//! `purge` deletes, and every failure is one line and a non-zero exit.
+
+#[path = "../../tests/support/skip.rs"]
+mod skip;
+
+use std::process::{Command, Output};
+
+use idem::prelude::*;
+use idem::{DynIdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore};
+use serde_json::{Value, json};
+
+/// Charge an order.
+#[write_tool(ttl = "1h")]
+async fn charge(order: String, amount: u64, ctx: &WriteCtx) -> Result<Value, String> {
+    Ok(json!({"charge": format!("ch_{order}"), "amount": amount, "key": ctx.idem_key().as_str()}))
+}
+
+fn idem(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(args)
+        .output()
+        .expect("run idem")
+}
+
+fn stdout(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "idem failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// One line on stderr, and a non-zero exit.
+fn failure(out: &Output) -> String {
+    assert!(
+        !out.status.success(),
+        "idem succeeded: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    err
+}
+
+/// A registry on `store` under namespace `ns`, with the result of one
+/// charge recorded.
+async fn records(store: std::sync::Arc<dyn DynIdemStore>, ns: &str) -> Registry<()> {
+    let registry = Registry::builder(())
+        .shared_store(store)
+        .namespace(ns)
+        .tool(charge)
+        .build()
+        .expect("registry");
+    registry
+        .call("run-42", "charge", json!({"order": "o-1", "amount": 4200}))
+        .await
+        .expect("charged");
+    registry
+}
+
+/// What every store must show: the key derived as the registry does, the
+/// record by key and by operation, as a table and as JSON, and a missing
+/// record as an error.
+async fn shows_what_the_registry_recorded(
+    url: &str,
+    extra: &[&str],
+    registry: &Registry<()>,
+    ns: &str,
+) {
+    let args = json!({"order": "o-1", "amount": 4200});
+    let (key, fingerprint) = registry
+        .identify("run-42", "charge", args.clone())
+        .expect("identify")
+        .expect("a write tool");
+    let derived = stdout(&idem(&[
+        "key",
+        "--tool",
+        "charge",
+        "--run",
+        "run-42",
+        "--namespace",
+        ns,
+        "--args",
+        &args.to_string(),
+    ]));
+    assert_eq!(derived.trim(), key.as_str());
+
+    let mut by_key = vec!["show", "--store", url, key.as_str()];
+    by_key.extend_from_slice(extra);
+    let table = stdout(&idem(&by_key));
+    assert!(table.contains("state        done"), "{table}");
+    assert!(table.contains(&fingerprint.to_hex()), "{table}");
+    assert!(table.contains("\"charge\": \"ch_o-1\""), "{table}");
+
+    let mut by_operation = vec![
+        "show",
+        "--store",
+        url,
+        "--tool",
+        "charge",
+        "--run",
+        "run-42",
+        "--namespace",
+        ns,
+        "--args",
+    ];
+    let args_text = args.to_string();
+    by_operation.push(&args_text);
+    by_operation.push("--json");
+    by_operation.extend_from_slice(extra);
+    let record: Value =
+        serde_json::from_str(&stdout(&idem(&by_operation))).expect("one JSON object");
+    assert_eq!(record["state"], "done");
+    assert_eq!(record["result"]["charge"], "ch_o-1");
+    assert_eq!(record["key"], key.as_str());
+
+    let mut missing = vec!["show", "--store", url, "idem:0000"];
+    missing.extend_from_slice(extra);
+    let err = failure(&idem(&missing));
+    assert!(err.contains("no record under idem:0000"), "{err}");
+}
+
+#[tokio::test]
+async fn sqlite_records_are_shown_and_purged() {
+    let dir = std::env::temp_dir().join(format!("idem-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("idem.db");
+    let store = SqliteStore::open(&path).await.expect("open");
+    let registry = records(std::sync::Arc::new(store), "cli").await;
+    let url = path.to_str().expect("UTF-8 path");
+    shows_what_the_registry_recorded(url, &[], &registry, "cli").await;
+    let purged = stdout(&idem(&["purge", "--store", url]));
+    assert!(purged.contains("0 expired records deleted"), "{purged}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn redis_records_are_shown() {
+    let url = std::env::var("IDEM_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let store = match RedisStore::connect(&url).await {
+        Ok(store) => store,
+        Err(e) => {
+            skip::unavailable(
+                &format!("Redis at {url} ({e})"),
+                "Start redis-server on 127.0.0.1:6379.",
+            );
+            return;
+        }
+    };
+    let ns = format!("cli-{}", std::process::id());
+    let registry = records(std::sync::Arc::new(store), &ns).await;
+    shows_what_the_registry_recorded(&url, &[], &registry, &ns).await;
+}
+
+#[tokio::test]
+async fn postgres_records_are_shown_from_a_named_table() {
+    let url = std::env::var("IDEM_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let table = format!("idem_cli_{}", std::process::id());
+    let options = PostgresOptions::new().table(table.clone());
+    let store = match PostgresStore::connect_with(&url, options).await {
+        Ok(store) => store,
+        Err(e) => {
+            skip::unavailable(
+                &format!("PostgreSQL at {url} ({e})"),
+                "Start PostgreSQL on 127.0.0.1:5432.",
+            );
+            return;
+        }
+    };
+    let registry = records(std::sync::Arc::new(store), "cli").await;
+    shows_what_the_registry_recorded(&url, &["--table", &table], &registry, "cli").await;
+    let purged = stdout(&idem(&["purge", "--store", &url, "--table", &table]));
+    assert!(purged.contains("expired records deleted"), "{purged}");
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connect to drop the table");
+    tokio::spawn(connection);
+    let drop = format!("DROP TABLE {table}; DROP TABLE {table}_schema");
+    client.batch_execute(&drop).await.expect("drop the tables");
+}
+
+#[test]
+fn failures_are_one_line_and_a_non_zero_exit() {
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["key", "--tool", "charge", "--args", "{}"],
+            "--run is required",
+        ),
+        (
+            &["key", "--tool", "charge", "--run", "r", "--args", "{"],
+            "--args is not JSON",
+        ),
+        (
+            &["show", "--store", "/no/such/file.db", "idem:00"],
+            "no SQLite file at /no/such/file.db",
+        ),
+        (
+            &["show", "--store", "mysql://x", "idem:00"],
+            "unknown store URL",
+        ),
+        (
+            &[
+                "show",
+                "--store",
+                "postgres://u:hunter2@127.0.0.1:1/x",
+                "idem:00",
+            ],
+            "cannot open the store at postgres://u:***@127.0.0.1:1/x",
+        ),
+    ];
+    for (args, expected) in cases {
+        let err = failure(&idem(args));
+        assert!(err.contains(expected), "{args:?}: {err}");
+        assert!(!err.contains("hunter2"), "{err}");
+    }
+}
+
+#[test]
+fn completions_are_printed_for_a_shell() {
+    let bash = stdout(&idem(&["completions", "bash"]));
+    assert!(bash.contains("_idem()"), "{bash}");
+}
