@@ -76,29 +76,27 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> tracing_subscriber::Layer<S> for Sp
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, _: Context<'_, S>) {
-        let mut spans = self.0.lock().expect("lock");
-        let open = spans
-            .iter_mut()
-            .rev()
-            .find(|s| s.id == id.into_u64() && !s.closed);
-        if let Some(seen) = open {
-            values.record(&mut Fields(&mut seen.fields));
-        }
+        self.with_open(id, |seen| values.record(&mut Fields(&mut seen.fields)));
     }
 
     fn on_close(&self, id: Id, _: Context<'_, S>) {
-        let mut spans = self.0.lock().expect("lock");
-        let open = spans
-            .iter_mut()
-            .rev()
-            .find(|s| s.id == id.into_u64() && !s.closed);
-        if let Some(seen) = open {
-            seen.closed = true;
-        }
+        self.with_open(&id, |seen| seen.closed = true);
     }
 }
 
 impl Spans {
+    /// Calls `f` on the open span `id` (ids are reused once spans close).
+    fn with_open(&self, id: &Id, f: impl FnOnce(&mut Seen)) {
+        let mut spans = self.0.lock().expect("lock");
+        let open = spans
+            .iter_mut()
+            .rev()
+            .find(|s| s.id == id.into_u64() && !s.closed);
+        if let Some(seen) = open {
+            f(seen);
+        }
+    }
+
     /// Captures this thread's spans while the guard lives.
     fn capture() -> (Spans, tracing::subscriber::DefaultGuard) {
         let spans = Spans::default();

@@ -76,8 +76,8 @@ async fn shows_what_the_registry_recorded(
         .identify("run-42", "charge", args.clone())
         .expect("identify")
         .expect("a write tool");
-    let derived = stdout(&idem(&[
-        "key",
+    let args_text = args.to_string();
+    let operation = [
         "--tool",
         "charge",
         "--run",
@@ -85,33 +85,24 @@ async fn shows_what_the_registry_recorded(
         "--namespace",
         ns,
         "--args",
-        &args.to_string(),
-    ]));
+        &args_text,
+    ];
+    let derived = stdout(&idem(&[&["key"][..], &operation].concat()));
     assert_eq!(derived.trim(), key.as_str());
 
-    let mut by_key = vec!["show", "--store", url, key.as_str()];
-    by_key.extend_from_slice(extra);
+    let by_key = [&["show", "--store", url, key.as_str()][..], extra].concat();
     let table = stdout(&idem(&by_key));
     assert!(table.contains("state        done"), "{table}");
     assert!(table.contains(&fingerprint.to_hex()), "{table}");
     assert!(table.contains("\"charge\": \"ch_o-1\""), "{table}");
 
-    let mut by_operation = vec![
-        "show",
-        "--store",
-        url,
-        "--tool",
-        "charge",
-        "--run",
-        "run-42",
-        "--namespace",
-        ns,
-        "--args",
-    ];
-    let args_text = args.to_string();
-    by_operation.push(&args_text);
-    by_operation.push("--json");
-    by_operation.extend_from_slice(extra);
+    let by_operation = [
+        &["show", "--store", url][..],
+        &operation,
+        &["--json"],
+        extra,
+    ]
+    .concat();
     let record: Value =
         serde_json::from_str(&stdout(&idem(&by_operation))).expect("one JSON object");
     assert_eq!(record["state"], "done");
