@@ -126,6 +126,12 @@ async fn sqlite_records_are_shown_and_purged() {
     shows_what_the_registry_recorded(url, &[], &registry, "cli").await;
     let purged = stdout(&idem(&["purge", "--store", url]));
     assert!(purged.contains("0 expired records deleted"), "{purged}");
+    // A path with no file is an error, and no file is made there.
+    let absent = dir.join("absent.db");
+    let absent_url = absent.to_str().expect("UTF-8 path");
+    let err = failure(&idem(&["show", "--store", absent_url, "idem:00"]));
+    assert!(err.contains("no SQLite file at"), "{err}");
+    assert!(!absent.exists(), "idem made a file at {absent_url}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -173,6 +179,20 @@ async fn postgres_records_are_shown_from_a_named_table() {
     tokio::spawn(connection);
     let drop = format!("DROP TABLE {table}; DROP TABLE {table}_schema");
     client.batch_execute(&drop).await.expect("drop the tables");
+    // A table that is not there is an error, and is not made.
+    let absent = format!("{table}_absent");
+    let err = failure(&idem(&[
+        "show", "--store", &url, "--table", &absent, "idem:00",
+    ]));
+    assert!(err.contains("cannot open the store"), "{err}");
+    let found = client
+        .query(
+            "SELECT 1 FROM pg_tables WHERE tablename = $1 OR tablename = $2",
+            &[&absent, &format!("{absent}_schema")],
+        )
+        .await
+        .expect("look for the table");
+    assert!(found.is_empty(), "idem made {absent}");
 }
 
 #[test]

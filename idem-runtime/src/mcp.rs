@@ -382,7 +382,7 @@ impl<S: Send + Sync + 'static> ServerHandler for McpServer<S> {
         if let Some(key) = operation_key {
             call = call.operation_key(key);
         }
-        self.answer(&request.name, request.arguments.clone(), call)
+        self.answer(&request.name, request.arguments, call)
             .await
             .map(CallToolResponse::from)
     }

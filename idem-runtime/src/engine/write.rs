@@ -8,10 +8,11 @@ use serde_json::Value;
 use super::claim::{Claimed, claim_or_replay};
 use super::hold::{Hold, Site};
 use super::operation::operation;
+use super::read::unrecorded;
 use super::record::record;
 use super::sets::Sets;
 use super::settings::{Caller, Resolved, Shared};
-use super::task::{beside, catch_panic, panicked};
+use super::task::{beside, catch_panic};
 use super::trace::{How, note};
 use crate::ctx::{Ctx, WriteCtx};
 use crate::error::{StoreError, ToolError};
@@ -102,22 +103,6 @@ async fn run_unclaimed<S, T: WriteTool<S>>(
         Ctx::new(caller.run_id, caller.tenant, shared.state.clone()),
         key,
     );
-    match catch_panic(tool.call(args, &ctx)).await {
-        Ok(Ok(out)) => serde_json::to_value(&out).map_err(|e| ToolError::Failed {
-            tool: name.to_owned(),
-            message: format!("the result could not be serialized: {e}"),
-            permanent: true,
-        }),
-        Ok(Err(e)) => Err(ToolError::Failed {
-            tool: name.to_owned(),
-            permanent: tool.is_permanent(&e),
-            message: e.to_string(),
-        }),
-        Err(panic) => {
-            // The panic's text may quote the arguments: debug only.
-            tracing::error!(tool = name, "the tool panicked, running without a claim");
-            tracing::debug!(tool = name, panic = %panic, "the tool's panic");
-            Err(panicked(name, &panic))
-        }
-    }
+    let outcome = catch_panic(tool.call(args, &ctx)).await;
+    unrecorded(name, outcome, |e| tool.is_permanent(e))
 }

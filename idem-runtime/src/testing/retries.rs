@@ -320,9 +320,9 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<S, T> {
         const SCENARIO: &str = "a crash after the claim";
         let start = self.start();
         let crashed = self.claim_and_abandon(SCENARIO).await;
-        let answer_ = self.call_after_the_lease(SCENARIO).await;
+        let retry = self.call_after_the_lease(SCENARIO).await;
         let mut row = self.row(SCENARIO, start);
-        row.problem = match (&crashed, &answer_) {
+        row.problem = match (&crashed, &retry) {
             (Err(e), _) => Some(format!("could not stage the crash: {e}")),
             (_, Err(e)) => Some(format!("the retry failed: {e}")),
             _ if row.attempts.first() != Some(&1) => {
@@ -330,7 +330,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<S, T> {
             }
             _ => once(&row, 1),
         };
-        row.callers = vec![answer(&answer_)];
+        row.callers = vec![answer(&retry)];
         row
     }
 
