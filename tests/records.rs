@@ -107,7 +107,7 @@ async fn read_golden<S: IdemStore>(store: &S, names: &[(String, IdemKey)]) {
         let got = store.get(key).await;
         assert_eq!(got.as_ref().ok(), Some(&entry), "{name}: get gave {got:?}");
         let claim = store
-            .claim(key, &fingerprint(), Duration::from_secs(30))
+            .claim(key, "records", &fingerprint(), Duration::from_secs(30))
             .await;
         match (on_claim, claim) {
             (Expect::Existing, Ok(Claim::Existing(found))) => {
@@ -139,7 +139,7 @@ async fn write_each_state<S: IdemStore>(store: &S, prefix: &str) -> Vec<(IdemKey
     let lease = Duration::from_secs(30);
     let ttl = Duration::from_secs(3600);
     let key = |name: &str| IdemKey::from_raw(format!("{prefix}{name}"));
-    let claim = async |k: &IdemKey| match store.claim(k, &fp, lease).await {
+    let claim = async |k: &IdemKey| match store.claim(k, "records", &fp, lease).await {
         Ok(Claim::Acquired(token)) => token,
         other => panic!("claim: {other:?}"),
     };

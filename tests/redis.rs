@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use idem::prelude::*;
 use idem::testing::{Counter, Harness, Proxy};
-use idem::{Fingerprint, RedisOptions, RedisStore, StoreError, WriteOptions};
+use idem::{Fingerprint, IdemStore, RedisOptions, RedisStore, StoreError, WriteOptions};
 use serde_json::json;
 use support::{RedisCluster, RedisServer};
 
@@ -205,9 +205,13 @@ async fn records_carry_a_format_version() {
         .query_async(&mut conn)
         .await
         .expect("GET");
-    let fields: Vec<&str> = record.splitn(6, '|').collect();
-    assert_eq!(fields[..3], ["1", "done", fp.to_hex().as_str()], "{record}");
-    let payload: serde_json::Value = serde_json::from_str(fields[5]).expect("the result, verbatim");
+    let fields: Vec<&str> = record.splitn(8, '|').collect();
+    assert_eq!(
+        fields[..5],
+        ["2", "done", fp.to_hex().as_str(), "0", "counter"],
+        "{record}"
+    );
+    let payload: serde_json::Value = serde_json::from_str(fields[7]).expect("the result, verbatim");
     assert_eq!(payload, json!({"n": 1, "key": key.as_str(), "attempt": 0}));
     let ttl: i64 = redis::cmd("PTTL")
         .arg(key.as_str())
@@ -772,24 +776,48 @@ async fn tls_and_credentials_in_the_url() {
     assert!(RedisStore::connect(&url).await.is_err());
 }
 
-/// The ACL line README.md gives ("Least privilege"), for user `user` with
-/// `password` on keys under namespaces matching `namespaces`.
-fn readme_acl_line(user: &str, password: &str, namespaces: &str) -> Vec<String> {
+/// The ACL line README.md gives ("Least privilege") for `readme_user`
+/// (`idem-myapp`, the application's; `idem-ops`, an operator's), made for
+/// user `user` with `password` on keys under namespaces matching
+/// `namespaces`.
+fn readme_acl_line(readme_user: &str, user: &str, password: &str, namespaces: &str) -> Vec<String> {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
         .expect("read README.md");
+    let prefix = format!("ACL SETUSER {readme_user} ");
     let line = readme
         .lines()
-        .find(|l| l.starts_with("ACL SETUSER "))
-        .expect("README.md gives an ACL SETUSER line");
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("README.md gives a line {prefix}.."));
     line.split_whitespace()
         .skip(2)
         .map(|word| match word {
-            "idem-myapp" => user.to_owned(),
+            "idem-myapp" | "idem-ops" => user.to_owned(),
             ">CHANGE-ME" => format!(">{password}"),
             "~myapp:idem:*" => format!("~{namespaces}:idem:*"),
             other => other.to_owned(),
         })
         .collect()
+}
+
+/// A harness connected as a user made from README's line for `readme_user`.
+async fn acl_user(server: &RedisServer, readme_user: &str, user: &str) -> RedisHarness {
+    let mut admin = raw(&server.url()).await;
+    // The suite's namespaces are `idem-test-<hex>`.
+    let rules = readme_acl_line(readme_user, user, "secret", "idem-test-*");
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg(&rules)
+        .query_async(&mut admin)
+        .await
+        .expect("ACL SETUSER");
+    let url = format!("redis://{user}:secret@127.0.0.1:{}", server.port);
+    let store = RedisStore::connect(&url)
+        .await
+        .expect("connect as the ACL user");
+    RedisHarness {
+        store: Arc::new(store),
+        url,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -798,41 +826,45 @@ async fn the_conformance_suite_passes_as_a_least_privileged_acl_user() {
         return;
     }
     let server = RedisServer::start(&[]);
-    let mut admin = raw(&server.url()).await;
-    // The suite's namespaces are `idem-test-<hex>`.
-    let rules = readme_acl_line("idem-app", "app-secret", "idem-test-*");
-    let _: () = redis::cmd("ACL")
-        .arg("SETUSER")
-        .arg(&rules)
-        .query_async(&mut admin)
-        .await
-        .expect("ACL SETUSER");
-    let url = format!("redis://idem-app:app-secret@127.0.0.1:{}", server.port);
-    let store = RedisStore::connect(&url)
-        .await
-        .expect("connect as the ACL user");
-    let harness = RedisHarness {
-        store: Arc::new(store),
-        url: url.clone(),
-    };
+    let ops = acl_user(&server, "idem-ops", "ops").await;
     bounded(
-        "the suite as the ACL user",
-        idem::testing::run_all(&harness),
+        "the suite as the operator's ACL user",
+        idem::testing::run_all(&ops),
     )
     .await;
-    // The user really is held to its keys and commands.
-    let mut app = raw(&url).await;
-    let other_key: Result<(), _> = redis::cmd("SET")
-        .arg("someone-else:idem:x")
-        .arg("1")
-        .query_async(&mut app)
-        .await;
-    let other_command: Result<Vec<String>, _> =
-        redis::cmd("KEYS").arg("*").query_async(&mut app).await;
-    for denied in [other_key.err(), other_command.err()] {
-        let e = denied.expect("denied to the ACL user");
-        assert!(e.to_string().to_lowercase().contains("noperm"), "{e}");
+    let app = acl_user(&server, "idem-myapp", "app").await;
+    bounded("the application's ACL user", async {
+        use idem::testing::cases;
+        cases::claim_complete_replay(&app).await;
+        cases::release_counts_the_attempt(&app).await;
+        cases::registry_runs_once_in_sequence(&app).await;
+        cases::registry_fences_a_worker_that_lost_its_lease(&app).await;
+        cases::inspect_shows_every_state(&app).await;
+    })
+    .await;
+    // Each user really is held to its keys and commands.
+    for url in [&ops.url, &app.url] {
+        let mut conn = raw(url).await;
+        let other_key: Result<(), _> = redis::cmd("SET")
+            .arg("someone-else:idem:x")
+            .arg("1")
+            .query_async(&mut conn)
+            .await;
+        let other_command: Result<Vec<String>, _> =
+            redis::cmd("KEYS").arg("*").query_async(&mut conn).await;
+        for denied in [other_key.err(), other_command.err()] {
+            let e = denied.expect("denied to the ACL user");
+            assert!(e.to_string().to_lowercase().contains("noperm"), "{e}");
+        }
     }
+    let scan = app
+        .store
+        .scan(&idem::ScanFilter::namespace("idem-test-x"), "", 10)
+        .await;
+    assert!(
+        scan.as_ref().is_err_and(|e| e.to_string().contains("NoPerm")),
+        "the application's user cannot scan: {scan:?}"
+    );
 }
 
 #[tokio::test]

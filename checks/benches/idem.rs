@@ -64,7 +64,7 @@ fn memory_store(c: &mut Criterion) {
             |key| async {
                 let key = key;
                 let claim = store
-                    .claim(&key, &fp, std::time::Duration::from_secs(30))
+                    .claim(&key, "bench", &fp, std::time::Duration::from_secs(30))
                     .await;
                 if let Ok(idem::Claim::Acquired(token)) = claim {
                     let _ = store

@@ -39,6 +39,18 @@ pub enum StoreError {
         /// What was wrong with it.
         reason: String,
     },
+    /// The store does not offer the operation: scanning a store that keeps
+    /// no keys ([`MemoryStore`](crate::MemoryStore)), or an operation a
+    /// custom store left out.
+    #[error("the {backend} store cannot {op}: {why}")]
+    Unsupported {
+        /// The store's [`backend`](crate::IdemStore::backend).
+        backend: &'static str,
+        /// The operation (`scan`, `inspect`).
+        op: &'static str,
+        /// Why not.
+        why: &'static str,
+    },
     /// The backend answered with an error of its own (a failed statement, a
     /// script error, ...).
     #[error("store backend error: {source}")]

@@ -74,7 +74,10 @@ pub use crate::store::postgres::{PostgresOptions, PostgresStore};
 pub use crate::store::redis::{RedisOptions, RedisStore};
 #[cfg(feature = "sqlite")]
 pub use crate::store::sqlite::{SqliteOptions, SqliteStore};
-pub use crate::store::{Claim, DynIdemStore, Entry, IdemStore, LeaseToken};
+pub use crate::store::{
+    Claim, DynIdemStore, Entry, IdemStore, LeaseToken, RecordInfo, RecordState, ScanFilter,
+    ScanPage,
+};
 pub use crate::tool::{
     OnInFlight, OnStoreError, ReadArgs, ReadOutput, ReadTool, ToolDef, ToolFailure, ToolInfo,
     ToolKind, WriteArgs, WriteOptions, WriteOutput, WriteTool,

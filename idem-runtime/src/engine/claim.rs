@@ -57,7 +57,7 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
             site.meta,
             limit,
             "claim",
-            store.dyn_claim(key, fingerprint, cfg.lease),
+            store.dyn_claim(key, name, fingerprint, cfg.lease),
         )
             .await
             .map_err(|e| {

@@ -6,6 +6,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use super::inspect::{RecordInfo, ScanFilter, ScanPage};
 use super::token::LeaseToken;
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
@@ -83,10 +84,14 @@ pub enum Claim {
 /// The registry holds stores as `Arc<dyn DynIdemStore>`; every `IdemStore`
 /// is a [`DynIdemStore`](crate::DynIdemStore) through a blanket implementation.
 pub trait IdemStore: Send + Sync + 'static {
-    /// Claims `key` for a lease of `lease`, or reports what holds it.
+    /// Claims `key` for a lease of `lease`, or reports what holds it. The
+    /// record names `tool`, the tool whose call it is, for operators
+    /// ([`inspect`](Self::inspect)); a tool's name never contains `|`
+    /// ([`valid_tool_name`](crate::valid_tool_name)).
     fn claim(
         &self,
         key: &IdemKey,
+        tool: &str,
         fingerprint: &Fingerprint,
         lease: Duration,
     ) -> impl Future<Output = Result<Claim, StoreError>> + Send;
@@ -141,5 +146,49 @@ pub trait IdemStore: Send + Sync + 'static {
     /// as does this default.
     fn purge_expired(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
         async { Ok(0) }
+    }
+
+    /// How many records [`purge_expired`](Self::purge_expired) would delete
+    /// now (0 by default, and for stores whose records expire by
+    /// themselves).
+    fn count_expired(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        async { Ok(0) }
+    }
+
+    /// The record under `key` as an operator sees it, released and lapsed
+    /// ones included; `None` if there is none or it has expired. Changes
+    /// nothing. [`StoreError::Unsupported`] by default.
+    fn inspect(
+        &self,
+        key: &IdemKey,
+    ) -> impl Future<Output = Result<Option<RecordInfo>, StoreError>> + Send {
+        let _ = key;
+        async { Err(unsupported(self.backend(), "inspect")) }
+    }
+
+    /// One page of the live records `filter` admits, starting at `cursor`
+    /// (`""` for the first page, then each page's
+    /// [`next`](ScanPage::next)), looking at about `limit` records. A
+    /// record present for the whole scan is answered at least once (twice
+    /// at most when a Redis Cluster reshards under it); records written
+    /// during the scan may or may not be. Changes nothing.
+    /// [`StoreError::Unsupported`] by default.
+    fn scan(
+        &self,
+        filter: &ScanFilter,
+        cursor: &str,
+        limit: usize,
+    ) -> impl Future<Output = Result<ScanPage, StoreError>> + Send {
+        let _ = (filter, cursor, limit);
+        async { Err(unsupported(self.backend(), "scan")) }
+    }
+}
+
+/// The error of an operation a store does not offer.
+fn unsupported(backend: &'static str, op: &'static str) -> StoreError {
+    StoreError::Unsupported {
+        backend,
+        op,
+        why: "the store does not implement it",
     }
 }

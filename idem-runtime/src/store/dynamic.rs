@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::contract::{Claim, Entry, IdemStore};
+use super::inspect::{RecordInfo, ScanFilter, ScanPage};
 use super::token::LeaseToken;
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
@@ -26,13 +27,16 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 macro_rules! operations {
     ($then:ident) => {
         $then! {
-            claim, dyn_claim(key: IdemKey, fingerprint: Fingerprint; lease: Duration) -> Claim;
+            claim, dyn_claim(key: IdemKey, tool: str, fingerprint: Fingerprint; lease: Duration) -> Claim;
             complete, dyn_complete(key: IdemKey, token: LeaseToken, result: str; ttl: Duration) -> ();
             release, dyn_release(key: IdemKey, token: LeaseToken;) -> ();
             fail, dyn_fail(key: IdemKey, token: LeaseToken, error: str; ttl: Duration) -> ();
             renew, dyn_renew(key: IdemKey, token: LeaseToken; lease: Duration) -> ();
             get, dyn_get(key: IdemKey;) -> Option<Entry>;
             purge_expired, dyn_purge_expired(;) -> u64;
+            count_expired, dyn_count_expired(;) -> u64;
+            inspect, dyn_inspect(key: IdemKey;) -> Option<RecordInfo>;
+            scan, dyn_scan(filter: ScanFilter, cursor: str; limit: usize) -> ScanPage;
         }
     };
 }

@@ -10,7 +10,10 @@ use tokio::time::Instant;
 
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
-use crate::store::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken};
+use crate::store::{
+    CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, RecordInfo, RecordState, ScanFilter,
+    ScanPage,
+};
 
 /// An in-process store: sharded hash maps behind short mutex sections.
 ///
@@ -108,6 +111,9 @@ impl Hasher for SlotHasher {
 #[derive(Default)]
 struct Shard {
     records: HashMap<Slot, Record, BuildHasherDefault<SlotHasher>>,
+    /// The names of the tools whose records the shard holds; a record keeps
+    /// its tool's index. Tools are few, so a lookup is a short walk.
+    tools: Vec<Box<str>>,
     /// Mutations since the last sweep.
     writes: usize,
 }
@@ -119,6 +125,10 @@ struct Record {
     /// the key gives back.
     fingerprint: Option<Box<[u8; 32]>>,
     expires_at: u64,
+    /// When the record entered its state.
+    since: u64,
+    /// The index of its tool's name in [`Shard::tools`].
+    tool: u32,
     state: State,
 }
 
@@ -137,10 +147,12 @@ enum State {
     },
     Done {
         token: [u8; 16],
+        attempt: u32,
         result: Box<str>,
     },
     Failed {
         token: [u8; 16],
+        attempt: u32,
         error: Box<str>,
     },
 }
@@ -159,10 +171,10 @@ impl State {
         match self {
             State::Running { .. } => false,
             State::Released { token: t, .. } => settle == Settle::Released && t == token,
-            State::Done { token: t, result } => {
-                settle == Settle::Done && t == token && **result == *payload
-            }
-            State::Failed { token: t, error } => {
+            State::Done {
+                token: t, result, ..
+            } => settle == Settle::Done && t == token && **result == *payload,
+            State::Failed { token: t, error, .. } => {
                 settle == Settle::Failed && t == token && **error == *payload
             }
         }
@@ -246,13 +258,18 @@ impl MemoryStore {
     ) {
         let now = self.now();
         let (slot, digest) = Slot::of(key, self.seed);
-        self.shard(&slot).insert(
+        let mut shard = self.shard(&slot);
+        let tool = shard.tool("planted");
+        shard.insert(
             slot,
             Record {
                 fingerprint: keep(fingerprint, digest),
                 expires_at: now.saturating_add(ms(ttl)),
+                since: now,
+                tool,
                 state: State::Done {
                     token: [0; 16],
+                    attempt: 0,
                     result: result.into(),
                 },
             },
@@ -310,6 +327,17 @@ impl Shard {
         self.records.get_mut(slot).filter(|r| r.expires_at > now)
     }
 
+    /// The index of `name` in the shard's tool names, added if new.
+    fn tool(&mut self, name: &str) -> u32 {
+        match self.tools.iter().position(|t| **t == *name) {
+            Some(i) => i as u32,
+            None => {
+                self.tools.push(name.into());
+                (self.tools.len() - 1) as u32
+            }
+        }
+    }
+
     fn insert(&mut self, slot: Slot, record: Record, now: u64) {
         self.records.insert(slot, record);
         self.wrote(now);
@@ -330,8 +358,10 @@ impl Shard {
     }
 }
 
+/// The record of a claim of `tool` (its index) at `now`.
 fn running(
     fingerprint: Option<Box<[u8; 32]>>,
+    tool: u32,
     token: &LeaseToken,
     lease: Duration,
     now: u64,
@@ -340,6 +370,8 @@ fn running(
     Record {
         fingerprint,
         expires_at: lease_until.saturating_add(ms(CLAIM_RETENTION)),
+        since: now,
+        tool,
         state: State::Running {
             token: token.id().to_le_bytes(),
             attempt: token.attempt(),
@@ -356,6 +388,7 @@ impl IdemStore for MemoryStore {
     async fn claim(
         &self,
         key: &IdemKey,
+        tool: &str,
         fingerprint: &Fingerprint,
         lease: Duration,
     ) -> Result<Claim, StoreError> {
@@ -393,9 +426,10 @@ impl IdemStore for MemoryStore {
             },
         };
         let token = LeaseToken::generate(attempt);
+        let tool = shard.tool(tool);
         shard.insert(
             slot,
-            running(keep(fingerprint, digest), &token, lease, now),
+            running(keep(fingerprint, digest), tool, &token, lease, now),
             now,
         );
         Ok(Claim::Acquired(token))
@@ -411,8 +445,10 @@ impl IdemStore for MemoryStore {
         self.with_holder(key, token, Some((Settle::Done, result)), |record, now| {
             record.state = State::Done {
                 token: token.id().to_le_bytes(),
+                attempt: token.attempt(),
                 result: result.into(),
             };
+            record.since = now;
             record.expires_at = now.saturating_add(ms(ttl));
         })
     }
@@ -423,6 +459,7 @@ impl IdemStore for MemoryStore {
                 token: token.id().to_le_bytes(),
                 attempt: token.attempt(),
             };
+            record.since = now;
             record.expires_at = now.saturating_add(ms(CLAIM_RETENTION));
         })
     }
@@ -437,8 +474,10 @@ impl IdemStore for MemoryStore {
         self.with_holder(key, token, Some((Settle::Failed, error)), |record, now| {
             record.state = State::Failed {
                 token: token.id().to_le_bytes(),
+                attempt: token.attempt(),
                 error: error.into(),
             };
+            record.since = now;
             record.expires_at = now.saturating_add(ms(ttl));
         })
     }
@@ -450,7 +489,9 @@ impl IdemStore for MemoryStore {
         lease: Duration,
     ) -> Result<(), StoreError> {
         self.with_holder(key, token, None, |record, now| {
-            *record = running(record.fingerprint.take(), token, lease, now);
+            let since = record.since;
+            *record = running(record.fingerprint.take(), record.tool, token, lease, now);
+            record.since = since;
         })
     }
 
@@ -465,6 +506,75 @@ impl IdemStore for MemoryStore {
             })
             .sum();
         Ok(swept as u64)
+    }
+
+    async fn count_expired(&self) -> Result<u64, StoreError> {
+        let now = self.now();
+        let expired: usize = self
+            .shards
+            .iter()
+            .map(|s| {
+                let shard = s.lock().unwrap_or_else(|p| p.into_inner());
+                shard.records.values().filter(|r| r.expires_at <= now).count()
+            })
+            .sum();
+        Ok(expired as u64)
+    }
+
+    async fn inspect(&self, key: &IdemKey) -> Result<Option<RecordInfo>, StoreError> {
+        let now = self.now();
+        let (slot, digest) = Slot::of(key, self.seed);
+        let mut shard = self.shard(&slot);
+        let Some(record) = shard.live_mut(&slot, now) else {
+            return Ok(None);
+        };
+        let (state, attempt, payload, lease_left, holder) = match &record.state {
+            State::Running {
+                token,
+                lease_until,
+                attempt,
+            } => (
+                RecordState::Running,
+                *attempt,
+                None,
+                Some(lease_until.saturating_sub(now)),
+                Some(LeaseToken::from_parts(u128::from_le_bytes(*token), *attempt)),
+            ),
+            State::Released { attempt, .. } => (RecordState::Released, *attempt, None, None, None),
+            State::Done {
+                attempt, result, ..
+            } => (RecordState::Done, *attempt, Some(result.to_string()), None, None),
+            State::Failed { attempt, error, .. } => {
+                (RecordState::Failed, *attempt, Some(error.to_string()), None, None)
+            }
+        };
+        let (fingerprint, since, expires_at, tool) =
+            (record.fingerprint(digest), record.since, record.expires_at, record.tool);
+        Ok(Some(RecordInfo {
+            key: key.clone(),
+            state,
+            tool: shard.tools.get(tool as usize).map(|t| t.to_string()),
+            attempt,
+            fingerprint,
+            age: Some(Duration::from_millis(now.saturating_sub(since))),
+            lease_left: lease_left.map(Duration::from_millis),
+            expires_in: Duration::from_millis(expires_at.saturating_sub(now)),
+            holder,
+            payload,
+        }))
+    }
+
+    async fn scan(
+        &self,
+        _filter: &ScanFilter,
+        _cursor: &str,
+        _limit: usize,
+    ) -> Result<ScanPage, StoreError> {
+        Err(StoreError::Unsupported {
+            backend: "memory",
+            op: "scan",
+            why: "it keeps a digest of each key, not the key, and nothing outside the process can reach it",
+        })
     }
 
     async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {

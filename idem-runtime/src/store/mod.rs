@@ -42,6 +42,7 @@
 
 mod contract;
 mod dynamic;
+mod inspect;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
@@ -55,4 +56,5 @@ mod token;
 
 pub use self::contract::{CLAIM_RETENTION, Claim, Entry, IdemStore};
 pub use self::dynamic::{BoxFuture, DynIdemStore};
+pub use self::inspect::{RecordInfo, RecordState, ScanFilter, ScanPage, UnknownState};
 pub use self::token::LeaseToken;

@@ -12,46 +12,24 @@
 use crate::error::StoreError;
 use crate::key::Fingerprint;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
+use std::time::Duration;
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+use crate::key::IdemKey;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 use crate::store::contract::Entry;
-#[cfg(feature = "redis")]
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+use crate::store::inspect::RecordInfo;
 use crate::store::token::LeaseToken;
 
 /// The version of the Redis record line this code writes (its first
 /// field). Records of every version listed in `docs/spec.md` are read.
 #[cfg(feature = "redis")]
-pub(crate) const LINE_VERSION: u32 = 1;
+pub(crate) const LINE_VERSION: u32 = 2;
 
-/// Where a record is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum State {
-    /// Claimed by a worker until its lease lapses.
-    Running,
-    /// Given up after a transient failure; claimable at once.
-    Released,
-    /// A recorded result.
-    Done,
-    /// A recorded permanent failure.
-    Failed,
-}
-
-impl State {
-    /// The state's name as every backend stores it.
-    pub(crate) const fn as_str(self) -> &'static str {
-        match self {
-            State::Running => "running",
-            State::Released => "released",
-            State::Done => "done",
-            State::Failed => "failed",
-        }
-    }
-
-    /// The state stored as `name`, if it is one.
-    pub(crate) fn parse(name: &str) -> Option<State> {
-        [State::Running, State::Released, State::Done, State::Failed]
-            .into_iter()
-            .find(|state| state.as_str() == name)
-    }
-}
+/// Where a record is in its life; the public [`RecordState`], by its
+/// short name here.
+pub(crate) use crate::store::inspect::RecordState as State;
 
 /// A record's fields as a SQL backend reads them from its row.
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -165,6 +143,69 @@ fn fingerprint(key: &str, bytes: &[u8]) -> Result<Fingerprint, StoreError> {
         .map_err(|_| StoreError::corrupt(key, "the fingerprint is not 32 bytes"))
 }
 
+/// What a SQL backend reads of a record for an operator: its row, with
+/// its times as milliseconds from now by the store's clock.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) struct InfoRow {
+    pub(crate) key: String,
+    pub(crate) state: String,
+    pub(crate) tool: Option<String>,
+    pub(crate) fingerprint: Vec<u8>,
+    pub(crate) attempt: i64,
+    pub(crate) token: Option<Vec<u8>>,
+    /// Since the record entered its state; `None` in a row of schema 1.
+    pub(crate) age_ms: Option<i64>,
+    /// Until a running record's lease lapses (negative once it has).
+    pub(crate) lease_ms: Option<i64>,
+    pub(crate) expires_ms: i64,
+    pub(crate) payload: Option<String>,
+}
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+impl InfoRow {
+    /// The record as [`RecordInfo`]; a row no version of idem wrote is
+    /// [`StoreError::Corrupt`].
+    pub(crate) fn decode(self) -> Result<RecordInfo, StoreError> {
+        let key = self.key;
+        let corrupt = |why: String| StoreError::corrupt(&key, why);
+        let state = State::parse(&self.state)
+            .ok_or_else(|| corrupt(format!("unknown state {:?}", self.state)))?;
+        let attempt = attempt(&key, self.attempt)?;
+        let holder = match (state, self.token) {
+            (State::Running, Some(token)) => Some(LeaseToken::from_parts(
+                u128::from_be_bytes(
+                    <[u8; 16]>::try_from(token.as_slice())
+                        .map_err(|_| corrupt("the token is not 16 bytes".into()))?,
+                ),
+                attempt,
+            )),
+            (State::Running, None) => return Err(corrupt("running without a token".into())),
+            _ => None,
+        };
+        if state == State::Running && self.lease_ms.is_none() {
+            return Err(corrupt("running without a lease".into()));
+        }
+        Ok(RecordInfo {
+            fingerprint: fingerprint(&key, &self.fingerprint)?,
+            state,
+            tool: self.tool,
+            attempt,
+            age: self.age_ms.map(positive_ms),
+            lease_left: self.lease_ms.filter(|_| state == State::Running).map(positive_ms),
+            expires_in: positive_ms(self.expires_ms),
+            holder,
+            payload: self.payload,
+            key: IdemKey::from_raw(key),
+        })
+    }
+}
+
+/// A span of milliseconds, zero if negative.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn positive_ms(ms: i64) -> Duration {
+    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
 /// An attempt number stored as an integer.
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn attempt(key: &str, stored: impl TryInto<u32>) -> Result<u32, StoreError> {
@@ -173,29 +214,20 @@ pub(crate) fn attempt(key: &str, stored: impl TryInto<u32>) -> Result<u32, Store
         .map_err(|_| StoreError::corrupt(key, "bad attempt"))
 }
 
-/// The Redis record of a first claim:
-/// `<version>|running|<fingerprint hex>|0|<token hex>|`.
+/// The Redis record of a first claim, of tool `tool`, expiring in `life`
+/// ms: `<version>|running|<fingerprint hex>|0|<tool>|<life>|<token hex>|`.
 #[cfg(feature = "redis")]
-pub(crate) fn running_line(fingerprint: &Fingerprint, token: &LeaseToken) -> String {
+pub(crate) fn running_line(
+    fingerprint: &Fingerprint,
+    tool: &str,
+    life: u64,
+    token: &LeaseToken,
+) -> String {
     format!(
-        "{LINE_VERSION}|{}|{}|{}|{}|",
+        "{LINE_VERSION}|{}|{}|{}|{tool}|{life}|{}|",
         State::Running.as_str(),
         fingerprint.to_hex(),
         token.attempt(),
         token.id_hex()
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_state_reads_back_as_itself() {
-        for state in [State::Running, State::Released, State::Done, State::Failed] {
-            assert_eq!(State::parse(state.as_str()), Some(state));
-        }
-        assert_eq!(State::parse("Running"), None);
-        assert_eq!(State::parse(""), None);
-    }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
-use crate::store::{Claim, Entry, IdemStore, LeaseToken};
+use crate::store::{Claim, Entry, IdemStore, LeaseToken, RecordInfo, ScanFilter, ScanPage};
 
 /// Which store operation a [`FaultyStore`] disturbs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,10 +102,11 @@ impl<S: IdemStore> IdemStore for FaultyStore<S> {
     async fn claim(
         &self,
         key: &IdemKey,
+        tool: &str,
         fingerprint: &Fingerprint,
         lease: Duration,
     ) -> Result<Claim, StoreError> {
-        self.gate(Op::Claim, self.inner.claim(key, fingerprint, lease))
+        self.gate(Op::Claim, self.inner.claim(key, tool, fingerprint, lease))
             .await
     }
     async fn complete(
@@ -145,5 +146,19 @@ impl<S: IdemStore> IdemStore for FaultyStore<S> {
     }
     async fn purge_expired(&self) -> Result<u64, StoreError> {
         self.inner.purge_expired().await
+    }
+    async fn count_expired(&self) -> Result<u64, StoreError> {
+        self.inner.count_expired().await
+    }
+    async fn inspect(&self, key: &IdemKey) -> Result<Option<RecordInfo>, StoreError> {
+        self.inner.inspect(key).await
+    }
+    async fn scan(
+        &self,
+        filter: &ScanFilter,
+        cursor: &str,
+        limit: usize,
+    ) -> Result<ScanPage, StoreError> {
+        self.inner.scan(filter, cursor, limit).await
     }
 }

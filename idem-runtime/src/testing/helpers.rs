@@ -25,6 +25,9 @@ pub(super) fn fp(n: u64) -> Fingerprint {
     Fingerprint::of(&json!({ "n": n }))
 }
 
+/// The tool the store cases' records name.
+pub(super) const TOOL: &str = "conformance";
+
 pub(super) const LONG: Duration = Duration::from_secs(60);
 pub(super) const SHORT: Duration = Duration::from_millis(250);
 

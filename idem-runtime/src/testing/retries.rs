@@ -430,7 +430,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<S, T> {
         match self
             .registry
             .store()
-            .dyn_claim(&key, &fingerprint, CRASHED_LEASE)
+            .dyn_claim(&key, &self.name, &fingerprint, CRASHED_LEASE)
             .await
             .map_err(store_error)?
         {

@@ -29,11 +29,13 @@ use self::sql::Sql;
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::store::contract::fenced;
-use crate::store::record::{self, Live, Row, State};
-use crate::store::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken};
+use crate::store::record::{self, InfoRow, Live, Row, State};
+use crate::store::{
+    CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, RecordInfo, ScanFilter, ScanPage,
+};
 
 /// The schema version this code writes.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// A store in PostgreSQL: a pool of connections with prepared statements,
 /// one statement per operation, expiry by the database's clock.
@@ -117,6 +119,10 @@ impl PostgresStore {
                 migrate(&mut setup, &table, &options).await?;
                 check_version(&setup, &table).await?;
             }
+            Ok(Some(older)) if options.create_schema && older < SCHEMA_VERSION => {
+                migrate(&mut setup, &table, &options).await?;
+                check_version(&setup, &table).await?;
+            }
             found => checked_version(&table, found)?,
         }
         drop(setup);
@@ -161,8 +167,9 @@ impl PostgresStore {
         })
     }
 
-    /// Creates the table of `options` if it is missing, and checks its
-    /// schema version: the deploy step, run by a role that may `CREATE`,
+    /// Creates the table of `options` if it is missing, or brings it from
+    /// an older schema version to this code's, and checks its schema
+    /// version: the deploy step, run by a role that may `CREATE`,
     /// so that the application's role needs no more than reading and
     /// writing rows (README, "Least privilege").
     pub async fn migrate(url: &str, options: &PostgresOptions) -> Result<(), StoreError> {
@@ -173,8 +180,9 @@ impl PostgresStore {
         check_version(&client, &table).await
     }
 
-    /// The SQL that creates the table of `options`, for running as a
-    /// migration of your own (with `create_schema(false)`).
+    /// The SQL that creates the table of `options`, or brings one of an
+    /// older schema version to this code's, for running as a migration of
+    /// your own (with `create_schema(false)`).
     pub fn schema_sql(options: &PostgresOptions) -> Result<String, StoreError> {
         let t = options.qualified()?;
         let index = format!("{}_expires_at", options.table);
@@ -293,6 +301,10 @@ fn checked_version(
     })?;
     match version {
         Some(SCHEMA_VERSION) => Ok(()),
+        Some(older @ 1..SCHEMA_VERSION) => Err(StoreError::backend(format!(
+            "the table {table} has idem schema version {older}, older than this idem's ({SCHEMA_VERSION}); \
+             run PostgresStore::migrate (or the SQL of PostgresStore::schema_sql) first"
+        ))),
         Some(newer) if newer > SCHEMA_VERSION => Err(StoreError::backend(format!(
             "the table {table} has idem schema version {newer}, newer than this idem understands ({SCHEMA_VERSION}); upgrade idem"
         ))),
@@ -327,6 +339,7 @@ impl IdemStore for PostgresStore {
     async fn claim(
         &self,
         key: &IdemKey,
+        tool: &str,
         fingerprint: &Fingerprint,
         lease: Duration,
     ) -> Result<Claim, StoreError> {
@@ -334,8 +347,8 @@ impl IdemStore for PostgresStore {
         let token_bytes = token.id().to_be_bytes().to_vec();
         let fp = fingerprint.as_bytes().to_vec();
         let (lease_ms, retention_ms) = (millis(lease), millis(CLAIM_RETENTION));
-        let params: [&(dyn ToSql + Sync); 5] =
-            [&key.as_str(), &fp, &token_bytes, &lease_ms, &retention_ms];
+        let params: [&(dyn ToSql + Sync); 6] =
+            [&key.as_str(), &fp, &token_bytes, &lease_ms, &retention_ms, &tool];
         let corrupt = |why: String| StoreError::corrupt(key.as_str(), why);
         for _ in 0..CLAIM_TRIES {
             let row = with_conn!(self, |conn| conn.client.query_opt(&conn.claim, &params))?;
@@ -412,6 +425,63 @@ impl IdemStore for PostgresStore {
             .transpose()?
             .and_then(Live::into_entry))
     }
+
+    async fn count_expired(&self) -> Result<u64, StoreError> {
+        let row = with_conn!(self, |conn| conn
+            .client
+            .query_one(self.sql.count_expired.as_str(), &[]))?;
+        let count: i64 = row.try_get(0).map_err(sql_error)?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    async fn inspect(&self, key: &IdemKey) -> Result<Option<RecordInfo>, StoreError> {
+        let row = with_conn!(self, |conn| conn
+            .client
+            .query_opt(self.sql.inspect.as_str(), &[&key.as_str()]))?;
+        row.map(|row| info_row(key.as_str(), &row)?.decode())
+            .transpose()
+    }
+
+    async fn scan(
+        &self,
+        filter: &ScanFilter,
+        cursor: &str,
+        limit: usize,
+    ) -> Result<ScanPage, StoreError> {
+        let prefix = filter.key_prefix();
+        let state = filter.state.map(State::as_str);
+        let limit = i64::try_from(limit.max(1)).unwrap_or(i64::MAX);
+        let params: [&(dyn ToSql + Sync); 5] = [&cursor, &prefix, &state, &filter.tool, &limit];
+        let rows = with_conn!(self, |conn| conn
+            .client
+            .query(self.sql.scan.as_str(), &params))?;
+        let records = rows
+            .iter()
+            .map(|row| info_row(&prefix, row)?.decode())
+            .collect::<Result<Vec<_>, _>>()?;
+        let next = (records.len() as i64 == limit)
+            .then(|| records.last().map(|r| r.key.as_str().to_owned()))
+            .flatten();
+        Ok(ScanPage::new(records, next))
+    }
+}
+
+/// A row of `inspect.sql` or `scan.sql`, read about `key` (the key, or the
+/// scan's prefix).
+fn info_row(key: &str, row: &tokio_postgres::Row) -> Result<InfoRow, StoreError> {
+    let corrupt = |e: tokio_postgres::Error| StoreError::corrupt(key, e.to_string());
+    Ok(InfoRow {
+        key: row.try_get(0).map_err(corrupt)?,
+        state: row.try_get(1).map_err(corrupt)?,
+        tool: row.try_get(2).map_err(corrupt)?,
+        fingerprint: row.try_get(3).map_err(corrupt)?,
+        attempt: i64::from(row.try_get::<_, i32>(4).map_err(corrupt)?),
+        token: row.try_get(5).map_err(corrupt)?,
+        age_ms: row.try_get(6).map_err(corrupt)?,
+        lease_ms: row.try_get(7).map_err(corrupt)?,
+        expires_ms: row.try_get(8).map_err(corrupt)?,
+        payload: row.try_get(9).map_err(corrupt)?,
+    })
 }
 
 fn millis(d: Duration) -> f64 {

@@ -10,6 +10,9 @@ pub(super) struct Sql {
     pub(super) settle: String,
     pub(super) renew: String,
     pub(super) purge: String,
+    pub(super) count_expired: String,
+    pub(super) inspect: String,
+    pub(super) scan: String,
 }
 
 impl Sql {
@@ -21,6 +24,9 @@ impl Sql {
             settle: load(include_str!("sql/settle.sql")),
             renew: load(include_str!("sql/renew.sql")),
             purge: load(include_str!("sql/purge.sql")),
+            count_expired: load(include_str!("sql/count_expired.sql")),
+            inspect: load(include_str!("sql/inspect.sql")),
+            scan: load(include_str!("sql/scan.sql")),
         }
     }
 }

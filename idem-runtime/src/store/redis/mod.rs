@@ -1,17 +1,20 @@
 //! [`RedisStore`]: Redis and Redis Cluster (feature `redis`).
 //!
-//! Each record is one string under its key, six fields joined by `|`:
+//! Each record is one string under its key, eight fields joined by `|`
+//! (format 2; records of format 1 are read too, docs/spec.md):
 //!
 //! ```text
-//! 1|<state>|<fingerprint>|<attempt>|<token>|<payload>
+//! 2|<state>|<fingerprint>|<attempt>|<tool>|<life>|<token>|<payload>
 //! ```
 //!
 //! | field | meaning |
 //! |---|---|
-//! | `1` | the format version |
+//! | `2` | the format version |
 //! | state | `running`, `released`, `done` or `failed` |
 //! | fingerprint | the arguments' fingerprint, 64 hex digits |
 //! | attempt | the holder's attempt number |
+//! | tool | the tool whose call it is (empty in a record first written in format 1) |
+//! | life | ms from when the record entered its state (its claim, for a running one) to its expiry: its age is `life − PTTL` |
 //! | token | the lease token of the holder (running), or of the worker that settled it (released, done, failed; empty in records written before idem 0.2) |
 //! | payload | the result or error, verbatim (done / failed only; last, so it may hold `|`) |
 //!
@@ -25,6 +28,7 @@
 
 mod errors;
 mod options;
+mod scan;
 mod scripts;
 
 use std::time::Duration;
@@ -43,7 +47,9 @@ use self::scripts::{Script, scripts};
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::store::record::{self, State};
-use crate::store::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken};
+use crate::store::{
+    CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, RecordInfo, ScanFilter, ScanPage,
+};
 
 #[derive(Clone)]
 enum Conn {
@@ -328,10 +334,17 @@ impl IdemStore for RedisStore {
     async fn claim(
         &self,
         key: &IdemKey,
+        tool: &str,
         fingerprint: &Fingerprint,
         lease: Duration,
     ) -> Result<Claim, StoreError> {
+        if tool.contains('|') {
+            return Err(StoreError::backend(format!(
+                "the tool name {tool:?} holds `|`, which a Redis record cannot"
+            )));
+        }
         let token = LeaseToken::generate(0);
+        let life = millis(lease).saturating_add(millis(CLAIM_RETENTION));
         // A key seen for the first time, the usual case, needs no script:
         // `SET .. NX` writes the record CLAIM would write there (attempt 0).
         // A script costs the server several times a plain SET, and the
@@ -339,10 +352,10 @@ impl IdemStore for RedisStore {
         let mut first = redis::cmd("SET");
         first
             .arg(key.as_str())
-            .arg(record::running_line(fingerprint, &token))
+            .arg(record::running_line(fingerprint, tool, life, &token))
             .arg("NX")
             .arg("PX")
-            .arg(millis(lease).saturating_add(millis(CLAIM_RETENTION)));
+            .arg(life);
         match self.write(&first).await {
             Ok((RValue::Okay, acked)) => {
                 self.replicated(acked)?;
@@ -372,6 +385,7 @@ impl IdemStore for RedisStore {
                     id.as_bytes(),
                     lease_ms.as_bytes(),
                     retention_ms.as_bytes(),
+                    tool.as_bytes(),
                 ],
             )
             .await?;
@@ -431,6 +445,19 @@ impl IdemStore for RedisStore {
         let lease_ms = millis(lease).to_string();
         self.settle(key, token, "renew", lease_ms.as_bytes(), CLAIM_RETENTION)
             .await
+    }
+
+    async fn inspect(&self, key: &IdemKey) -> Result<Option<RecordInfo>, StoreError> {
+        self.read_info(key, true).await
+    }
+
+    async fn scan(
+        &self,
+        filter: &ScanFilter,
+        cursor: &str,
+        limit: usize,
+    ) -> Result<ScanPage, StoreError> {
+        self.scan_page(filter, cursor, limit).await
     }
 
     async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {

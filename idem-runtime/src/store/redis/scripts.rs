@@ -22,7 +22,7 @@ impl Script {
 
 /// The scripts, by what they do.
 pub(super) struct Scripts {
-    /// KEYS[1]; ARGV: fingerprint, token, lease ms, retention ms. Returns
+    /// KEYS[1]; ARGV: fingerprint, token, lease ms, retention ms, tool. Returns
     /// `{'acquired', attempt}`, `{'running', fp, attempt}`, `{'done', fp,
     /// result}` or `{'failed', fp, error}`.
     pub(super) claim: Script,
@@ -33,6 +33,10 @@ pub(super) struct Scripts {
     /// KEYS[1]. Returns nil (a released record too), or what CLAIM returns
     /// for a record it does not take.
     pub(super) get: Script,
+    /// KEYS[1]; ARGV: retention ms, `1` to answer the payload. Returns nil
+    /// or `{state, fp, attempt, token, tool, age ms, lease ms, pttl,
+    /// payload}` (`inspect.lua` says more).
+    pub(super) inspect: Script,
 }
 
 /// The scripts, built once.
@@ -42,5 +46,6 @@ pub(super) fn scripts() -> &'static Scripts {
         claim: Script::new(include_str!("scripts/claim.lua")),
         settle: Script::new(include_str!("scripts/settle.lua")),
         get: Script::new(include_str!("scripts/get.lua")),
+        inspect: Script::new(include_str!("scripts/inspect.lua")),
     })
 }

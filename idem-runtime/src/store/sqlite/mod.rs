@@ -19,11 +19,13 @@ use self::worker::{Worker, sql_error, write};
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::store::contract::fenced;
-use crate::store::record::{Live, Row, State};
-use crate::store::{CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken};
+use crate::store::record::{InfoRow, Live, Row, State};
+use crate::store::{
+    CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, RecordInfo, ScanFilter, ScanPage,
+};
 
 /// The schema this code writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// How [`SqliteStore`] opens its database.
 #[derive(Debug, Clone)]
@@ -160,24 +162,41 @@ fn open_connection(path: &Path, options: &SqliteOptions) -> Result<Connection, S
     Ok(conn)
 }
 
-/// Creates the schema in a new database; refuses one newer than this code.
+/// Creates the schema in a new database and brings one of version 1 to
+/// this code's; refuses one newer than this code.
 fn migrate(conn: &Connection) -> Result<(), StoreError> {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .map_err(sql_error)?;
-    match version {
-        0 => {
-            conn.execute_batch(&format!(
-                "BEGIN IMMEDIATE; {} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;",
-                sql::SCHEMA
-            ))
-            .map_err(sql_error)?;
-            Ok(())
+    let step = match version {
+        0 => sql::SCHEMA,
+        1 => sql::MIGRATE_1_TO_2,
+        SCHEMA_VERSION => return Ok(()),
+        newer => {
+            return Err(StoreError::backend(format!(
+                "the SQLite database has idem schema version {newer}, newer than this idem understands ({SCHEMA_VERSION}); upgrade idem"
+            )));
         }
-        SCHEMA_VERSION => Ok(()),
-        newer => Err(StoreError::backend(format!(
-            "the SQLite database has idem schema version {newer}, newer than this idem understands ({SCHEMA_VERSION}); upgrade idem"
-        ))),
+    };
+    // The version is read again under the write lock: another process may
+    // have migrated the file meanwhile.
+    conn.execute_batch("BEGIN IMMEDIATE")
+        .map_err(sql_error)?;
+    let again: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(sql_error)?;
+    let done = if again == version {
+        conn.execute_batch(&format!(
+            "{step} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+        ))
+    } else {
+        conn.execute_batch("COMMIT")
+    };
+    done.map_err(sql_error)?;
+    if again == version || again == SCHEMA_VERSION {
+        Ok(())
+    } else {
+        migrate(conn)
     }
 }
 
@@ -213,13 +232,7 @@ fn live(conn: &Connection, key: &str, now: i64) -> Result<Option<Live>, StoreErr
             })
             .optional()
         })
-        .map_err(|e| match e {
-            rusqlite::Error::FromSqlConversionFailure(..)
-            | rusqlite::Error::InvalidColumnType(..) => {
-                StoreError::corrupt(key, format!("unreadable row: {e}"))
-            }
-            other => sql_error(other),
-        })?;
+        .map_err(|e| row_error(key, e))?;
     match row {
         Some((row, expires_at)) if expires_at > now => Live::decode(key, row).map(Some),
         _ => Ok(None),
@@ -231,6 +244,7 @@ fn live(conn: &Connection, key: &str, now: i64) -> Result<Option<Live>, StoreErr
 fn claim(
     tx: &rusqlite::Transaction<'_>,
     key: &str,
+    tool: &str,
     fingerprint: &Fingerprint,
     token: &LeaseToken,
     lease: Duration,
@@ -259,6 +273,8 @@ fn claim(
                 token.id().to_be_bytes().as_slice(),
                 lease_until,
                 lease_until.saturating_add(ms(CLAIM_RETENTION)),
+                tool,
+                now,
             ])
         })
         .map_err(sql_error)?;
@@ -279,16 +295,18 @@ impl IdemStore for SqliteStore {
     async fn claim(
         &self,
         key: &IdemKey,
+        tool: &str,
         fingerprint: &Fingerprint,
         lease: Duration,
     ) -> Result<Claim, StoreError> {
         let key = key.as_str().to_owned();
+        let tool = tool.to_owned();
         let fingerprint = *fingerprint;
         let token = LeaseToken::generate(0);
         self.worker
             .run(move |conn, ticket| {
                 write(conn, ticket, |tx| {
-                    claim(tx, &key, &fingerprint, &token, lease)
+                    claim(tx, &key, &tool, &fingerprint, &token, lease)
                 })
             })
             .await
@@ -347,6 +365,99 @@ impl IdemStore for SqliteStore {
                 Ok(live(conn, &key, now)?.and_then(Live::into_entry))
             })
             .await
+    }
+
+    async fn count_expired(&self) -> Result<u64, StoreError> {
+        self.worker
+            .run(|conn, _| {
+                conn.query_row(sql::COUNT_EXPIRED, params![now_ms()], |r| r.get::<_, i64>(0))
+                    .map(|n| u64::try_from(n).unwrap_or(0))
+                    .map_err(sql_error)
+            })
+            .await
+    }
+
+    async fn inspect(&self, key: &IdemKey) -> Result<Option<RecordInfo>, StoreError> {
+        let key = key.as_str().to_owned();
+        self.worker
+            .run(move |conn, _| {
+                let now = now_ms();
+                let row = conn
+                    .prepare_cached(sql::INSPECT)
+                    .and_then(|mut stmt| stmt.query_row(params![key], |r| info_row(r, now)).optional())
+                    .map_err(|e| row_error(&key, e))?;
+                row.filter(|row| row.expires_ms > 0)
+                    .map(InfoRow::decode)
+                    .transpose()
+            })
+            .await
+    }
+
+    async fn scan(
+        &self,
+        filter: &ScanFilter,
+        cursor: &str,
+        limit: usize,
+    ) -> Result<ScanPage, StoreError> {
+        let prefix = filter.key_prefix();
+        // Every key of the namespace sorts in [prefix, end): `prefix` ends
+        // with ':', and ';' follows it.
+        let end = format!("{};", &prefix[..prefix.len() - 1]);
+        let (cursor, state) = (cursor.to_owned(), filter.state.map(State::as_str));
+        let tool = filter.tool.clone();
+        let limit = i64::try_from(limit.max(1)).unwrap_or(i64::MAX);
+        self.worker
+            .run(move |conn, _| {
+                let now = now_ms();
+                let rows = conn
+                    .prepare_cached(sql::SCAN)
+                    .and_then(|mut stmt| {
+                        stmt.query_map(
+                            params![cursor, prefix, end, now, state, tool, limit],
+                            |r| info_row(r, now),
+                        )?
+                        .collect::<Result<Vec<_>, _>>()
+                    })
+                    .map_err(|e| row_error(&prefix, e))?;
+                let next = (rows.len() as i64 == limit)
+                    .then(|| rows.last().map(|row| row.key.clone()))
+                    .flatten();
+                let records = rows
+                    .into_iter()
+                    .map(InfoRow::decode)
+                    .collect::<Result<_, _>>()?;
+                Ok(ScanPage::new(records, next))
+            })
+            .await
+    }
+}
+
+/// A row of `inspect.sql` or `scan.sql`, its times made relative to `now`.
+fn info_row(r: &rusqlite::Row<'_>, now: i64) -> rusqlite::Result<InfoRow> {
+    let since = |at: Option<i64>| at.map(|at| now.saturating_sub(at));
+    let until = |at: Option<i64>| at.map(|at| at.saturating_sub(now));
+    Ok(InfoRow {
+        key: r.get(0)?,
+        state: r.get(1)?,
+        tool: r.get(2)?,
+        fingerprint: r.get(3)?,
+        attempt: r.get(4)?,
+        token: r.get(5)?,
+        age_ms: since(r.get(6)?),
+        lease_ms: until(r.get(7)?),
+        expires_ms: r.get::<_, i64>(8)?.saturating_sub(now),
+        payload: r.get(9)?,
+    })
+}
+
+/// A failure reading rows about `key`: a value of the wrong type is a
+/// corrupt record, anything else the database's own error.
+fn row_error(key: &str, e: rusqlite::Error) -> StoreError {
+    match e {
+        rusqlite::Error::FromSqlConversionFailure(..) | rusqlite::Error::InvalidColumnType(..) => {
+            StoreError::corrupt(key, format!("unreadable row: {e}"))
+        }
+        other => sql_error(other),
     }
 }
 

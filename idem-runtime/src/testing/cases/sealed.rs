@@ -43,7 +43,7 @@ async fn plant<H: Harness>(h: &H, registry: &Registry<()>, args: Value, payload:
         .expect("identify")
         .expect("a write tool");
     let store = h.store();
-    let token = acquired(store.claim(&key, &fingerprint, LONG).await);
+    let token = acquired(store.claim(&key, TOOL, &fingerprint, LONG).await);
     store
         .complete(&key, &token, payload, LONG)
         .await

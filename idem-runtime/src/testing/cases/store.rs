@@ -23,7 +23,7 @@ pub async fn claim_complete_replay<H: Harness>(h: &H) {
         Some(None),
         "a fresh key holds nothing"
     );
-    let token = acquired(store.claim(&k, &f, LONG).await);
+    let token = acquired(store.claim(&k, TOOL, &f, LONG).await);
     assert_eq!(token.attempt(), 0);
     assert_eq!(
         store.get(&k).await.ok(),
@@ -40,8 +40,8 @@ pub async fn claim_complete_replay<H: Harness>(h: &H) {
         result: r#"{"ok":true}"#.into(),
         fingerprint: f,
     };
-    assert_eq!(existing(store.claim(&k, &f, LONG).await), done);
-    assert_eq!(existing(store.claim(&k, &f, LONG).await), done);
+    assert_eq!(existing(store.claim(&k, TOOL, &f, LONG).await), done);
+    assert_eq!(existing(store.claim(&k, TOOL, &f, LONG).await), done);
     assert_eq!(store.get(&k).await.ok(), Some(Some(done)));
     lease_lost(
         store.complete(&k, &token, "1", LONG).await,
@@ -59,7 +59,7 @@ pub async fn concurrent_claims_acquire_once<H: Harness>(h: &H) {
         let tasks: Vec<_> = (0..64)
             .map(|_| {
                 let (store, k) = (store.clone(), k.clone());
-                tokio::spawn(async move { store.claim(&k, &fp(1), LONG).await })
+                tokio::spawn(async move { store.claim(&k, TOOL, &fp(1), LONG).await })
             })
             .collect();
         let mut acquired = 0;
@@ -79,13 +79,13 @@ pub async fn lapsed_lease_lets_a_new_claim_in<H: Harness>(h: &H) {
     let store = h.store();
     let (ns, f) = (namespace(), fp(1));
     let k = key(&ns, "lapse");
-    let first = acquired(store.claim(&k, &f, SHORT).await);
+    let first = acquired(store.claim(&k, TOOL, &f, SHORT).await);
     assert!(matches!(
-        existing(store.claim(&k, &f, SHORT).await),
+        existing(store.claim(&k, TOOL, &f, SHORT).await),
         Entry::Running { .. }
     ));
     past_short().await;
-    let second = acquired(store.claim(&k, &f, LONG).await);
+    let second = acquired(store.claim(&k, TOOL, &f, LONG).await);
     assert_eq!((first.attempt(), second.attempt()), (0, 1));
     assert_ne!(first, second);
 }
@@ -96,7 +96,7 @@ pub async fn renew_keeps_the_lease<H: Harness>(h: &H) {
     let (ns, f) = (namespace(), fp(1));
     let k = key(&ns, "renew");
     let lease = Duration::from_millis(1000);
-    let token = acquired(store.claim(&k, &f, lease).await);
+    let token = acquired(store.claim(&k, TOOL, &f, lease).await);
     for _ in 0..8 {
         tokio::time::sleep(lease / 5).await;
         store
@@ -106,7 +106,7 @@ pub async fn renew_keeps_the_lease<H: Harness>(h: &H) {
     }
     // 1.5 leases have passed since the claim; the renewals kept it.
     assert!(matches!(
-        existing(store.claim(&k, &f, lease).await),
+        existing(store.claim(&k, TOOL, &f, lease).await),
         Entry::Running { attempt: 0, .. }
     ));
     store
@@ -120,9 +120,9 @@ pub async fn stale_token_is_fenced<H: Harness>(h: &H) {
     let store = h.store();
     let (ns, f) = (namespace(), fp(1));
     let k = key(&ns, "fence");
-    let stale = acquired(store.claim(&k, &f, SHORT).await);
+    let stale = acquired(store.claim(&k, TOOL, &f, SHORT).await);
     past_short().await;
-    let owner = acquired(store.claim(&k, &f, LONG).await);
+    let owner = acquired(store.claim(&k, TOOL, &f, LONG).await);
     lease_lost(
         store.complete(&k, &stale, r#""stale""#, LONG).await,
         "stale complete",
@@ -147,7 +147,7 @@ pub async fn stale_token_is_fenced<H: Harness>(h: &H) {
         "stale complete after owner",
     );
     assert_eq!(
-        existing(store.claim(&k, &f, LONG).await),
+        existing(store.claim(&k, TOOL, &f, LONG).await),
         Entry::Done {
             result: r#""owner""#.into(),
             fingerprint: f
@@ -160,14 +160,14 @@ pub async fn lapsed_but_unclaimed_may_still_record<H: Harness>(h: &H) {
     let store = h.store();
     let (ns, f) = (namespace(), fp(1));
     let k = key(&ns, "late");
-    let token = acquired(store.claim(&k, &f, SHORT).await);
+    let token = acquired(store.claim(&k, TOOL, &f, SHORT).await);
     past_short().await;
     store
         .renew(&k, &token, LONG)
         .await
         .expect("re-claim by renewing");
     assert!(matches!(
-        existing(store.claim(&k, &f, LONG).await),
+        existing(store.claim(&k, TOOL, &f, LONG).await),
         Entry::Running { .. }
     ));
     store
@@ -175,14 +175,14 @@ pub async fn lapsed_but_unclaimed_may_still_record<H: Harness>(h: &H) {
         .await
         .expect("late complete");
     assert_eq!(
-        existing(store.claim(&k, &f, LONG).await),
+        existing(store.claim(&k, TOOL, &f, LONG).await),
         Entry::Done {
             result: "7".into(),
             fingerprint: f
         }
     );
     let k2 = key(&ns, "late-2");
-    let token = acquired(store.claim(&k2, &f, SHORT).await);
+    let token = acquired(store.claim(&k2, TOOL, &f, SHORT).await);
     past_short().await;
     store
         .complete(&k2, &token, "8", LONG)
@@ -195,7 +195,7 @@ pub async fn release_counts_the_attempt<H: Harness>(h: &H) {
     let store = h.store();
     let (ns, f) = (namespace(), fp(1));
     let k = key(&ns, "release");
-    let t0 = acquired(store.claim(&k, &f, LONG).await);
+    let t0 = acquired(store.claim(&k, TOOL, &f, LONG).await);
     store.release(&k, &t0).await.expect("release");
     assert_eq!(
         store.get(&k).await.ok(),
@@ -206,9 +206,9 @@ pub async fn release_counts_the_attempt<H: Harness>(h: &H) {
         store.complete(&k, &t0, "1", LONG).await,
         "complete after release",
     );
-    let t1 = acquired(store.claim(&k, &f, LONG).await);
+    let t1 = acquired(store.claim(&k, TOOL, &f, LONG).await);
     store.release(&k, &t1).await.expect("release");
-    let t2 = acquired(store.claim(&k, &f, LONG).await);
+    let t2 = acquired(store.claim(&k, TOOL, &f, LONG).await);
     assert_eq!((t0.attempt(), t1.attempt(), t2.attempt()), (0, 1, 2));
     store.complete(&k, &t2, "2", LONG).await.expect("complete");
 }
@@ -218,7 +218,7 @@ pub async fn permanent_failure_is_replayed<H: Harness>(h: &H) {
     let store = h.store();
     let (ns, f) = (namespace(), fp(1));
     let k = key(&ns, "fail");
-    let token = acquired(store.claim(&k, &f, LONG).await);
+    let token = acquired(store.claim(&k, TOOL, &f, LONG).await);
     store
         .fail(&k, &token, "card declined: \"insufficient funds\"", LONG)
         .await
@@ -227,7 +227,7 @@ pub async fn permanent_failure_is_replayed<H: Harness>(h: &H) {
         error: "card declined: \"insufficient funds\"".into(),
         fingerprint: f,
     };
-    assert_eq!(existing(store.claim(&k, &f, LONG).await), failed);
+    assert_eq!(existing(store.claim(&k, TOOL, &f, LONG).await), failed);
     assert_eq!(store.get(&k).await.ok(), Some(Some(failed)));
 }
 
@@ -236,18 +236,18 @@ pub async fn result_ttl_expires<H: Harness>(h: &H) {
     let store = h.store();
     let (ns, f) = (namespace(), fp(1));
     let k = key(&ns, "ttl");
-    let token = acquired(store.claim(&k, &f, LONG).await);
+    let token = acquired(store.claim(&k, TOOL, &f, LONG).await);
     store
         .complete(&k, &token, "1", SHORT)
         .await
         .expect("complete");
     assert!(matches!(
-        existing(store.claim(&k, &f, LONG).await),
+        existing(store.claim(&k, TOOL, &f, LONG).await),
         Entry::Done { .. }
     ));
     past_short().await;
     assert_eq!(store.get(&k).await.ok(), Some(None));
-    assert_eq!(acquired(store.claim(&k, &f, LONG).await).attempt(), 0);
+    assert_eq!(acquired(store.claim(&k, TOOL, &f, LONG).await).attempt(), 0);
 }
 
 /// Purging frees expired records and leaves live ones alone.
@@ -255,17 +255,23 @@ pub async fn purge_removes_only_expired_records<H: Harness>(h: &H) {
     let store = h.store();
     let (ns, f) = (namespace(), fp(1));
     let (live, dead) = (key(&ns, "live"), key(&ns, "dead"));
-    let t = acquired(store.claim(&live, &f, LONG).await);
+    let t = acquired(store.claim(&live, TOOL, &f, LONG).await);
     store
         .complete(&live, &t, "1", LONG)
         .await
         .expect("complete");
-    let t = acquired(store.claim(&dead, &f, LONG).await);
+    let t = acquired(store.claim(&dead, TOOL, &f, LONG).await);
     store
         .complete(&dead, &t, "2", SHORT)
         .await
         .expect("complete");
     past_short().await;
+    let counted = store.count_expired().await.expect("count");
+    if store.backend() == "redis" {
+        assert_eq!(counted, 0, "Redis expires records itself");
+    } else {
+        assert!(counted >= 1, "the expired record is counted");
+    }
     store.purge_expired().await.expect("purge");
     assert_eq!(store.get(&dead).await.ok(), Some(None));
     assert_eq!(
@@ -303,9 +309,9 @@ pub async fn absent_key_refuses_token_ops<H: Harness>(h: &H) {
 pub async fn fingerprint_is_kept<H: Harness>(h: &H) {
     let store = h.store();
     let k = key(&namespace(), "fp");
-    let token = acquired(store.claim(&k, &fp(1), LONG).await);
+    let token = acquired(store.claim(&k, TOOL, &fp(1), LONG).await);
     assert_eq!(
-        existing(store.claim(&k, &fp(2), LONG).await),
+        existing(store.claim(&k, TOOL, &fp(2), LONG).await),
         Entry::Running {
             fingerprint: fp(1),
             attempt: 0
@@ -316,7 +322,7 @@ pub async fn fingerprint_is_kept<H: Harness>(h: &H) {
         .await
         .expect("complete");
     assert_eq!(
-        *existing(store.claim(&k, &fp(2), LONG).await).fingerprint(),
+        *existing(store.claim(&k, TOOL, &fp(2), LONG).await).fingerprint(),
         fp(1)
     );
     // As the registry passes it for a tool keyed on all its arguments:
@@ -324,9 +330,9 @@ pub async fn fingerprint_is_kept<H: Harness>(h: &H) {
     let k = key(&namespace(), "fp-digest");
     let digest = Fingerprint::from_hex(&k.as_str()[k.as_str().len() - 64..])
         .expect("a derived key ends with its digest");
-    let token = acquired(store.claim(&k, &digest, LONG).await);
+    let token = acquired(store.claim(&k, TOOL, &digest, LONG).await);
     assert_eq!(
-        *existing(store.claim(&k, &fp(2), LONG).await).fingerprint(),
+        *existing(store.claim(&k, TOOL, &fp(2), LONG).await).fingerprint(),
         digest
     );
     store
@@ -372,7 +378,7 @@ pub async fn settle_repeated_by_its_token_succeeds<H: Harness>(h: &H) {
     let store = h.store();
     let (ns, f) = (namespace(), fp(1));
     let k = key(&ns, "repeat-done");
-    let token = acquired(store.claim(&k, &f, LONG).await);
+    let token = acquired(store.claim(&k, TOOL, &f, LONG).await);
     store
         .complete(&k, &token, "1", LONG)
         .await
@@ -403,7 +409,7 @@ pub async fn settle_repeated_by_its_token_succeeds<H: Harness>(h: &H) {
     assert_eq!(store.get(&k).await.ok(), Some(Some(done)));
 
     let k = key(&ns, "repeat-fail");
-    let token = acquired(store.claim(&k, &f, LONG).await);
+    let token = acquired(store.claim(&k, TOOL, &f, LONG).await);
     store.fail(&k, &token, "no", LONG).await.expect("fail");
     store
         .fail(&k, &token, "no", LONG)
@@ -415,13 +421,13 @@ pub async fn settle_repeated_by_its_token_succeeds<H: Harness>(h: &H) {
     );
 
     let k = key(&ns, "repeat-release");
-    let token = acquired(store.claim(&k, &f, LONG).await);
+    let token = acquired(store.claim(&k, TOOL, &f, LONG).await);
     store.release(&k, &token).await.expect("release");
     store
         .release(&k, &token)
         .await
         .expect("the same release again");
-    let next = acquired(store.claim(&k, &f, LONG).await);
+    let next = acquired(store.claim(&k, TOOL, &f, LONG).await);
     assert_eq!(next.attempt(), 1, "a repeated release counts once");
     lease_lost(store.release(&k, &token).await, "release after a new claim");
 }
@@ -433,12 +439,12 @@ pub async fn claims_after_a_release_have_one_winner<H: Harness>(h: &H) {
     let ns = namespace();
     for round in 0..5 {
         let k = key(&ns, &format!("released-{round}"));
-        let first = acquired(store.claim(&k, &fp(1), LONG).await);
+        let first = acquired(store.claim(&k, TOOL, &fp(1), LONG).await);
         store.release(&k, &first).await.expect("release");
         let tasks: Vec<_> = (0..32)
             .map(|_| {
                 let (store, k) = (store.clone(), k.clone());
-                tokio::spawn(async move { store.claim(&k, &fp(1), LONG).await })
+                tokio::spawn(async move { store.claim(&k, TOOL, &fp(1), LONG).await })
             })
             .collect();
         let mut winners = Vec::new();

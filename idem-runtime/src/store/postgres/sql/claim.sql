@@ -1,5 +1,5 @@
 -- Claims key $1 (fingerprint $2, token $3, lease $4 ms, kept $5 ms after
--- it), or reads back what holds it.
+-- it, for tool $6), or reads back what holds it.
 --
 -- A recorded outcome is read without a lock (replays do not queue on the
 -- row); otherwise the row is taken over when it may be (expired, released,
@@ -15,13 +15,14 @@ WITH done AS (
     SELECT state, fingerprint, attempt, payload, NULL::boolean AS lease_live FROM {table}
     WHERE key = $1 AND state IN ('done', 'failed') AND expires_at > now()
 ), taken AS (
-    INSERT INTO {table} AS r (key, state, fingerprint, attempt, token, lease_until, payload, expires_at)
+    INSERT INTO {table} AS r (key, state, fingerprint, attempt, token, lease_until, payload, expires_at, tool, changed_at)
     SELECT $1, 'running', $2, 0, $3,
            now() + $4::float8 * interval '1 millisecond', NULL,
-           now() + ($4::float8 + $5::float8) * interval '1 millisecond'
+           now() + ($4::float8 + $5::float8) * interval '1 millisecond', $6, now()
     WHERE NOT EXISTS (SELECT 1 FROM done)
     ON CONFLICT (key) DO UPDATE SET
         state = 'running', fingerprint = EXCLUDED.fingerprint, token = EXCLUDED.token,
+        tool = EXCLUDED.tool, changed_at = EXCLUDED.changed_at,
         lease_until = EXCLUDED.lease_until, payload = NULL, expires_at = EXCLUDED.expires_at,
         attempt = CASE WHEN r.state = 'running' AND r.token = EXCLUDED.token THEN r.attempt
                        WHEN r.expires_at <= now() THEN 0

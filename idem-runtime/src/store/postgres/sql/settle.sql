@@ -6,6 +6,7 @@ UPDATE {table} SET
     payload = CASE WHEN state = 'running' THEN $4 ELSE payload END,
     expires_at = CASE WHEN state = 'running'
         THEN now() + $5::float8 * interval '1 millisecond' ELSE expires_at END,
+    changed_at = CASE WHEN state = 'running' THEN now() ELSE changed_at END,
     lease_until = NULL, state = $3
 WHERE key = $1 AND token = $2 AND expires_at > now()
   AND (state = 'running' OR (state = $3 AND payload IS NOT DISTINCT FROM $4))

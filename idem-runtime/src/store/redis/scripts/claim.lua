@@ -1,5 +1,5 @@
 -- CLAIM: the claim of a key that exists (a first claim is a plain SET NX).
--- KEYS[1]; ARGV: fingerprint, token, lease ms, retention ms.
+-- KEYS[1]; ARGV: fingerprint, token, lease ms, retention ms, tool.
 -- Returns {'acquired', attempt} | {'running', fp, attempt} |
 -- {'done', fp, result} | {'failed', fp, error}.
 local rec = load(KEYS[1])
@@ -21,5 +21,6 @@ if rec then
     return {rec.state, rec.fp, rec.payload}
   end
 end
-store(KEYS[1], 'running', ARGV[1], attempt, ARGV[2], '', tonumber(ARGV[3]) + retention)
+local px = tonumber(ARGV[3]) + retention
+store(KEYS[1], 'running', ARGV[1], attempt, ARGV[5], px, ARGV[2], '', px)
 return {'acquired', string.format('%d', attempt)}

@@ -1,16 +1,28 @@
--- Shared by every script: reading a record with its fields checked, and
--- writing one with its expiry.
+-- Shared by every script: reading a record of any format version with its
+-- fields checked, and writing one (format 2) with its expiry.
+-- Format 1: 1|state|fp|attempt|token|payload
+-- Format 2: 2|state|fp|attempt|tool|life|token|payload, where life is the
+-- ms from when the record entered its state to its expiry (so its age is
+-- life - PTTL, on the server's clock).
 -- Returns the record, nil when absent, or raises 'corrupt: ..'. A key of
 -- another type fails the GET (WRONGTYPE).
 local function load(key)
   local raw = redis.call('GET', key)
   if not raw then return nil end
-  local v, state, fp, attempt, token, payload =
-    string.match(raw, '^(%d+)|(%l+)|(%x*)|(%d*)|(%x*)|(.*)$')
-  if not v then return error('corrupt: the value is not an idem record') end
-  if v ~= '1' then return error('corrupt: unknown record format version ' .. v) end
+  local v = string.match(raw, '^(%d+)|')
+  local state, fp, attempt, tool, life, token, payload
+  if v == '1' then
+    state, fp, attempt, token, payload = string.match(raw, '^1|(%l+)|(%x*)|(%d*)|(%x*)|(.*)$')
+  elseif v == '2' then
+    state, fp, attempt, tool, life, token, payload =
+      string.match(raw, '^2|(%l+)|(%x*)|(%d*)|([^|]*)|(%d*)|(%x*)|(.*)$')
+  elseif v then
+    return error('corrupt: unknown record format version ' .. v)
+  end
+  if not state then return error('corrupt: the value is not an idem record') end
   if #fp ~= 64 then return error('corrupt: bad fingerprint') end
-  local rec = { state = state, fp = fp, attempt = tonumber(attempt), token = token, payload = payload }
+  local rec = { state = state, fp = fp, attempt = tonumber(attempt), token = token, payload = payload,
+    tool = tool or '', life = tonumber(life) }
   if state == 'running' then
     if not rec.attempt or #token ~= 32 then return error('corrupt: incomplete running record') end
   elseif state == 'released' then
@@ -20,7 +32,8 @@ local function load(key)
   end
   return rec
 end
-local function store(key, state, fp, attempt, token, payload, px)
-  redis.call('SET', key, '1|' .. state .. '|' .. fp .. '|' .. string.format('%d', attempt) .. '|' .. token .. '|'
-    .. payload, 'PX', string.format('%d', px))
+-- Writes a record that expires in px ms, life ms after it entered its state.
+local function store(key, state, fp, attempt, tool, life, token, payload, px)
+  redis.call('SET', key, '2|' .. state .. '|' .. fp .. '|' .. string.format('%d', attempt) .. '|' .. tool
+    .. '|' .. string.format('%d', life) .. '|' .. token .. '|' .. payload, 'PX', string.format('%d', px))
 end

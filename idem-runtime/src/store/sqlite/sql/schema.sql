@@ -1,4 +1,5 @@
--- The table of SqliteStore, schema version 1 (PRAGMA user_version).
+-- The table of SqliteStore, schema version 2 (PRAGMA user_version), on a
+-- new database. migrate.sql brings a database of version 1 to it.
 CREATE TABLE IF NOT EXISTS idem_records (
     key         TEXT PRIMARY KEY NOT NULL,
     state       TEXT NOT NULL,     -- running | released | done | failed
@@ -7,6 +8,8 @@ CREATE TABLE IF NOT EXISTS idem_records (
     token       BLOB,              -- 16 bytes: the holder's (running) or the settler's
     lease_until INTEGER,           -- unix ms, running only
     payload     TEXT,              -- result (done) or error (failed)
-    expires_at  INTEGER NOT NULL   -- unix ms
+    expires_at  INTEGER NOT NULL,  -- unix ms
+    tool        TEXT,              -- the tool whose call it is (NULL: written by schema 1)
+    changed_at  INTEGER            -- unix ms the record entered its state (NULL: schema 1)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS idem_records_expires_at ON idem_records (expires_at);

@@ -5,6 +5,7 @@
 UPDATE idem_records SET
     payload = CASE WHEN state = 'running' THEN ?4 ELSE payload END,
     expires_at = CASE WHEN state = 'running' THEN ?5 ELSE expires_at END,
+    changed_at = CASE WHEN state = 'running' THEN ?6 ELSE changed_at END,
     lease_until = NULL, state = ?3
 WHERE key = ?1 AND token = ?2 AND expires_at > ?6
   AND (state = 'running' OR (state = ?3 AND payload IS ?4))

@@ -1,0 +1,202 @@
+//! What an operator sees of the records: a record's state, tool, attempt,
+//! times and payload ([`RecordInfo`], from [`IdemStore::inspect`]), and
+//! the records of a namespace a page at a time ([`ScanFilter`],
+//! [`ScanPage`], from [`IdemStore::scan`]). The `idem` command-line tool is
+//! built on these; nothing here can run a tool.
+//!
+//! [`IdemStore::inspect`]: crate::IdemStore::inspect
+//! [`IdemStore::scan`]: crate::IdemStore::scan
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::key::{Fingerprint, IdemKey};
+use crate::store::LeaseToken;
+
+/// Where a record is in its life (the module documentation of
+/// [`store`](crate::store) has what each means).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RecordState {
+    /// Claimed by a worker; its lease may have lapsed.
+    Running,
+    /// Given up after a transient failure; claimable at once.
+    Released,
+    /// A recorded result.
+    Done,
+    /// A recorded permanent failure.
+    Failed,
+}
+
+impl RecordState {
+    /// Every state, in the order of a record's life.
+    pub const ALL: [RecordState; 4] = [
+        RecordState::Running,
+        RecordState::Released,
+        RecordState::Done,
+        RecordState::Failed,
+    ];
+
+    /// The state's name as every backend stores it: `running`,
+    /// `released`, `done`, `failed`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RecordState::Running => "running",
+            RecordState::Released => "released",
+            RecordState::Done => "done",
+            RecordState::Failed => "failed",
+        }
+    }
+
+    /// The state named `name`, if it is one.
+    pub fn parse(name: &str) -> Option<RecordState> {
+        RecordState::ALL
+            .into_iter()
+            .find(|state| state.as_str() == name)
+    }
+}
+
+impl fmt::Display for RecordState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The error of parsing a [`RecordState`] from a name that is none.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown record state {0:?} (expected running, released, done or failed)")]
+pub struct UnknownState(pub String);
+
+impl FromStr for RecordState {
+    type Err = UnknownState;
+
+    fn from_str(name: &str) -> Result<RecordState, UnknownState> {
+        RecordState::parse(name).ok_or_else(|| UnknownState(name.to_owned()))
+    }
+}
+
+/// One record as an operator sees it. Times are durations on the store's
+/// own clock, measured when the store answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RecordInfo {
+    /// The key the record is stored under.
+    pub key: IdemKey,
+    /// Where it is in its life.
+    pub state: RecordState,
+    /// The tool whose call made it; `None` for a record written before
+    /// records named their tool (record format 1).
+    pub tool: Option<String>,
+    /// The attempt number: how many earlier claims of the operation ended
+    /// without a recorded outcome.
+    pub attempt: u32,
+    /// The fingerprint of the arguments.
+    pub fingerprint: Fingerprint,
+    /// How long ago the record entered its state (was claimed, released,
+    /// completed or failed); `None` for a record of format 1.
+    pub age: Option<Duration>,
+    /// For a running record, how long its lease has left (zero once it has
+    /// lapsed, when the next claim takes the key over); `None` otherwise.
+    pub lease_left: Option<Duration>,
+    /// How long until the store forgets the record.
+    pub expires_in: Duration,
+    /// For a running record, the holder's lease token, with which
+    /// [`IdemStore::release`](crate::IdemStore::release) ends the claim;
+    /// `None` otherwise.
+    pub holder: Option<LeaseToken>,
+    /// The recorded result (done) or error (failed), as stored (sealed when
+    /// the registry encrypts results). Filled by `inspect`; `None` from
+    /// `scan`, which never reads payloads.
+    pub payload: Option<String>,
+}
+
+/// Which records [`IdemStore::scan`](crate::IdemStore::scan) answers: those
+/// of one namespace, of a state, of a tool.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ScanFilter {
+    /// The namespace ([`RegistryBuilder::namespace`](crate::RegistryBuilder::namespace));
+    /// empty for the default. Only keys of the form this crate derives
+    /// (`[<namespace>:]idem:<digest>`) are scanned.
+    pub namespace: String,
+    /// Only records in this state.
+    pub state: Option<RecordState>,
+    /// Only records of this tool (so never records of format 1).
+    pub tool: Option<String>,
+}
+
+impl ScanFilter {
+    /// Every record of `namespace` (empty for the default).
+    pub fn namespace(namespace: impl Into<String>) -> ScanFilter {
+        ScanFilter {
+            namespace: namespace.into(),
+            ..ScanFilter::default()
+        }
+    }
+
+    /// Only records in `state`.
+    pub fn state(mut self, state: RecordState) -> ScanFilter {
+        self.state = Some(state);
+        self
+    }
+
+    /// Only records of `tool`.
+    pub fn tool(mut self, tool: impl Into<String>) -> ScanFilter {
+        self.tool = Some(tool.into());
+        self
+    }
+
+    /// The prefix every key of the namespace starts with.
+    pub fn key_prefix(&self) -> String {
+        if self.namespace.is_empty() {
+            "idem:".to_owned()
+        } else {
+            format!("{}:idem:", self.namespace)
+        }
+    }
+
+    /// Whether `record` passes the state and tool filters (the namespace is
+    /// the scan's own business).
+    pub fn admits(&self, record: &RecordInfo) -> bool {
+        self.state.is_none_or(|s| s == record.state)
+            && self
+                .tool
+                .as_deref()
+                .is_none_or(|t| record.tool.as_deref() == Some(t))
+    }
+}
+
+/// One page of a scan.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ScanPage {
+    /// The live records of the page that pass the filter, payloads left
+    /// out. A page may hold none while the scan goes on.
+    pub records: Vec<RecordInfo>,
+    /// Where the next page starts; `None` when the scan is over.
+    pub next: Option<String>,
+}
+
+impl ScanPage {
+    /// A page of `records`, followed by the page at `next`.
+    pub fn new(records: Vec<RecordInfo>, next: Option<String>) -> ScanPage {
+        ScanPage { records, next }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_state_reads_back_as_itself() {
+        for state in RecordState::ALL {
+            assert_eq!(state.as_str().parse(), Ok(state));
+        }
+        assert_eq!(RecordState::parse("Running"), None);
+        assert_eq!(
+            "".parse::<RecordState>(),
+            Err(UnknownState(String::new()))
+        );
+    }
+}

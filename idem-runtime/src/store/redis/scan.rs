@@ -1,0 +1,204 @@
+//! What an operator reads of a [`RedisStore`](super::RedisStore): one
+//! record through the INSPECT script, and the records of a namespace by
+//! `SCAN .. MATCH` — on a cluster, node by node over its primaries, the
+//! cursor naming the node (`<host>:<port>@<cursor>`).
+
+use redis::Value as RValue;
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+
+use super::errors::{as_text, store_error};
+use super::scripts::scripts;
+use super::{Conn, RedisStore, millis};
+use crate::error::StoreError;
+use crate::key::{Fingerprint, IdemKey};
+use crate::store::record::State;
+use crate::store::{CLAIM_RETENTION, LeaseToken, RecordInfo, ScanFilter, ScanPage};
+
+impl RedisStore {
+    /// The record under `key` as INSPECT reads it, with its payload if
+    /// `payload`.
+    pub(super) async fn read_info(
+        &self,
+        key: &IdemKey,
+        payload: bool,
+    ) -> Result<Option<RecordInfo>, StoreError> {
+        let retention = millis(CLAIM_RETENTION).to_string();
+        let with_payload: &[u8] = if payload { b"1" } else { b"0" };
+        match self
+            .eval(
+                &scripts().inspect,
+                key,
+                &[retention.as_bytes(), with_payload],
+            )
+            .await?
+            .0
+        {
+            RValue::Nil => Ok(None),
+            RValue::Array(parts) => decode(key, &parts, payload).map(Some),
+            other => Err(StoreError::corrupt(
+                key.as_str(),
+                format!("unexpected reply to inspect: {other:?}"),
+            )),
+        }
+    }
+
+    /// One page of the records `filter` admits from `cursor`.
+    pub(super) async fn scan_page(
+        &self,
+        filter: &ScanFilter,
+        cursor: &str,
+        limit: usize,
+    ) -> Result<ScanPage, StoreError> {
+        let mut scan = redis::cmd("SCAN");
+        let (keys, next) = match &self.conn {
+            Conn::Single(_) => {
+                let at: u64 = parse_cursor(cursor)?;
+                scan.arg(at)
+                    .arg("MATCH")
+                    .arg(pattern(filter))
+                    .arg("COUNT")
+                    .arg(limit.max(1));
+                let (next, keys): (u64, Vec<String>) =
+                    self.query(&scan).await.map_err(store_error)?;
+                (keys, (next != 0).then(|| next.to_string()))
+            }
+            Conn::Cluster(conn) => {
+                let primaries = self.primaries().await?;
+                let (node, at) = match cursor.rsplit_once('@') {
+                    Some((node, at)) => (node.to_owned(), parse_cursor(at)?),
+                    None if cursor.is_empty() => match primaries.first() {
+                        Some(first) => (first.clone(), 0),
+                        None => return Ok(ScanPage::default()),
+                    },
+                    None => return Err(bad_cursor(cursor)),
+                };
+                let (host, port) = node
+                    .rsplit_once(':')
+                    .and_then(|(h, p)| Some((h.to_owned(), p.parse().ok()?)))
+                    .ok_or_else(|| bad_cursor(cursor))?;
+                scan.arg(at)
+                    .arg("MATCH")
+                    .arg(pattern(filter))
+                    .arg("COUNT")
+                    .arg(limit.max(1));
+                let reply = conn
+                    .clone()
+                    .route_command(
+                        scan,
+                        RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host, port }),
+                    )
+                    .await
+                    .map_err(store_error)?;
+                let (next, keys): (u64, Vec<String>) =
+                    redis::from_redis_value(reply).map_err(|e| StoreError::backend(e.to_string()))?;
+                let next = if next != 0 {
+                    Some(format!("{node}@{next}"))
+                } else {
+                    // The next primary in address order, from its start.
+                    primaries
+                        .iter()
+                        .find(|p| **p > node)
+                        .map(|p| format!("{p}@0"))
+                };
+                (keys, next)
+            }
+        };
+        let mut records = Vec::with_capacity(keys.len());
+        for key in keys {
+            // Gone since SCAN saw it: expired or deleted.
+            if let Some(record) = self.read_info(&IdemKey::from_raw(key), false).await? {
+                if filter.admits(&record) {
+                    records.push(record);
+                }
+            }
+        }
+        Ok(ScanPage::new(records, next))
+    }
+
+    /// The addresses (`host:port`) of the cluster's primaries that serve
+    /// slots, sorted, from `CLUSTER NODES`.
+    async fn primaries(&self) -> Result<Vec<String>, StoreError> {
+        let mut cmd = redis::cmd("CLUSTER");
+        cmd.arg("NODES");
+        let nodes: String = self.query(&cmd).await.map_err(store_error)?;
+        let mut primaries: Vec<String> = nodes
+            .lines()
+            .filter_map(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                let flags = fields.get(2)?;
+                let serves = fields.len() > 8;
+                let primary = flags.split(',').any(|f| f == "master")
+                    && !flags.split(',').any(|f| f == "fail" || f == "noaddr");
+                let address = fields.get(1)?.split(['@', ',']).next()?;
+                (primary && serves).then(|| address.to_owned())
+            })
+            .collect();
+        primaries.sort();
+        Ok(primaries)
+    }
+}
+
+/// The `SCAN .. MATCH` pattern of every key of the filter's namespace: its
+/// prefix with glob characters escaped, then `*`.
+fn pattern(filter: &ScanFilter) -> String {
+    let mut pattern = String::new();
+    for c in filter.key_prefix().chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('*');
+    pattern
+}
+
+fn parse_cursor(at: &str) -> Result<u64, StoreError> {
+    if at.is_empty() {
+        return Ok(0);
+    }
+    at.parse().map_err(|_| bad_cursor(at))
+}
+
+fn bad_cursor(cursor: &str) -> StoreError {
+    StoreError::backend(format!(
+        "{cursor:?} is not a cursor this store gave out"
+    ))
+}
+
+/// Decodes INSPECT's `{state, fp, attempt, token, tool, age, lease, pttl,
+/// payload}`.
+fn decode(key: &IdemKey, parts: &[RValue], payload: bool) -> Result<RecordInfo, StoreError> {
+    let corrupt = |why: &str| StoreError::corrupt(key.as_str(), why.to_owned());
+    let field = |i: usize| parts.get(i).and_then(as_text).ok_or_else(|| corrupt("short reply"));
+    let number = |i: usize| -> Result<i64, StoreError> {
+        field(i)?.parse().map_err(|_| corrupt("bad number"))
+    };
+    let ms = |n: i64| std::time::Duration::from_millis(u64::try_from(n).unwrap_or(0));
+    let state = State::parse(&field(0)?).ok_or_else(|| corrupt("unknown state"))?;
+    let attempt = u32::try_from(number(2)?).map_err(|_| corrupt("bad attempt"))?;
+    let running = state == State::Running;
+    let holder = if running {
+        let id = u128::from_str_radix(&field(3)?, 16).map_err(|_| corrupt("bad token"))?;
+        Some(LeaseToken::from_parts(id, attempt))
+    } else {
+        None
+    };
+    let tool = field(4)?;
+    let age = number(5)?;
+    Ok(RecordInfo {
+        key: key.clone(),
+        state,
+        tool: (!tool.is_empty()).then_some(tool),
+        attempt,
+        fingerprint: Fingerprint::from_hex(&field(1)?).ok_or_else(|| corrupt("bad fingerprint"))?,
+        age: (age >= 0).then(|| ms(age)),
+        lease_left: running.then(|| number(6)).transpose()?.map(ms),
+        expires_in: ms(number(7)?),
+        holder,
+        payload: if payload && matches!(state, State::Done | State::Failed) {
+            Some(field(8)?)
+        } else {
+            None
+        },
+    })
+}

@@ -1,0 +1,176 @@
+//! Operator cases: reading a record in every state (`inspect`), paging
+//! through a namespace (`scan`), ending a stuck claim with the holder's
+//! token as an operator does, and counting what a purge would remove.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use crate::error::StoreError;
+use crate::key::IdemKey;
+use crate::store::{IdemStore, RecordInfo, RecordState, ScanFilter};
+use crate::testing::harness::Harness;
+use crate::testing::helpers::*;
+
+/// The record under `key`, which must be there.
+async fn inspected<S: IdemStore>(store: &S, key: &IdemKey) -> RecordInfo {
+    match store.inspect(key).await {
+        Ok(Some(info)) => info,
+        other => panic!("inspect {key}: expected a record, got {other:?}"),
+    }
+}
+
+/// `inspect` shows each state with its tool, attempt, holder, lease and
+/// payload, hides nothing a released record has, and changes nothing.
+pub async fn inspect_shows_every_state<H: Harness>(h: &H) {
+    let store = h.store();
+    let (ns, f) = (namespace(), fp(1));
+    let k = key(&ns, "a");
+    assert_eq!(store.inspect(&k).await.ok(), Some(None), "a fresh key");
+
+    let token = acquired(store.claim(&k, TOOL, &f, LONG).await);
+    let running = inspected(&*store, &k).await;
+    assert_eq!(
+        (running.state, running.tool.as_deref(), running.attempt),
+        (RecordState::Running, Some(TOOL), 0)
+    );
+    assert_eq!((running.key.as_str(), running.fingerprint), (k.as_str(), f));
+    assert_eq!(running.holder.map(|t| t.id()), Some(token.id()));
+    let lease = running.lease_left.expect("a running record has a lease");
+    assert!(lease > Duration::ZERO && lease <= LONG, "lease left {lease:?}");
+    assert!(running.expires_in > lease, "kept after its lease");
+    assert!(running.age.is_some_and(|age| age <= LONG));
+    assert_eq!(running.payload, None);
+    assert!(
+        matches!(store.claim(&k, TOOL, &f, LONG).await, Ok(crate::store::Claim::Existing(_))),
+        "inspecting must not free the claim"
+    );
+
+    store.complete(&k, &token, r#"{"ok":1}"#, LONG).await.expect("complete");
+    let done = inspected(&*store, &k).await;
+    assert_eq!(
+        (done.state, done.tool.as_deref(), done.attempt),
+        (RecordState::Done, Some(TOOL), 0)
+    );
+    assert_eq!((done.holder, done.lease_left), (None, None));
+    assert_eq!(done.payload.as_deref(), Some(r#"{"ok":1}"#));
+
+    let r = key(&ns, "released");
+    let token = acquired(store.claim(&r, "other_tool", &f, LONG).await);
+    store.release(&r, &token).await.expect("release");
+    let released = inspected(&*store, &r).await;
+    assert_eq!(
+        (released.state, released.tool.as_deref(), released.holder),
+        (RecordState::Released, Some("other_tool"), None)
+    );
+    let token = acquired(store.claim(&r, "other_tool", &f, LONG).await);
+    store.fail(&r, &token, "declined | 51", LONG).await.expect("fail");
+    let failed = inspected(&*store, &r).await;
+    assert_eq!((failed.state, failed.attempt), (RecordState::Failed, 1));
+    assert_eq!(failed.payload.as_deref(), Some("declined | 51"));
+
+    let lapsed = key(&ns, "lapsed");
+    acquired(store.claim(&lapsed, TOOL, &f, SHORT).await);
+    past_short().await;
+    let info = inspected(&*store, &lapsed).await;
+    assert_eq!(
+        (info.state, info.lease_left),
+        (RecordState::Running, Some(Duration::ZERO)),
+        "a lapsed lease has nothing left"
+    );
+}
+
+/// An operator ends a stuck claim with the holder's token from
+/// `inspect`: the worker still holding it is fenced, the next claim runs
+/// as the next attempt, and a release that comes after the worker recorded
+/// changes nothing.
+pub async fn released_by_the_inspected_holder_fences_the_worker<H: Harness>(h: &H) {
+    let store = h.store();
+    let (ns, f) = (namespace(), fp(1));
+    let k = key(&ns, "stuck");
+    let worker = acquired(store.claim(&k, TOOL, &f, LONG).await);
+    let holder = inspected(&*store, &k).await.holder.expect("a holder");
+    store.release(&k, &holder).await.expect("the operator's release");
+    lease_lost(
+        store.complete(&k, &worker, "1", LONG).await,
+        "the fenced worker's complete",
+    );
+    let next = acquired(store.claim(&k, TOOL, &f, LONG).await);
+    assert_eq!(next.attempt(), 1);
+
+    store.complete(&k, &next, "2", LONG).await.expect("complete");
+    lease_lost(
+        store.release(&k, &holder).await,
+        "a release with a holder that has since recorded",
+    );
+    assert_eq!(inspected(&*store, &k).await.state, RecordState::Done);
+}
+
+/// `scan` pages through every live record of a namespace and of no other,
+/// filters by state and tool, and never reads payloads. A store that
+/// cannot scan says so with `Unsupported`.
+pub async fn scan_pages_through_a_namespace<H: Harness>(h: &H) {
+    let store = h.store();
+    let (ns, f) = (namespace(), fp(1));
+    let filter = ScanFilter::namespace(ns.as_str());
+    if store.backend() == "memory" {
+        let refused = store.scan(&filter, "", 10).await;
+        assert!(
+            matches!(refused, Err(StoreError::Unsupported { op: "scan", .. })),
+            "the memory store keeps no keys to scan: {refused:?}"
+        );
+        return;
+    }
+    let mut made = BTreeSet::new();
+    for i in 0..7 {
+        let k = key(&ns, &format!("r{i}"));
+        let tool = if i < 2 { "other_tool" } else { TOOL };
+        let token = acquired(store.claim(&k, tool, &f, LONG).await);
+        if i % 3 == 0 {
+            store.complete(&k, &token, "1", LONG).await.expect("complete");
+        }
+        made.insert(k.into_string());
+    }
+    // Another namespace, and an expired record: neither is answered.
+    acquired(store.claim(&key(&namespace(), "r0"), TOOL, &f, LONG).await);
+    let gone = key(&ns, "gone");
+    let token = acquired(store.claim(&gone, TOOL, &f, LONG).await);
+    store.complete(&gone, &token, "1", SHORT).await.expect("complete");
+    past_short().await;
+
+    let all = scan_all(&*store, &filter).await;
+    assert_eq!(keys(&all), made, "every record of the namespace, once");
+    assert!(all.iter().all(|r| r.payload.is_none()), "no payloads");
+    let done = scan_all(&*store, &filter.clone().state(RecordState::Done)).await;
+    assert_eq!(done.len(), 3, "r0, r3, r6 are done: {done:?}");
+    let other = scan_all(&*store, &filter.clone().tool("other_tool")).await;
+    assert_eq!(other.len(), 2, "r0 and r1 are other_tool's: {other:?}");
+}
+
+/// Every record of a scan, two to a page; panics on an error or a scan
+/// that does not end.
+async fn scan_all<S: IdemStore>(store: &S, filter: &ScanFilter) -> Vec<RecordInfo> {
+    let (mut records, mut cursor) = (Vec::new(), String::new());
+    for _ in 0..10_000 {
+        let page = match store.scan(filter, &cursor, 2).await {
+            Ok(page) => page,
+            Err(e) => panic!("scan from {cursor:?}: {e}"),
+        };
+        records.extend(page.records);
+        match page.next {
+            Some(next) => cursor = next,
+            None => return dedup(records),
+        }
+    }
+    panic!("the scan did not end")
+}
+
+/// A scan may answer a record twice (Redis under a rehash); one each.
+fn dedup(mut records: Vec<RecordInfo>) -> Vec<RecordInfo> {
+    let mut seen = BTreeSet::new();
+    records.retain(|r| seen.insert(r.key.as_str().to_owned()));
+    records
+}
+
+fn keys(records: &[RecordInfo]) -> BTreeSet<String> {
+    records.iter().map(|r| r.key.as_str().to_owned()).collect()
+}
