@@ -6,8 +6,10 @@
 //!   (one file per backend and format version, never edited) are planted
 //!   raw, then read and claimed through the current store;
 //! - *new writer, old reader*: the current store writes a record in each
-//!   state, and a reader of format version 1 written here, frozen like the
-//!   golden files, decodes the raw bytes.
+//!   state, and readers written here, frozen like the golden files, decode
+//!   the raw bytes: the SQL rows with the reader of schema 1 (schema 2 only
+//!   added columns), the Redis lines with the reader of format 2 (format 1
+//!   readers cannot read them: CHANGELOG.md, 0.2, says how to upgrade).
 //!
 //! `docs/spec.md` ("Record formats") describes each layout.
 #![cfg(all(feature = "redis", feature = "sqlite", feature = "postgres"))]
@@ -99,11 +101,19 @@ fn golden_keys() -> Vec<(String, IdemKey)> {
         .collect()
 }
 
-/// Reads each golden record `name` under `key` through `store`.
-async fn read_golden<S: IdemStore>(store: &S, names: &[(String, IdemKey)]) {
+/// Reads each golden record `name` under `key` through `store`; `tool` is
+/// the tool the records name (`None` in formats before records named it).
+async fn read_golden<S: IdemStore>(store: &S, names: &[(String, IdemKey)], tool: Option<&str>) {
     assert_eq!(names.len(), 6, "every golden record is read");
     for (name, key) in names {
         let (entry, on_claim) = expected(name);
+        let info = store
+            .inspect(key)
+            .await
+            .expect("inspect")
+            .expect("a record");
+        assert_eq!(info.tool.as_deref(), tool, "{name}: the tool");
+        assert_eq!(info.age.is_some(), tool.is_some(), "{name}: the age");
         let got = store.get(key).await;
         assert_eq!(got.as_ref().ok(), Some(&entry), "{name}: get gave {got:?}");
         let claim = store
@@ -175,14 +185,26 @@ async fn write_each_state<S: IdemStore>(store: &S, prefix: &str) -> Vec<(IdemKey
 
 // --- Redis ----------------------------------------------------------------
 
-/// The reader of Redis record lines, version 1:
-/// `1|<state>|<fingerprint>|<attempt>|<token>|<payload>`.
-fn redis_v1(line: &str) -> V1 {
-    let fields: Vec<&str> = line.splitn(6, '|').collect();
-    let [version, state, fingerprint, attempt, token, payload] = fields[..] else {
-        panic!("not a version 1 record: {line:?}");
+/// The reader of Redis record lines, version 2:
+/// `2|<state>|<fingerprint>|<attempt>|<tool>|<life>|<token>|<payload>`;
+/// the records `write_each_state` makes name the tool `records`.
+fn redis_v2(line: &str) -> V1 {
+    let fields: Vec<&str> = line.splitn(8, '|').collect();
+    let [
+        version,
+        state,
+        fingerprint,
+        attempt,
+        tool,
+        life,
+        token,
+        payload,
+    ] = fields[..]
+    else {
+        panic!("not a version 2 record: {line:?}");
     };
-    assert_eq!(version, "1", "{line:?}");
+    assert_eq!((version, tool), ("2", "records"), "{line:?}");
+    assert!(life.parse::<u64>().is_ok(), "{line:?}");
     assert!(
         ["running", "released", "done", "failed"].contains(&state),
         "{line:?}"
@@ -215,27 +237,32 @@ async fn redis_records_of_every_format_are_read() {
         .await
         .expect("connect");
     let prefix = format!("idem-records-{:x}:", LeaseToken::generate(0).id() as u64);
-    let mut names = Vec::new();
-    for line in golden("redis-v1.txt").lines() {
-        if line.starts_with('#') || line.is_empty() {
-            continue;
+    for (file, tool) in [
+        ("redis-v1.txt", None),
+        ("redis-v2.txt", Some("charge_card")),
+    ] {
+        let mut names = Vec::new();
+        for line in golden(file).lines() {
+            if line.starts_with('#') || line.is_empty() {
+                continue;
+            }
+            let [name, ttl, value] = line.splitn(3, '\t').collect::<Vec<_>>()[..] else {
+                panic!("a golden line is name, ttl and value: {line:?}");
+            };
+            let key = IdemKey::from_raw(format!("{prefix}{file}-{name}"));
+            let ttl: u64 = ttl.parse().expect("a ttl");
+            let _: () = redis::cmd("SET")
+                .arg(key.as_str())
+                .arg(value)
+                .arg("PX")
+                .arg(ttl)
+                .query_async(&mut conn)
+                .await
+                .expect("plant");
+            names.push((name.to_owned(), key));
         }
-        let [name, ttl, value] = line.splitn(3, '\t').collect::<Vec<_>>()[..] else {
-            panic!("a golden line is name, ttl and value: {line:?}");
-        };
-        let key = IdemKey::from_raw(format!("{prefix}{name}"));
-        let ttl: u64 = ttl.parse().expect("a ttl");
-        let _: () = redis::cmd("SET")
-            .arg(key.as_str())
-            .arg(value)
-            .arg("PX")
-            .arg(ttl)
-            .query_async(&mut conn)
-            .await
-            .expect("plant");
-        names.push((name.to_owned(), key));
+        read_golden(&store, &names, tool).await;
     }
-    read_golden(&store, &names).await;
 
     for (key, want) in write_each_state(&store, &format!("{prefix}new-")).await {
         let raw: String = redis::cmd("GET")
@@ -243,7 +270,7 @@ async fn redis_records_of_every_format_are_read() {
             .query_async(&mut conn)
             .await
             .expect("read back");
-        assert_eq!(redis_v1(&raw), want, "{raw:?}");
+        assert_eq!(redis_v2(&raw), want, "{raw:?}");
     }
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg(format!("{prefix}*"))
@@ -281,24 +308,27 @@ fn sqlite_v1(conn: &rusqlite::Connection, key: &str) -> V1 {
 #[tokio::test]
 async fn sqlite_records_of_every_schema_are_read() {
     let dir = support::TempDir::new("records");
-    let path = dir.0.join("v1.db");
-    {
-        let conn = rusqlite::Connection::open(&path).expect("create");
-        conn.execute_batch(&golden("sqlite-v1.sql"))
-            .expect("the golden database");
-    }
-    let store = idem::SqliteStore::open(&path).await.expect("open");
-    read_golden(&store, &golden_keys()).await;
+    for (version, tool) in [(1, None), (2, Some("charge_card"))] {
+        let path = dir.0.join(format!("v{version}.db"));
+        {
+            let conn = rusqlite::Connection::open(&path).expect("create");
+            conn.execute_batch(&golden(&format!("sqlite-v{version}.sql")))
+                .expect("the golden database");
+        }
+        // Opening a database of schema 1 migrates it.
+        let store = idem::SqliteStore::open(&path).await.expect("open");
+        read_golden(&store, &golden_keys(), tool).await;
 
-    let written = write_each_state(&store, "new-").await;
-    drop(store);
-    let conn = rusqlite::Connection::open(&path).expect("reopen");
-    let version: i64 = conn
-        .pragma_query_value(None, "user_version", |r| r.get(0))
-        .expect("user_version");
-    assert_eq!(version, 1, "the schema version is still 1");
-    for (key, want) in written {
-        assert_eq!(sqlite_v1(&conn, key.as_str()), want);
+        let written = write_each_state(&store, "new-").await;
+        drop(store);
+        let conn = rusqlite::Connection::open(&path).expect("reopen");
+        let now: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .expect("user_version");
+        assert_eq!(now, idem::store::sqlite::SCHEMA_VERSION);
+        for (key, want) in written {
+            assert_eq!(sqlite_v1(&conn, key.as_str()), want);
+        }
     }
 }
 
@@ -306,21 +336,33 @@ async fn sqlite_records_of_every_schema_are_read() {
 
 #[tokio::test]
 async fn postgres_records_of_every_schema_are_read() {
+    for (version, tool) in [(1, None), (2, Some("charge_card"))] {
+        postgres_golden(version, tool).await;
+    }
+}
+
+/// Plants the golden table of schema `version`, migrates it (the deploy
+/// step), reads it, and reads what the current store writes with the
+/// reader of schema 1.
+async fn postgres_golden(version: u32, tool: Option<&str>) {
     let Some((client, schema)) = support::postgres_schema().await else {
         return;
     };
     let table = format!("{schema}.idem_records");
     client
-        .batch_execute(&golden("postgres-v1.sql").replace("{table}", &table))
+        .batch_execute(&golden(&format!("postgres-v{version}.sql")).replace("{table}", &table))
         .await
         .expect("the golden table");
     let options = idem::PostgresOptions::new()
         .schema(&schema)
         .create_schema(false);
+    idem::PostgresStore::migrate(&support::postgres_url(), &options)
+        .await
+        .expect("migrate");
     let store = idem::PostgresStore::connect_with(&support::postgres_url(), options)
         .await
         .expect("connect to the golden table");
-    read_golden(&store, &golden_keys()).await;
+    read_golden(&store, &golden_keys(), tool).await;
 
     for (key, want) in write_each_state(&store, "new-").await {
         let row = client

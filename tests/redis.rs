@@ -862,7 +862,8 @@ async fn the_conformance_suite_passes_as_a_least_privileged_acl_user() {
         .scan(&idem::ScanFilter::namespace("idem-test-x"), "", 10)
         .await;
     assert!(
-        scan.as_ref().is_err_and(|e| e.to_string().contains("NoPerm")),
+        scan.as_ref()
+            .is_err_and(|e| e.to_string().contains("NoPerm")),
         "the application's user cannot scan: {scan:?}"
     );
 }

@@ -67,7 +67,12 @@ async fn secrets_appear_only_at_debug_and_below() {
         .expect("identify")
         .expect("a write tool");
     let idem::Claim::Acquired(token) = store
-        .claim(&key, "charge_card", &fingerprint, std::time::Duration::from_secs(30))
+        .claim(
+            &key,
+            "charge_card",
+            &fingerprint,
+            std::time::Duration::from_secs(30),
+        )
         .await
         .expect("claim")
     else {

@@ -62,7 +62,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let before = resident_bytes().ok_or("no /proc/self/statm")?;
     for key in &keys {
         let fp = fingerprint(key);
-        if let Ok(Claim::Acquired(token)) = store.claim(key, "bench", &fp, Duration::from_secs(30)).await {
+        if let Ok(Claim::Acquired(token)) = store
+            .claim(key, "bench", &fp, Duration::from_secs(30))
+            .await
+        {
             store
                 .complete(key, &token, "1", Duration::from_secs(3600))
                 .await?;

@@ -194,9 +194,6 @@ mod tests {
             assert_eq!(state.as_str().parse(), Ok(state));
         }
         assert_eq!(RecordState::parse("Running"), None);
-        assert_eq!(
-            "".parse::<RecordState>(),
-            Err(UnknownState(String::new()))
-        );
+        assert_eq!("".parse::<RecordState>(), Err(UnknownState(String::new())));
     }
 }

@@ -174,9 +174,9 @@ impl State {
             State::Done {
                 token: t, result, ..
             } => settle == Settle::Done && t == token && **result == *payload,
-            State::Failed { token: t, error, .. } => {
-                settle == Settle::Failed && t == token && **error == *payload
-            }
+            State::Failed {
+                token: t, error, ..
+            } => settle == Settle::Failed && t == token && **error == *payload,
         }
     }
 }
@@ -515,7 +515,11 @@ impl IdemStore for MemoryStore {
             .iter()
             .map(|s| {
                 let shard = s.lock().unwrap_or_else(|p| p.into_inner());
-                shard.records.values().filter(|r| r.expires_at <= now).count()
+                shard
+                    .records
+                    .values()
+                    .filter(|r| r.expires_at <= now)
+                    .count()
             })
             .sum();
         Ok(expired as u64)
@@ -538,18 +542,35 @@ impl IdemStore for MemoryStore {
                 *attempt,
                 None,
                 Some(lease_until.saturating_sub(now)),
-                Some(LeaseToken::from_parts(u128::from_le_bytes(*token), *attempt)),
+                Some(LeaseToken::from_parts(
+                    u128::from_le_bytes(*token),
+                    *attempt,
+                )),
             ),
             State::Released { attempt, .. } => (RecordState::Released, *attempt, None, None, None),
             State::Done {
                 attempt, result, ..
-            } => (RecordState::Done, *attempt, Some(result.to_string()), None, None),
-            State::Failed { attempt, error, .. } => {
-                (RecordState::Failed, *attempt, Some(error.to_string()), None, None)
-            }
+            } => (
+                RecordState::Done,
+                *attempt,
+                Some(result.to_string()),
+                None,
+                None,
+            ),
+            State::Failed { attempt, error, .. } => (
+                RecordState::Failed,
+                *attempt,
+                Some(error.to_string()),
+                None,
+                None,
+            ),
         };
-        let (fingerprint, since, expires_at, tool) =
-            (record.fingerprint(digest), record.since, record.expires_at, record.tool);
+        let (fingerprint, since, expires_at, tool) = (
+            record.fingerprint(digest),
+            record.since,
+            record.expires_at,
+            record.tool,
+        );
         Ok(Some(RecordInfo {
             key: key.clone(),
             state,

@@ -191,7 +191,10 @@ impl InfoRow {
             tool: self.tool,
             attempt,
             age: self.age_ms.map(positive_ms),
-            lease_left: self.lease_ms.filter(|_| state == State::Running).map(positive_ms),
+            lease_left: self
+                .lease_ms
+                .filter(|_| state == State::Running)
+                .map(positive_ms),
             expires_in: positive_ms(self.expires_ms),
             holder,
             payload: self.payload,

@@ -347,8 +347,14 @@ impl IdemStore for PostgresStore {
         let token_bytes = token.id().to_be_bytes().to_vec();
         let fp = fingerprint.as_bytes().to_vec();
         let (lease_ms, retention_ms) = (millis(lease), millis(CLAIM_RETENTION));
-        let params: [&(dyn ToSql + Sync); 6] =
-            [&key.as_str(), &fp, &token_bytes, &lease_ms, &retention_ms, &tool];
+        let params: [&(dyn ToSql + Sync); 6] = [
+            &key.as_str(),
+            &fp,
+            &token_bytes,
+            &lease_ms,
+            &retention_ms,
+            &tool,
+        ];
         let corrupt = |why: String| StoreError::corrupt(key.as_str(), why);
         for _ in 0..CLAIM_TRIES {
             let row = with_conn!(self, |conn| conn.client.query_opt(&conn.claim, &params))?;

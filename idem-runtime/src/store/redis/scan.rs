@@ -89,8 +89,8 @@ impl RedisStore {
                     )
                     .await
                     .map_err(store_error)?;
-                let (next, keys): (u64, Vec<String>) =
-                    redis::from_redis_value(reply).map_err(|e| StoreError::backend(e.to_string()))?;
+                let (next, keys): (u64, Vec<String>) = redis::from_redis_value(reply)
+                    .map_err(|e| StoreError::backend(e.to_string()))?;
                 let next = if next != 0 {
                     Some(format!("{node}@{next}"))
                 } else {
@@ -160,16 +160,19 @@ fn parse_cursor(at: &str) -> Result<u64, StoreError> {
 }
 
 fn bad_cursor(cursor: &str) -> StoreError {
-    StoreError::backend(format!(
-        "{cursor:?} is not a cursor this store gave out"
-    ))
+    StoreError::backend(format!("{cursor:?} is not a cursor this store gave out"))
 }
 
 /// Decodes INSPECT's `{state, fp, attempt, token, tool, age, lease, pttl,
 /// payload}`.
 fn decode(key: &IdemKey, parts: &[RValue], payload: bool) -> Result<RecordInfo, StoreError> {
     let corrupt = |why: &str| StoreError::corrupt(key.as_str(), why.to_owned());
-    let field = |i: usize| parts.get(i).and_then(as_text).ok_or_else(|| corrupt("short reply"));
+    let field = |i: usize| {
+        parts
+            .get(i)
+            .and_then(as_text)
+            .ok_or_else(|| corrupt("short reply"))
+    };
     let number = |i: usize| -> Result<i64, StoreError> {
         field(i)?.parse().map_err(|_| corrupt("bad number"))
     };

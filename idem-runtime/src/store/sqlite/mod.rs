@@ -180,8 +180,7 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
     };
     // The version is read again under the write lock: another process may
     // have migrated the file meanwhile.
-    conn.execute_batch("BEGIN IMMEDIATE")
-        .map_err(sql_error)?;
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(sql_error)?;
     let again: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .map_err(sql_error)?;
@@ -370,9 +369,11 @@ impl IdemStore for SqliteStore {
     async fn count_expired(&self) -> Result<u64, StoreError> {
         self.worker
             .run(|conn, _| {
-                conn.query_row(sql::COUNT_EXPIRED, params![now_ms()], |r| r.get::<_, i64>(0))
-                    .map(|n| u64::try_from(n).unwrap_or(0))
-                    .map_err(sql_error)
+                conn.query_row(sql::COUNT_EXPIRED, params![now_ms()], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .map(|n| u64::try_from(n).unwrap_or(0))
+                .map_err(sql_error)
             })
             .await
     }
@@ -384,7 +385,10 @@ impl IdemStore for SqliteStore {
                 let now = now_ms();
                 let row = conn
                     .prepare_cached(sql::INSPECT)
-                    .and_then(|mut stmt| stmt.query_row(params![key], |r| info_row(r, now)).optional())
+                    .and_then(|mut stmt| {
+                        stmt.query_row(params![key], |r| info_row(r, now))
+                            .optional()
+                    })
                     .map_err(|e| row_error(&key, e))?;
                 row.filter(|row| row.expires_ms > 0)
                     .map(InfoRow::decode)

@@ -36,16 +36,25 @@ pub async fn inspect_shows_every_state<H: Harness>(h: &H) {
     assert_eq!((running.key.as_str(), running.fingerprint), (k.as_str(), f));
     assert_eq!(running.holder.map(|t| t.id()), Some(token.id()));
     let lease = running.lease_left.expect("a running record has a lease");
-    assert!(lease > Duration::ZERO && lease <= LONG, "lease left {lease:?}");
+    assert!(
+        lease > Duration::ZERO && lease <= LONG,
+        "lease left {lease:?}"
+    );
     assert!(running.expires_in > lease, "kept after its lease");
     assert!(running.age.is_some_and(|age| age <= LONG));
     assert_eq!(running.payload, None);
     assert!(
-        matches!(store.claim(&k, TOOL, &f, LONG).await, Ok(crate::store::Claim::Existing(_))),
+        matches!(
+            store.claim(&k, TOOL, &f, LONG).await,
+            Ok(crate::store::Claim::Existing(_))
+        ),
         "inspecting must not free the claim"
     );
 
-    store.complete(&k, &token, r#"{"ok":1}"#, LONG).await.expect("complete");
+    store
+        .complete(&k, &token, r#"{"ok":1}"#, LONG)
+        .await
+        .expect("complete");
     let done = inspected(&*store, &k).await;
     assert_eq!(
         (done.state, done.tool.as_deref(), done.attempt),
@@ -63,7 +72,10 @@ pub async fn inspect_shows_every_state<H: Harness>(h: &H) {
         (RecordState::Released, Some("other_tool"), None)
     );
     let token = acquired(store.claim(&r, "other_tool", &f, LONG).await);
-    store.fail(&r, &token, "declined | 51", LONG).await.expect("fail");
+    store
+        .fail(&r, &token, "declined | 51", LONG)
+        .await
+        .expect("fail");
     let failed = inspected(&*store, &r).await;
     assert_eq!((failed.state, failed.attempt), (RecordState::Failed, 1));
     assert_eq!(failed.payload.as_deref(), Some("declined | 51"));
@@ -89,7 +101,10 @@ pub async fn released_by_the_inspected_holder_fences_the_worker<H: Harness>(h: &
     let k = key(&ns, "stuck");
     let worker = acquired(store.claim(&k, TOOL, &f, LONG).await);
     let holder = inspected(&*store, &k).await.holder.expect("a holder");
-    store.release(&k, &holder).await.expect("the operator's release");
+    store
+        .release(&k, &holder)
+        .await
+        .expect("the operator's release");
     lease_lost(
         store.complete(&k, &worker, "1", LONG).await,
         "the fenced worker's complete",
@@ -97,7 +112,10 @@ pub async fn released_by_the_inspected_holder_fences_the_worker<H: Harness>(h: &
     let next = acquired(store.claim(&k, TOOL, &f, LONG).await);
     assert_eq!(next.attempt(), 1);
 
-    store.complete(&k, &next, "2", LONG).await.expect("complete");
+    store
+        .complete(&k, &next, "2", LONG)
+        .await
+        .expect("complete");
     lease_lost(
         store.release(&k, &holder).await,
         "a release with a holder that has since recorded",
@@ -126,7 +144,10 @@ pub async fn scan_pages_through_a_namespace<H: Harness>(h: &H) {
         let tool = if i < 2 { "other_tool" } else { TOOL };
         let token = acquired(store.claim(&k, tool, &f, LONG).await);
         if i % 3 == 0 {
-            store.complete(&k, &token, "1", LONG).await.expect("complete");
+            store
+                .complete(&k, &token, "1", LONG)
+                .await
+                .expect("complete");
         }
         made.insert(k.into_string());
     }
@@ -134,7 +155,10 @@ pub async fn scan_pages_through_a_namespace<H: Harness>(h: &H) {
     acquired(store.claim(&key(&namespace(), "r0"), TOOL, &f, LONG).await);
     let gone = key(&ns, "gone");
     let token = acquired(store.claim(&gone, TOOL, &f, LONG).await);
-    store.complete(&gone, &token, "1", SHORT).await.expect("complete");
+    store
+        .complete(&gone, &token, "1", SHORT)
+        .await
+        .expect("complete");
     past_short().await;
 
     let all = scan_all(&*store, &filter).await;
