@@ -1,22 +1,28 @@
-//! `idem`: an operator's view of idem's records. `idem key` derives an
-//! operation's key with the function the runtime uses; `idem show` prints
-//! the record a store holds under a key; `idem purge` deletes expired
-//! records. Every command that reads a store takes it by URL (`--store`,
-//! or `IDEM_STORE`): `redis://`, `rediss://`, `postgres://` or a SQLite
-//! file's path. Nothing here can run a tool.
+//! `idem`: an operator's view of idem's records. `key` derives an
+//! operation's key with the function the runtime uses; `show` prints a
+//! record; `list` and `stats` scan a namespace (`scan.rs`); `release` ends
+//! a stuck claim (`release.rs`); `purge` deletes expired records. Every
+//! command that reads a store takes it by URL (`--store`, or
+//! `IDEM_STORE`): `redis://`, `rediss://`, `postgres://` or a SQLite file's
+//! path. Nothing here can run a tool.
 
+mod record;
+mod release;
+mod scan;
 mod store;
 
 use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
-use idem::{Entry, IdemKey, Scope};
+use idem::{IdemKey, RecordState, ScanFilter, Scope};
 use serde_json::Value;
 
+use crate::release::Holder;
 use crate::store::StoreUrl;
 
 /// Look at idem's records: the key of an operation, the record a store
-/// holds under it, expired records purged.
+/// holds under it, the records of a namespace and their counts; end a
+/// stuck claim; purge expired records.
 #[derive(Parser)]
 #[command(name = "idem", version, about, propagate_version = true)]
 struct Cli {
@@ -42,11 +48,58 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the records of a namespace with their state and ages, as they
+    /// are scanned.
+    List {
+        #[command(flatten)]
+        store: StoreUrl,
+        #[command(flatten)]
+        filter: Filter,
+        /// Stop after this many records.
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        /// One JSON object a line instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Count the records of a namespace by state and tool, and find the
+    /// oldest running claim.
+    Stats {
+        #[command(flatten)]
+        store: StoreUrl,
+        /// The registry's namespace, if it has one.
+        #[arg(long, default_value = "")]
+        namespace: String,
+        /// One JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// End a stuck claim, so that the next call runs the tool again. The
+    /// worker still holding the claim is fenced: it gets `LeaseLost` and
+    /// records nothing.
+    Release {
+        #[command(flatten)]
+        store: StoreUrl,
+        /// The record's key.
+        key: String,
+        /// The holder's token, as `show` prints it.
+        #[arg(long, required_unless_present = "force", conflicts_with = "force")]
+        token: Option<String>,
+        /// Release whoever holds it; asks first while the lease is live.
+        #[arg(long)]
+        force: bool,
+        /// With --force: do not ask.
+        #[arg(long, requires = "force")]
+        yes: bool,
+    },
     /// Delete the expired records now (stores whose records do not expire
     /// by themselves: SQLite, PostgreSQL).
     Purge {
         #[command(flatten)]
         store: StoreUrl,
+        /// Only count them.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Print a completion script for a shell.
     Completions {
@@ -87,6 +140,33 @@ struct Operation {
     /// The registry's namespace, if it has one.
     #[arg(long)]
     namespace: Option<String>,
+}
+
+/// Which records `list` shows.
+#[derive(Args, Clone)]
+struct Filter {
+    /// The registry's namespace, if it has one.
+    #[arg(long, default_value = "")]
+    namespace: String,
+    /// Only records in this state: running, released, done or failed.
+    #[arg(long)]
+    state: Option<RecordState>,
+    /// Only records of this tool.
+    #[arg(long)]
+    tool: Option<String>,
+}
+
+impl Filter {
+    fn scan_filter(self) -> ScanFilter {
+        let mut filter = ScanFilter::namespace(self.namespace);
+        if let Some(state) = self.state {
+            filter = filter.state(state);
+        }
+        if let Some(tool) = self.tool {
+            filter = filter.tool(tool);
+        }
+        filter
+    }
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -162,32 +242,39 @@ async fn run(command: Command) -> Result<(), String> {
             key,
             operation,
             json,
+        } => show(store, key, operation, json).await,
+        Command::List {
+            store,
+            filter,
+            limit,
+            json,
         } => {
-            let key = match (key, operation) {
-                (Some(key), _) => IdemKey::from_raw(key),
-                (None, Some(operation)) => operation.key()?,
-                (None, None) => return Err("give a KEY, or the operation (--tool ..)".into()),
+            let store = store.open().await?;
+            scan::list(&*store, &filter.scan_filter(), limit, json).await
+        }
+        Command::Stats {
+            store,
+            namespace,
+            json,
+        } => {
+            let store = store.open().await?;
+            scan::stats(&*store, &ScanFilter::namespace(namespace), json).await
+        }
+        Command::Release {
+            store,
+            key,
+            token,
+            force,
+            yes,
+        } => {
+            let holder = match token {
+                Some(token) if !force => Holder::Token(token),
+                _ => Holder::Force { yes },
             };
             let store = store.open().await?;
-            let entry = store
-                .dyn_get(&key)
-                .await
-                .map_err(|e| format!("cannot read {key}: {e}"))?;
-            let Some(entry) = entry else {
-                return Err(format!("no record under {key}"));
-            };
-            print_entry(&key, &entry, json);
-            Ok(())
+            release::release(&*store, &IdemKey::from_raw(key), holder).await
         }
-        Command::Purge { store } => {
-            let store = store.open().await?;
-            let purged = store
-                .dyn_purge_expired()
-                .await
-                .map_err(|e| format!("cannot purge: {e}"))?;
-            println!("{purged} expired records deleted");
-            Ok(())
-        }
+        Command::Purge { store, dry_run } => purge(store, dry_run).await,
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "idem", &mut std::io::stdout());
             Ok(())
@@ -195,53 +282,49 @@ async fn run(command: Command) -> Result<(), String> {
     }
 }
 
-/// The record, as a table or one JSON object.
-fn print_entry(key: &IdemKey, entry: &Entry, json: bool) {
-    let (state, attempt, payload) = match entry {
-        Entry::Running { attempt, .. } => ("running", Some(*attempt), None),
-        Entry::Done { result, .. } => ("done", None, Some(("result", result.as_str()))),
-        Entry::Failed { error, .. } => ("failed", None, Some(("error", error.as_str()))),
-        // A state a newer idem records: shown by what every record has.
-        _ => ("unknown to this version", None, None),
+/// `show`: the record under a key, or under an operation's key.
+async fn show(
+    store: StoreUrl,
+    key: Option<String>,
+    operation: Option<Operation>,
+    json: bool,
+) -> Result<(), String> {
+    let key = match (key, operation) {
+        (Some(key), _) => IdemKey::from_raw(key),
+        (None, Some(operation)) => operation.key()?,
+        (None, None) => return Err("give a KEY, or the operation (--tool ..)".into()),
     };
-    let fingerprint = entry.fingerprint().to_hex();
+    let store = store.open().await?;
+    let record = store
+        .dyn_inspect(&key)
+        .await
+        .map_err(|e| format!("cannot read {key}: {e}"))?
+        .ok_or_else(|| format!("no record under {key}"))?;
     if json {
-        let mut out = serde_json::json!({
-            "key": key.as_str(), "state": state, "fingerprint": fingerprint,
-        });
-        if let Some(attempt) = attempt {
-            out["attempt"] = attempt.into();
-        }
-        if let Some((name, text)) = payload {
-            out[name] = payload_value(name, text);
-        }
-        println!("{out}");
-        return;
+        println!("{}", record::to_json(&record));
+    } else {
+        record::print_full(&record);
     }
-    println!("key          {key}");
-    println!("state        {state}");
-    if let Some(attempt) = attempt {
-        println!("attempt      {attempt}");
-    }
-    println!("fingerprint  {fingerprint}");
-    if let Some((name, text)) = payload {
-        let shown = match payload_value(name, text) {
-            Value::String(s) => s,
-            other => serde_json::to_string_pretty(&other).unwrap_or_else(|_| text.to_owned()),
-        };
-        println!("{name:<12} {}", shown.replace('\n', "\n             "));
-    }
+    Ok(())
 }
 
-/// A result as the JSON it is (an error, or a sealed payload, as text).
-fn payload_value(name: &str, text: &str) -> Value {
-    if name == "result"
-        && !text.starts_with("idem-sealed:")
-        && let Ok(value) = serde_json::from_str(text)
-    {
-        return value;
+/// `purge`: delete the expired records, or count them.
+async fn purge(store: StoreUrl, dry_run: bool) -> Result<(), String> {
+    let store = store.open().await?;
+    if dry_run {
+        let expired = store
+            .dyn_count_expired()
+            .await
+            .map_err(|e| format!("cannot count: {e}"))?;
+        println!("{expired} expired records would be deleted");
+        return Ok(());
     }
-    Value::String(text.to_owned())
+    let purged = store
+        .dyn_purge_expired()
+        .await
+        .map_err(|e| format!("cannot purge: {e}"))?;
+    println!("{purged} expired records deleted");
+    Ok(())
 }
 
 #[cfg(test)]

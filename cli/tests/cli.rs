@@ -1,7 +1,9 @@
 //! `idem` run as an operator runs it, against records the registry made
 //! in real stores (a SQLite file, Redis, PostgreSQL): the key it derives is
 //! the registry's, `show` prints the record found by key or by operation,
-//! `purge` deletes, and every failure is one line and a non-zero exit.
+//! `list` and `stats` scan a namespace, `release` ends a stuck claim and
+//! fences its worker, `purge` deletes, and every failure is one line and a
+//! non-zero exit.
 
 #[path = "../../tests/support/skip.rs"]
 mod skip;
@@ -9,7 +11,10 @@ mod skip;
 use std::process::{Command, Output};
 
 use idem::prelude::*;
-use idem::{DynIdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore};
+use idem::{
+    Claim, DynIdemStore, IdemKey, PostgresOptions, PostgresStore, RedisStore, SqliteStore,
+    StoreError,
+};
 use serde_json::{Value, json};
 
 /// Charge an order.
@@ -109,10 +114,120 @@ async fn shows_what_the_registry_recorded(
     assert_eq!(record["result"]["charge"], "ch_o-1");
     assert_eq!(record["key"], key.as_str());
 
+    assert!(table.contains("tool         charge"), "{table}");
+
     let mut missing = vec!["show", "--store", url, "idem:0000"];
     missing.extend_from_slice(extra);
     let err = failure(&idem(&missing));
     assert!(err.contains("no record under idem:0000"), "{err}");
+    lists_and_releases(url, extra, registry, ns, &key).await;
+}
+
+/// With a done record (`done`) and a claim left stuck by a crashed worker:
+/// `list` and `stats` show both, `release` refuses without a confirmation
+/// or with a wrong token, and then ends the claim: the worker is fenced
+/// and the next call runs.
+async fn lists_and_releases(
+    url: &str,
+    extra: &[&str],
+    registry: &Registry<()>,
+    ns: &str,
+    done: &IdemKey,
+) {
+    let args = json!({"order": "o-2", "amount": 100});
+    let (stuck, fingerprint) = registry
+        .identify("run-42", "charge", args.clone())
+        .expect("identify")
+        .expect("a write tool");
+    let lease = std::time::Duration::from_secs(600);
+    let Ok(Claim::Acquired(worker)) = registry
+        .store()
+        .dyn_claim(&stuck, "charge", &fingerprint, lease)
+        .await
+    else {
+        panic!("the worker's claim")
+    };
+    fn with<'a>(args: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+        [args, extra].concat()
+    }
+
+    let table = stdout(&idem(&with(
+        &["list", "--store", url, "--namespace", ns],
+        extra,
+    )));
+    assert_eq!(table.lines().count(), 3, "a header and two rows: {table}");
+    assert!(
+        table.contains(done.as_str()) && table.contains(stuck.as_str()),
+        "{table}"
+    );
+    let running = stdout(&idem(&with(
+        &[
+            "list",
+            "--store",
+            url,
+            "--namespace",
+            ns,
+            "--state",
+            "running",
+            "--json",
+        ],
+        extra,
+    )));
+    let row: Value = serde_json::from_str(running.trim()).expect("one JSON line");
+    assert_eq!(row["key"], stuck.as_str());
+    assert_eq!(row["tool"], "charge");
+    assert_eq!(row["holder"], worker.id_hex());
+
+    let stats: Value = serde_json::from_str(&stdout(&idem(&with(
+        &["stats", "--store", url, "--namespace", ns, "--json"],
+        extra,
+    ))))
+    .expect("one JSON object");
+    assert_eq!(stats["records"], 2);
+    assert_eq!(stats["states"]["running"], 1);
+    assert_eq!(stats["tools"]["charge"]["done"], 1);
+    assert_eq!(stats["oldest_running"]["key"], stuck.as_str());
+
+    let release = |how: &[&str]| {
+        idem(&with(
+            &[&["release", "--store", url, stuck.as_str()][..], how].concat(),
+            extra,
+        ))
+    };
+    let err = failure(&release(&["--force"]));
+    assert!(
+        err.contains("give --yes"),
+        "a live lease is not released unasked: {err}"
+    );
+    let err = failure(&release(&["--token", &"0".repeat(32)]));
+    assert!(err.contains("was not released"), "{err}");
+    let released = release(&["--force", "--yes"]);
+    stdout(&released);
+    let log = String::from_utf8_lossy(&released.stderr);
+    assert!(
+        log.contains("released") && log.contains("forced"),
+        "logged: {log}"
+    );
+    assert!(
+        matches!(
+            registry
+                .store()
+                .dyn_complete(&stuck, &worker, "{}", lease)
+                .await,
+            Err(StoreError::LeaseLost)
+        ),
+        "the worker that held the claim is fenced"
+    );
+    let ran = registry
+        .call("run-42", "charge", args)
+        .await
+        .expect("runs again");
+    assert_eq!(ran["charge"], "ch_o-2");
+    let err = failure(&idem(&with(
+        &["release", "--store", url, done.as_str(), "--force", "--yes"],
+        extra,
+    )));
+    assert!(err.contains("is done, not running"), "{err}");
 }
 
 #[tokio::test]
@@ -124,6 +239,11 @@ async fn sqlite_records_are_shown_and_purged() {
     let registry = records(std::sync::Arc::new(store), "cli").await;
     let url = path.to_str().expect("UTF-8 path");
     shows_what_the_registry_recorded(url, &[], &registry, "cli").await;
+    let counted = stdout(&idem(&["purge", "--store", url, "--dry-run"]));
+    assert!(
+        counted.contains("0 expired records would be deleted"),
+        "{counted}"
+    );
     let purged = stdout(&idem(&["purge", "--store", url]));
     assert!(purged.contains("0 expired records deleted"), "{purged}");
     // A path with no file is an error, and no file is made there.

@@ -1,0 +1,140 @@
+//! How the tool prints records: one record in full (`show`), a record as a
+//! row of a table (`list`), and either as one JSON object; durations for
+//! people (`3m20s`).
+
+use std::time::Duration;
+
+use idem::{RecordInfo, RecordState};
+use serde_json::{Value, json};
+
+/// A record as one JSON object; the payload only if read.
+pub(crate) fn to_json(record: &RecordInfo) -> Value {
+    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let mut out = json!({
+        "key": record.key.as_str(),
+        "state": record.state.as_str(),
+        "tool": record.tool,
+        "attempt": record.attempt,
+        "fingerprint": record.fingerprint.to_hex(),
+        "age_ms": record.age.map(ms),
+        "expires_in_ms": ms(record.expires_in),
+    });
+    if record.state == RecordState::Running {
+        out["lease_left_ms"] = record.lease_left.map(ms).into();
+        out["holder"] = record.holder.map(|t| t.id_hex()).into();
+    }
+    if let Some(payload) = &record.payload {
+        let name = payload_name(record.state);
+        out[name] = payload_value(record.state, payload);
+    }
+    out
+}
+
+/// A record in full, one field a line.
+pub(crate) fn print_full(record: &RecordInfo) {
+    let line = |name: &str, value: &str| println!("{name:<12} {value}");
+    line("key", record.key.as_str());
+    line("state", record.state.as_str());
+    line("tool", record.tool.as_deref().unwrap_or("-"));
+    line("attempt", &record.attempt.to_string());
+    line("age", &record.age.map_or("-".into(), human));
+    if record.state == RecordState::Running {
+        line("lease", &lease(record));
+        line("holder", &record.holder.map_or("-".into(), |t| t.id_hex()));
+    }
+    line("expires in", &human(record.expires_in));
+    line("fingerprint", &record.fingerprint.to_hex());
+    if let Some(payload) = &record.payload {
+        let shown = match payload_value(record.state, payload) {
+            Value::String(s) => s,
+            other => serde_json::to_string_pretty(&other).unwrap_or_else(|_| payload.clone()),
+        };
+        line(
+            payload_name(record.state),
+            &shown.replace('\n', "\n             "),
+        );
+    }
+}
+
+/// The header of [`row`]'s table.
+pub(crate) const HEADER: &str =
+    "STATE     ATTEMPT  AGE      LEASE    EXPIRES  TOOL                 KEY";
+
+/// A record as a row under [`HEADER`].
+pub(crate) fn row(record: &RecordInfo) -> String {
+    let lease = if record.state == RecordState::Running {
+        lease(record)
+    } else {
+        "-".into()
+    };
+    format!(
+        "{:<9} {:<8} {:<8} {:<8} {:<8} {:<20} {}",
+        record.state.as_str(),
+        record.attempt,
+        record.age.map_or("-".into(), human),
+        lease,
+        human(record.expires_in),
+        record.tool.as_deref().unwrap_or("-"),
+        record.key
+    )
+}
+
+/// A running record's lease: what it has left, or `lapsed`.
+fn lease(record: &RecordInfo) -> String {
+    match record.lease_left {
+        Some(left) if !left.is_zero() => human(left),
+        Some(_) => "lapsed".into(),
+        None => "-".into(),
+    }
+}
+
+fn payload_name(state: RecordState) -> &'static str {
+    if state == RecordState::Failed {
+        "error"
+    } else {
+        "result"
+    }
+}
+
+/// A result as the JSON it is (an error, or a sealed payload, as text).
+fn payload_value(state: RecordState, text: &str) -> Value {
+    if state == RecordState::Done
+        && !text.starts_with("idem-sealed:")
+        && let Ok(value) = serde_json::from_str(text)
+    {
+        return value;
+    }
+    Value::String(text.to_owned())
+}
+
+/// A duration for people, in its two largest units: `850ms`, `12s`,
+/// `3m20s`, `2h05m`, `4d03h`.
+pub(crate) fn human(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0 => format!("{}ms", d.as_millis()),
+        1..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        3600..86400 => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d{:02}h", s / 86400, s % 86400 / 3600),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_in_their_two_largest_units() {
+        let cases = [
+            (Duration::from_millis(850), "850ms"),
+            (Duration::from_secs(12), "12s"),
+            (Duration::from_secs(200), "3m20s"),
+            (Duration::from_secs(7500), "2h05m"),
+            (Duration::from_secs(4 * 86400 + 3 * 3600 + 59), "4d03h"),
+        ];
+        for (d, want) in cases {
+            assert_eq!(human(d), want);
+        }
+    }
+}

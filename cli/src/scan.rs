@@ -1,0 +1,147 @@
+//! `list` and `stats`: every record of a namespace, a page at a time
+//! (`IdemStore::scan`: Redis `SCAN .. MATCH`, node by node on a cluster;
+//! SQL in key order along the primary key), printed as it comes, with a
+//! count on stderr while a long scan runs at a terminal.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use idem::{DynIdemStore, RecordInfo, RecordState, ScanFilter};
+use serde_json::json;
+
+use crate::record::{self, HEADER};
+
+/// How many records a page looks at.
+const PAGE: usize = 500;
+
+/// Calls `each` with every record `filter` admits, up to `limit`; shows
+/// progress on a terminal.
+async fn scan(
+    store: &dyn DynIdemStore,
+    filter: &ScanFilter,
+    limit: Option<usize>,
+    mut each: impl FnMut(RecordInfo),
+) -> Result<usize, String> {
+    let progress = std::io::stderr().is_terminal();
+    let (mut seen, mut cursor) = (0usize, String::new());
+    loop {
+        let page = store
+            .dyn_scan(filter, &cursor, PAGE)
+            .await
+            .map_err(|e| format!("cannot scan: {e}"))?;
+        for record in page.records {
+            if limit.is_some_and(|limit| seen >= limit) {
+                break;
+            }
+            seen += 1;
+            each(record);
+        }
+        if progress {
+            eprint!("\r{seen} records…");
+        }
+        match page.next {
+            Some(next) if limit.is_none_or(|limit| seen < limit) => cursor = next,
+            _ => break,
+        }
+    }
+    if progress {
+        eprint!("\r\x1b[K");
+    }
+    Ok(seen)
+}
+
+/// `list`: the records as a table, or one JSON object a line.
+pub(crate) async fn list(
+    store: &dyn DynIdemStore,
+    filter: &ScanFilter,
+    limit: Option<usize>,
+    json: bool,
+) -> Result<(), String> {
+    let mut out = std::io::stdout().lock();
+    if !json {
+        let _ = writeln!(out, "{HEADER}");
+    }
+    let mut broken = false;
+    let shown = scan(store, filter, limit, |record| {
+        let line = if json {
+            record::to_json(&record).to_string()
+        } else {
+            record::row(&record)
+        };
+        // A closed pipe (`| head`) ends the listing quietly.
+        broken |= writeln!(out, "{line}").is_err();
+    })
+    .await?;
+    if !json && !broken {
+        eprintln!("{shown} records");
+    }
+    Ok(())
+}
+
+/// `stats`: counts by state and by tool, and the oldest running claim.
+pub(crate) async fn stats(
+    store: &dyn DynIdemStore,
+    filter: &ScanFilter,
+    json: bool,
+) -> Result<(), String> {
+    let mut by_state: BTreeMap<RecordState, u64> = BTreeMap::new();
+    let mut by_tool: BTreeMap<String, BTreeMap<RecordState, u64>> = BTreeMap::new();
+    let mut oldest: Option<(Duration, String)> = None;
+    let total = scan(store, filter, None, |record| {
+        *by_state.entry(record.state).or_default() += 1;
+        let tool = record.tool.clone().unwrap_or_else(|| "-".into());
+        *by_tool
+            .entry(tool)
+            .or_default()
+            .entry(record.state)
+            .or_default() += 1;
+        if record.state == RecordState::Running
+            && let Some(age) = record.age
+            && oldest.as_ref().is_none_or(|(a, _)| age > *a)
+        {
+            oldest = Some((age, record.key.into_string()));
+        }
+    })
+    .await?;
+    let count = |counts: &BTreeMap<RecordState, u64>, s: RecordState| *counts.get(&s).unwrap_or(&0);
+    if json {
+        let states = |counts: &BTreeMap<RecordState, u64>| {
+            RecordState::ALL
+                .into_iter()
+                .map(|s| (s.as_str().to_owned(), json!(count(counts, s))))
+                .collect::<serde_json::Map<_, _>>()
+        };
+        let tools: serde_json::Map<_, _> = by_tool
+            .iter()
+            .map(|(tool, counts)| (tool.clone(), states(counts).into()))
+            .collect();
+        let out = json!({
+            "records": total,
+            "states": states(&by_state),
+            "tools": tools,
+            "oldest_running": oldest.as_ref().map(|(age, key)| json!({
+                "key": key, "age_ms": u64::try_from(age.as_millis()).unwrap_or(u64::MAX),
+            })),
+        });
+        println!("{out}");
+        return Ok(());
+    }
+    println!(
+        "{:<20} {:>9} {:>9} {:>9} {:>9}",
+        "TOOL", "running", "released", "done", "failed"
+    );
+    let print = |name: &str, counts: &BTreeMap<RecordState, u64>| {
+        let [r, l, d, f] = RecordState::ALL.map(|s| count(counts, s));
+        println!("{name:<20} {r:>9} {l:>9} {d:>9} {f:>9}");
+    };
+    for (tool, counts) in &by_tool {
+        print(tool, counts);
+    }
+    print("all", &by_state);
+    match oldest {
+        Some((age, key)) => println!("oldest running claim: {} ({key})", record::human(age)),
+        None => println!("oldest running claim: none"),
+    }
+    Ok(())
+}
