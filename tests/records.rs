@@ -8,8 +8,9 @@
 //! - *new writer, old reader*: the current store writes a record in each
 //!   state, and readers written here, frozen like the golden files, decode
 //!   the raw bytes: the SQL rows with the reader of schema 1 (schema 2 only
-//!   added columns), the Redis lines with the reader of format 2 (format 1
-//!   readers cannot read them: CHANGELOG.md, 0.2, says how to upgrade).
+//!   added columns); the Redis lines with the reader of format 2, and with
+//!   the reader of format 1 when the store writes format 1
+//!   (`RedisOptions::record_format`, for a fleet still running 0.1).
 //!
 //! `docs/spec.md` ("Record formats") describes each layout.
 #![cfg(all(feature = "redis", feature = "sqlite", feature = "postgres"))]
@@ -185,6 +186,17 @@ async fn write_each_state<S: IdemStore>(store: &S, prefix: &str) -> Vec<(IdemKey
 
 // --- Redis ----------------------------------------------------------------
 
+/// The reader of Redis record lines, version 1:
+/// `1|<state>|<fingerprint>|<attempt>|<token>|<payload>`.
+fn redis_v1(line: &str) -> V1 {
+    let fields: Vec<&str> = line.splitn(6, '|').collect();
+    let [version, state, fingerprint, attempt, token, payload] = fields[..] else {
+        panic!("not a version 1 record: {line:?}");
+    };
+    assert_eq!(version, "1", "{line:?}");
+    redis_fields(line, [state, fingerprint, attempt, token, payload])
+}
+
 /// The reader of Redis record lines, version 2:
 /// `2|<state>|<fingerprint>|<attempt>|<tool>|<life>|<token>|<payload>`;
 /// the records `write_each_state` makes name the tool `records`.
@@ -205,6 +217,11 @@ fn redis_v2(line: &str) -> V1 {
     };
     assert_eq!((version, tool), ("2", "records"), "{line:?}");
     assert!(life.parse::<u64>().is_ok(), "{line:?}");
+    redis_fields(line, [state, fingerprint, attempt, token, payload])
+}
+
+/// The fields formats 1 and 2 share, checked.
+fn redis_fields(line: &str, [state, fingerprint, attempt, token, payload]: [&str; 5]) -> V1 {
     assert!(
         ["running", "released", "done", "failed"].contains(&state),
         "{line:?}"
@@ -264,13 +281,31 @@ async fn redis_records_of_every_format_are_read() {
         read_golden(&store, &names, tool).await;
     }
 
-    for (key, want) in write_each_state(&store, &format!("{prefix}new-")).await {
-        let raw: String = redis::cmd("GET")
-            .arg(key.as_str())
-            .query_async(&mut conn)
-            .await
-            .expect("read back");
-        assert_eq!(redis_v2(&raw), want, "{raw:?}");
+    let format_1 = idem::RedisStore::connect_with(
+        &support::redis_url(),
+        idem::RedisOptions::new().record_format(1),
+    )
+    .await
+    .expect("connect");
+    let written = [
+        (
+            write_each_state(&store, &format!("{prefix}new-")).await,
+            redis_v2 as fn(&str) -> V1,
+        ),
+        (
+            write_each_state(&format_1, &format!("{prefix}v1-")).await,
+            redis_v1,
+        ),
+    ];
+    for (records, reader) in written {
+        for (key, want) in records {
+            let raw: String = redis::cmd("GET")
+                .arg(key.as_str())
+                .query_async(&mut conn)
+                .await
+                .expect("read back");
+            assert_eq!(reader(&raw), want, "{raw:?}");
+        }
     }
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg(format!("{prefix}*"))

@@ -90,6 +90,48 @@ async fn bounded<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T 
     }
 }
 
+/// Writing format 1, as a fleet does while idem 0.1 workers share the
+/// store (`RedisOptions::record_format`), keeps the contract: the store
+/// and registry cases, on a store whose every write is a format 1 line.
+/// The operator cases are left out: format 1 names no tool and no age.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writing_format_1_keeps_the_contract() {
+    let Some(shared) = RedisHarness::shared().await else {
+        return;
+    };
+    let options = RedisOptions::new().record_format(1);
+    let store = RedisStore::connect_with(&shared.url, options)
+        .await
+        .expect("connect");
+    let h = RedisHarness {
+        store: Arc::new(store),
+        url: shared.url,
+    };
+    use idem::testing::cases;
+    bounded("the cases writing format 1", async {
+        cases::claim_complete_replay(&h).await;
+        cases::concurrent_claims_acquire_once(&h).await;
+        cases::lapsed_lease_lets_a_new_claim_in(&h).await;
+        cases::renew_keeps_the_lease(&h).await;
+        cases::stale_token_is_fenced(&h).await;
+        cases::lapsed_but_unclaimed_may_still_record(&h).await;
+        cases::release_counts_the_attempt(&h).await;
+        cases::permanent_failure_is_replayed(&h).await;
+        cases::settle_repeated_by_its_token_succeeds(&h).await;
+        cases::claims_after_a_release_have_one_winner(&h).await;
+        cases::released_by_the_inspected_holder_fences_the_worker(&h).await;
+        cases::registry_runs_once_in_sequence(&h).await;
+        cases::registry_stress_runs_each_key_once(&h).await;
+    })
+    .await;
+    assert!(
+        RedisStore::connect_with(&support::redis_url(), RedisOptions::new().record_format(3))
+            .await
+            .is_err_and(|e| e.to_string().contains("record formats 1 and 2")),
+        "a format this idem does not write is refused"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_passes_the_conformance_suite() {
     if !support::redis_binaries() {

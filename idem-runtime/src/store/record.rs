@@ -22,11 +22,6 @@ use crate::store::contract::Entry;
 use crate::store::inspect::RecordInfo;
 use crate::store::token::LeaseToken;
 
-/// The version of the Redis record line this code writes (its first
-/// field). Records of every version listed in `docs/spec.md` are read.
-#[cfg(feature = "redis")]
-pub(crate) const LINE_VERSION: u32 = 2;
-
 /// Where a record is in its life; the public [`RecordState`], by its
 /// short name here.
 pub(crate) use crate::store::inspect::RecordState as State;
@@ -217,20 +212,27 @@ pub(crate) fn attempt(key: &str, stored: impl TryInto<u32>) -> Result<u32, Store
         .map_err(|_| StoreError::corrupt(key, "bad attempt"))
 }
 
-/// The Redis record of a first claim, of tool `tool`, expiring in `life`
-/// ms: `<version>|running|<fingerprint hex>|0|<tool>|<life>|<token hex>|`.
+/// The Redis record of a first claim in `format`, of tool `tool`,
+/// expiring in `life` ms: in format 2,
+/// `2|running|<fingerprint hex>|0|<tool>|<life>|<token hex>|`; in format
+/// 1, `1|running|<fingerprint hex>|0|<token hex>|`.
 #[cfg(feature = "redis")]
 pub(crate) fn running_line(
+    format: u32,
     fingerprint: &Fingerprint,
     tool: &str,
     life: u64,
     token: &LeaseToken,
 ) -> String {
-    format!(
-        "{LINE_VERSION}|{}|{}|{}|{tool}|{life}|{}|",
+    let (state, fp, attempt, id) = (
         State::Running.as_str(),
         fingerprint.to_hex(),
         token.attempt(),
-        token.id_hex()
-    )
+        token.id_hex(),
+    );
+    if format == 1 {
+        format!("1|{state}|{fp}|{attempt}|{id}|")
+    } else {
+        format!("2|{state}|{fp}|{attempt}|{tool}|{life}|{id}|")
+    }
 }

@@ -77,6 +77,8 @@ pub struct RedisStore {
     conn: Conn,
     /// `WAIT` after every write: replicas, and how long.
     wait: Option<(usize, Duration)>,
+    /// The record format written ([`RedisOptions::record_format`]).
+    format: u32,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -98,6 +100,7 @@ impl RedisStore {
 
     /// [`connect`](Self::connect) with explicit timeouts.
     pub async fn connect_with(url: &str, options: RedisOptions) -> Result<RedisStore, StoreError> {
+        let format = options.checked_format()?;
         let client = options.client(url)?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(options.connection_timeout))
@@ -110,6 +113,7 @@ impl RedisStore {
         let store = RedisStore {
             conn: Conn::Single(manager),
             wait: options.wait_for_replicas,
+            format,
         };
         store.check_eviction_policy().await;
         Ok(store)
@@ -133,6 +137,7 @@ impl RedisStore {
         I: IntoIterator<Item = U>,
         U: AsRef<str>,
     {
+        let format = options.checked_format()?;
         if options.wait_for_replicas.is_some() {
             return Err(StoreError::backend(
                 "RedisOptions::wait_for_replicas is not supported with Redis Cluster",
@@ -158,6 +163,7 @@ impl RedisStore {
         let store = RedisStore {
             conn: Conn::Cluster(conn),
             wait: None,
+            format,
         };
         store.check_eviction_policy().await;
         Ok(store)
@@ -278,12 +284,18 @@ impl RedisStore {
         expiry: Duration,
     ) -> Result<(), StoreError> {
         let token = token.id_hex();
-        let expiry = millis(expiry).to_string();
+        let (expiry, format) = (millis(expiry).to_string(), self.format.to_string());
         let (reply, acked) = self
             .eval(
                 &scripts().settle,
                 key,
-                &[token.as_bytes(), op.as_bytes(), payload, expiry.as_bytes()],
+                &[
+                    token.as_bytes(),
+                    op.as_bytes(),
+                    payload,
+                    expiry.as_bytes(),
+                    format.as_bytes(),
+                ],
             )
             .await?;
         match as_text(&reply).as_deref() {
@@ -352,7 +364,13 @@ impl IdemStore for RedisStore {
         let mut first = redis::cmd("SET");
         first
             .arg(key.as_str())
-            .arg(record::running_line(fingerprint, tool, life, &token))
+            .arg(record::running_line(
+                self.format,
+                fingerprint,
+                tool,
+                life,
+                &token,
+            ))
             .arg("NX")
             .arg("PX")
             .arg(life);
@@ -372,9 +390,10 @@ impl IdemStore for RedisStore {
             Err(e) => return Err(script_error(key, e)),
         }
         let (fp, id) = (fingerprint.to_hex(), token.id_hex());
-        let (lease_ms, retention_ms) = (
+        let (lease_ms, retention_ms, format) = (
             millis(lease).to_string(),
             millis(CLAIM_RETENTION).to_string(),
+            self.format.to_string(),
         );
         let (reply, acked) = self
             .eval(
@@ -386,6 +405,7 @@ impl IdemStore for RedisStore {
                     lease_ms.as_bytes(),
                     retention_ms.as_bytes(),
                     tool.as_bytes(),
+                    format.as_bytes(),
                 ],
             )
             .await?;

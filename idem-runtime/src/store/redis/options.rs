@@ -21,6 +21,9 @@ pub struct RedisOptions {
     /// duration (`WAIT`): `None` by default. See
     /// [`wait_for_replicas`](Self::wait_for_replicas).
     pub wait_for_replicas: Option<(usize, Duration)>,
+    /// The record format written: 2, the newest, by default. See
+    /// [`record_format`](Self::record_format).
+    pub record_format: u32,
     /// For `rediss://`: the PEM certificate(s) of the CA that signed the
     /// server's certificate, instead of the platform's roots.
     #[cfg(feature = "redis-tls")]
@@ -64,6 +67,31 @@ impl RedisOptions {
         self
     }
 
+    /// Writes records in format `version` (docs/spec.md, "Record
+    /// formats"): 2 by default, or 1 while workers of idem 0.1 share the
+    /// store, which read only format 1.
+    ///
+    /// Every version reads every format, so a fleet is upgraded from 0.1
+    /// without stopping it in two steps: deploy this version with
+    /// `record_format(1)`; once no 0.1 worker is left, deploy it without.
+    /// Records written in format 1 do not name their tool or their age
+    /// (`idem show` and `idem list` print `-`). [`connect`](super::RedisStore::connect_with)
+    /// refuses a format it does not know.
+    pub fn record_format(mut self, version: u32) -> Self {
+        self.record_format = version;
+        self
+    }
+
+    /// The format to write, if this version writes it.
+    pub(super) fn checked_format(&self) -> Result<u32, StoreError> {
+        match self.record_format {
+            1 | 2 => Ok(self.record_format),
+            other => Err(StoreError::backend(format!(
+                "RedisOptions::record_format({other}): this idem writes Redis record formats 1 and 2"
+            ))),
+        }
+    }
+
     /// Sets [`reconnect_retries`](Self::reconnect_retries).
     pub fn reconnect_retries(mut self, retries: usize) -> Self {
         self.reconnect_retries = retries;
@@ -105,6 +133,7 @@ impl Default for RedisOptions {
             response_timeout: Duration::from_secs(1),
             reconnect_retries: 2,
             wait_for_replicas: None,
+            record_format: 2,
             #[cfg(feature = "redis-tls")]
             tls_root_ca: None,
         }

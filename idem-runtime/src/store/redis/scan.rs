@@ -106,10 +106,10 @@ impl RedisStore {
         let mut records = Vec::with_capacity(keys.len());
         for key in keys {
             // Gone since SCAN saw it: expired or deleted.
-            if let Some(record) = self.read_info(&IdemKey::from_raw(key), false).await? {
-                if filter.admits(&record) {
-                    records.push(record);
-                }
+            if let Some(record) = self.read_info(&IdemKey::from_raw(key), false).await?
+                && filter.admits(&record)
+            {
+                records.push(record);
             }
         }
         Ok(ScanPage::new(records, next))

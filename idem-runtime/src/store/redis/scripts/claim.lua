@@ -1,5 +1,6 @@
 -- CLAIM: the claim of a key that exists (a first claim is a plain SET NX).
--- KEYS[1]; ARGV: fingerprint, token, lease ms, retention ms, tool.
+-- KEYS[1]; ARGV: fingerprint, token, lease ms, retention ms, tool, the
+-- format to write ('1' or '2').
 -- Returns {'acquired', attempt} | {'running', fp, attempt} |
 -- {'done', fp, result} | {'failed', fp, error}.
 local rec = load(KEYS[1])
@@ -22,5 +23,5 @@ if rec then
   end
 end
 local px = tonumber(ARGV[3]) + retention
-store(KEYS[1], 'running', ARGV[1], attempt, ARGV[5], px, ARGV[2], '', px)
+store(KEYS[1], ARGV[6], 'running', ARGV[1], attempt, ARGV[5], px, ARGV[2], '', px)
 return {'acquired', string.format('%d', attempt)}

@@ -1,5 +1,6 @@
 -- Shared by every script: reading a record of any format version with its
--- fields checked, and writing one (format 2) with its expiry.
+-- fields checked, and writing one of the format the store writes with its
+-- expiry.
 -- Format 1: 1|state|fp|attempt|token|payload
 -- Format 2: 2|state|fp|attempt|tool|life|token|payload, where life is the
 -- ms from when the record entered its state to its expiry (so its age is
@@ -32,8 +33,15 @@ local function load(key)
   end
   return rec
 end
--- Writes a record that expires in px ms, life ms after it entered its state.
-local function store(key, state, fp, attempt, tool, life, token, payload, px)
-  redis.call('SET', key, '2|' .. state .. '|' .. fp .. '|' .. string.format('%d', attempt) .. '|' .. tool
-    .. '|' .. string.format('%d', life) .. '|' .. token .. '|' .. payload, 'PX', string.format('%d', px))
+-- Writes a record of format v ('1' or '2') that expires in px ms, life ms
+-- after it entered its state (format 1 keeps neither life nor tool).
+local function store(key, v, state, fp, attempt, tool, life, token, payload, px)
+  local line
+  if v == '1' then
+    line = '1|' .. state .. '|' .. fp .. '|' .. string.format('%d', attempt) .. '|' .. token .. '|' .. payload
+  else
+    line = '2|' .. state .. '|' .. fp .. '|' .. string.format('%d', attempt) .. '|' .. tool
+      .. '|' .. string.format('%d', life) .. '|' .. token .. '|' .. payload
+  end
+  redis.call('SET', key, line, 'PX', string.format('%d', px))
 end

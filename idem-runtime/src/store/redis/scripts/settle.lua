@@ -1,7 +1,7 @@
 -- SETTLE: complete, fail, release and renew, on the holder's token.
 -- KEYS[1]; ARGV: token, op ('done' | 'failed' | 'released' | 'renew'),
 -- payload (result, error, or lease ms), ms to keep the record (for renew:
--- the retention after the lease).
+-- the retention after the lease), the format to write ('1' or '2').
 -- Returns 'ok' or 'lost'.
 -- The usual case, a running record of format 2 held with this token
 -- ('2|running|' fp '|' attempt '|' tool '|' life '|' token '|') settled,
@@ -9,7 +9,7 @@
 -- per call.
 local op = ARGV[2]
 local raw = redis.call('GET', KEYS[1])
-local held = op ~= 'renew' and raw and string.sub(raw, 1, 10) == '2|running|'
+local held = op ~= 'renew' and ARGV[5] == '2' and raw and string.sub(raw, 1, 10) == '2|running|'
   and string.sub(raw, -34) == '|' .. ARGV[1] .. '|' and string.sub(raw, 11, -35)
 -- head = fp '|' attempt '|' tool '|', each checked; the life is replaced.
 local head = held and string.match(held, '^(%x+|%d+|[^|]*|)%d+$')
@@ -18,7 +18,7 @@ if head and string.sub(head, 65, 65) == '|' then
   redis.call('SET', KEYS[1], '2|' .. op .. '|' .. head .. ARGV[4] .. '|' .. ARGV[1] .. '|' .. ARGV[3], 'PX', ARGV[4])
   return 'ok'
 end
--- Anything else: a renewal, a record of format 1, a repeat, lost, or corrupt.
+-- Anything else: a renewal, format 1, a repeat, lost, or corrupt.
 local rec = load(KEYS[1])
 if rec and rec.token == ARGV[1] and rec.state == op and (op == 'released' or rec.payload == ARGV[3]) then
   -- This very settle took effect already; its reply was lost. Written
@@ -31,8 +31,9 @@ if op == 'renew' then
   -- The claim's age carries over: life counts from the claim.
   local px = tonumber(ARGV[3]) + tonumber(ARGV[4])
   local age = rec.life and math.max(0, rec.life - redis.call('PTTL', KEYS[1])) or 0
-  store(KEYS[1], 'running', rec.fp, rec.attempt, rec.tool, age + px, rec.token, '', px)
+  store(KEYS[1], ARGV[5], 'running', rec.fp, rec.attempt, rec.tool, age + px, rec.token, '', px)
 else
-  store(KEYS[1], op, rec.fp, rec.attempt, rec.tool, tonumber(ARGV[4]), rec.token, ARGV[3], tonumber(ARGV[4]))
+  store(KEYS[1], ARGV[5], op, rec.fp, rec.attempt, rec.tool, tonumber(ARGV[4]), rec.token, ARGV[3],
+    tonumber(ARGV[4]))
 end
 return 'ok'
