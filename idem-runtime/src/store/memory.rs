@@ -21,10 +21,12 @@ use crate::store::{
 /// tests with a paused Tokio clock control it). Expired records are swept
 /// from a shard as it grows, in amortised constant time per operation, and on
 /// [`purge_expired`](IdemStore::purge_expired); memory stays proportional to the
-/// records alive, not to every key ever seen. A record takes 110–170 bytes
+/// records alive, not to every key ever seen. A record takes 125–200 bytes
 /// besides its result, depending on the hash tables' load (BENCHMARKS.md):
 /// keys are kept as half their digest, times as milliseconds, and the
-/// fingerprint only when it is not the key's own digest.
+/// fingerprint only when it is not the key's own digest. Since the keys are
+/// not kept, [`inspect`](IdemStore::inspect) reads a record by its key but
+/// [`scan`](IdemStore::scan) is [`StoreError::Unsupported`].
 ///
 /// It guarantees once-only execution within one process. Records are lost
 /// when the process exits: a crashed agent that resumes in a new process
@@ -118,17 +120,19 @@ struct Shard {
     writes: usize,
 }
 
-/// Times are milliseconds since the store's epoch.
+/// Times are milliseconds since the store's epoch, but for `since`.
 struct Record {
     /// The arguments' fingerprint; `None` when it is the digest the key
     /// ends with (a tool keyed on all its arguments: the usual case), which
     /// the key gives back.
     fingerprint: Option<Box<[u8; 32]>>,
     expires_at: u64,
-    /// When the record entered its state.
-    since: u64,
+    /// When the record entered its state, in seconds since the store's
+    /// epoch (an age for operators needs no finer grain; four bytes last
+    /// 136 years).
+    since: u32,
     /// The index of its tool's name in [`Shard::tools`].
-    tool: u32,
+    tool: u16,
     state: State,
 }
 
@@ -185,6 +189,11 @@ impl State {
 const SHARDS: usize = 64;
 /// A shard is swept when it has seen this many writes, or half its size.
 const MIN_SWEEP_INTERVAL: usize = 256;
+
+/// Milliseconds since the epoch as the seconds a record's `since` keeps.
+fn secs(ms: u64) -> u32 {
+    u32::try_from(ms / 1000).unwrap_or(u32::MAX)
+}
 
 fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
@@ -265,7 +274,7 @@ impl MemoryStore {
             Record {
                 fingerprint: keep(fingerprint, digest),
                 expires_at: now.saturating_add(ms(ttl)),
-                since: now,
+                since: secs(now),
                 tool,
                 state: State::Done {
                     token: [0; 16],
@@ -328,14 +337,18 @@ impl Shard {
     }
 
     /// The index of `name` in the shard's tool names, added if new.
-    fn tool(&mut self, name: &str) -> u32 {
-        match self.tools.iter().position(|t| **t == *name) {
-            Some(i) => i as u32,
-            None => {
-                self.tools.push(name.into());
-                (self.tools.len() - 1) as u32
-            }
+    /// Past `u16::MAX - 1` names (a registry has a few dozen tools) a new
+    /// name gets `u16::MAX`, an index with no name: its records name no
+    /// tool rather than a wrong one.
+    fn tool(&mut self, name: &str) -> u16 {
+        if let Some(i) = self.tools.iter().position(|t| **t == *name) {
+            return u16::try_from(i).unwrap_or(u16::MAX);
         }
+        if self.tools.len() >= usize::from(u16::MAX) {
+            return u16::MAX;
+        }
+        self.tools.push(name.into());
+        u16::try_from(self.tools.len() - 1).unwrap_or(u16::MAX)
     }
 
     fn insert(&mut self, slot: Slot, record: Record, now: u64) {
@@ -361,7 +374,7 @@ impl Shard {
 /// The record of a claim of `tool` (its index) at `now`.
 fn running(
     fingerprint: Option<Box<[u8; 32]>>,
-    tool: u32,
+    tool: u16,
     token: &LeaseToken,
     lease: Duration,
     now: u64,
@@ -370,7 +383,7 @@ fn running(
     Record {
         fingerprint,
         expires_at: lease_until.saturating_add(ms(CLAIM_RETENTION)),
-        since: now,
+        since: secs(now),
         tool,
         state: State::Running {
             token: token.id().to_le_bytes(),
@@ -448,7 +461,7 @@ impl IdemStore for MemoryStore {
                 attempt: token.attempt(),
                 result: result.into(),
             };
-            record.since = now;
+            record.since = secs(now);
             record.expires_at = now.saturating_add(ms(ttl));
         })
     }
@@ -459,7 +472,7 @@ impl IdemStore for MemoryStore {
                 token: token.id().to_le_bytes(),
                 attempt: token.attempt(),
             };
-            record.since = now;
+            record.since = secs(now);
             record.expires_at = now.saturating_add(ms(CLAIM_RETENTION));
         })
     }
@@ -477,7 +490,7 @@ impl IdemStore for MemoryStore {
                 attempt: token.attempt(),
                 error: error.into(),
             };
-            record.since = now;
+            record.since = secs(now);
             record.expires_at = now.saturating_add(ms(ttl));
         })
     }
@@ -577,7 +590,7 @@ impl IdemStore for MemoryStore {
             tool: shard.tools.get(tool as usize).map(|t| t.to_string()),
             attempt,
             fingerprint,
-            age: Some(Duration::from_millis(now.saturating_sub(since))),
+            age: Some(Duration::from_secs(u64::from(secs(now).saturating_sub(since)))),
             lease_left: lease_left.map(Duration::from_millis),
             expires_in: Duration::from_millis(expires_at.saturating_sub(now)),
             holder,
