@@ -74,7 +74,7 @@ pub(crate) async fn list(
     })
     .await?;
     if !json && !broken {
-        eprintln!("{shown} records");
+        eprintln!("{shown} record{}", if shown == 1 { "" } else { "s" });
     }
     Ok(())
 }

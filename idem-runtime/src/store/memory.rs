@@ -590,7 +590,9 @@ impl IdemStore for MemoryStore {
             tool: shard.tools.get(tool as usize).map(|t| t.to_string()),
             attempt,
             fingerprint,
-            age: Some(Duration::from_secs(u64::from(secs(now).saturating_sub(since)))),
+            age: Some(Duration::from_secs(u64::from(
+                secs(now).saturating_sub(since),
+            ))),
             lease_left: lease_left.map(Duration::from_millis),
             expires_in: Duration::from_millis(expires_at.saturating_sub(now)),
             holder,
