@@ -15,6 +15,10 @@ pub(crate) struct StoreUrl {
     /// The store: redis://.., rediss://.., postgres://.. or a SQLite file.
     #[arg(long = "store", env = "IDEM_STORE", value_name = "URL")]
     url: String,
+    /// Redis: the URL is a node of a Redis Cluster (`list` and `stats` then
+    /// scan every primary).
+    #[arg(long)]
+    cluster: bool,
     /// PostgreSQL: the table (as `PostgresOptions::table`).
     #[arg(long, default_value = "idem_records")]
     table: String,
@@ -29,10 +33,15 @@ impl StoreUrl {
         let unreachable =
             |e: &dyn std::fmt::Display| format!("cannot open the store at {}: {e}", redact(url));
         if url.starts_with("redis://") || url.starts_with("rediss://") {
-            let store = RedisStore::connect(url)
-                .await
-                .map_err(|e| unreachable(&e))?;
-            return Ok(Arc::new(store));
+            let store = if self.cluster {
+                RedisStore::connect_cluster([url]).await
+            } else {
+                RedisStore::connect(url).await
+            };
+            return Ok(Arc::new(store.map_err(|e| unreachable(&e))?));
+        }
+        if self.cluster {
+            return Err("--cluster is for redis:// and rediss:// URLs".into());
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             let mut options = PostgresOptions::new()

@@ -5,6 +5,8 @@
 //! fences its worker, `purge` deletes, and every failure is one line and a
 //! non-zero exit.
 
+#[path = "../../tests/support/servers.rs"]
+mod servers;
 #[path = "../../tests/support/skip.rs"]
 mod skip;
 
@@ -271,6 +273,69 @@ async fn redis_records_are_shown() {
     let ns = format!("cli-{}", std::process::id());
     let registry = records(std::sync::Arc::new(store), &ns).await;
     shows_what_the_registry_recorded(&url, &[], &registry, &ns).await;
+}
+
+/// On a Redis Cluster, `list` and `stats` find the records of every
+/// primary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_is_listed_node_by_node() {
+    if !servers::redis_binaries() {
+        return;
+    }
+    let cluster = servers::RedisCluster::start();
+    let store = RedisStore::connect_cluster(cluster.urls())
+        .await
+        .expect("connect to the cluster");
+    let registry = Registry::builder(())
+        .store(store)
+        .namespace("cli")
+        .tool(charge)
+        .build()
+        .expect("registry");
+    let mut keys = std::collections::BTreeSet::new();
+    for order in 0..12 {
+        let args = json!({"order": format!("o-{order}"), "amount": 100});
+        registry
+            .call("run-42", "charge", args.clone())
+            .await
+            .expect("charged");
+        let (key, _) = registry
+            .identify("run-42", "charge", args)
+            .expect("identify")
+            .expect("a write tool");
+        keys.insert(key.into_string());
+    }
+    let url = &cluster.urls()[0];
+    let listed = stdout(&idem(&[
+        "list",
+        "--store",
+        url,
+        "--cluster",
+        "--namespace",
+        "cli",
+        "--json",
+    ]));
+    let found: std::collections::BTreeSet<String> = listed
+        .lines()
+        .map(|line| {
+            let row: Value = serde_json::from_str(line).expect("a JSON line");
+            row["key"].as_str().expect("a key").to_owned()
+        })
+        .collect();
+    assert_eq!(found, keys, "every record, from every node");
+    let stats: Value = serde_json::from_str(&stdout(&idem(&[
+        "stats",
+        "--store",
+        url,
+        "--cluster",
+        "--namespace",
+        "cli",
+        "--json",
+    ])))
+    .expect("one JSON object");
+    assert_eq!(stats["tools"]["charge"]["done"], 12);
+    let err = failure(&idem(&["list", "--store", "/tmp/x.db", "--cluster"]));
+    assert!(err.contains("--cluster is for redis://"), "{err}");
 }
 
 #[tokio::test]

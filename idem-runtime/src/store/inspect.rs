@@ -110,6 +110,48 @@ pub struct RecordInfo {
     pub payload: Option<String>,
 }
 
+impl RecordInfo {
+    /// A record with what every record has; a store sets the other fields
+    /// (`tool`, `age`, `lease_left`, `holder`, `payload`) where it knows
+    /// them.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use idem_runtime::{Fingerprint, IdemKey, RecordInfo, RecordState};
+    ///
+    /// let mut record = RecordInfo::new(
+    ///     IdemKey::from_raw("idem:00"),
+    ///     RecordState::Done,
+    ///     0,
+    ///     Fingerprint::from_bytes([0; 32]),
+    ///     Duration::from_secs(3600),
+    /// );
+    /// record.tool = Some("charge_card".into());
+    /// record.payload = Some(r#"{"charge":"ch_1"}"#.into());
+    /// assert!(idem_runtime::ScanFilter::namespace("").tool("charge_card").admits(&record));
+    /// ```
+    pub fn new(
+        key: IdemKey,
+        state: RecordState,
+        attempt: u32,
+        fingerprint: Fingerprint,
+        expires_in: Duration,
+    ) -> RecordInfo {
+        RecordInfo {
+            key,
+            state,
+            tool: None,
+            attempt,
+            fingerprint,
+            age: None,
+            lease_left: None,
+            expires_in,
+            holder: None,
+            payload: None,
+        }
+    }
+}
+
 /// Which records [`IdemStore::scan`](crate::IdemStore::scan) answers: those
 /// of one namespace, of a state, of a tool.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -309,6 +309,90 @@ impl RedisStore {
     }
 }
 
+/// The two steps of a claim.
+impl RedisStore {
+    /// A key seen for the first time, the usual case, needs no script:
+    /// `SET .. NX` writes the record CLAIM would write there (attempt 0).
+    /// A script costs the server several times a plain SET, and the
+    /// server is what bounds a fleet's throughput (BENCHMARKS.md). Whether
+    /// the key was new, and is now claimed with `token`.
+    async fn claim_new(
+        &self,
+        key: &IdemKey,
+        tool: &str,
+        fingerprint: &Fingerprint,
+        token: &LeaseToken,
+        life: u64,
+    ) -> Result<bool, StoreError> {
+        let line = record::running_line(self.format, fingerprint, tool, life, token);
+        let mut first = redis::cmd("SET");
+        first
+            .arg(key.as_str())
+            .arg(line)
+            .arg("NX")
+            .arg("PX")
+            .arg(life);
+        match self.write(&first).await {
+            Ok((RValue::Okay, acked)) => self.replicated(acked).map(|()| true),
+            // Taken (or of another type): the script sorts out which.
+            Ok((RValue::Nil, _)) => Ok(false),
+            Ok((other, _)) => Err(StoreError::corrupt(
+                key.as_str(),
+                format!("unexpected reply to SET NX: {other:?}"),
+            )),
+            Err(e) => Err(script_error(key, e)),
+        }
+    }
+
+    /// The CLAIM script, for a key that exists: claimed with `token` (at
+    /// the attempt the record counts), or what holds it.
+    async fn claim_existing(
+        &self,
+        key: &IdemKey,
+        tool: &str,
+        fingerprint: &Fingerprint,
+        token: &LeaseToken,
+        lease: Duration,
+    ) -> Result<Claim, StoreError> {
+        let (fp, id) = (fingerprint.to_hex(), token.id_hex());
+        let (lease_ms, retention_ms, format) = (
+            millis(lease).to_string(),
+            millis(CLAIM_RETENTION).to_string(),
+            self.format.to_string(),
+        );
+        let (reply, acked) = self
+            .eval(
+                &scripts().claim,
+                key,
+                &[
+                    fp.as_bytes(),
+                    id.as_bytes(),
+                    lease_ms.as_bytes(),
+                    retention_ms.as_bytes(),
+                    tool.as_bytes(),
+                    format.as_bytes(),
+                ],
+            )
+            .await?;
+        let RValue::Array(parts) = reply else {
+            return Err(StoreError::corrupt(
+                key.as_str(),
+                "unexpected reply to claim",
+            ));
+        };
+        if parts.first().and_then(as_text).as_deref() == Some("acquired") {
+            let attempt = parts
+                .get(1)
+                .and_then(as_text)
+                .and_then(|a| a.parse().ok())
+                .ok_or_else(|| StoreError::corrupt(key.as_str(), "bad attempt"))?;
+            self.replicated(acked)?;
+            return Ok(Claim::Acquired(LeaseToken::from_parts(token.id(), attempt)));
+        }
+        parse_entry(key, &parts).map(Claim::Existing)
+    }
+}
+
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
 }
@@ -357,74 +441,11 @@ impl IdemStore for RedisStore {
         }
         let token = LeaseToken::generate(0);
         let life = millis(lease).saturating_add(millis(CLAIM_RETENTION));
-        // A key seen for the first time, the usual case, needs no script:
-        // `SET .. NX` writes the record CLAIM would write there (attempt 0).
-        // A script costs the server several times a plain SET, and the
-        // server is what bounds a fleet's throughput (BENCHMARKS.md).
-        let mut first = redis::cmd("SET");
-        first
-            .arg(key.as_str())
-            .arg(record::running_line(
-                self.format,
-                fingerprint,
-                tool,
-                life,
-                &token,
-            ))
-            .arg("NX")
-            .arg("PX")
-            .arg(life);
-        match self.write(&first).await {
-            Ok((RValue::Okay, acked)) => {
-                self.replicated(acked)?;
-                return Ok(Claim::Acquired(token));
-            }
-            // Taken (or of another type): the script sorts out which.
-            Ok((RValue::Nil, _)) => {}
-            Ok((other, _)) => {
-                return Err(StoreError::corrupt(
-                    key.as_str(),
-                    format!("unexpected reply to SET NX: {other:?}"),
-                ));
-            }
-            Err(e) => return Err(script_error(key, e)),
+        if self.claim_new(key, tool, fingerprint, &token, life).await? {
+            return Ok(Claim::Acquired(token));
         }
-        let (fp, id) = (fingerprint.to_hex(), token.id_hex());
-        let (lease_ms, retention_ms, format) = (
-            millis(lease).to_string(),
-            millis(CLAIM_RETENTION).to_string(),
-            self.format.to_string(),
-        );
-        let (reply, acked) = self
-            .eval(
-                &scripts().claim,
-                key,
-                &[
-                    fp.as_bytes(),
-                    id.as_bytes(),
-                    lease_ms.as_bytes(),
-                    retention_ms.as_bytes(),
-                    tool.as_bytes(),
-                    format.as_bytes(),
-                ],
-            )
-            .await?;
-        let RValue::Array(parts) = reply else {
-            return Err(StoreError::corrupt(
-                key.as_str(),
-                "unexpected reply to claim",
-            ));
-        };
-        if parts.first().and_then(as_text).as_deref() == Some("acquired") {
-            let attempt = parts
-                .get(1)
-                .and_then(as_text)
-                .and_then(|a| a.parse().ok())
-                .ok_or_else(|| StoreError::corrupt(key.as_str(), "bad attempt"))?;
-            self.replicated(acked)?;
-            return Ok(Claim::Acquired(LeaseToken::from_parts(token.id(), attempt)));
-        }
-        parse_entry(key, &parts).map(Claim::Existing)
+        self.claim_existing(key, tool, fingerprint, &token, lease)
+            .await
     }
 
     async fn complete(

@@ -1,12 +1,13 @@
 //! What an operator reads of a [`RedisStore`](super::RedisStore): one
 //! record through the INSPECT script, and the records of a namespace by
 //! `SCAN .. MATCH` — on a cluster, node by node over its primaries, the
-//! cursor naming the node (`<host>:<port>@<cursor>`).
+//! cursor naming the node (`<host>:<port>@<cursor>`) — each page's records
+//! read in one pipeline.
 
 use redis::Value as RValue;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 
-use super::errors::{as_text, store_error};
+use super::errors::{as_text, connection_lost, store_error};
 use super::scripts::scripts;
 use super::{Conn, RedisStore, millis};
 use crate::error::StoreError;
@@ -103,16 +104,60 @@ impl RedisStore {
                 (keys, next)
             }
         };
-        let mut records = Vec::with_capacity(keys.len());
-        for key in keys {
-            // Gone since SCAN saw it: expired or deleted.
-            if let Some(record) = self.read_info(&IdemKey::from_raw(key), false).await?
-                && filter.admits(&record)
-            {
-                records.push(record);
+        let mut records = self.read_infos(keys).await?;
+        records.retain(|record| filter.admits(record));
+        Ok(ScanPage::new(records, next))
+    }
+
+    /// The records under `keys` (one node's), without payloads, skipping
+    /// those gone since SCAN saw them: the first alone (which loads the
+    /// script on its node if it lacks it), the rest in one pipeline. A
+    /// pipeline a server refused (a corrupt record) is read again key by
+    /// key, so that the error names its key.
+    async fn read_infos(&self, keys: Vec<String>) -> Result<Vec<RecordInfo>, StoreError> {
+        let keys: Vec<IdemKey> = keys.into_iter().map(IdemKey::from_raw).collect();
+        let Some((first, rest)) = keys.split_first() else {
+            return Ok(Vec::new());
+        };
+        let mut records: Vec<RecordInfo> =
+            self.read_info(first, false).await?.into_iter().collect();
+        let retention = millis(CLAIM_RETENTION).to_string();
+        let mut pipe = redis::pipe();
+        for key in rest {
+            pipe.cmd("EVALSHA")
+                .arg(&scripts().inspect.sha)
+                .arg(1)
+                .arg(key.as_str())
+                .arg(&retention)
+                .arg("0");
+        }
+        let sent: Result<Vec<RValue>, _> = match &self.conn {
+            Conn::Single(c) => pipe.query_async(&mut c.clone()).await,
+            Conn::Cluster(c) => pipe.query_async(&mut c.clone()).await,
+        };
+        let replies = match sent {
+            Ok(replies) => replies,
+            Err(e) if connection_lost(&e) || e.is_timeout() => return Err(store_error(e)),
+            Err(_) => {
+                for key in rest {
+                    records.extend(self.read_info(key, false).await?);
+                }
+                return Ok(records);
+            }
+        };
+        for (key, reply) in rest.iter().zip(replies) {
+            match reply {
+                RValue::Nil => {}
+                RValue::Array(parts) => records.push(decode(key, &parts, false)?),
+                other => {
+                    return Err(StoreError::corrupt(
+                        key.as_str(),
+                        format!("unexpected reply to inspect: {other:?}"),
+                    ));
+                }
             }
         }
-        Ok(ScanPage::new(records, next))
+        Ok(records)
     }
 
     /// The addresses (`host:port`) of the cluster's primaries that serve
