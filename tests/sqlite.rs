@@ -45,7 +45,7 @@ impl Harness for SqliteHarness {
 
     async fn corrupt(&self, key: &IdemKey, _: &Fingerprint) {
         let sql = format!(
-            "INSERT OR REPLACE INTO idem_records VALUES ('{}', 'bogus', x'00', 0, NULL, NULL, NULL, 99999999999999)",
+            "INSERT OR REPLACE INTO idem_records (key, state, fingerprint, attempt, token, lease_until, payload, expires_at) VALUES ('{}', 'bogus', x'00', 0, NULL, NULL, NULL, 99999999999999)",
             key.as_str()
         );
         self.store
@@ -123,7 +123,7 @@ async fn malformed_rows_are_errors_not_runs() {
         async move {
             store
                 .execute_raw(&format!(
-                    "INSERT OR REPLACE INTO idem_records VALUES ('{}', {row}, 99999999999999)",
+                    "INSERT OR REPLACE INTO idem_records (key, state, fingerprint, attempt, token, lease_until, payload, expires_at) VALUES ('{}', {row}, 99999999999999)",
                     key.as_str()
                 ))
                 .await
