@@ -39,6 +39,18 @@
 //! Backends resend an operation once when its connection dropped
 //! (`RedisStore`, `PostgresStore`), and the registry retries settling
 //! operations that fail with a retryable error.
+//!
+//! # For operators
+//!
+//! A claim names its tool, and every record keeps it and when it entered
+//! its state. [`IdemStore::inspect`] reads one record as a [`RecordInfo`]
+//! (released and lapsed ones too), [`IdemStore::scan`] pages through the
+//! records of a namespace ([`ScanFilter`], [`ScanPage`]), and
+//! [`IdemStore::count_expired`] counts what a purge would delete; none of
+//! them changes anything. An operator ends a stuck claim with
+//! [`IdemStore::release`] and the holder's token `inspect` shows, which
+//! fences the worker still holding it. The `idem` command-line tool is
+//! built on these.
 
 mod contract;
 mod dynamic;
