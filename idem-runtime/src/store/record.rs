@@ -19,7 +19,7 @@ use crate::key::IdemKey;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 use crate::store::contract::Entry;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
-use crate::store::inspect::RecordInfo;
+use crate::store::inspect::{RecordInfo, ScanPage};
 use crate::store::token::LeaseToken;
 
 /// Where a record is in its life; the public [`RecordState`], by its
@@ -196,6 +196,20 @@ impl InfoRow {
             key: IdemKey::from_raw(key),
         })
     }
+}
+
+/// A page of a scan along the primary key (`key > cursor ORDER BY key
+/// LIMIT limit`) decoded from its `rows`: the next page starts after the
+/// last key when this one is full; a page less than full ends the scan.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) fn keyset_page(rows: Vec<InfoRow>, limit: i64) -> Result<ScanPage, StoreError> {
+    let full = i64::try_from(rows.len()).is_ok_and(|n| n >= limit);
+    let next = rows.last().filter(|_| full).map(|row| row.key.clone());
+    let records = rows
+        .into_iter()
+        .map(InfoRow::decode)
+        .collect::<Result<_, _>>()?;
+    Ok(ScanPage::new(records, next))
 }
 
 /// A span of milliseconds, zero if negative.

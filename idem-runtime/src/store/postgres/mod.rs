@@ -29,7 +29,7 @@ use self::sql::Sql;
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::store::contract::fenced;
-use crate::store::record::{self, InfoRow, Live, Row, State};
+use crate::store::record::{self, InfoRow, Live, Row, State, keyset_page};
 use crate::store::{
     CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, RecordInfo, ScanFilter, ScanPage,
 };
@@ -461,14 +461,11 @@ impl IdemStore for PostgresStore {
         let rows = with_conn!(self, |conn| conn
             .client
             .query(self.sql.scan.as_str(), &params))?;
-        let records = rows
+        let rows = rows
             .iter()
-            .map(|row| info_row(&prefix, row)?.decode())
+            .map(|row| info_row(&prefix, row))
             .collect::<Result<Vec<_>, _>>()?;
-        let next = (records.len() as i64 == limit)
-            .then(|| records.last().map(|r| r.key.as_str().to_owned()))
-            .flatten();
-        Ok(ScanPage::new(records, next))
+        keyset_page(rows, limit)
     }
 }
 

@@ -19,7 +19,7 @@ use self::worker::{Worker, sql_error, write};
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::store::contract::fenced;
-use crate::store::record::{InfoRow, Live, Row, State};
+use crate::store::record::{InfoRow, Live, Row, State, keyset_page};
 use crate::store::{
     CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, RecordInfo, ScanFilter, ScanPage,
 };
@@ -423,14 +423,7 @@ impl IdemStore for SqliteStore {
                         .collect::<Result<Vec<_>, _>>()
                     })
                     .map_err(|e| row_error(&prefix, e))?;
-                let next = (rows.len() as i64 == limit)
-                    .then(|| rows.last().map(|row| row.key.clone()))
-                    .flatten();
-                let records = rows
-                    .into_iter()
-                    .map(InfoRow::decode)
-                    .collect::<Result<_, _>>()?;
-                Ok(ScanPage::new(records, next))
+                keyset_page(rows, limit)
             })
             .await
     }
