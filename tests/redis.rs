@@ -90,16 +90,14 @@ async fn bounded<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T 
     }
 }
 
-/// Writing format 1, as a fleet does while idem 0.1 workers share the
-/// store (`RedisOptions::record_format`), keeps the contract: the store
-/// and registry cases, on a store whose every write is a format 1 line.
-/// The operator cases are left out: format 1 names no tool and no age.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn writing_format_1_keeps_the_contract() {
+/// The store and registry cases of the suite on a store connected with
+/// `options` to the shared Redis, for the ways of running it that change
+/// what goes over the wire. The operator cases are left out: format 1
+/// names no tool and no age.
+async fn the_contract_holds(what: &str, options: RedisOptions) {
     let Some(shared) = RedisHarness::shared().await else {
         return;
     };
-    let options = RedisOptions::new().record_format(1);
     let store = RedisStore::connect_with(&shared.url, options)
         .await
         .expect("connect");
@@ -108,7 +106,7 @@ async fn writing_format_1_keeps_the_contract() {
         url: shared.url,
     };
     use idem::testing::cases;
-    bounded("the cases writing format 1", async {
+    bounded(what, async {
         cases::claim_complete_replay(&h).await;
         cases::concurrent_claims_acquire_once(&h).await;
         cases::lapsed_lease_lets_a_new_claim_in(&h).await;
@@ -120,16 +118,38 @@ async fn writing_format_1_keeps_the_contract() {
         cases::settle_repeated_by_its_token_succeeds(&h).await;
         cases::claims_after_a_release_have_one_winner(&h).await;
         cases::released_by_the_inspected_holder_fences_the_worker(&h).await;
+        cases::corrupt_record_is_an_error(&h).await;
         cases::registry_runs_once_in_sequence(&h).await;
         cases::registry_stress_runs_each_key_once(&h).await;
     })
     .await;
+}
+
+/// Writing format 1, as a fleet does while idem 0.1 workers share the
+/// store (`RedisOptions::record_format`), keeps the contract.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writing_format_1_keeps_the_contract() {
+    let options = RedisOptions::new().record_format(1);
+    the_contract_holds("the cases writing format 1", options).await;
+    if support::shared_redis().await.is_none() {
+        return;
+    }
     assert!(
         RedisStore::connect_with(&support::redis_url(), RedisOptions::new().record_format(3))
             .await
             .is_err_and(|e| e.to_string().contains("record formats 1 and 2")),
         "a format this idem does not write is refused"
     );
+}
+
+/// Claiming as on a server before Redis 7.0 (`SET .. NX`, then the
+/// script for a taken key; `RedisOptions::claim_reads_back(false)`, the
+/// form a store falls back to when the server rejects `SET .. NX GET`)
+/// keeps the contract.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claiming_without_set_get_keeps_the_contract() {
+    let options = RedisOptions::new().claim_reads_back(false);
+    the_contract_holds("the cases claiming without GET", options).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -208,25 +208,38 @@ fn sealing(c: &mut Criterion) {
     group.finish();
 }
 
-/// The same call with nothing installed, with a `tracing` subscriber that
-/// formats every span and event (to nowhere), with a metrics recorder, and
-/// with both, in one run: what observing every decision costs.
-fn observability(c: &mut Criterion) {
+/// The safety work of idem, each part on and off side by side in one run,
+/// on the same call (a new operation each time, results kept 1 ms, the
+/// in-memory store): nothing of it (`off`), a tenant in the call's
+/// context, results sealed (`encrypt_results`), a `tracing` subscriber
+/// formatting every span and event (to nowhere), a metrics recorder, and
+/// all of them. What cannot be turned off (the argument limits, the
+/// lease's heartbeat, recording retries) is in every variant; its cost is
+/// the Redis comparison with the build before it (BENCHMARKS.md).
+fn safety(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    let registry = Registry::builder(())
+    let plain = Registry::builder(())
         .tool(charge_brief)
         .build()
         .expect("registry");
+    let keys = idem::ResultKeys::new("bench", [7; 32]).expect("keys");
+    let sealed = Registry::builder(())
+        .tool(charge_brief)
+        .encrypt_results(keys)
+        .build()
+        .expect("registry");
     let n = AtomicU64::new(0);
-    let mut group = c.benchmark_group("observability");
-    for (name, subscriber, recorder) in [
-        ("nothing_installed", false, false),
-        ("subscriber", true, false),
-        ("recorder", false, true),
-        ("subscriber+recorder", true, true),
+    let mut group = c.benchmark_group("safety");
+    for (name, tenant, sealing, subscriber, recorder) in [
+        ("off", false, false, false, false),
+        ("tenant", true, false, false, false),
+        ("sealed", false, true, false, false),
+        ("spans", false, false, true, false),
+        ("metrics", false, false, false, true),
+        ("all", true, true, true, true),
     ] {
         let _tracing = subscriber.then(|| {
             let sink = tracing_subscriber::fmt()
@@ -237,10 +250,16 @@ fn observability(c: &mut Criterion) {
         });
         let debugging = metrics_util::debugging::DebuggingRecorder::new();
         let _metrics = recorder.then(|| metrics::set_default_local_recorder(&debugging));
+        let registry = if sealing { &sealed } else { &plain };
+        let context = if tenant {
+            idem::CallContext::run("run-1").tenant("acme")
+        } else {
+            idem::CallContext::run("run-1")
+        };
         group.bench_function(name, |b| {
             b.to_async(&rt).iter_batched(
                 || json!({"order_id": n.fetch_add(1, Ordering::Relaxed), "amount": 4200, "currency": "eur"}),
-                |args| async { black_box(registry.call("run-1", "charge_brief", args).await) },
+                |args| async move { black_box(registry.call(context, "charge_brief", args).await) },
                 BatchSize::SmallInput,
             )
         });
@@ -248,12 +267,5 @@ fn observability(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(
-    benches,
-    keys,
-    memory_store,
-    registry,
-    sealing,
-    observability
-);
+criterion_group!(benches, keys, memory_store, registry, sealing, safety);
 criterion_main!(benches);

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 use crate::key::IdemKey;
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
 use crate::store::contract::Entry;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 use crate::store::inspect::{RecordInfo, ScanPage};
@@ -226,27 +226,192 @@ pub(crate) fn attempt(key: &str, stored: impl TryInto<u32>) -> Result<u32, Store
         .map_err(|_| StoreError::corrupt(key, "bad attempt"))
 }
 
-/// The Redis record of a first claim in `format`, of tool `tool`,
-/// expiring in `life` ms: in format 2,
-/// `2|running|<fingerprint hex>|0|<tool>|<life>|<token hex>|`; in format
-/// 1, `1|running|<fingerprint hex>|0|<token hex>|`.
+/// The Redis record of a running claim, as the claim writes it, and the
+/// settled record its holder writes over it: `2|running|<fingerprint
+/// hex>|<attempt>|<tool>|<life>|<token hex>|` in format 2,
+/// `1|running|<fingerprint hex>|<attempt>|<token hex>|` in format 1
+/// (`scripts/prelude.lua` writes the same bytes).
 #[cfg(feature = "redis")]
-pub(crate) fn running_line(
-    format: u32,
-    fingerprint: &Fingerprint,
-    tool: &str,
-    life: u64,
-    token: &LeaseToken,
-) -> String {
-    let (state, fp, attempt, id) = (
-        State::Running.as_str(),
-        fingerprint.to_hex(),
-        token.attempt(),
-        token.id_hex(),
-    );
-    if format == 1 {
-        format!("1|{state}|{fp}|{attempt}|{id}|")
-    } else {
-        format!("2|{state}|{fp}|{attempt}|{tool}|{life}|{id}|")
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RunningLine {
+    text: String,
+    /// Where the life's digits are (format 2).
+    life: Option<std::ops::Range<usize>>,
+}
+
+#[cfg(feature = "redis")]
+impl RunningLine {
+    /// The record of `token`'s claim in `format`, of tool `tool`,
+    /// expiring in `life` ms.
+    pub(crate) fn new(
+        format: u32,
+        fingerprint: &Fingerprint,
+        tool: &str,
+        life: u64,
+        token: &LeaseToken,
+    ) -> RunningLine {
+        let (state, fp, attempt, id) = (
+            State::Running.as_str(),
+            fingerprint.to_hex(),
+            token.attempt(),
+            token.id_hex(),
+        );
+        if format == 1 {
+            let text = format!("1|{state}|{fp}|{attempt}|{id}|");
+            return RunningLine { text, life: None };
+        }
+        let head = format!("2|{state}|{fp}|{attempt}|{tool}|");
+        let life_text = life.to_string();
+        let range = head.len()..head.len() + life_text.len();
+        RunningLine {
+            text: format!("{head}{life_text}|{id}|"),
+            life: Some(range),
+        }
+    }
+
+    /// The record as stored.
+    pub(crate) fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The record that settles this one into `state` (done, failed,
+    /// released), kept `keep_ms`, all but its payload: the same
+    /// fingerprint, attempt, tool and token, the life replaced by
+    /// `keep_ms`.
+    pub(crate) fn settled_head(&self, state: State, keep_ms: u64) -> String {
+        // Both formats start with the version, then `|running|`.
+        let (version, rest) = (&self.text[..1], &self.text["1|running|".len()..]);
+        let state = state.as_str();
+        match &self.life {
+            None => format!("{version}|{state}|{rest}"),
+            Some(life) => format!(
+                "{version}|{state}|{}{keep_ms}{}",
+                &self.text["1|running|".len()..life.start],
+                &self.text[life.end..]
+            ),
+        }
+    }
+}
+
+/// The outcome a Redis record holds, read back by a claim's `SET .. NX
+/// GET`: the entry to replay when `line` is a well-formed `done` or
+/// `failed` record of format 1 or 2, else `None`. A running or released
+/// record, a format this version does not know or anything malformed goes
+/// to the CLAIM script, which reads it with every check
+/// (`scripts/prelude.lua`): this reader accepts a subset of what the
+/// script accepts, never more, so it can only save a round trip, never
+/// decide differently.
+#[cfg(feature = "redis")]
+pub(crate) fn settled_entry(line: &[u8]) -> Option<Entry> {
+    let line = std::str::from_utf8(line).ok()?;
+    let (version, rest) = line.split_once('|')?;
+    // Format 1: state|fp|attempt|token|payload; format 2 adds the tool
+    // and the life after the attempt.
+    let fields = match version {
+        "1" => 4,
+        "2" => 6,
+        _ => return None,
+    };
+    let mut parts = rest.splitn(fields + 1, '|');
+    let state = State::parse(parts.next()?)?;
+    let fingerprint = Fingerprint::from_hex(parts.next()?)?;
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    let hex = |s: &str| s.bytes().all(|b| b.is_ascii_hexdigit());
+    if !digits(parts.next()?) {
+        return None;
+    }
+    if version == "2" {
+        parts.next()?; // the tool: anything but `|`
+        if !digits(parts.next()?) {
+            return None;
+        }
+    }
+    if !hex(parts.next()?) {
+        return None;
+    }
+    let payload = parts.next()?.to_owned();
+    match state {
+        State::Done => Some(Entry::Done {
+            result: payload,
+            fingerprint,
+        }),
+        State::Failed => Some(Entry::Failed {
+            error: payload,
+            fingerprint,
+        }),
+        State::Running | State::Released => None,
+    }
+}
+
+#[cfg(all(test, feature = "redis"))]
+mod tests {
+    use super::*;
+
+    const FP: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+    const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn a_settled_redis_record_is_replayed_from_its_line() {
+        let fingerprint = Fingerprint::from_hex(FP).unwrap();
+        let done = format!("2|done|{FP}|0|charge|8000|{TOKEN}|{{\"id\":1}}");
+        assert_eq!(
+            settled_entry(done.as_bytes()),
+            Some(Entry::Done {
+                result: "{\"id\":1}".into(),
+                fingerprint
+            })
+        );
+        // Format 1, a payload holding `|`, a record settled before tokens.
+        let failed = format!("1|failed|{FP}|3||declined | code 51");
+        assert_eq!(
+            settled_entry(failed.as_bytes()),
+            Some(Entry::Failed {
+                error: "declined | code 51".into(),
+                fingerprint
+            })
+        );
+    }
+
+    /// The settled record a holder writes is the claim's with the state,
+    /// the life and the payload changed, as `scripts/settle.lua` writes it.
+    #[test]
+    fn a_running_line_settles_into_the_scripts_record() {
+        let fingerprint = Fingerprint::from_hex(FP).unwrap();
+        let token = LeaseToken::from_parts(0x0123456789abcdef0123456789abcdef, 3);
+        let running = RunningLine::new(2, &fingerprint, "charge", 30_030_000, &token);
+        assert_eq!(
+            running.as_str(),
+            format!("2|running|{FP}|3|charge|30030000|{TOKEN}|")
+        );
+        assert_eq!(
+            running.settled_head(State::Done, 86_400_000),
+            format!("2|done|{FP}|3|charge|86400000|{TOKEN}|")
+        );
+        let old = RunningLine::new(1, &fingerprint, "charge", 30_030_000, &token);
+        assert_eq!(old.as_str(), format!("1|running|{FP}|3|{TOKEN}|"));
+        assert_eq!(
+            old.settled_head(State::Released, 60_000),
+            format!("1|released|{FP}|3|{TOKEN}|")
+        );
+    }
+
+    /// Whatever the reader does not fully recognise goes to the script.
+    #[test]
+    fn anything_else_is_left_to_the_claim_script() {
+        for line in [
+            format!("2|running|{FP}|0|charge|8000|{TOKEN}|"),
+            format!("2|released|{FP}|1|charge|8000|{TOKEN}|"),
+            format!("3|done|{FP}|0|charge|8000|{TOKEN}|r"),
+            format!("2|done|{}|0|charge|8000|{TOKEN}|r", &FP[1..]),
+            format!("2|done|{FP}|x|charge|8000|{TOKEN}|r"),
+            format!("2|done|{FP}|0|charge|8s|{TOKEN}|r"),
+            format!("2|done|{FP}|0|charge|8000|{TOKEN}"),
+            format!("2|finished|{FP}|0|charge|8000|{TOKEN}|r"),
+            format!("1|done|{FP}|0|not-hex|r"),
+            "garbage".to_owned(),
+        ] {
+            assert_eq!(settled_entry(line.as_bytes()), None, "{line}");
+        }
+        assert_eq!(settled_entry(b"2|done|\xff"), None);
     }
 }

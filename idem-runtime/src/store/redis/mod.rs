@@ -31,6 +31,9 @@ mod options;
 mod scan;
 mod scripts;
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -38,7 +41,7 @@ use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, ErrorKind, RedisError, ServerErrorKind, Value as RValue};
 
-use self::errors::{as_text, connection_lost, script_error, store_error};
+use self::errors::{as_text, connection_lost, rejects_set_get, script_error, store_error};
 pub use self::options::RedisOptions;
 #[cfg(feature = "redis-tls")]
 use self::options::install_crypto_provider;
@@ -46,7 +49,7 @@ use self::options::url_error;
 use self::scripts::{Script, scripts};
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
-use crate::store::record::{self, State};
+use crate::store::record::{self, RunningLine, State};
 use crate::store::{
     CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, RecordInfo, ScanFilter, ScanPage,
 };
@@ -79,7 +82,23 @@ pub struct RedisStore {
     wait: Option<(usize, Duration)>,
     /// The record format written ([`RedisOptions::record_format`]).
     format: u32,
+    /// Whether a first claim asks `SET .. NX GET` (Redis 7.0 and later),
+    /// which answers a taken key's record in the same round trip; cleared
+    /// for good when the server rejects the form
+    /// ([`RedisOptions::claim_reads_back`]).
+    set_get: AtomicBool,
+    /// The running record each claim of this store wrote, by its token's
+    /// id, until it is settled: a settle then compares the key's value
+    /// with it exactly instead of parsing it (a settle's script is most of
+    /// the server's work per call). Forgotten at a renewal, which
+    /// rewrites the record; at most [`REMEMBERED`] at once, beyond which
+    /// settles parse.
+    written: Mutex<HashMap<u128, RunningLine>>,
 }
+
+/// How many running records a store remembers at most
+/// (`RedisStore::written`): a few MB.
+const REMEMBERED: usize = 1 << 15;
 
 impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -114,6 +133,8 @@ impl RedisStore {
             conn: Conn::Single(manager),
             wait: options.wait_for_replicas,
             format,
+            set_get: AtomicBool::new(options.claim_reads_back),
+            written: Mutex::default(),
         };
         store.check_eviction_policy().await;
         Ok(store)
@@ -164,6 +185,8 @@ impl RedisStore {
             conn: Conn::Cluster(conn),
             wait: None,
             format,
+            set_get: AtomicBool::new(options.claim_reads_back),
+            written: Mutex::default(),
         };
         store.check_eviction_policy().await;
         Ok(store)
@@ -274,7 +297,8 @@ impl RedisStore {
         sent.map_err(|e| script_error(key, e))
     }
 
-    /// Runs SETTLE: `op` on the record held with `token`.
+    /// Runs SETTLE: `op` on the record held with `token`, which is
+    /// `State`'s name or `renew`.
     async fn settle(
         &self,
         key: &IdemKey,
@@ -283,18 +307,33 @@ impl RedisStore {
         payload: &[u8],
         expiry: Duration,
     ) -> Result<(), StoreError> {
-        let token = token.id_hex();
-        let (expiry, format) = (millis(expiry).to_string(), self.format.to_string());
+        let expiry_ms = millis(expiry);
+        // A renewal rewrites the record, so it is forgotten either way.
+        let written = self.forget(token);
+        let (expected, settled) = match (written, State::parse(op)) {
+            (Some(line), Some(state)) => {
+                let head = line.settled_head(state, expiry_ms);
+                (line.as_str().to_owned(), head)
+            }
+            _ => (String::new(), String::new()),
+        };
+        let (id, expiry, format) = (
+            token.id_hex(),
+            expiry_ms.to_string(),
+            self.format.to_string(),
+        );
         let (reply, acked) = self
             .eval(
                 &scripts().settle,
                 key,
                 &[
-                    token.as_bytes(),
+                    id.as_bytes(),
                     op.as_bytes(),
                     payload,
                     expiry.as_bytes(),
                     format.as_bytes(),
+                    expected.as_bytes(),
+                    settled.as_bytes(),
                 ],
             )
             .await?;
@@ -307,6 +346,21 @@ impl RedisStore {
             )),
         }
     }
+
+    /// Remembers the running record `token`'s claim wrote, for its settle.
+    fn remember(&self, token: &LeaseToken, line: RunningLine) {
+        let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        if written.len() < REMEMBERED {
+            written.insert(token.id(), line);
+        }
+    }
+
+    /// The running record `token`'s claim wrote, if remembered, no longer
+    /// remembered.
+    fn forget(&self, token: &LeaseToken) -> Option<RunningLine> {
+        let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        written.remove(&token.id())
+    }
 }
 
 /// The two steps of a claim.
@@ -314,8 +368,14 @@ impl RedisStore {
     /// A key seen for the first time, the usual case, needs no script:
     /// `SET .. NX` writes the record CLAIM would write there (attempt 0).
     /// A script costs the server several times a plain SET, and the
-    /// server is what bounds a fleet's throughput (BENCHMARKS.md). Whether
-    /// the key was new, and is now claimed with `token`.
+    /// server is what bounds a fleet's throughput (BENCHMARKS.md).
+    ///
+    /// With `GET` (Redis 7.0 and later) a taken key answers its record in
+    /// the same reply, so a duplicate of a finished operation, the traffic
+    /// of a retry storm, is replayed without a script or a second round
+    /// trip. The claim's record, or what holds the key when it is a
+    /// recorded outcome; `None` when the CLAIM script must decide (the key
+    /// is running, released, or not a record this reader recognises).
     async fn claim_new(
         &self,
         key: &IdemKey,
@@ -323,25 +383,54 @@ impl RedisStore {
         fingerprint: &Fingerprint,
         token: &LeaseToken,
         life: u64,
-    ) -> Result<bool, StoreError> {
-        let line = record::running_line(self.format, fingerprint, tool, life, token);
-        let mut first = redis::cmd("SET");
-        first
-            .arg(key.as_str())
-            .arg(line)
-            .arg("NX")
-            .arg("PX")
-            .arg(life);
-        match self.write(&first).await {
-            Ok((RValue::Okay, acked)) => self.replicated(acked).map(|()| true),
-            // Taken (or of another type): the script sorts out which.
-            Ok((RValue::Nil, _)) => Ok(false),
-            Ok((other, _)) => Err(StoreError::corrupt(
-                key.as_str(),
-                format!("unexpected reply to SET NX: {other:?}"),
-            )),
-            Err(e) => Err(script_error(key, e)),
+    ) -> Result<Option<Claim>, StoreError> {
+        let line = RunningLine::new(self.format, fingerprint, tool, life, token);
+        loop {
+            let with_get = self.set_get.load(Ordering::Relaxed);
+            let mut first = redis::cmd("SET");
+            first.arg(key.as_str()).arg(line.as_str()).arg("NX");
+            if with_get {
+                first.arg("GET");
+            }
+            first.arg("PX").arg(life);
+            return match self.write(&first).await {
+                // Without GET a new key answers OK; with it, nil (there
+                // was no old value), and a taken one its value.
+                Ok((RValue::Okay, acked)) if !with_get => {
+                    self.acquired(token, line, acked).map(Some)
+                }
+                Ok((RValue::Nil, acked)) if with_get => self.acquired(token, line, acked).map(Some),
+                Ok((RValue::Nil, _)) => Ok(None),
+                Ok((RValue::BulkString(held), _)) if with_get => {
+                    Ok(record::settled_entry(&held).map(Claim::Existing))
+                }
+                Ok((other, _)) => Err(StoreError::corrupt(
+                    key.as_str(),
+                    format!("unexpected reply to SET NX: {other:?}"),
+                )),
+                Err(e) if with_get && rejects_set_get(&e) => {
+                    tracing::info!(
+                        error = %e,
+                        "the Redis server does not take `SET .. NX GET` (Redis 7.0+): claiming with `SET .. NX` and a script from now on"
+                    );
+                    self.set_get.store(false, Ordering::Relaxed);
+                    continue;
+                }
+                Err(e) => Err(script_error(key, e)),
+            };
         }
+    }
+
+    /// A claim that took the key with `line`, once enough replicas have it.
+    fn acquired(
+        &self,
+        token: &LeaseToken,
+        line: RunningLine,
+        acked: usize,
+    ) -> Result<Claim, StoreError> {
+        self.replicated(acked)?;
+        self.remember(token, line);
+        Ok(Claim::Acquired(*token))
     }
 
     /// The CLAIM script, for a key that exists: claimed with `token` (at
@@ -386,11 +475,19 @@ impl RedisStore {
                 .and_then(as_text)
                 .and_then(|a| a.parse().ok())
                 .ok_or_else(|| StoreError::corrupt(key.as_str(), "bad attempt"))?;
-            self.replicated(acked)?;
-            return Ok(Claim::Acquired(LeaseToken::from_parts(token.id(), attempt)));
+            // The script wrote what a first claim at this attempt writes.
+            let token = LeaseToken::from_parts(token.id(), attempt);
+            let line = RunningLine::new(self.format, fingerprint, tool, claim_life(lease), &token);
+            return self.acquired(&token, line, acked);
         }
         parse_entry(key, &parts).map(Claim::Existing)
     }
+}
+
+/// How long a running record lives: its lease, then the claim retention
+/// (the CLAIM script reckons the same).
+fn claim_life(lease: Duration) -> u64 {
+    millis(lease).saturating_add(millis(CLAIM_RETENTION))
 }
 
 fn millis(d: Duration) -> u64 {
@@ -440,9 +537,9 @@ impl IdemStore for RedisStore {
             )));
         }
         let token = LeaseToken::generate(0);
-        let life = millis(lease).saturating_add(millis(CLAIM_RETENTION));
-        if self.claim_new(key, tool, fingerprint, &token, life).await? {
-            return Ok(Claim::Acquired(token));
+        let life = claim_life(lease);
+        if let Some(claim) = self.claim_new(key, tool, fingerprint, &token, life).await? {
+            return Ok(claim);
         }
         self.claim_existing(key, tool, fingerprint, &token, lease)
             .await

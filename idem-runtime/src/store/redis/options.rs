@@ -24,6 +24,10 @@ pub struct RedisOptions {
     /// The record format written: 2, the newest, by default. See
     /// [`record_format`](Self::record_format).
     pub record_format: u32,
+    /// Whether a claim asks for a taken key's record in its own round
+    /// trip (`SET .. NX GET`): `true` by default. See
+    /// [`claim_reads_back`](Self::claim_reads_back).
+    pub claim_reads_back: bool,
     /// For `rediss://`: the PEM certificate(s) of the CA that signed the
     /// server's certificate, instead of the platform's roots.
     #[cfg(feature = "redis-tls")]
@@ -82,6 +86,19 @@ impl RedisOptions {
         self
     }
 
+    /// Whether a claim learns what holds a taken key in the same round
+    /// trip, `SET .. NX GET` (Redis 7.0 and later): on by default, so that
+    /// a duplicate of a finished operation costs one round trip and no
+    /// script. A server that rejects the form (Redis before 7.0 answers
+    /// `ERR syntax error`) is detected at the first claim, which the store
+    /// logs at `INFO`, and from then on a claim sends `SET .. NX` and, for
+    /// a taken key, runs its script: two round trips for a duplicate, as
+    /// in idem 0.1. `false` sends the older form from the start.
+    pub fn claim_reads_back(mut self, on: bool) -> Self {
+        self.claim_reads_back = on;
+        self
+    }
+
     /// The format to write, if this version writes it.
     pub(super) fn checked_format(&self) -> Result<u32, StoreError> {
         match self.record_format {
@@ -134,6 +151,7 @@ impl Default for RedisOptions {
             reconnect_retries: 2,
             wait_for_replicas: None,
             record_format: 2,
+            claim_reads_back: true,
             #[cfg(feature = "redis-tls")]
             tls_root_ca: None,
         }

@@ -1,14 +1,23 @@
 -- SETTLE: complete, fail, release and renew, on the holder's token.
 -- KEYS[1]; ARGV: token, op ('done' | 'failed' | 'released' | 'renew'),
 -- payload (result, error, or lease ms), ms to keep the record (for renew:
--- the retention after the lease), the format to write ('1' or '2').
+-- the retention after the lease), the format to write ('1' or '2'), the
+-- running record this store's claim wrote, byte for byte, and the record
+-- that settles it without its payload ('' and '' when the store does not
+-- know them: after a renewal, or a token from elsewhere).
 -- Returns 'ok' or 'lost'.
--- The usual case, a running record of format 2 held with this token
--- ('2|running|' fp '|' attempt '|' tool '|' life '|' token '|') settled,
--- is done without parsing it into a table: a fifth of the server's work
--- per call.
-local op = ARGV[2]
 local raw = redis.call('GET', KEYS[1])
+-- The usual case: the key still holds the very record the claim wrote.
+-- An exact comparison is the cheapest check there is (a settle is most of
+-- the server's work per call; BENCHMARKS.md).
+if raw and ARGV[6] ~= '' and raw == ARGV[6] then
+  redis.call('SET', KEYS[1], ARGV[7] .. ARGV[3], 'PX', ARGV[4])
+  return 'ok'
+end
+-- Next, a running record of format 2 held with this token
+-- ('2|running|' fp '|' attempt '|' tool '|' life '|' token '|'), settled
+-- without parsing it into a table.
+local op = ARGV[2]
 local held = op ~= 'renew' and ARGV[5] == '2' and raw and string.sub(raw, 1, 10) == '2|running|'
   and string.sub(raw, -34) == '|' .. ARGV[1] .. '|' and string.sub(raw, 11, -35)
 -- head = fp '|' attempt '|' tool '|', each checked; the life is replaced.

@@ -1,0 +1,64 @@
+//! Timing several ways of doing one thing side by side on a noisy machine:
+//! the sides run in alternating slices of about 20 ms, each round starting
+//! with the next side, so that a drift of the machine's speed falls on all
+//! of them alike and each round gives one ratio per side. Used by the
+//! `key_ratio` and `safety_ratio` benches.
+
+use std::time::{Duration, Instant};
+
+/// One slice's target length.
+const SLICE: Duration = Duration::from_millis(20);
+
+/// One side: makes the given number of calls (set up once per slice, so
+/// that what a side installs around its calls is not timed per call).
+pub(crate) type Side<'a> = &'a mut dyn FnMut(u32);
+
+/// Nanoseconds per call of `side` over `iterations` calls.
+fn time_per_call(iterations: u32, side: &mut dyn FnMut(u32)) -> f64 {
+    let start = Instant::now();
+    side(iterations);
+    start.elapsed().as_nanos() as f64 / f64::from(iterations)
+}
+
+/// How many calls of `side` fill about one slice (warming it up meanwhile).
+fn calibrate(side: &mut dyn FnMut(u32)) -> u32 {
+    let mut iterations = 1_u32;
+    loop {
+        let start = Instant::now();
+        side(iterations);
+        let took = start.elapsed();
+        if took >= SLICE / 4 || iterations >= 1 << 30 {
+            let per_call = took.as_secs_f64() / f64::from(iterations);
+            return ((SLICE.as_secs_f64() / per_call) as u32).max(1);
+        }
+        iterations *= 2;
+    }
+}
+
+/// Times `sides` for `rounds` rounds: per side, its ns per call in each
+/// round, in round order.
+pub(crate) fn alternate(rounds: usize, sides: &mut [Side<'_>]) -> Vec<Vec<f64>> {
+    let iterations: Vec<u32> = sides.iter_mut().map(|f| calibrate(*f)).collect();
+    let mut times = vec![Vec::with_capacity(rounds); sides.len()];
+    for round in 0..rounds {
+        // Each round starts with the next side.
+        for i in 0..sides.len() {
+            let side = (round + i) % sides.len();
+            let t = time_per_call(iterations[side], sides[side]);
+            times[side].push(t);
+        }
+    }
+    times
+}
+
+/// The value at quantile `q` of `xs` (sorted here).
+pub(crate) fn quantile(xs: &[f64], q: f64) -> f64 {
+    let mut xs = xs.to_vec();
+    xs.sort_by(f64::total_cmp);
+    xs[((xs.len() - 1) as f64 * q).round() as usize]
+}
+
+/// Per round, `a`'s time over `b`'s.
+pub(crate) fn ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
+    a.iter().zip(b).map(|(a, b)| a / b).collect()
+}

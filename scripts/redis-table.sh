@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# The Redis table of BENCHMARKS.md: `redis-benchmark -t set` and the load
+# generator in its three modes (and, given a second load generator, that
+# build in unique mode), alternating on one private Redis pinned to core 0,
+# the clients pinned to core 1, emptied before each run.
+#
+#   scripts/redis-table.sh [ROUNDS] [CALLS]          (default 5 rounds, 300000 calls)
+#   BASELINE=/path/to/other/loadgen scripts/redis-table.sh
+#   CLUSTER=1 scripts/redis-table.sh                  (a cluster of three masters instead)
+#
+# Every round runs each side once, each round starting one side later, so
+# that no side always runs first or last. It prints each round's calls/s,
+# then per side the median with the range, and the ratios computed per
+# round (median and range): that is what the tables in BENCHMARKS.md quote.
+# With CLUSTER=1 the three masters are pinned to core 0 and there is no
+# redis-benchmark column (it does not spread over a cluster's slots).
+set -euo pipefail
+
+rounds=${1:-5}
+calls=${2:-300000}
+concurrency=64
+cd "$(dirname "$0")/.."
+
+for tool in redis-server redis-cli redis-benchmark taskset; do
+    command -v "$tool" >/dev/null || { echo "redis-table: $tool is not installed" >&2; exit 2; }
+done
+cargo build --release --example loadgen >&2
+loadgen=target/release/examples/loadgen
+
+work=$(mktemp -d)
+ports=()
+cleanup() {
+    for pidfile in "$work"/*.pid; do
+        [ -e "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
+    done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# A free loopback port from 6390 up.
+free_port() {
+    local port=$1
+    while (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null; do port=$((port + 1)); done
+    echo "$port"
+}
+
+start_server() {
+    local port=$1
+    shift
+    taskset -c 0 redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+        --dir "$work" --daemonize yes --pidfile "$work/$port.pid" \
+        --logfile "$work/$port.log" "$@"
+    for _ in $(seq 50); do
+        redis-cli -p "$port" ping >/dev/null 2>&1 && return
+        sleep 0.1
+    done
+    echo "redis-table: redis-server on port $port did not start ($work/$port.log)" >&2
+    exit 1
+}
+
+next=6390
+if [ "${CLUSTER:-0}" = 1 ]; then
+    for _ in 1 2 3; do
+        port=$(free_port "$next")
+        start_server "$port" --cluster-enabled yes --cluster-config-file "nodes-$port.conf"
+        ports+=("$port")
+        next=$((port + 1))
+    done
+    redis-cli --cluster create "${ports[@]/#/127.0.0.1:}" --cluster-replicas 0 --cluster-yes >/dev/null
+    until redis-cli -p "${ports[0]}" cluster info | grep -q cluster_state:ok; do sleep 0.1; done
+    store=redis-cluster
+    url=$(printf 'redis://127.0.0.1:%s,' "${ports[@]}")
+    url=${url%,}
+    sides=(unique duplicate mixed)
+else
+    port=$(free_port "$next")
+    start_server "$port"
+    ports=("$port")
+    store=redis
+    url="redis://127.0.0.1:$port"
+    sides=(redis-benchmark unique duplicate mixed)
+fi
+[ -n "${BASELINE:-}" ] && sides+=(baseline)
+
+empty() {
+    for port in "${ports[@]}"; do redis-cli -p "$port" flushall >/dev/null; done
+}
+
+# One run of `side`: prints "calls/s p50 p99 p999" (µs; '-' for redis-benchmark).
+run() {
+    local side=$1 out
+    empty
+    case $side in
+    redis-benchmark)
+        out=$(taskset -c 1 redis-benchmark -p "${ports[0]}" -t set -n "$calls" -c "$concurrency" --csv)
+        echo "$out" | awk -F'"' '$2 == "SET" { printf "%.0f - - -\n", $4 }'
+        ;;
+    *)
+        local bin=$loadgen mode=$side
+        [ "$side" = baseline ] && bin=$BASELINE && mode=unique
+        out=$(taskset -c 1 "$bin" --store "$store" --url "$url" --calls "$calls" \
+            --concurrency "$concurrency" --mode "$mode" --threads 1 2>/dev/null)
+        echo "$out" | jq -r '"\(.ops_per_s) \(.p50_us) \(.p99_us) \(.p999_us // "-")"'
+        ;;
+    esac
+}
+
+declare -A rate latency
+for r in $(seq "$rounds"); do
+    n=${#sides[@]}
+    for i in $(seq 0 $((n - 1))); do
+        side=${sides[$(((i + r - 1) % n))]}
+        read -r ops p50 p99 p999 < <(run "$side")
+        rate[$r,$side]=$ops
+        latency[$r,$side]="$p50 / $p99 / $p999"
+        echo "round $r: $side $ops calls/s (p50/p99/p999 µs: ${latency[$r,$side]})" >&2
+    done
+done
+
+echo "| round | $(IFS='|'; echo "${sides[*]}" | sed 's/|/ | /g') |"
+echo "|---|$(printf -- '---|%.0s' "${sides[@]}")"
+for r in $(seq "$rounds"); do
+    row="| $r |"
+    for side in "${sides[@]}"; do row+=" ${rate[$r,$side]} |"; done
+    echo "$row"
+done
+echo
+# The median and range of numbers given one per line, with `digits` decimals.
+summary() {
+    sort -g | awk -v d="${1:-0}" '{ v[NR] = $1 }
+        END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+              f = "%." d "f"; printf f " (" f "–" f ")", m, v[1], v[NR] }'
+}
+for side in "${sides[@]}"; do
+    echo "- $side: median $(for r in $(seq "$rounds"); do echo "${rate[$r,$side]}"; done | summary) calls/s"
+    [ "$side" = redis-benchmark ] && continue
+    echo "  p50 / p99 / p999 µs per round: $(for r in $(seq "$rounds"); do printf '%s; ' "${latency[$r,$side]}"; done)"
+done
+ratio() {
+    local a=$1 b=$2
+    for r in $(seq "$rounds"); do awk -v a="${rate[$r,$a]}" -v b="${rate[$r,$b]}" 'BEGIN { print a / b }'; done | summary 2
+}
+has() { [[ " ${sides[*]} " == *" $1 "* ]]; }
+has redis-benchmark && echo "- unique / redis-benchmark: $(ratio unique redis-benchmark)"
+echo "- duplicate / unique: $(ratio duplicate unique)"
+echo "- mixed / unique: $(ratio mixed unique)"
+has baseline && echo "- unique / baseline unique: $(ratio unique baseline)"
+exit 0
