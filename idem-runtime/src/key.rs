@@ -353,15 +353,21 @@ fn hash_framed<E>(
     })
 }
 
-/// Appends `bytes` as 64 lowercase hex digits.
-pub(crate) fn push_hex(out: &mut String, bytes: &[u8; 32]) {
+/// Appends `bytes` (a multiple of 8 of them, at most 32) as lowercase
+/// hex digits.
+pub(crate) fn push_hex(out: &mut String, bytes: &[u8]) {
     let mut buf = [0u8; 64];
-    let (chunks, _) = bytes.as_chunks::<8>();
+    let (chunks, rest) = bytes.as_chunks::<8>();
+    debug_assert!(
+        rest.is_empty() && chunks.len() <= 4,
+        "{} bytes",
+        bytes.len()
+    );
     for (digits, chunk) in buf.chunks_exact_mut(16).zip(chunks) {
         digits.copy_from_slice(&hex16(*chunk));
     }
     // Hex digits are ASCII: always valid UTF-8.
-    out.push_str(std::str::from_utf8(&buf).unwrap_or_default());
+    out.push_str(std::str::from_utf8(&buf[..chunks.len() * 16]).unwrap_or_default());
 }
 
 /// Eight bytes as sixteen lowercase hex digits, all at once in one `u128`

@@ -250,22 +250,29 @@ impl RunningLine {
         life: u64,
         token: &LeaseToken,
     ) -> RunningLine {
-        let (state, fp, attempt, id) = (
-            State::Running.as_str(),
-            fingerprint.to_hex(),
-            token.attempt(),
-            token.id_hex(),
-        );
-        if format == 1 {
-            let text = format!("1|{state}|{fp}|{attempt}|{id}|");
-            return RunningLine { text, life: None };
+        // Built piece by piece: this is on every claim's path.
+        let mut text = String::with_capacity(128 + tool.len());
+        text.push_str(if format == 1 { "1|" } else { "2|" });
+        text.push_str(State::Running.as_str());
+        text.push('|');
+        crate::key::push_hex(&mut text, fingerprint.as_bytes());
+        text.push('|');
+        text.push_str(itoa::Buffer::new().format(token.attempt()));
+        text.push('|');
+        let mut life_at = None;
+        if format != 1 {
+            text.push_str(tool);
+            text.push('|');
+            let start = text.len();
+            text.push_str(itoa::Buffer::new().format(life));
+            life_at = Some(start..text.len());
+            text.push('|');
         }
-        let head = format!("2|{state}|{fp}|{attempt}|{tool}|");
-        let life_text = life.to_string();
-        let range = head.len()..head.len() + life_text.len();
+        token.push_id_hex(&mut text);
+        text.push('|');
         RunningLine {
-            text: format!("{head}{life_text}|{id}|"),
-            life: Some(range),
+            text,
+            life: life_at,
         }
     }
 
@@ -280,16 +287,20 @@ impl RunningLine {
     /// `keep_ms`.
     pub(crate) fn settled_head(&self, state: State, keep_ms: u64) -> String {
         // Both formats start with the version, then `|running|`.
-        let (version, rest) = (&self.text[..1], &self.text["1|running|".len()..]);
-        let state = state.as_str();
+        const RUNNING: usize = "1|running|".len();
+        let mut head = String::with_capacity(self.text.len() + 8);
+        head.push_str(&self.text[..2]);
+        head.push_str(state.as_str());
+        head.push('|');
         match &self.life {
-            None => format!("{version}|{state}|{rest}"),
-            Some(life) => format!(
-                "{version}|{state}|{}{keep_ms}{}",
-                &self.text["1|running|".len()..life.start],
-                &self.text[life.end..]
-            ),
+            None => head.push_str(&self.text[RUNNING..]),
+            Some(life) => {
+                head.push_str(&self.text[RUNNING..life.start]);
+                head.push_str(itoa::Buffer::new().format(keep_ms));
+                head.push_str(&self.text[life.end..]);
+            }
         }
+        head
     }
 }
 

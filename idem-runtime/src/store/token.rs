@@ -34,7 +34,14 @@ impl LeaseToken {
 
     /// The id as 32 lowercase hex digits, as backends store it.
     pub fn id_hex(&self) -> String {
-        format!("{:032x}", self.id)
+        let mut hex = String::with_capacity(32);
+        self.push_id_hex(&mut hex);
+        hex
+    }
+
+    /// Appends [`id_hex`](Self::id_hex) to `out`.
+    pub(crate) fn push_id_hex(&self, out: &mut String) {
+        crate::key::push_hex(out, &self.id.to_be_bytes());
     }
 
     /// How many earlier claims of this operation ended without a recorded
@@ -47,5 +54,18 @@ impl LeaseToken {
 impl std::fmt::Debug for LeaseToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "LeaseToken({:032x}, attempt {})", self.id, self.attempt)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_id_is_written_as_32_hex_digits() {
+        for id in [0, 1, 0xabc, u128::MAX, u128::MAX / 3, unique_id()] {
+            let token = LeaseToken::from_parts(id, 0);
+            assert_eq!(token.id_hex(), format!("{id:032x}"));
+        }
     }
 }
