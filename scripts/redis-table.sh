@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The Redis table of BENCHMARKS.md: `redis-benchmark -t set` and the load
-# generator in its three modes (and, given a second load generator, that
-# build in unique mode), alternating on one private Redis pinned to core 0,
-# the clients pinned to core 1, emptied before each run.
+# The Redis tables of BENCHMARKS.md: `redis-benchmark -t set` and the load
+# generator in its three modes, alternating on one private Redis pinned to
+# core 0, the clients pinned to core 1, emptied before each run; or this
+# build against another one, alternating in one mode.
 #
 #   scripts/redis-table.sh [ROUNDS] [CALLS]          (default 5 rounds, 300000 calls)
-#   BASELINE=/path/to/other/loadgen scripts/redis-table.sh
 #   CLUSTER=1 scripts/redis-table.sh                  (a cluster of three masters instead)
+#   BASELINE=/path/to/other/loadgen [MODE=unique] scripts/redis-table.sh
 #
 # Every round runs each side once, each round starting one side later, so
 # that no side always runs first or last. It prints each round's calls/s,
@@ -72,6 +72,13 @@ if [ "${CLUSTER:-0}" = 1 ]; then
     url=$(printf 'redis://127.0.0.1:%s,' "${ports[@]}")
     url=${url%,}
     sides=(unique duplicate mixed)
+elif [ -n "${BASELINE:-}" ]; then
+    port=$(free_port "$next")
+    start_server "$port"
+    ports=("$port")
+    store=redis
+    url="redis://127.0.0.1:$port"
+    sides=("${MODE:-unique}" baseline)
 else
     port=$(free_port "$next")
     start_server "$port"
@@ -80,7 +87,6 @@ else
     url="redis://127.0.0.1:$port"
     sides=(redis-benchmark unique duplicate mixed)
 fi
-[ -n "${BASELINE:-}" ] && sides+=(baseline)
 
 empty() {
     for port in "${ports[@]}"; do redis-cli -p "$port" flushall >/dev/null; done
@@ -97,7 +103,7 @@ run() {
         ;;
     *)
         local bin=$loadgen mode=$side
-        [ "$side" = baseline ] && bin=$BASELINE && mode=unique
+        [ "$side" = baseline ] && bin=$BASELINE && mode=${MODE:-unique}
         out=$(taskset -c 1 "$bin" --store "$store" --url "$url" --calls "$calls" \
             --concurrency "$concurrency" --mode "$mode" --threads 1 2>/dev/null)
         echo "$out" | jq -r '"\(.ops_per_s) \(.p50_us) \(.p99_us) \(.p999_us // "-")"'
@@ -142,7 +148,7 @@ ratio() {
 }
 has() { [[ " ${sides[*]} " == *" $1 "* ]]; }
 has redis-benchmark && echo "- unique / redis-benchmark: $(ratio unique redis-benchmark)"
-echo "- duplicate / unique: $(ratio duplicate unique)"
-echo "- mixed / unique: $(ratio mixed unique)"
-has baseline && echo "- unique / baseline unique: $(ratio unique baseline)"
+has duplicate && echo "- duplicate / unique: $(ratio duplicate unique)"
+has mixed && echo "- mixed / unique: $(ratio mixed unique)"
+has baseline && echo "- ${MODE:-unique} / baseline: $(ratio "${MODE:-unique}" baseline)"
 exit 0

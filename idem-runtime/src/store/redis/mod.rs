@@ -303,9 +303,12 @@ impl RedisStore {
         key: &IdemKey,
         args: &[&[u8]],
     ) -> Result<(RValue, usize), StoreError> {
+        // Sized up front: a command grown argument by argument
+        // reallocates its buffers several times, on every call's path.
+        let size = args.iter().map(|a| a.len()).sum::<usize>() + key.as_str().len() + 16;
         let build = |verb: &str, first: &str| {
-            let mut cmd = redis::cmd(verb);
-            cmd.arg(first).arg(1).arg(key.as_str());
+            let mut cmd = redis::Cmd::with_capacity(args.len() + 4, size + first.len());
+            cmd.arg(verb).arg(first).arg(1).arg(key.as_str());
             for a in args {
                 cmd.arg(*a);
             }
@@ -405,8 +408,13 @@ impl RedisStore {
         let line = RunningLine::new(self.format, fingerprint, tool, life, token);
         loop {
             let with_get = self.set_get.load(Ordering::Relaxed);
-            let mut first = redis::cmd("SET");
-            first.arg(key.as_str()).arg(line.as_str()).arg("NX");
+            let size = key.as_str().len() + line.as_str().len() + 24;
+            let mut first = redis::Cmd::with_capacity(7, size);
+            first
+                .arg("SET")
+                .arg(key.as_str())
+                .arg(line.as_str())
+                .arg("NX");
             if with_get {
                 first.arg("GET");
             }
