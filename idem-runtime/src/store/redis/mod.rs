@@ -21,10 +21,19 @@
 //! Time is the key's own expiry, kept by the server: a running record
 //! expires [`CLAIM_RETENTION`] after its lease ends, so its lease is live
 //! while its `PTTL` exceeds the retention. Every operation is over that one
-//! key (cluster-safe): a claim is a `SET .. NX PX` of the running record,
-//! and only when the key exists a Lua script; the other operations are one
-//! Lua script each (a `GET`, one `SET .. PX`, and a `PTTL` when a running
-//! record is found).
+//! key (cluster-safe):
+//!
+//! - a claim is `SET .. NX GET PX` of the running record (Redis 7.0 and
+//!   later; `SET .. NX PX` on older servers), which takes a free key or
+//!   answers what holds it in the same round trip: a recorded outcome is
+//!   replayed from that answer, and only a running, released or
+//!   unrecognised record goes on to the CLAIM script;
+//! - a settle (complete, fail, release, renew) is the SETTLE script, which
+//!   first compares the key's value with the running record the claim
+//!   wrote, byte for byte, and writes the settled record the client built;
+//!   anything else it parses;
+//! - the other operations are one Lua script each (a `GET`, and a `PTTL`
+//!   when a running record is found).
 
 mod errors;
 mod options;

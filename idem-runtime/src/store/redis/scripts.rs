@@ -22,13 +22,16 @@ impl Script {
 
 /// The scripts, by what they do.
 pub(super) struct Scripts {
-    /// KEYS[1]; ARGV: fingerprint, token, lease ms, retention ms, tool. Returns
+    /// KEYS[1]; ARGV: fingerprint, token, lease ms, retention ms, tool,
+    /// the format to write. Returns
     /// `{'acquired', attempt}`, `{'running', fp, attempt}`, `{'done', fp,
     /// result}` or `{'failed', fp, error}`.
     pub(super) claim: Script,
     /// KEYS[1]; ARGV: token, op (`done`, `failed`, `released` or `renew`),
     /// payload (result, error, or lease ms), ms to keep the record (for
-    /// renew: the retention after the lease). Returns `ok` or `lost`.
+    /// renew: the retention after the lease), the format to write, the
+    /// running record the claim wrote and the settled record without its
+    /// payload (both empty when unknown). Returns `ok` or `lost`.
     pub(super) settle: Script,
     /// KEYS[1]. Returns nil (a released record too), or what CLAIM returns
     /// for a record it does not take.
