@@ -12,7 +12,6 @@
 
 use std::hint::black_box;
 
-use clap::Parser;
 use idem::{IdemKey, Scope};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -31,19 +30,8 @@ fn floor(value: &Value) -> [u8; 32] {
     Sha256::digest(&bytes).into()
 }
 
-/// Key derivation against its floor, interleaved.
-#[derive(Parser)]
-struct Cli {
-    /// How many rounds (each gives one ratio per argument set).
-    #[arg(default_value_t = 41, value_parser = clap::value_parser!(u32).range(1..))]
-    rounds: u32,
-    /// What `cargo bench` passes; ignored.
-    #[arg(long, hide = true)]
-    bench: bool,
-}
-
 fn main() {
-    let rounds = Cli::parse().rounds as usize;
+    let rounds = alternate::rounds_from_args();
     for (name, value) in [
         ("small", arguments::small()),
         ("medium", arguments::medium()),

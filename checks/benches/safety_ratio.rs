@@ -14,7 +14,6 @@
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use clap::Parser;
 use idem::prelude::*;
 use idem::{CallContext, ResultKeys};
 use serde_json::json;
@@ -22,7 +21,7 @@ use serde_json::json;
 #[path = "support/alternate.rs"]
 mod alternate;
 
-/// The tool of the criterion `safety` group: results kept 1 ms, so the
+/// A write tool like the criterion `safety` group's: results kept 1 ms, so the
 /// store stays small.
 #[write_tool(ttl = "1ms")]
 async fn charge_brief(
@@ -32,17 +31,6 @@ async fn charge_brief(
     _ctx: &WriteCtx,
 ) -> Result<u64, String> {
     Ok(black_box(order_id + amount + currency.len() as u64))
-}
-
-/// The safety work, each part against the call without it, interleaved.
-#[derive(Parser)]
-struct Cli {
-    /// How many rounds (each gives one ratio per variant).
-    #[arg(default_value_t = 41, value_parser = clap::value_parser!(u32).range(1..))]
-    rounds: u32,
-    /// What `cargo bench` passes; ignored.
-    #[arg(long, hide = true)]
-    bench: bool,
 }
 
 /// Which parts a variant turns on.
@@ -101,7 +89,7 @@ const VARIANTS: [Variant; 6] = [
 ];
 
 fn main() {
-    let rounds = Cli::parse().rounds as usize;
+    let rounds = alternate::rounds_from_args();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -6,6 +6,8 @@
 
 use std::time::{Duration, Instant};
 
+use clap::Parser;
+
 /// One slice's target length.
 const SLICE: Duration = Duration::from_millis(20);
 
@@ -61,4 +63,20 @@ pub(crate) fn quantile(xs: &[f64], q: f64) -> f64 {
 /// Per round, `a`'s time over `b`'s.
 pub(crate) fn ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
     a.iter().zip(b).map(|(a, b)| a / b).collect()
+}
+
+/// The sides of one measurement in alternating slices.
+#[derive(Parser)]
+struct Cli {
+    /// How many rounds (each gives one ratio per side).
+    #[arg(default_value_t = 41, value_parser = clap::value_parser!(u32).range(1..))]
+    rounds: u32,
+    /// What `cargo bench` passes; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+/// The rounds asked for on the command line (41 by default).
+pub(crate) fn rounds_from_args() -> usize {
+    Cli::parse().rounds as usize
 }

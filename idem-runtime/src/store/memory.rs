@@ -1,7 +1,6 @@
 //! [`MemoryStore`]: the in-process default.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
+use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -10,6 +9,7 @@ use tokio::time::Instant;
 
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
+use crate::store::hashing::PassThroughMap;
 use crate::store::{
     CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, RecordInfo, RecordState, ScanFilter,
     ScanPage,
@@ -89,30 +89,9 @@ impl Hash for Slot {
     }
 }
 
-/// Passes a [`Slot`]'s own bits through: it is already a digest.
-#[derive(Default)]
-struct SlotHasher(u64);
-
-impl Hasher for SlotHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only reached by hashing something other than a `Slot`.
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
 #[derive(Default)]
 struct Shard {
-    records: HashMap<Slot, Record, BuildHasherDefault<SlotHasher>>,
+    records: PassThroughMap<Slot, Record>,
     /// The names of the tools whose records the shard holds; a record keeps
     /// its tool's index. Tools are few, so a lookup is a short walk.
     tools: Vec<Box<str>>,

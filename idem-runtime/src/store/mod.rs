@@ -54,6 +54,7 @@
 
 mod contract;
 mod dynamic;
+mod hashing;
 mod inspect;
 pub mod memory;
 #[cfg(feature = "postgres")]

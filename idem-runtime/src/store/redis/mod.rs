@@ -40,8 +40,6 @@ mod options;
 mod scan;
 mod scripts;
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -59,6 +57,7 @@ use self::options::url_error;
 use self::scripts::{Script, scripts};
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
+use crate::store::hashing::PassThroughMap;
 use crate::store::record::{self, RunningLine, State};
 use crate::store::{
     CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, RecordInfo, ScanFilter, ScanPage,
@@ -101,31 +100,8 @@ pub struct RedisStore {
     /// id, until it is settled: a settle then compares the key's value
     /// with it exactly instead of parsing it (a settle's script is most of
     /// the server's work per call). Forgotten at a renewal, which
-    /// rewrites the record; at most [`REMEMBERED`] at once, beyond which
-    /// settles parse.
-    written: Mutex<HashMap<u128, RunningLine, BuildHasherDefault<TokenHasher>>>,
-}
-
-/// Hashes a lease token's id, which is random already, by its low 64
-/// bits (SipHash took about 1% of a call's client work).
-#[derive(Default)]
-struct TokenHasher(u64);
-
-impl Hasher for TokenHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only u128 ids are hashed (`write_u128`); anything else folds in.
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-
-    fn write_u128(&mut self, id: u128) {
-        self.0 = id as u64;
-    }
+    /// rewrites the record; at most [`REMEMBERED`] at once.
+    written: Mutex<PassThroughMap<u128, RunningLine>>,
 }
 
 /// How many running records a store remembers at most
@@ -378,11 +354,15 @@ impl RedisStore {
     }
 
     /// Remembers the running record `token`'s claim wrote, for its settle.
+    /// A claim whose caller gave up before settling stays behind; when
+    /// [`REMEMBERED`] are, the table starts again empty (the claims in
+    /// flight then settle by parsing, as correctly).
     fn remember(&self, token: &LeaseToken, line: RunningLine) {
         let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
-        if written.len() < REMEMBERED {
-            written.insert(token.id(), line);
+        if written.len() >= REMEMBERED {
+            written.clear();
         }
+        written.insert(token.id(), line);
     }
 
     /// The running record `token`'s claim wrote, if remembered, no longer
