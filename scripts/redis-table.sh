@@ -4,7 +4,7 @@
 # core 0, the clients pinned to core 1, emptied before each run; or this
 # build against another one, alternating in one mode.
 #
-#   scripts/redis-table.sh [ROUNDS] [CALLS]          (default 5 rounds, 300000 calls)
+#   scripts/redis-table.sh [ROUNDS] [CALLS]          (default 5 rounds, 400000 calls)
 #   CLUSTER=1 scripts/redis-table.sh                  (a cluster of three masters instead)
 #   BASELINE=/path/to/other/loadgen [MODE=unique] scripts/redis-table.sh
 #
@@ -17,7 +17,7 @@
 set -euo pipefail
 
 rounds=${1:-5}
-calls=${2:-300000}
+calls=${2:-400000}
 concurrency=64
 cd "$(dirname "$0")/.."
 
