@@ -5,8 +5,10 @@
 //! written are decoded by `tests/records.rs`.
 //!
 //! Redis records are one line of text, parsed by the Lua scripts on the
-//! server; [`running_line`] writes the one a first claim sets without a
-//! script, and [`State::parse`] reads the state tags the scripts answer.
+//! server; [`RunningLine`] writes the one a claim sets without a script
+//! and the settled one that replaces it, [`settled_entry`] reads a recorded
+//! outcome a claim gets back, and [`State::parse`] reads the state tags the
+//! scripts answer.
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 use crate::error::StoreError;
