@@ -15,7 +15,9 @@
 //! - **Faults** (one at a time, every half to one and a half seconds):
 //!   `cut` every connection through the proxy; `stall` it for longer than
 //!   the one-second lease; `black_hole` it (a partition: the connections
-//!   open during it do not survive); `restart` the server (Redis, private,
+//!   open during it do not survive); `freeze` the connections open through
+//!   it, silently and for good, while new ones go through (half-open TCP,
+//!   as a failover behind a virtual IP leaves); `restart` the server (Redis, private,
 //!   AOF `appendfsync always`) or terminate the store's backends
 //!   (PostgreSQL); `sigstop` a worker past its lease; `sigkill` a worker
 //!   and start it again. SQLite has no network: only the worker faults.
@@ -515,7 +517,7 @@ async fn inject(
 ) -> Result<Option<FaultEvent>, BoxError> {
     let start = now_ms();
     let lapse = LEASE + LEASE / 2;
-    let network = ["cut", "stall", "black_hole", "restart"];
+    let network = ["cut", "stall", "black_hole", "freeze", "restart"];
     let kinds: Vec<&str> = match proxy {
         Some(_) => network
             .iter()
@@ -542,6 +544,13 @@ async fn inject(
             tokio::time::sleep(lapse).await;
             p.forward();
             "black_hole"
+        }
+        ("freeze", Some(p)) => {
+            // Counted as lasting while the workers' operations time out
+            // on the frozen connections and retire them.
+            p.freeze();
+            tokio::time::sleep(lapse).await;
+            "freeze"
         }
         ("restart", _) => match server.restart().await? {
             Some(kind) => kind,

@@ -203,6 +203,52 @@ async fn cluster_passes_the_conformance_suite() {
     drop(cluster);
 }
 
+/// A cluster whose every connection freezes silently (each node behind a
+/// proxy of its own, announcing the proxy's address): the store replaces
+/// its cluster connection when an operation goes unanswered, so no result
+/// is lost and calls are served again at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_connections_frozen_are_replaced() {
+    if !support::redis_binaries() {
+        return;
+    }
+    let nodes = RedisCluster::nodes();
+    let mut proxies = Vec::new();
+    for node in &nodes {
+        let proxy = Proxy::start(([127, 0, 0, 1], node.port).into())
+            .await
+            .expect("start a proxy");
+        let port = proxy.addr().port().to_string();
+        node.cli(&["CONFIG", "SET", "cluster-announce-ip", "127.0.0.1"]);
+        node.cli(&["CONFIG", "SET", "cluster-announce-port", &port]);
+        proxies.push(proxy);
+    }
+    let cluster = RedisCluster::form(nodes);
+    let through: Vec<String> = proxies
+        .iter()
+        .map(|p| format!("redis://{}", p.addr()))
+        .collect();
+    // The registry's store timeout bounds each operation (as in the
+    // suite's harness).
+    let options = RedisOptions::new().response_timeout(Duration::from_secs(120));
+    let store = RedisStore::connect_cluster_with(&through, options)
+        .await
+        .expect("connect through the proxies");
+    let direct = RedisStore::connect_cluster(cluster.urls())
+        .await
+        .expect("connect to the cluster");
+    bounded(
+        "the frozen cluster case",
+        idem::testing::cases::frozen_connections_are_replaced(
+            Arc::new(store),
+            Arc::new(direct),
+            move || proxies.iter().for_each(Proxy::freeze),
+        ),
+    )
+    .await;
+    drop(cluster);
+}
+
 #[tokio::test]
 async fn foreign_and_malformed_records_are_errors_not_runs() {
     let Some(h) = RedisHarness::shared().await else {

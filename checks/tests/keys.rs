@@ -320,12 +320,76 @@ mod sets {
         Ok(ids.len() + names.len() + pairs.len())
     }
 
+    /// A plan: a set of tags, or steps in order. The four ways serde tags
+    /// an enum, each with a set and a sequence under one name: the set's
+    /// rule stays in its variant.
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    #[serde(tag = "kind")]
+    enum Internal {
+        Tags { items: BTreeSet<String> },
+        Steps { items: Vec<String> },
+    }
+
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    enum External {
+        Tags { items: BTreeSet<String> },
+        Steps { items: Vec<String> },
+    }
+
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    #[serde(tag = "t", content = "c")]
+    enum Adjacent {
+        Tags { items: BTreeSet<String> },
+        Steps { items: Vec<String> },
+    }
+
+    /// Untagged, serde reads the first variant that fits: steps when
+    /// `ordered` is given, else tags.
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    #[serde(untagged)]
+    enum Untagged {
+        Steps { items: Vec<String>, ordered: bool },
+        Tags { items: BTreeSet<String> },
+    }
+
+    /// Run a plan (internally tagged).
+    #[write_tool]
+    async fn plan_internal(plan: Internal, ctx: &WriteCtx<AtomicU32>) -> Result<u32, String> {
+        let _ = plan;
+        Ok(ctx.state().fetch_add(1, Ordering::SeqCst))
+    }
+
+    /// Run a plan (externally tagged).
+    #[write_tool]
+    async fn plan_external(plan: External, ctx: &WriteCtx<AtomicU32>) -> Result<u32, String> {
+        let _ = plan;
+        Ok(ctx.state().fetch_add(1, Ordering::SeqCst))
+    }
+
+    /// Run a plan (adjacently tagged).
+    #[write_tool]
+    async fn plan_adjacent(plan: Adjacent, ctx: &WriteCtx<AtomicU32>) -> Result<u32, String> {
+        let _ = plan;
+        Ok(ctx.state().fetch_add(1, Ordering::SeqCst))
+    }
+
+    /// Run a plan (untagged).
+    #[write_tool]
+    async fn plan_untagged(plan: Untagged, ctx: &WriteCtx<AtomicU32>) -> Result<u32, String> {
+        let _ = plan;
+        Ok(ctx.state().fetch_add(1, Ordering::SeqCst))
+    }
+
     fn registry() -> Registry<AtomicU32> {
         Registry::builder(AtomicU32::new(0))
             .tool(tag_order)
             .tool(pack_order)
             .tool(mail)
             .tool(count_sets)
+            .tool(plan_internal)
+            .tool(plan_external)
+            .tool(plan_adjacent)
+            .tool(plan_untagged)
             .build()
             .expect("a registry")
     }
@@ -351,7 +415,7 @@ mod sets {
     fn set_vectors_are_reproduced_byte_for_byte() {
         let text = include_str!("../../tests/data/set-key-vectors.json");
         let vectors: Vec<Vector> = serde_json::from_str(text).expect("set-key-vectors.json parses");
-        assert_eq!(vectors.len(), 3);
+        assert_eq!(vectors.len(), 15);
         let registry = registry();
         for v in vectors {
             let run = v.scope.strip_prefix("run:").expect("a run scope");
@@ -369,6 +433,50 @@ mod sets {
                 v.name
             );
         }
+    }
+
+    /// Steps in two orders are two operations, in every enum
+    /// representation; tags in two orders are one.
+    #[tokio::test]
+    async fn a_sequence_beside_a_set_keeps_its_order() {
+        let registry = registry();
+        let plans = [
+            (
+                "plan_internal",
+                json!({"kind": "Steps", "items": ["deploy", "build"]}),
+            ),
+            (
+                "plan_external",
+                json!({"Steps": {"items": ["deploy", "build"]}}),
+            ),
+            (
+                "plan_adjacent",
+                json!({"t": "Steps", "c": {"items": ["deploy", "build"]}}),
+            ),
+            (
+                "plan_untagged",
+                json!({"items": ["deploy", "build"], "ordered": true}),
+            ),
+        ];
+        for (tool, steps) in plans {
+            let reversed = serde_json::to_string(&steps)
+                .expect("JSON")
+                .replace("\"deploy\",\"build\"", "\"build\",\"deploy\"");
+            let reversed: serde_json::Value = serde_json::from_str(&reversed).expect("JSON");
+            let first = registry
+                .call("r", tool, json!({ "plan": steps }))
+                .await
+                .expect("call");
+            let second = registry
+                .call("r", tool, json!({ "plan": reversed }))
+                .await
+                .expect("call");
+            assert_ne!(
+                first, second,
+                "{tool}: the other order ran, as its own operation"
+            );
+        }
+        assert_eq!(registry.state().load(Ordering::SeqCst), 8);
     }
 
     #[tokio::test]

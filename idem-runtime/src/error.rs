@@ -62,14 +62,13 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// Whether the store could not be reached or did not answer in time
-    /// ([`Unavailable`](Self::Unavailable), [`Timeout`](Self::Timeout)), as
-    /// opposed to answering something wrong.
+    /// Whether the store said it could not be reached or serve at all
+    /// ([`Unavailable`](Self::Unavailable)): a connection refused, reset or
+    /// not made in time, a server still loading. A
+    /// [`Timeout`](Self::Timeout) is not: the store may be slow, or waiting
+    /// for a lock, and may have done what was asked.
     pub fn is_unreachable(&self) -> bool {
-        matches!(
-            self,
-            StoreError::Unavailable { .. } | StoreError::Timeout { .. }
-        )
+        matches!(self, StoreError::Unavailable { .. })
     }
 
     /// Wraps a connection-level failure.

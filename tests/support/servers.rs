@@ -264,7 +264,13 @@ pub(crate) struct RedisCluster {
 
 impl RedisCluster {
     pub(crate) fn start() -> RedisCluster {
-        let nodes: Vec<RedisServer> = (0..3)
+        RedisCluster::form(RedisCluster::nodes())
+    }
+
+    /// Three cluster-enabled servers, not yet one cluster: to be set up
+    /// further (the address each announces, say) before [`form`](Self::form).
+    pub(crate) fn nodes() -> Vec<RedisServer> {
+        (0..3)
             .map(|_| {
                 RedisServer::start(&[
                     "--cluster-enabled",
@@ -275,7 +281,11 @@ impl RedisCluster {
                     "no",
                 ])
             })
-            .collect();
+            .collect()
+    }
+
+    /// `nodes` made one cluster of three masters, once it is `ok`.
+    pub(crate) fn form(nodes: Vec<RedisServer>) -> RedisCluster {
         let addrs: Vec<String> = nodes
             .iter()
             .map(|n| format!("127.0.0.1:{}", n.port))

@@ -9,6 +9,13 @@
 //! numbers by value, strings by their bytes, `false` before `true`, arrays
 //! member by member; anything else, and ties, by canonical JSON
 //! (docs/spec.md, "Keys").
+//!
+//! Only the schema the value itself matched counts: of the branches of an
+//! `anyOf` or `oneOf` (an enum's variants), the first whose shape the value
+//! has (its tag's `const`, its required members, its types), the branch
+//! serde would have read it as. A variant's set never orders another
+//! variant's sequence of the same name, which would make two operations
+//! one.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -61,7 +68,7 @@ fn has_sets(schema: &Value) -> bool {
 fn order(value: &mut Value, schemas: &[&Value], defs: &Map<String, Value>) {
     let mut applicable = Vec::new();
     for schema in schemas {
-        expand(schema, defs, &mut applicable);
+        expand(schema, defs, value, &mut applicable);
     }
     match value {
         Value::Object(members) => {
@@ -135,12 +142,14 @@ fn number_order(x: &Number, y: &Number) -> Ordering {
     }
 }
 
-/// `schema` and what it stands for: the definition a `$ref` names, and the
-/// branches of `anyOf`, `oneOf` and `allOf`, flattened into `out`, each
-/// schema once (so a schema that refers to itself ends).
+/// `schema` and what it stands for at `value`: the definition a `$ref`
+/// names, every branch of `allOf`, and the branch of `anyOf` or `oneOf`
+/// that `value` matched ([`matched`]), flattened into `out`, each schema
+/// once (so a schema that refers to itself ends).
 fn expand<'a>(
     schema: &'a Value,
     defs: &'a Map<String, Value>,
+    value: &Value,
     out: &mut Vec<&'a Map<String, Value>>,
 ) {
     let Value::Object(map) = schema else { return };
@@ -148,20 +157,165 @@ fn expand<'a>(
         return;
     }
     out.push(map);
-    if let Some(def) = map
+    if let Some(def) = reference(map, defs) {
+        expand(def, defs, value, out);
+    }
+    if let Some(Value::Array(branches)) = map.get("allOf") {
+        for branch in branches {
+            expand(branch, defs, value, out);
+        }
+    }
+    for keyword in ["anyOf", "oneOf"] {
+        if let Some(branch) = matched(map.get(keyword), defs, value, out) {
+            expand(branch, defs, value, out);
+        }
+    }
+}
+
+/// The definition `schema`'s `$ref` names, if it names one in `defs`.
+fn reference<'a>(schema: &Map<String, Value>, defs: &'a Map<String, Value>) -> Option<&'a Value> {
+    schema
         .get("$ref")
         .and_then(Value::as_str)
         .and_then(|r| r.strip_prefix("#/$defs/"))
         .and_then(|name| defs.get(name))
-    {
-        expand(def, defs, out);
-    }
-    for keyword in ["anyOf", "oneOf", "allOf"] {
-        if let Some(Value::Array(branches)) = map.get(keyword) {
-            for branch in branches {
-                expand(branch, defs, out);
-            }
+}
+
+/// The first of `branches` whose shape `value` has: the variant serde
+/// reads it as (an untagged enum's first variant that fits; a tagged
+/// enum's only one). A branch that leads back through `$ref`s to a schema
+/// already applied (a recursive type's) adds nothing and is passed over.
+fn matched<'a>(
+    branches: Option<&'a Value>,
+    defs: &'a Map<String, Value>,
+    value: &Value,
+    applied: &[&Map<String, Value>],
+) -> Option<&'a Value> {
+    let Some(Value::Array(branches)) = branches else {
+        return None;
+    };
+    branches
+        .iter()
+        .find(|b| !leads_back(b, defs, applied) && fits(value, b, defs, 0))
+}
+
+/// Whether `schema`, or a definition its chain of `$ref`s names, is one
+/// of `applied`.
+fn leads_back(schema: &Value, defs: &Map<String, Value>, applied: &[&Map<String, Value>]) -> bool {
+    let mut at = schema;
+    for _ in 0..REF_DEPTH {
+        let Value::Object(map) = at else { return false };
+        if applied.iter().any(|seen| std::ptr::eq(*seen, map)) {
+            return true;
         }
+        match reference(map, defs) {
+            Some(def) => at = def,
+            None => return false,
+        }
+    }
+    true
+}
+
+/// How many `$ref`s may be followed without going into the value: more
+/// than any schema a derive writes, so only a cycle of definitions
+/// (`A` is `B`, `B` is `A`) reaches it, and a value does not fit a cycle
+/// that never looks at it.
+const REF_DEPTH: usize = 16;
+
+/// Whether `value` has the shape `schema` describes, as far as it tells
+/// serde's variants apart: `const`, `enum`, `type`, `required`,
+/// `properties`, `additionalProperties: false`, `items`, `prefixItems`,
+/// `$ref`, `allOf`, `anyOf` and `oneOf`. Other keywords (bounds, formats,
+/// `uniqueItems`: a set deserializes from a list with repeats) are not
+/// checked.
+fn fits(value: &Value, schema: &Value, defs: &Map<String, Value>, refs: usize) -> bool {
+    let map = match schema {
+        Value::Bool(b) => return *b,
+        Value::Object(map) => map,
+        _ => return true,
+    };
+    if map.get("const").is_some_and(|c| c != value) {
+        return false;
+    }
+    if let Some(Value::Array(allowed)) = map.get("enum")
+        && !allowed.contains(value)
+    {
+        return false;
+    }
+    if map.get("type").is_some_and(|t| !has_type(value, t)) {
+        return false;
+    }
+    if let Some(def) = reference(map, defs)
+        && (refs >= REF_DEPTH || !fits(value, def, defs, refs + 1))
+    {
+        return false;
+    }
+    if let Some(Value::Array(all)) = map.get("allOf")
+        && !all.iter().all(|b| fits(value, b, defs, refs))
+    {
+        return false;
+    }
+    for keyword in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(any)) = map.get(keyword)
+            && !any.iter().any(|b| fits(value, b, defs, refs))
+        {
+            return false;
+        }
+    }
+    match value {
+        Value::Object(members) => object_fits(members, map, defs),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .all(|(i, item)| item_schema(map, i).is_none_or(|sub| fits(item, sub, defs, 0))),
+        _ => true,
+    }
+}
+
+/// The members of an object against `schema`'s `required`, `properties`
+/// and `additionalProperties`.
+fn object_fits(
+    members: &Map<String, Value>,
+    schema: &Map<String, Value>,
+    defs: &Map<String, Value>,
+) -> bool {
+    if let Some(Value::Array(required)) = schema.get("required")
+        && !required
+            .iter()
+            .all(|name| name.as_str().is_some_and(|n| members.contains_key(n)))
+    {
+        return false;
+    }
+    let properties = schema.get("properties").and_then(Value::as_object);
+    members.iter().all(
+        |(name, member)| match properties.and_then(|p| p.get(name)) {
+            Some(sub) => fits(member, sub, defs, 0),
+            None => match schema.get("additionalProperties") {
+                Some(Value::Bool(false)) => false,
+                Some(extra @ Value::Object(_)) => fits(member, extra, defs, 0),
+                _ => true,
+            },
+        },
+    )
+}
+
+/// Whether `value` is of the JSON Schema `type` (a name, or a list of
+/// them).
+fn has_type(value: &Value, ty: &Value) -> bool {
+    let is = |name: &str| match name {
+        "null" => value.is_null(),
+        "boolean" => value.is_boolean(),
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "string" => value.is_string(),
+        "number" => value.is_number(),
+        "integer" => value.is_i64() || value.is_u64(),
+        _ => true,
+    };
+    match ty {
+        Value::String(name) => is(name),
+        Value::Array(names) => names.iter().any(|n| n.as_str().is_none_or(is)),
+        _ => true,
     }
 }
 
@@ -248,6 +402,62 @@ mod tests {
         let other = ordered(schema, json!({"groups": [["a", "b"], ["c", "d"]]}));
         assert_eq!(one, other);
         assert_eq!(one, json!({"groups": [["a", "b"], ["c", "d"]]}));
+    }
+
+    /// `Plan::Tags { items: BTreeSet<String> }` and `Plan::Steps { items:
+    /// Vec<String> }` as schemars writes them, internally tagged: the
+    /// set's rule stays in its variant.
+    #[test]
+    fn a_variant_set_never_orders_another_variant_sequence() {
+        let schema = json!({"type": "object", "properties": {"plan": {"oneOf": [
+            {"type": "object", "properties": {
+                "kind": {"type": "string", "const": "Tags"},
+                "items": {"type": "array", "uniqueItems": true, "items": {"type": "string"}}
+            }, "required": ["kind", "items"]},
+            {"type": "object", "properties": {
+                "kind": {"type": "string", "const": "Steps"},
+                "items": {"type": "array", "items": {"type": "string"}}
+            }, "required": ["kind", "items"]}
+        ]}}});
+        let steps = json!({"plan": {"kind": "Steps", "items": ["deploy", "build"]}});
+        assert_eq!(ordered(schema.clone(), steps.clone()), steps);
+        let tags = json!({"plan": {"kind": "Tags", "items": ["deploy", "build"]}});
+        assert_eq!(
+            ordered(schema, tags),
+            json!({"plan": {"kind": "Tags", "items": ["build", "deploy"]}})
+        );
+    }
+
+    /// Untagged, the first variant whose shape the value has is the one
+    /// serde reads, and the only one whose rule applies.
+    #[test]
+    fn an_untagged_value_takes_the_first_variant_it_fits() {
+        let schema = json!({"anyOf": [
+            {"type": "object", "properties": {
+                "items": {"type": "array", "items": {"type": "string"}},
+                "ordered": {"type": "boolean"}
+            }, "required": ["items", "ordered"]},
+            {"type": "object", "properties": {
+                "items": {"type": "array", "uniqueItems": true, "items": {"type": "string"}}
+            }, "required": ["items"]}
+        ]});
+        let steps = json!({"items": ["b", "a"], "ordered": true});
+        assert_eq!(ordered(schema.clone(), steps.clone()), steps);
+        assert_eq!(
+            ordered(schema, json!({"items": ["b", "a"]})),
+            json!({"items": ["a", "b"]})
+        );
+    }
+
+    #[test]
+    fn a_cycle_of_definitions_ends() {
+        let schema = json!({
+            "type": "array",
+            "uniqueItems": true,
+            "items": {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "integer"}]},
+            "$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}}
+        });
+        assert_eq!(ordered(schema, json!([2, 1])), json!([1, 2]));
     }
 
     #[test]

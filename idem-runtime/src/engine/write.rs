@@ -46,7 +46,15 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
         #[cfg(feature = "metrics")]
         metrics: caller.trace.and_then(|t| t.keys()),
     };
-    let claimed = claim_or_replay::<T::Output>(&site, &key, &fingerprint, caller.trace).await;
+    let mut claimed = claim_or_replay::<T::Output>(&site, &key, &fingerprint, caller.trace).await;
+    if cfg.on_store_error == OnStoreError::Run {
+        claimed = match claimed {
+            Err(ToolError::Store { source, .. }) if source.is_retryable() => {
+                confirm_unreachable::<T::Output>(&site, &key, &fingerprint, caller, &source).await
+            }
+            other => other,
+        };
+    }
     let (token, claimed_at) = match claimed {
         Ok(Claimed::Acquired(token, at)) => (token, at),
         Ok(Claimed::Answered(answer)) => return answer,
@@ -77,6 +85,30 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
         record(tool, &hold, outcome).await
     };
     beside(work, hold.heartbeat()).await
+}
+
+/// For a tool with [`OnStoreError::Run`] whose claim failed with `first`
+/// (a timeout, or a connection that failed): claims once more, given
+/// twice the store timeout, over a new connection (a store retires the
+/// connection of an operation that went unanswered). A timeout is no
+/// proof that the store is unreachable (a lock wait, a slow answer, one
+/// dead connection among live ones): only this second claim's
+/// [`StoreError::Unavailable`], the store saying it cannot be reached, lets
+/// the body run unclaimed; anything else it answers stands, a recorded
+/// result replayed among them.
+async fn confirm_unreachable<O: serde::de::DeserializeOwned>(
+    site: &Site<'_>,
+    key: &IdemKey,
+    fingerprint: &crate::key::Fingerprint,
+    caller: Caller<'_>,
+    first: &StoreError,
+) -> Result<Claimed, ToolError> {
+    tracing::info!(tool = site.tool, key = %key, error = %first, "claim failed; trying once more to tell a store that cannot be reached from a slow one");
+    let patient = Site {
+        limit: site.limit.saturating_mul(2),
+        ..*site
+    };
+    claim_or_replay::<O>(&patient, key, fingerprint, caller.trace).await
 }
 
 /// Runs the body without a claim, for a tool with

@@ -56,6 +56,8 @@ mod contract;
 mod dynamic;
 mod hashing;
 mod inspect;
+#[cfg(any(feature = "postgres", feature = "redis"))]
+mod keepalive;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;

@@ -1,6 +1,7 @@
 //! A TCP proxy that puts real network faults between a store client and
-//! its server: cut every open connection, stall the bytes in flight, or
-//! black-hole them. The client's own code (reconnects, timeouts, pools)
+//! its server: cut every open connection, stall the bytes in flight,
+//! black-hole them, or freeze the open connections silently while new ones
+//! go through (half-open TCP). The client's own code (reconnects, timeouts, pools)
 //! meets the fault exactly as it would in production.
 
 use std::io;
@@ -31,6 +32,8 @@ struct Control {
     flow: watch::Sender<Flow>,
     /// Bumped to close every connection open at the time.
     cuts: watch::Sender<u64>,
+    /// Bumped to freeze every connection open at the time.
+    freezes: watch::Sender<u64>,
     accepted: AtomicUsize,
 }
 
@@ -58,6 +61,7 @@ impl Proxy {
         let control = Arc::new(Control {
             flow: watch::channel(Flow::Forward).0,
             cuts: watch::channel(0).0,
+            freezes: watch::channel(0).0,
             accepted: AtomicUsize::new(0),
         });
         let task = tokio::spawn(accept(listener, upstream, control.clone()));
@@ -77,6 +81,18 @@ impl Proxy {
     /// accepted as before.
     pub fn cut(&self) {
         self.control.cuts.send_modify(|n| *n += 1);
+    }
+
+    /// Freezes every connection open now, silently and for good: their
+    /// bytes are swallowed in both directions and nothing is closed or
+    /// answered, while connections opened later are forwarded as usual.
+    /// This is the half-open TCP that a failover behind a virtual IP, a NAT
+    /// or firewall that dropped its state, or a vanished peer host leaves
+    /// behind: a client that trusts its open socket waits forever, one that
+    /// opens a new connection is served at once. [`cut`](Self::cut) closes
+    /// frozen connections too.
+    pub fn freeze(&self) {
+        self.control.freezes.send_modify(|n| *n += 1);
     }
 
     /// Sets what happens to the bytes from now on.
@@ -134,16 +150,41 @@ async fn accept(listener: TcpListener, upstream: SocketAddr, control: Arc<Contro
 async fn relay(client: TcpStream, server: TcpStream, control: &Control) {
     let mut cuts = control.cuts.subscribe();
     cuts.mark_unchanged();
+    let mut freezes = control.freezes.subscribe();
+    freezes.mark_unchanged();
     let (mut client_read, mut client_write) = client.into_split();
     let (mut server_read, mut server_write) = server.into_split();
     let up = pump(&mut client_read, &mut server_write, control);
     let down = pump(&mut server_read, &mut client_write, control);
-    tokio::select! {
-        _ = up => {}
-        _ = down => {}
-        _ = cuts.changed() => {}
-        _ = outlived_black_hole(control.flow.subscribe()) => {}
+    let frozen = tokio::select! {
+        _ = up => false,
+        _ = down => false,
+        _ = cuts.changed() => false,
+        _ = outlived_black_hole(control.flow.subscribe()) => false,
+        _ = freezes.changed() => true,
+    };
+    if frozen {
+        // Both ends stay open (the write halves are held until the cut),
+        // and whatever arrives is dropped.
+        tokio::select! {
+            _ = swallow(&mut client_read) => {}
+            _ = swallow(&mut server_read) => {}
+            _ = cuts.changed() => {}
+        }
+        drop((client_write, server_write));
     }
+}
+
+/// Reads and drops everything `from` sends; never resolves: a peer that
+/// closes its end is not told to the other (it too sees nothing).
+async fn swallow(from: &mut (impl AsyncReadExt + Unpin)) {
+    let mut buf = vec![0u8; 16 * 1024];
+    while let Ok(n) = from.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+    }
+    std::future::pending::<()>().await
 }
 
 /// Resolves when a black hole this connection was open during ends.

@@ -24,11 +24,12 @@ use tokio_postgres::{Client, Config};
 
 use self::error::{PgError, connection_lost, pg_error, sql_error};
 pub use self::options::PostgresOptions;
-use self::pool::{PgManager, Tls, connect};
+use self::pool::{Generations, PgManager, Tls, Unanswered, connect};
 use self::sql::Sql;
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::store::contract::fenced;
+use crate::store::keepalive;
 use crate::store::record::{self, InfoRow, Live, Row, State, keyset_page};
 use crate::store::{
     CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, RecordInfo, ScanFilter, ScanPage,
@@ -41,6 +42,8 @@ pub const SCHEMA_VERSION: i32 = 2;
 /// one statement per operation, expiry by the database's clock.
 pub struct PostgresStore {
     pool: Pool<PgManager>,
+    /// Which of the pool's connections are retired.
+    generations: Arc<Generations>,
     sql: Arc<Sql>,
     table: String,
     /// Stops the purge task when the store goes.
@@ -63,8 +66,9 @@ impl std::fmt::Debug for PostgresStore {
     }
 }
 
-/// Runs `$op` (which uses the pooled connection `$conn`) and, if the
-/// connection broke under it, once more on a new connection, made for the
+/// Runs `$op` (which uses the pooled connection `$conn`; if it is dropped
+/// before its answer, the pool's connections are retired: [`Generations`])
+/// and, if the connection broke under it, once more on a new connection, made for the
 /// purpose and then given to the pool: the other pooled connections may
 /// have died with it (a restart, a failover), unnoticed yet. Safe for every
 /// statement of this store: a claim that took effect recognises its own
@@ -73,7 +77,10 @@ impl std::fmt::Debug for PostgresStore {
 macro_rules! with_conn {
     ($store:expr, |$conn:ident| $op:expr) => {{
         let $conn = $store.pool.get().await.map_err(pg_error)?;
-        match $op.await {
+        let pending = Unanswered::new(&$store.generations, $conn.born);
+        let answer = $op.await;
+        pending.answered();
+        match answer {
             Err(e) if connection_lost(&e) => {
                 tracing::debug!(error = %e, "PostgreSQL connection lost; sending once more on a new one");
                 $conn.broken.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -81,7 +88,10 @@ macro_rules! with_conn {
                 let fresh = $store.pool.dedicated_connection().await?;
                 let out = {
                     let $conn = &fresh;
-                    $op.await.map_err(sql_error)
+                    let pending = Unanswered::new(&$store.generations, $conn.born);
+                    let answer = $op.await;
+                    pending.answered();
+                    answer.map_err(sql_error)
                 };
                 // The pool may be full again: then the connection just closes.
                 let _ = $store.pool.add(fresh);
@@ -127,10 +137,12 @@ impl PostgresStore {
         }
         drop(setup);
         let sql = Arc::new(Sql::new(&table));
+        let generations = Arc::new(Generations::default());
         let manager = PgManager {
             config,
             tls,
             sql: sql.clone(),
+            generations: generations.clone(),
         };
         let pool = Pool::builder()
             .max_size(options.pool_size.max(1))
@@ -161,6 +173,7 @@ impl PostgresStore {
         });
         Ok(PostgresStore {
             pool,
+            generations,
             sql,
             table,
             _purger: purger,
@@ -243,7 +256,13 @@ fn connection(url: &str, options: &PostgresOptions) -> Result<(Config, Tls), Sto
     let root_pem = None;
     let tls = Tls::new(&read, root_pem)?;
     let mut config = read.config;
-    config.connect_timeout(options.connect_timeout);
+    config
+        .connect_timeout(options.connect_timeout)
+        .keepalives(true)
+        .keepalives_idle(keepalive::IDLE)
+        .keepalives_interval(keepalive::INTERVAL)
+        .keepalives_retries(keepalive::PROBES)
+        .tcp_user_timeout(keepalive::USER_TIMEOUT);
     Ok((config, tls))
 }
 

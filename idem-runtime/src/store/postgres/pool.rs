@@ -1,8 +1,10 @@
 //! The connection pool of [`PostgresStore`](super::PostgresStore) (bb8):
 //! connections with every statement prepared, never handed out once their
-//! server end is gone, made plain or over TLS as the URL says.
+//! server end is gone or a statement on one of their generation went
+//! unanswered ([`Generations`]), made plain or over TLS as the URL says.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bb8::ManageConnection;
 use tokio_postgres::tls::TlsStream;
@@ -16,6 +18,8 @@ use crate::error::StoreError;
 /// A pooled connection with every statement prepared.
 pub(super) struct PgConn {
     pub(super) client: Client,
+    /// Which [`Generations`] number it was made in.
+    pub(super) born: u64,
     /// An operation found the connection broken: the pool drops it.
     pub(super) broken: std::sync::atomic::AtomicBool,
     pub(super) claim: Statement,
@@ -29,6 +33,72 @@ pub(super) struct PgManager {
     pub(super) config: Config,
     pub(super) tls: Tls,
     pub(super) sql: Arc<Sql>,
+    pub(super) generations: Arc<Generations>,
+}
+
+/// Connections are judged by their answers, not by their sockets: a
+/// connection that went silent (half-open TCP, after a failover behind a
+/// virtual IP or a NAT that dropped its state) looks open until the kernel
+/// gives up on it. When a statement goes unanswered (the registry's store
+/// timeout dropped it), every connection made until then is retired: the
+/// ones idle in the pool are never handed out again and the ones in use
+/// are closed when they come back. They share the path that went silent.
+#[derive(Debug, Default)]
+pub(super) struct Generations {
+    /// The number of the connections made now.
+    current: AtomicU64,
+}
+
+impl Generations {
+    /// The number of a connection made now.
+    pub(super) fn now(&self) -> u64 {
+        self.current.load(Ordering::Relaxed)
+    }
+
+    /// Retires every connection made until now.
+    pub(super) fn retire_all(&self) {
+        let retired = self.current.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(
+            generation = retired,
+            "a PostgreSQL statement got no answer: the pool's connections are retired, new ones are opened"
+        );
+    }
+
+    /// Whether a connection made in `born` is retired.
+    fn retired(&self, born: u64) -> bool {
+        born < self.now()
+    }
+}
+
+/// A statement in flight on a connection of generation `born`: unless
+/// [`answered`](Self::answered), its drop retires that generation.
+pub(super) struct Unanswered<'a> {
+    generations: &'a Generations,
+    born: u64,
+    answered: bool,
+}
+
+impl<'a> Unanswered<'a> {
+    pub(super) fn new(generations: &'a Generations, born: u64) -> Unanswered<'a> {
+        Unanswered {
+            generations,
+            born,
+            answered: false,
+        }
+    }
+
+    /// The statement was answered (with rows or an error of its own).
+    pub(super) fn answered(mut self) {
+        self.answered = true;
+    }
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if !self.answered && !self.generations.retired(self.born) {
+            self.generations.retire_all();
+        }
+    }
 }
 
 /// How connections are made: plaintext, or TLS (feature `postgres-tls`).
@@ -69,6 +139,7 @@ impl ManageConnection for PgManager {
     type Error = StoreError;
 
     async fn connect(&self) -> Result<PgConn, StoreError> {
+        let born = self.generations.now();
         let client = connect(&self.config, &self.tls).await.map_err(sql_error)?;
         let prepare = async |sql: &str| client.prepare(sql).await.map_err(sql_error);
         Ok(PgConn {
@@ -77,18 +148,23 @@ impl ManageConnection for PgManager {
             settle: prepare(&self.sql.settle).await?,
             renew: prepare(&self.sql.renew).await?,
             client,
+            born,
             broken: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
     /// Run at every checkout: a connection whose server end is gone (a
-    /// terminated backend, a restarted server, an idle timeout) is never
-    /// handed to an operation. No round trip: the connection task has
-    /// already seen the socket close.
+    /// terminated backend, a restarted server, an idle timeout) or that is
+    /// retired ([`Generations`]) is never handed to an operation. No round
+    /// trip: the connection task has already seen the socket close.
     async fn is_valid(&self, conn: &mut PgConn) -> Result<(), StoreError> {
         if conn.client.is_closed() {
             Err(StoreError::unavailable(
                 "the pooled PostgreSQL connection was closed",
+            ))
+        } else if self.generations.retired(conn.born) {
+            Err(StoreError::unavailable(
+                "the pooled PostgreSQL connection was retired",
             ))
         } else {
             Ok(())
@@ -96,7 +172,7 @@ impl ManageConnection for PgManager {
     }
 
     fn has_broken(&self, conn: &mut PgConn) -> bool {
-        conn.client.is_closed() || *conn.broken.get_mut()
+        conn.client.is_closed() || *conn.broken.get_mut() || self.generations.retired(conn.born)
     }
 }
 

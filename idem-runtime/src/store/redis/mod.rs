@@ -35,6 +35,7 @@
 //! - the other operations are one Lua script each (a `GET`, and a `PTTL`
 //!   when a running record is found).
 
+mod conn;
 mod errors;
 mod options;
 mod scan;
@@ -44,11 +45,10 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
-use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, ErrorKind, RedisError, ServerErrorKind, Value as RValue};
+use redis::{AsyncConnectionConfig, Cmd, ErrorKind, RedisError, ServerErrorKind, Value as RValue};
 
+use self::conn::{Connections, Dialer, tcp_settings};
 use self::errors::{as_text, connection_lost, rejects_set_get, script_error, store_error};
 pub use self::options::RedisOptions;
 #[cfg(feature = "redis-tls")]
@@ -63,15 +63,9 @@ use crate::store::{
     CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, RecordInfo, ScanFilter, ScanPage,
 };
 
-#[derive(Clone)]
-enum Conn {
-    Single(ConnectionManager),
-    Cluster(ClusterConnection),
-}
-
-/// A store on Redis or Redis Cluster: one reconnecting, multiplexed
-/// connection shared by every task (commands from concurrent calls are
-/// pipelined on it), atomic single-key operations (`SET .. NX` for a new
+/// A store on Redis or Redis Cluster: one multiplexed connection shared by
+/// every task (commands from concurrent calls are pipelined on it),
+/// replaced as soon as a command sent over it goes unanswered, atomic single-key operations (`SET .. NX` for a new
 /// claim, Lua scripts otherwise), server-side expiry.
 ///
 /// # What the guarantees need from Redis
@@ -86,7 +80,7 @@ enum Conn {
 ///   Redis restart forgets every claim and result; the downstream
 ///   idempotency key (`ctx.idem_key()`) is then the last line of defence.
 pub struct RedisStore {
-    conn: Conn,
+    conns: Connections,
     /// `WAIT` after every write: replicas, and how long.
     wait: Option<(usize, Duration)>,
     /// The record format written ([`RedisOptions::record_format`]).
@@ -110,9 +104,10 @@ const REMEMBERED: usize = 1 << 15;
 
 impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = match self.conn {
-            Conn::Single(_) => "single",
-            Conn::Cluster(_) => "cluster",
+        let kind = if self.conns.is_cluster() {
+            "cluster"
+        } else {
+            "single"
         };
         f.debug_struct("RedisStore").field("mode", &kind).finish()
     }
@@ -129,22 +124,18 @@ impl RedisStore {
     pub async fn connect_with(url: &str, options: RedisOptions) -> Result<RedisStore, StoreError> {
         let format = options.checked_format()?;
         let client = options.client(url)?;
-        let config = ConnectionManagerConfig::new()
+        let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(options.connection_timeout))
-            .set_response_timeout(Some(options.response_timeout))
-            .set_number_of_retries(options.reconnect_retries)
-            .set_max_delay(Duration::from_millis(500));
-        let manager = ConnectionManager::new_with_config(client, config)
-            .await
-            .map_err(store_error)?;
+            .set_response_timeout(Some(options.response_timeout));
+        let dialer = Dialer::Single { client, config };
         let store = RedisStore {
-            conn: Conn::Single(manager),
+            conns: Connections::new(dialer, options.reconnect_retries),
             wait: options.wait_for_replicas,
             format,
             set_get: AtomicBool::new(options.claim_reads_back),
             written: Mutex::default(),
         };
-        store.check_eviction_policy().await;
+        store.first_connection().await?;
         Ok(store)
     }
 
@@ -176,6 +167,7 @@ impl RedisStore {
         #[cfg(feature = "redis-tls")]
         install_crypto_provider();
         let builder = ClusterClient::builder(urls.clone())
+            .tcp_settings(tcp_settings())
             .connection_timeout(options.connection_timeout)
             .response_timeout(options.response_timeout)
             .retries(options.reconnect_retries as u32);
@@ -188,16 +180,23 @@ impl RedisStore {
             None => builder,
         };
         let client = builder.build().map_err(|e| url_error(&urls.join(","), e))?;
-        let conn = client.get_async_connection().await.map_err(store_error)?;
         let store = RedisStore {
-            conn: Conn::Cluster(conn),
+            conns: Connections::new(Dialer::Cluster(client), options.reconnect_retries),
             wait: None,
             format,
             set_get: AtomicBool::new(options.claim_reads_back),
             written: Mutex::default(),
         };
-        store.check_eviction_policy().await;
+        store.first_connection().await?;
         Ok(store)
+    }
+
+    /// Makes the first connection, so that a store that cannot connect is
+    /// an error at once, and warns if Redis may evict records.
+    async fn first_connection(&self) -> Result<(), StoreError> {
+        let _: String = self.query(&redis::cmd("PING")).await.map_err(store_error)?;
+        self.check_eviction_policy().await;
+        Ok(())
     }
 
     /// Warns when Redis may evict our keys.
@@ -223,8 +222,8 @@ impl RedisStore {
         Ok(pair.get(1).filter(|p| *p != "noeviction").cloned())
     }
 
-    /// Sends `cmd`; if its connection dropped, sends it once more over a
-    /// new one. Safe for every command this store sends: a claim that
+    /// Sends `cmd`; if its connection dropped or it went unanswered, sends
+    /// it once more over a new connection. Safe for every command this store sends: a claim that
     /// took effect recognises its own token, a settle repeated by its token
     /// succeeds, and the rest only read.
     async fn query<T: redis::FromRedisValue>(&self, cmd: &Cmd) -> Result<T, RedisError> {
@@ -238,10 +237,9 @@ impl RedisStore {
     }
 
     async fn query_once<T: redis::FromRedisValue>(&self, cmd: &Cmd) -> Result<T, RedisError> {
-        match &self.conn {
-            Conn::Single(c) => cmd.query_async(&mut c.clone()).await,
-            Conn::Cluster(c) => cmd.query_async(&mut c.clone()).await,
-        }
+        self.conns
+            .send(async |mut conn| cmd.query_async(&mut conn).await)
+            .await
     }
 
     /// Sends a write: as [`query`](Self::query), or with `wait_for_replicas`
@@ -259,9 +257,10 @@ impl RedisStore {
             .cmd("WAIT")
             .arg(replicas)
             .arg(millis(timeout));
-        let send = async || match &self.conn {
-            Conn::Single(c) => pipe.query_async(&mut c.clone()).await,
-            Conn::Cluster(c) => pipe.query_async(&mut c.clone()).await,
+        let send = async || {
+            self.conns
+                .send(async |mut conn| pipe.query_async(&mut conn).await)
+                .await
         };
         match send().await {
             Err(e) if connection_lost(&e) => send().await,

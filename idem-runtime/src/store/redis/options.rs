@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use redis::RedisError;
+use redis::{IntoConnectionInfo, RedisError};
 
 use crate::error::StoreError;
 
@@ -123,7 +123,18 @@ impl RedisOptions {
         self
     }
 
+    /// The client for `url`, its sockets set up by
+    /// [`tcp_settings`](super::conn::tcp_settings).
     pub(super) fn client(&self, url: &str) -> Result<redis::Client, StoreError> {
+        if url.starts_with("rediss://") && !cfg!(feature = "redis-tls") {
+            return Err(StoreError::backend(
+                "rediss:// (TLS) URLs need idem's `redis-tls` feature",
+            ));
+        }
+        let info = url
+            .into_connection_info()
+            .map_err(|e| url_error(url, e))?
+            .set_tcp_settings(super::conn::tcp_settings());
         #[cfg(feature = "redis-tls")]
         install_crypto_provider();
         #[cfg(feature = "redis-tls")]
@@ -132,14 +143,9 @@ impl RedisOptions {
                 client_tls: None,
                 root_cert: Some(ca.clone()),
             };
-            return redis::Client::build_with_tls(url, certs).map_err(|e| url_error(url, e));
+            return redis::Client::build_with_tls(info, certs).map_err(|e| url_error(url, e));
         }
-        if url.starts_with("rediss://") && !cfg!(feature = "redis-tls") {
-            return Err(StoreError::backend(
-                "rediss:// (TLS) URLs need idem's `redis-tls` feature",
-            ));
-        }
-        redis::Client::open(url).map_err(|e| url_error(url, e))
+        redis::Client::open(info).map_err(|e| url_error(url, e))
     }
 }
 

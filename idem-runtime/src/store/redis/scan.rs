@@ -7,9 +7,10 @@
 use redis::Value as RValue;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 
+use super::conn::Conn;
 use super::errors::{as_text, connection_lost, store_error};
 use super::scripts::scripts;
-use super::{Conn, RedisStore, millis};
+use super::{RedisStore, millis};
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::store::record::State;
@@ -51,58 +52,55 @@ impl RedisStore {
         limit: usize,
     ) -> Result<ScanPage, StoreError> {
         let mut scan = redis::cmd("SCAN");
-        let (keys, next) = match &self.conn {
-            Conn::Single(_) => {
-                let at: u64 = parse_cursor(cursor)?;
-                scan.arg(at)
-                    .arg("MATCH")
-                    .arg(pattern(filter))
-                    .arg("COUNT")
-                    .arg(limit.max(1));
-                let (next, keys): (u64, Vec<String>) =
-                    self.query(&scan).await.map_err(store_error)?;
-                (keys, (next != 0).then(|| next.to_string()))
-            }
-            Conn::Cluster(conn) => {
-                let primaries = self.primaries().await?;
-                let (node, at) = match cursor.rsplit_once('@') {
-                    Some((node, at)) => (node.to_owned(), parse_cursor(at)?),
-                    None if cursor.is_empty() => match primaries.first() {
-                        Some(first) => (first.clone(), 0),
-                        None => return Ok(ScanPage::default()),
-                    },
-                    None => return Err(bad_cursor(cursor)),
-                };
-                let (host, port) = node
-                    .rsplit_once(':')
-                    .and_then(|(h, p)| Some((h.to_owned(), p.parse().ok()?)))
-                    .ok_or_else(|| bad_cursor(cursor))?;
-                scan.arg(at)
-                    .arg("MATCH")
-                    .arg(pattern(filter))
-                    .arg("COUNT")
-                    .arg(limit.max(1));
-                let reply = conn
-                    .clone()
-                    .route_command(
-                        scan,
-                        RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host, port }),
-                    )
-                    .await
-                    .map_err(store_error)?;
-                let (next, keys): (u64, Vec<String>) = redis::from_redis_value(reply)
-                    .map_err(|e| StoreError::backend(e.to_string()))?;
-                let next = if next != 0 {
-                    Some(format!("{node}@{next}"))
-                } else {
-                    // The next primary in address order, from its start.
-                    primaries
-                        .iter()
-                        .find(|p| **p > node)
-                        .map(|p| format!("{p}@0"))
-                };
-                (keys, next)
-            }
+        let (keys, next) = if !self.conns.is_cluster() {
+            let at: u64 = parse_cursor(cursor)?;
+            scan.arg(at)
+                .arg("MATCH")
+                .arg(pattern(filter))
+                .arg("COUNT")
+                .arg(limit.max(1));
+            let (next, keys): (u64, Vec<String>) = self.query(&scan).await.map_err(store_error)?;
+            (keys, (next != 0).then(|| next.to_string()))
+        } else {
+            let primaries = self.primaries().await?;
+            let (node, at) = match cursor.rsplit_once('@') {
+                Some((node, at)) => (node.to_owned(), parse_cursor(at)?),
+                None if cursor.is_empty() => match primaries.first() {
+                    Some(first) => (first.clone(), 0),
+                    None => return Ok(ScanPage::default()),
+                },
+                None => return Err(bad_cursor(cursor)),
+            };
+            let (host, port) = node
+                .rsplit_once(':')
+                .and_then(|(h, p)| Some((h.to_owned(), p.parse().ok()?)))
+                .ok_or_else(|| bad_cursor(cursor))?;
+            scan.arg(at)
+                .arg("MATCH")
+                .arg(pattern(filter))
+                .arg("COUNT")
+                .arg(limit.max(1));
+            let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host, port });
+            let reply = self
+                .conns
+                .send(async |conn| match conn {
+                    Conn::Cluster(mut conn) => conn.route_command(scan, route).await,
+                    Conn::Single(_) => unreachable!("a cluster's store has a cluster connection"),
+                })
+                .await
+                .map_err(store_error)?;
+            let (next, keys): (u64, Vec<String>) =
+                redis::from_redis_value(reply).map_err(|e| StoreError::backend(e.to_string()))?;
+            let next = if next != 0 {
+                Some(format!("{node}@{next}"))
+            } else {
+                // The next primary in address order, from its start.
+                primaries
+                    .iter()
+                    .find(|p| **p > node)
+                    .map(|p| format!("{p}@0"))
+            };
+            (keys, next)
         };
         let mut records = self.read_infos(keys).await?;
         records.retain(|record| filter.admits(record));
@@ -131,10 +129,10 @@ impl RedisStore {
                 .arg(&retention)
                 .arg("0");
         }
-        let sent: Result<Vec<RValue>, _> = match &self.conn {
-            Conn::Single(c) => pipe.query_async(&mut c.clone()).await,
-            Conn::Cluster(c) => pipe.query_async(&mut c.clone()).await,
-        };
+        let sent: Result<Vec<RValue>, _> = self
+            .conns
+            .send(async |mut conn| pipe.query_async(&mut conn).await)
+            .await;
         let replies = match sent {
             Ok(replies) => replies,
             Err(e) if connection_lost(&e) || e.is_timeout() => return Err(store_error(e)),

@@ -1,6 +1,6 @@
 //! Faults made for real on the network between a store and its server,
-//! through a [`Proxy`]: cut, stalled and black-holed connections while a
-//! tool runs. A store without a server passes them at once.
+//! through a [`Proxy`]: cut, stalled, black-holed and silently frozen
+//! connections while a tool runs. A store without a server passes them at once.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::error::ToolError;
+use crate::store::DynIdemStore;
 use crate::testing::fixtures::Counter;
 use crate::testing::harness::Harness;
 use crate::testing::helpers::*;
@@ -61,6 +62,92 @@ pub async fn net_cut_connections_lose_nothing<H: Harness>(h: &H) {
     }
     assert_eq!(counter.total(), 3, "each operation ran once");
     assert!(proxy.accepted() > 1, "the cuts forced new connections");
+}
+
+/// Every open connection freezes silently (half-open TCP) while new ones
+/// are served: a store judges its connections by their answers, so the
+/// result produced during the freeze is recorded over a new connection and
+/// replayed, at most one call after an idle freeze fails (its operation
+/// timed out, which retires the connection), and a tool that runs when its
+/// store is unreachable does not run unclaimed, nor twice, while the store
+/// can be reached over a new connection.
+pub async fn net_frozen_connections_are_replaced<H: Harness>(h: &H) {
+    let Some((proxy, store)) = proxied(h).await else {
+        return;
+    };
+    frozen_connections_are_replaced(store, h.store(), move || proxy.freeze()).await;
+}
+
+/// [`net_frozen_connections_are_replaced`] for a store whose server is
+/// several, each behind a proxy of its own (a cluster): `store` connects
+/// through the proxies, `direct` to the servers (or, for a cluster whose
+/// nodes announce the proxies, through them too: it then meets the
+/// freezes as `store` does), and `freeze` freezes every proxy's
+/// connections.
+pub async fn frozen_connections_are_replaced(
+    store: Arc<dyn DynIdemStore>,
+    direct: Arc<dyn DynIdemStore>,
+    freeze: impl Fn() + Send + Sync + 'static,
+) {
+    let freeze = Arc::new(freeze);
+    let in_body = freeze.clone();
+    let counter = Counter::new(Duration::ZERO, WriteOptions::new()).on_run(move || in_body());
+    let ns = namespace();
+    let bounded = |b: crate::RegistryBuilder<()>| b.store_timeout(Duration::from_millis(500));
+    let proxied = registry_with(store.clone(), &ns, &counter, bounded);
+    let checks = registry_with(direct.clone(), &ns, &counter, bounded);
+    for n in 0..3u64 {
+        // The body freezes every open connection: its result goes over a
+        // new one.
+        let out = proxied
+            .call("r", "counter", json!({ "n": n }))
+            .await
+            .expect("the call survives the freeze");
+        let recorded = served_after_a_freeze(&checks, n).await;
+        assert_eq!(
+            recorded, out,
+            "the result produced during the freeze is recorded"
+        );
+        // Frozen while idle: the first call may time out on the frozen
+        // connection; the one after it goes over a new one.
+        freeze();
+        assert_eq!(served_after_a_freeze(&proxied, n).await, out);
+    }
+    assert_eq!(counter.total(), 3, "each operation ran once");
+
+    // A tool that runs when its store is unreachable: the store is not.
+    let runs = Counter::new(
+        Duration::ZERO,
+        WriteOptions::new().on_store_error(OnStoreError::Run),
+    );
+    let open = registry_with(store, &ns, &runs, bounded);
+    open.call("r", "counter", json!({ "n": 10 }))
+        .await
+        .expect("a first call, claimed");
+    freeze();
+    let out = open
+        .call("r", "counter", json!({ "n": 11 }))
+        .await
+        .expect("the call goes over a new connection");
+    assert_eq!(out.get("unclaimed"), None, "ran without a claim: {out}");
+    let checks = registry_with(direct, &ns, &runs, bounded);
+    let replay = served_after_a_freeze(&checks, 11).await;
+    assert_eq!(replay, out, "the result is recorded and replayed");
+    assert_eq!(runs.total(), 2, "each operation ran once");
+}
+
+/// The counter's call for `n` on a registry whose connections may have
+/// frozen: the first call may fail with a store error (its operation timed
+/// out on a frozen connection, which retires it); the next must be served.
+async fn served_after_a_freeze(registry: &crate::Registry<()>, n: u64) -> serde_json::Value {
+    match registry.call("r", "counter", json!({ "n": n })).await {
+        Ok(out) => out,
+        Err(ToolError::Store { .. }) => registry
+            .call("r", "counter", json!({ "n": n }))
+            .await
+            .expect("the call after a timed-out one goes over a new connection"),
+        Err(e) => panic!("a frozen connection must read as a store error, got {e:?}"),
+    }
 }
 
 /// A renewal stalled on the network never holds the body up: the body
@@ -194,7 +281,10 @@ pub async fn net_a_run_tool_runs_unclaimed_while_the_store_is_away<H: Harness>(h
         WriteOptions::new().on_store_error(OnStoreError::Run),
     );
     let refuses = Counter::new(Duration::ZERO, WriteOptions::new());
-    let bounded = |b: crate::RegistryBuilder<()>| b.store_timeout(Duration::from_millis(200));
+    // The tool runs unclaimed once a new connection also failed, which the
+    // store says within its connect timeout (1 s): within the second
+    // claim's bound, twice the store timeout.
+    let bounded = |b: crate::RegistryBuilder<()>| b.store_timeout(Duration::from_secs(1));
     let open = registry_with(store.clone(), &ns, &runs, bounded);
     let closed = registry_with(store, &ns, &refuses, bounded);
     proxy.black_hole();
