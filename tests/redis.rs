@@ -249,6 +249,32 @@ async fn cluster_connections_frozen_are_replaced() {
     drop(cluster);
 }
 
+/// Redis at its `maxmemory` under `noeviction` (the policy the store
+/// requires) refuses every write with `OOM`: a full store, waited out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_redis_is_waited_out() {
+    if !support::redis_binaries() {
+        return;
+    }
+    let server = Arc::new(RedisServer::start(&["--maxmemory-policy", "noeviction"]));
+    let store = RedisStore::connect(&server.url()).await.expect("connect");
+    let (filler, freer) = (server.clone(), server.clone());
+    bounded(
+        "the full-store case",
+        idem::testing::cases::full_store_is_waited_out(
+            Arc::new(store),
+            // Below what the server already uses: full at once.
+            move || {
+                filler.cli(&["CONFIG", "SET", "maxmemory", "1"]);
+            },
+            move || {
+                freer.cli(&["CONFIG", "SET", "maxmemory", "0"]);
+            },
+        ),
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn foreign_and_malformed_records_are_errors_not_runs() {
     let Some(h) = RedisHarness::shared().await else {

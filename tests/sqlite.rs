@@ -325,3 +325,23 @@ async fn a_claim_given_up_while_the_file_is_locked_is_never_applied() {
         .expect("the retry runs at once, not refused as in flight");
     assert_eq!(counter.total(), 1);
 }
+
+/// The database file on a small filesystem that fills up (`SQLITE_FULL`):
+/// a full store, waited out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_is_waited_out() {
+    let Some(disk) = support::SmallDisk::mount(4096, None) else {
+        return;
+    };
+    let store = SqliteStore::open(disk.path.join("idem.db"))
+        .await
+        .expect("open");
+    let disk = Arc::new(disk);
+    let filler = disk.clone();
+    idem::testing::cases::full_store_is_waited_out(
+        Arc::new(store),
+        move || filler.fill(),
+        || disk.free(),
+    )
+    .await;
+}

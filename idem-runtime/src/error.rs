@@ -14,9 +14,29 @@ pub enum StoreError {
     /// recorded. Nothing was changed.
     #[error("lease lost: another worker has claimed this key or recorded its result")]
     LeaseLost,
-    /// The store could not be reached (connection refused, reset, closed).
+    /// The store could not be reached: the connection was refused, reset
+    /// or closed, or could not be made in time.
     #[error("store unavailable: {source}")]
     Unavailable {
+        /// What the backend reported.
+        #[source]
+        source: BoxError,
+    },
+    /// The store answered that it cannot serve now, but will: it is
+    /// loading its data after a restart, failing over, or busy (a lock
+    /// another connection holds, a long script). Nothing was changed.
+    #[error("store busy: {source}")]
+    Busy {
+        /// What the backend reported.
+        #[source]
+        source: BoxError,
+    },
+    /// The store is out of memory or disk space (Redis `OOM` under
+    /// `noeviction`, PostgreSQL `disk_full` or `out_of_memory`, SQLite
+    /// `SQLITE_FULL`): nothing was written. What it holds can still be
+    /// read, so a duplicate of a recorded operation is still replayed.
+    #[error("store is full: {source}")]
+    Full {
         /// What the backend reported.
         #[source]
         source: BoxError,
@@ -62,11 +82,12 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// Whether the store said it could not be reached or serve at all
+    /// Whether the store could not be reached
     /// ([`Unavailable`](Self::Unavailable)): a connection refused, reset or
-    /// not made in time, a server still loading. A
-    /// [`Timeout`](Self::Timeout) is not: the store may be slow, or waiting
-    /// for a lock, and may have done what was asked.
+    /// not made in time. A store that answered ([`Busy`](Self::Busy),
+    /// [`Full`](Self::Full)) is reachable, and a [`Timeout`](Self::Timeout)
+    /// is no proof either: the store may be slow, or waiting for a lock,
+    /// and may have done what was asked.
     pub fn is_unreachable(&self) -> bool {
         matches!(self, StoreError::Unavailable { .. })
     }
@@ -74,6 +95,20 @@ impl StoreError {
     /// Wraps a connection-level failure.
     pub fn unavailable(source: impl Into<BoxError>) -> StoreError {
         StoreError::Unavailable {
+            source: source.into(),
+        }
+    }
+
+    /// Wraps a store's answer that it cannot serve now.
+    pub fn busy(source: impl Into<BoxError>) -> StoreError {
+        StoreError::Busy {
+            source: source.into(),
+        }
+    }
+
+    /// Wraps a store's answer that it is out of memory or space.
+    pub fn full(source: impl Into<BoxError>) -> StoreError {
+        StoreError::Full {
             source: source.into(),
         }
     }
@@ -94,11 +129,14 @@ impl StoreError {
     }
 
     /// Whether the same operation may succeed if tried again later
-    /// (the store was unreachable or slow).
+    /// (the store was unreachable, slow, busy or full).
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            StoreError::Unavailable { .. } | StoreError::Timeout { .. }
+            StoreError::Unavailable { .. }
+                | StoreError::Timeout { .. }
+                | StoreError::Busy { .. }
+                | StoreError::Full { .. }
         )
     }
 }

@@ -320,3 +320,82 @@ impl RedisCluster {
         self.nodes.iter().map(RedisServer::url).collect()
     }
 }
+
+/// A small filesystem of the test's own (tmpfs), mounted on a temporary
+/// directory and unmounted when dropped: to fill a store's disk for real.
+/// Mounting needs root, as CI runs.
+pub(crate) struct SmallDisk {
+    pub(crate) path: PathBuf,
+    _dir: TempDir,
+}
+
+impl SmallDisk {
+    /// A filesystem of `kib` KiB, its root owned by `owner` (a system
+    /// user) if given; `None`, reported, where it cannot be mounted.
+    pub(crate) fn mount(kib: u32, owner: Option<&str>) -> Option<SmallDisk> {
+        let dir = TempDir::new("disk");
+        let mut options = format!("size={kib}k,mode=0700");
+        if let Some(user) = owner {
+            let id = |flag: &str| {
+                let out = Command::new("id").arg(flag).arg(user).output().ok()?;
+                let id = String::from_utf8(out.stdout).ok()?;
+                Some(id.trim().to_owned())
+            };
+            let (Some(uid), Some(gid)) = (id("-u"), id("-g")) else {
+                unavailable(
+                    &format!("the user {user}"),
+                    "Install the service that owns it.",
+                );
+                return None;
+            };
+            options.push_str(&format!(",uid={uid},gid={gid}"));
+        }
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &options, "tmpfs"])
+            .arg(&dir.0)
+            .output();
+        match mounted {
+            Ok(out) if out.status.success() => Some(SmallDisk {
+                path: dir.0.clone(),
+                _dir: dir,
+            }),
+            other => {
+                let why = match other {
+                    Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+                    Err(e) => e.to_string(),
+                };
+                unavailable(
+                    &format!("a small filesystem (mount -t tmpfs: {why})"),
+                    "Run the tests as root, as CI does.",
+                );
+                None
+            }
+        }
+    }
+
+    /// Fills what is left with a file of zeros, `reserve`, until the
+    /// filesystem says it is full.
+    pub(crate) fn fill(&self) {
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.path.join("reserve"))
+            .expect("create the reserve file");
+        for chunk in [64 * 1024, 4096, 512] {
+            let zeros = vec![0u8; chunk];
+            while file.write_all(&zeros).and_then(|()| file.flush()).is_ok() {}
+        }
+    }
+
+    /// Frees what [`fill`](Self::fill) took.
+    pub(crate) fn free(&self) {
+        let _ = std::fs::remove_file(self.path.join("reserve"));
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.path).status();
+    }
+}

@@ -59,14 +59,17 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
             "claim",
             store.dyn_claim(key, name, fingerprint, cfg.lease),
         )
-            .await
-            .map_err(|e| {
-                tracing::warn!(tool = name, key = %key, error = %e, "claim failed; the tool did not run");
-                store_err(e)
-            })?;
+        .await;
         let entry = match claim {
-            Claim::Acquired(token) => return Ok(Claimed::Acquired(token, sent)),
-            Claim::Existing(entry) => entry,
+            Ok(Claim::Acquired(token)) => return Ok(Claimed::Acquired(token, sent)),
+            Ok(Claim::Existing(entry)) => entry,
+            Err(e) => {
+                tracing::warn!(tool = name, key = %key, error = %e, "claim failed; the tool did not run");
+                match recorded_in_a_full_store(site, key, &e).await {
+                    Some(entry) => entry,
+                    None => return Err(store_err(e)),
+                }
+            }
         };
         if *entry.fingerprint() != *fingerprint {
             tracing::warn!(tool = name, key = %key, "key conflict: same key, different arguments");
@@ -101,6 +104,25 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
             }
         };
         return Ok(Claimed::Answered(answer));
+    }
+}
+
+/// What a store that refused a claim for being full ([`StoreError::Full`])
+/// has recorded under `key`, read instead: a full store writes nothing,
+/// but what it holds can be replayed. `None` for any other refusal, or
+/// when it holds no outcome.
+async fn recorded_in_a_full_store(
+    site: &Site<'_>,
+    key: &IdemKey,
+    refusal: &StoreError,
+) -> Option<Entry> {
+    if !matches!(refusal, StoreError::Full { .. }) {
+        return None;
+    }
+    let read = bounded(site.meta, site.limit, "get", site.store.dyn_get(key)).await;
+    match read {
+        Ok(Some(entry @ (Entry::Done { .. } | Entry::Failed { .. }))) => Some(entry),
+        _ => None,
     }
 }
 

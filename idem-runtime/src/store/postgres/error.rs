@@ -8,12 +8,18 @@ use crate::error::StoreError;
 
 /// Lost connections, and the server shutting a session down (SQLSTATE
 /// class 08, 57P01-57P03: a terminated backend, a restart, a failover)
-/// are `Unavailable`; other database errors the backend's own.
+/// are `Unavailable`; a server out of disk or memory (53100 `disk_full`,
+/// 53200 `out_of_memory`) `Full`; other database errors the backend's own.
 pub(super) fn sql_error(e: tokio_postgres::Error) -> StoreError {
     let lost = connection_lost(&e);
+    let full = e
+        .as_db_error()
+        .is_some_and(|db| matches!(db.code().code(), "53100" | "53200"));
     let e = PgError::from(e);
     if lost {
         StoreError::unavailable(e)
+    } else if full {
+        StoreError::full(e)
     } else {
         StoreError::backend(e)
     }

@@ -27,7 +27,7 @@ pub(super) fn connection_lost(e: &RedisError) -> bool {
 /// Replies with which a server says it cannot serve now but will soon:
 /// loading its data after a restart, running a long script, a replica not
 /// yet promoted or resyncing, a cluster reconfiguring.
-const NOT_NOW: &[&str] = &[
+const BUSY: &[&str] = &[
     "LOADING",
     "BUSY",
     "TRYAGAIN",
@@ -36,16 +36,21 @@ const NOT_NOW: &[&str] = &[
     "CLUSTERDOWN",
 ];
 
-/// Connection-level failures and a server that cannot serve now are
-/// `Unavailable` (retry later); the rest are the backend's own errors.
+/// Connection-level failures are `Unavailable`, a server that cannot
+/// serve now `Busy`, one at its `maxmemory` (`OOM`, under `noeviction`)
+/// `Full`: all worth another try. The rest are the backend's own errors.
 pub(super) fn store_error(e: RedisError) -> StoreError {
+    match e.code() {
+        Some("OOM") => return StoreError::full(e),
+        Some(code) if BUSY.contains(&code) => return StoreError::busy(e),
+        _ => {}
+    }
     if e.is_io_error()
         || e.is_timeout()
         || e.is_connection_dropped()
         || e.is_connection_refusal()
         || e.is_unrecoverable_error()
         || e.is_cluster_error()
-        || e.code().is_some_and(|code| NOT_NOW.contains(&code))
     {
         StoreError::unavailable(e)
     } else {

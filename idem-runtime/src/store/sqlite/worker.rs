@@ -172,13 +172,15 @@ pub(super) fn write<T>(
     Ok(out)
 }
 
-/// Busy and I/O failures are `Unavailable`; the rest the backend's own.
+/// A lock held by another connection is `Busy`, a full disk or database
+/// (`SQLITE_FULL`) `Full`, I/O failures `Unavailable`; the rest the
+/// backend's own.
 pub(super) fn sql_error(e: rusqlite::Error) -> StoreError {
     use rusqlite::ErrorCode::*;
     match e.sqlite_error_code() {
-        Some(DatabaseBusy | DatabaseLocked | SystemIoFailure | CannotOpen | DiskFull) => {
-            StoreError::unavailable(e)
-        }
+        Some(DatabaseBusy | DatabaseLocked) => StoreError::busy(e),
+        Some(DiskFull) => StoreError::full(e),
+        Some(SystemIoFailure | CannotOpen) => StoreError::unavailable(e),
         _ => StoreError::backend(e),
     }
 }

@@ -1,15 +1,18 @@
 //! The conformance cases; each takes the harness and panics on a
 //! violation: `store` (the operations of the contract), `inspect` (what
 //! operators read), `registry` (write
-//! tools over the store), `sealed` (records encrypted at rest) and
-//! `network` (real network faults between store and server).
+//! tools over the store), `sealed` (records encrypted at rest),
+//! `network` (real network faults between store and server) and `full` (a
+//! store out of memory or space, which its backend's test fills for real).
 
+mod full;
 mod inspect;
 mod network;
 mod registry;
 mod sealed;
 mod store;
 
+pub use self::full::*;
 pub use self::inspect::*;
 pub use self::network::*;
 pub use self::registry::*;
