@@ -495,20 +495,26 @@ async fn tenants_never_share_a_record() {
         .require_tenant()
         .build()
         .expect("registry");
-    for refused in [
-        strict.call("r", "reset_password", args.clone()).await,
-        strict
+    let refused = strict.call("r", "reset_password", args.clone()).await;
+    assert!(
+        matches!(refused, Err(ToolError::TenantRequired)),
+        "{refused:?}"
+    );
+    // An empty tenant is refused as empty, whether or not one is required.
+    for registry in [&strict, &registry] {
+        let empty = registry
             .call(
                 CallContext::run("r").tenant(""),
                 "reset_password",
                 args.clone(),
             )
-            .await,
-    ] {
-        assert!(
-            matches!(refused, Err(ToolError::TenantRequired)),
-            "{refused:?}"
-        );
+            .await;
+        match empty {
+            Err(e @ ToolError::InvalidTenant) => {
+                assert_eq!(e.to_string(), "the tenant must not be empty")
+            }
+            other => panic!("an empty tenant must be refused as such, got {other:?}"),
+        }
     }
     assert!(matches!(
         strict.identify("r", "reset_password", args.clone()),

@@ -326,6 +326,57 @@ async fn a_claim_given_up_while_the_file_is_locked_is_never_applied() {
     assert_eq!(counter.total(), 1);
 }
 
+/// A lock another connection holds is a slow answer, not an unreachable
+/// store: a tool that runs when its store is unreachable fails closed
+/// instead, so the operation recorded before is never run a second time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_held_elsewhere_never_runs_a_tool_unclaimed() {
+    let dir = TempDir::new("sqlite-locked-run");
+    let path = dir.0.join("idem.db");
+    let store = Arc::new(SqliteStore::open(&path).await.expect("open"));
+    let counter = Counter::new(
+        Duration::ZERO,
+        WriteOptions::new().on_store_error(idem::OnStoreError::Run),
+    );
+    let registry = Registry::builder(())
+        .store(store)
+        .store_timeout(Duration::from_millis(300))
+        .tool(counter.clone())
+        .build()
+        .expect("registry");
+    let first = registry
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("recorded");
+
+    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let holder = std::thread::spawn(move || {
+        let conn = rusqlite::Connection::open(path).expect("open");
+        conn.execute_batch("BEGIN IMMEDIATE").expect("lock");
+        locked_tx.send(()).expect("signal");
+        let _ = release_rx.recv();
+        conn.execute_batch("COMMIT").expect("unlock");
+    });
+    locked_rx.recv().expect("the lock is held");
+    for n in [1, 2] {
+        match registry.call("r", "counter", json!({ "n": n })).await {
+            Err(ToolError::Store { source, .. }) => assert!(!source.is_unreachable(), "{source}"),
+            other => panic!("a locked store must fail closed, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        counter.total(),
+        1,
+        "nothing ran unclaimed while the lock was held"
+    );
+    release_tx.send(()).expect("release");
+    holder.join().expect("holder");
+    let replay = registry.call("r", "counter", json!({"n": 1})).await;
+    assert_eq!(replay.ok(), Some(first), "the recorded result is replayed");
+    assert_eq!(counter.total(), 1);
+}
+
 /// The database file on a small filesystem that fills up (`SQLITE_FULL`):
 /// a full store, waited out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -966,6 +966,120 @@ mod roles {
         Ok(0)
     }
 
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    struct Shipment {
+        id: u64,
+        note: String,
+    }
+
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    struct Item {
+        sku: String,
+        note: String,
+    }
+
+    /// Ship an optional order: its note ignored through the `Option`.
+    #[write_tool(ignore = [order.note])]
+    async fn ship_order(
+        order: Option<Shipment>,
+        items: Vec<Item>,
+        ctx: &WriteCtx<AtomicU32>,
+    ) -> Result<u32, String> {
+        let _ = (order, items);
+        Ok(ctx.state().fetch_add(1, Ordering::SeqCst))
+    }
+
+    /// A typo through an `Option`.
+    #[write_tool(ignore = [order.nte])]
+    async fn ship_typo(order: Option<Shipment>, ctx: &WriteCtx<AtomicU32>) -> Result<u32, String> {
+        let _ = (order, ctx);
+        Ok(0)
+    }
+
+    /// A keyed typo through an `Option`.
+    #[write_tool(key = [order.idd])]
+    async fn ship_key_typo(
+        order: Option<Shipment>,
+        ctx: &WriteCtx<AtomicU32>,
+    ) -> Result<u32, String> {
+        let _ = (order, ctx);
+        Ok(0)
+    }
+
+    /// A path into a list's items.
+    #[write_tool(ignore = [items.note])]
+    async fn ship_item_notes(items: Vec<Item>, ctx: &WriteCtx<AtomicU32>) -> Result<u32, String> {
+        let _ = (items, ctx);
+        Ok(0)
+    }
+
+    /// A keyed path into a list's items.
+    #[write_tool(key = [items.sku])]
+    async fn ship_by_sku(items: Vec<Item>, ctx: &WriteCtx<AtomicU32>) -> Result<u32, String> {
+        let _ = (items, ctx);
+        Ok(0)
+    }
+
+    /// Every role path means what it says or is refused when the registry
+    /// is built: through an `Option` it reaches the member; a typo, or a
+    /// path into a list's items (which would do nothing, or key on
+    /// nothing), is refused naming the path.
+    #[tokio::test]
+    async fn role_paths_through_options_work_and_the_rest_are_refused() {
+        let registry = Registry::builder(AtomicU32::new(0))
+            .tool(ship_order)
+            .build()
+            .expect("a path through an Option is accepted");
+        let items = json!([{"sku": "a", "note": "x"}]);
+        let first = json!({"order": {"id": 1, "note": "leave at door"}, "items": items});
+        let renoted = json!({"order": {"id": 1, "note": "ring twice"}, "items": items});
+        let a = registry.call("r", "ship_order", first).await.expect("runs");
+        let b = registry
+            .call("r", "ship_order", renoted)
+            .await
+            .expect("replays");
+        assert_eq!(a, b, "the ignored note made no new operation");
+        let none = registry.call("r", "ship_order", json!({"order": null, "items": items}));
+        assert_ne!(
+            none.await.expect("runs"),
+            a,
+            "no order is another operation"
+        );
+
+        let refusals = [
+            (
+                Registry::builder(AtomicU32::new(0)).tool(ship_typo).build(),
+                "`order` has no member `nte`",
+            ),
+            (
+                Registry::builder(AtomicU32::new(0))
+                    .tool(ship_key_typo)
+                    .build(),
+                "`order` has no member `idd`",
+            ),
+            (
+                Registry::builder(AtomicU32::new(0))
+                    .tool(ship_item_notes)
+                    .build(),
+                "`items` is a list",
+            ),
+            (
+                Registry::builder(AtomicU32::new(0))
+                    .tool(ship_by_sku)
+                    .build(),
+                "`items` is a list",
+            ),
+        ];
+        for (built, expected) in refusals {
+            match built {
+                Err(RegistryError::InvalidSetting { message, .. }) => {
+                    assert!(message.contains(expected), "{message}");
+                }
+                other => panic!("expected {expected:?}, got {:?}", other.map(|_| ())),
+            }
+        }
+    }
+
     #[test]
     fn an_args_structs_roles_are_checked_against_its_schema() {
         let unknown = Registry::builder(AtomicU32::new(0)).tool(post).build();

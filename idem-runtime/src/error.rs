@@ -174,9 +174,14 @@ pub enum ToolError {
     /// ran.
     #[error("the operation key must not be empty")]
     InvalidOperationKey,
+    /// The call's tenant ([`CallContext::tenant`](crate::CallContext::tenant))
+    /// was empty: a tenant the caller meant to name and lost on the way
+    /// (an empty claim, a missing header). Nothing ran.
+    #[error("the tenant must not be empty")]
+    InvalidTenant,
     /// The registry requires a tenant on every call
     /// ([`RegistryBuilder::require_tenant`](crate::RegistryBuilder::require_tenant)),
-    /// and this call named none (or an empty one). Nothing ran.
+    /// and this call named none. Nothing ran.
     #[error(
         "this registry requires a tenant on every call (CallContext::tenant), and none was given"
     )]
@@ -255,6 +260,10 @@ impl ToolError {
                 "Error: the tool could not run because of an internal error (no tenant). Nothing was done."
                     .to_owned()
             }
+            ToolError::InvalidTenant => {
+                "Error: the tool could not run because of an internal error (an empty tenant). Nothing was done."
+                    .to_owned()
+            }
             ToolError::InFlight { .. } => {
                 "This exact operation is already in progress. Do not start it again; it will complete on its own."
                     .to_owned()
@@ -294,6 +303,7 @@ impl ToolError {
             | ToolError::InvalidArgs { .. }
             | ToolError::InvalidRunId
             | ToolError::InvalidOperationKey
+            | ToolError::InvalidTenant
             | ToolError::TenantRequired
             | ToolError::KeyConflict { .. } => false,
             ToolError::InFlight { .. } | ToolError::LeaseLost { .. } => true,
@@ -311,6 +321,7 @@ impl ToolError {
             ToolError::InvalidArgs { .. } => "invalid_args",
             ToolError::InvalidRunId => "invalid_run_id",
             ToolError::InvalidOperationKey => "invalid_operation_key",
+            ToolError::InvalidTenant => "invalid_tenant",
             ToolError::TenantRequired => "tenant_required",
             ToolError::InFlight { .. } => "in_flight",
             ToolError::KeyConflict { .. } => "key_conflict",

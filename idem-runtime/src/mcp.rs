@@ -45,7 +45,11 @@
 //!   `Mcp-Session-Id` the server issued). A run id named in `_meta` is scoped
 //!   under that session, so naming another client's run (or its session's
 //!   run) reaches nothing of theirs. A sessionless request naming a run is
-//!   refused (nobody vouches whose run it is).
+//!   refused (nobody vouches whose run it is). Only a request on the
+//!   session protocol, which rmcp routes to its session once it checked
+//!   that this server issued the id and that the session is live, belongs
+//!   to a session: a request served statelessly that carries an
+//!   `Mcp-Session-Id` (another client's, or one made up) is sessionless.
 //! - **streamable HTTP without a session or a run id** (the stateless
 //!   protocol of MCP 2026-07-28, which generic clients such as the Python
 //!   SDK speak by default): the caller is the scope ([`StatelessWrites`]).
@@ -81,10 +85,12 @@
 //! run).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -133,6 +139,13 @@ pub struct McpServer<S> {
     tenant: Option<Arc<str>>,
     /// What sessionless writes without a run id do.
     stateless: StatelessWrites,
+    /// This handler serves an MCP session: it was initialized. Over HTTP,
+    /// rmcp gives each session a handler of its own and routes to it only
+    /// requests carrying the session's id, once it checked that it issued
+    /// it and that it is live; a request served statelessly gets a handler
+    /// that is never initialized, and the `Mcp-Session-Id` it carries was
+    /// never checked.
+    in_session: AtomicBool,
     /// Names the caller of an HTTP request.
     #[cfg(feature = "mcp-http")]
     principal: Option<PrincipalHook>,
@@ -152,6 +165,7 @@ impl<S> Clone for McpServer<S> {
             run_id: new_run_id(),
             tenant: self.tenant.clone(),
             stateless: self.stateless,
+            in_session: AtomicBool::new(false),
             #[cfg(feature = "mcp-http")]
             principal: self.principal.clone(),
         }
@@ -192,6 +206,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
             run_id: new_run_id(),
             tenant: None,
             stateless: StatelessWrites::default(),
+            in_session: AtomicBool::new(false),
             #[cfg(feature = "mcp-http")]
             principal: None,
         }
@@ -337,6 +352,17 @@ impl<S: Send + Sync + 'static> ServerHandler for McpServer<S> {
         self.info.clone()
     }
 
+    /// As rmcp's own, and notes that this handler serves a session.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        self.in_session.store(true, Ordering::Relaxed);
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -432,9 +458,11 @@ impl<S: Send + Sync + 'static> McpServer<S> {
             StatelessWrites::CallerScope => Ok("mcp-caller".to_owned()),
             StatelessWrites::Refuse => Err(NO_RUN),
         };
+        // Only a session's own handler trusts the id: rmcp checked it.
         let session = request
             .headers
             .get("mcp-session-id")
+            .filter(|_| self.in_session.load(Ordering::Relaxed))
             .and_then(|id| id.to_str().ok())
             .filter(|id| !id.is_empty())
             .map(|id| format!("mcp-session-{id}"));
@@ -449,8 +477,9 @@ impl<S: Send + Sync + 'static> McpServer<S> {
             };
         }
         let run = match (named, session) {
-            // The session issued the id (rmcp refuses ids it did not
-            // issue) and holds no `/`: the scoped run is unambiguous.
+            // The server issued the id (rmcp refuses on the session path
+            // ids it did not issue) and it holds no `/`: the scoped run
+            // is unambiguous.
             (Some(named), Some(session)) => Ok(format!("{session}/{named}")),
             (None, Some(session)) => Ok(session),
             (Some(_), None) => Err(

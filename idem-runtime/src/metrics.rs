@@ -54,7 +54,7 @@ const OUTCOMES: [&str; 10] = [
 
 /// The outcome and error kind pairs a call of a registered tool can end
 /// with.
-const ENDINGS: [(&str, Option<&str>); 16] = [
+const ENDINGS: [(&str, Option<&str>); 17] = [
     ("ran", None),
     ("replayed", None),
     ("replayed", Some("failed")),
@@ -70,6 +70,7 @@ const ENDINGS: [(&str, Option<&str>); 16] = [
     ("rejected", Some("invalid_args")),
     ("rejected", Some("invalid_run_id")),
     ("rejected", Some("invalid_operation_key")),
+    ("rejected", Some("invalid_tenant")),
     ("rejected", Some("tenant_required")),
 ];
 

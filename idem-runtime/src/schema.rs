@@ -106,36 +106,136 @@ fn formats(schema: &mut Schema, keyed: bool) {
     transform_subschemas(&mut |s: &mut Schema| formats(s, keyed), schema);
 }
 
-/// Whether `schema`'s properties hold `field`, or, segment by segment, the
-/// dotted path it is, following `$ref`s into its `$defs`. Where a nested
-/// schema does not list properties (a map, a union), the rest of the path
-/// is taken on trust.
-pub(crate) fn has_path(schema: &Value, field: &str) -> bool {
+/// What is wrong with `field` as a path into the arguments `schema`
+/// describes, or `None` if it names something: an argument (whose name may
+/// hold dots), or, segment by segment, a member reached through nested
+/// objects, following `$ref`s into `$defs` and through an `Option` (a
+/// union with `null`) or the variants of an enum. A path through a list is
+/// refused (a role applies to a member of the arguments, not to a member of
+/// each item); where a nested schema lists no properties (a map, any JSON)
+/// the rest of the path is taken on trust.
+pub(crate) fn path_problem(schema: &Value, field: &str) -> Option<String> {
     let defs = schema.get("$defs");
-    let properties = |schema: &Value| -> Option<serde_json::Map<String, Value>> {
-        let schema = resolve(schema, defs);
-        schema.get("properties").and_then(Value::as_object).cloned()
-    };
-    let Some(top) = properties(schema) else {
-        return false;
+    let not_an_argument = || Some("it is not an argument of the tool".to_owned());
+    let Shape::Object(top) = shape(schema, defs) else {
+        return not_an_argument();
     };
     if top.contains_key(field) {
-        return true;
+        return None;
     }
     let mut segments = field.split('.');
-    let Some(mut current) = segments.next().and_then(|s| top.get(s)).cloned() else {
-        return false;
+    let first = segments.next()?;
+    let Some(mut current) = top.get(first).copied() else {
+        return not_an_argument();
     };
+    let mut walked = first.to_owned();
     for segment in segments {
-        match properties(&current) {
-            Some(props) => match props.get(segment) {
-                Some(next) => current = next.clone(),
-                None => return false,
+        match shape(current, defs) {
+            Shape::Object(members) => match members.get(segment) {
+                Some(next) => current = next,
+                None => return Some(format!("`{walked}` has no member `{segment}`")),
             },
-            None => return true,
+            Shape::Array => {
+                return Some(format!(
+                    "`{walked}` is a list, and a role cannot reach into its items: give the \
+                     whole `{walked}` a role instead"
+                ));
+            }
+            Shape::Open => return None,
+            Shape::Scalar(kind) => {
+                return Some(format!(
+                    "`{walked}` is {kind}, which has no member `{segment}`"
+                ));
+            }
+        }
+        walked.push('.');
+        walked.push_str(segment);
+    }
+    None
+}
+
+/// What a value a schema describes is, as far as a path can go into it.
+enum Shape<'a> {
+    /// An object with these members (of every variant, if a union).
+    Object(std::collections::BTreeMap<&'a str, &'a Value>),
+    /// A list.
+    Array,
+    /// An object of any members (a map), or any JSON.
+    Open,
+    /// A string, a number, a boolean: nothing to go into.
+    Scalar(&'static str),
+}
+
+/// The shape of what `schema` describes: through `$ref`s, and the branches
+/// of `anyOf`, `oneOf` and `allOf` (an `Option`'s `null` left out).
+fn shape<'a>(schema: &'a Value, defs: Option<&'a Value>) -> Shape<'a> {
+    let mut branches = Vec::new();
+    flatten(schema, defs, &mut branches, 0);
+    let mut members = std::collections::BTreeMap::new();
+    let mut open = branches.is_empty();
+    let mut scalar = None;
+    for branch in &branches {
+        let types = type_names(branch);
+        if types.contains(&"array") || branch.get("items").is_some() {
+            return Shape::Array;
+        }
+        if let Some(properties) = branch.get("properties").and_then(Value::as_object) {
+            for (name, sub) in properties {
+                members.entry(name.as_str()).or_insert(sub);
+            }
+            open |= branch
+                .get("additionalProperties")
+                .is_some_and(|extra| extra != &Value::Bool(false));
+        } else if types.is_empty() || types.contains(&"object") {
+            open = true;
+        } else {
+            scalar = scalar.or(match types[0] {
+                "string" => Some("a string"),
+                "integer" | "number" => Some("a number"),
+                "boolean" => Some("a boolean"),
+                _ => None,
+            });
         }
     }
-    true
+    match (members.is_empty(), open, scalar) {
+        (false, _, _) => Shape::Object(members),
+        (true, true, _) | (true, false, None) => Shape::Open,
+        (true, false, Some(kind)) => Shape::Scalar(kind),
+    }
+}
+
+/// `schema`'s branches with `$ref`s resolved and unions flattened, into
+/// `out`; `null` branches left out. Bounded against a cycle of `$ref`s.
+fn flatten<'a>(schema: &'a Value, defs: Option<&'a Value>, out: &mut Vec<&'a Value>, depth: usize) {
+    if depth > 16 {
+        return;
+    }
+    let schema = resolve(schema, defs);
+    let mut union = false;
+    for keyword in ["anyOf", "oneOf", "allOf"] {
+        if let Some(Value::Array(branches)) = schema.get(keyword) {
+            union = true;
+            for branch in branches {
+                flatten(branch, defs, out, depth + 1);
+            }
+        }
+    }
+    let only_null = type_names(schema) == ["null"];
+    let has_more = schema.get("properties").is_some()
+        || schema.get("items").is_some()
+        || schema.get("type").is_some();
+    if !only_null && (!union || has_more) {
+        out.push(schema);
+    }
+}
+
+/// The names in a schema's `type` (one, or a list).
+fn type_names(schema: &Value) -> Vec<&str> {
+    match schema.get("type") {
+        Some(Value::String(name)) => vec![name.as_str()],
+        Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The definition a `$ref` to `#/$defs/..` names, or `schema` itself.

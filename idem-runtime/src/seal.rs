@@ -40,6 +40,31 @@ impl Holds {
 /// How every sealed payload begins.
 const SEALED: &str = "idem-sealed:v1:";
 
+/// Put before a plaintext payload that begins as a sealed one would (or
+/// with this prefix itself), so that it is never taken for one: an error
+/// message may say anything. Taken off again when the payload is read.
+const PLAIN: &str = "idem-plain:";
+
+/// `text` as a plaintext payload: escaped with [`PLAIN`] if it could be
+/// taken for a sealed one.
+fn plain(text: String) -> String {
+    if text.starts_with(SEALED) || text.starts_with(PLAIN) {
+        format!("{PLAIN}{text}")
+    } else {
+        text
+    }
+}
+
+/// A plaintext payload read back: `None` if it is sealed, else its text
+/// with a [`PLAIN`] escape taken off.
+fn unplain(text: String) -> Option<String> {
+    match text.strip_prefix(PLAIN) {
+        Some(escaped) => Some(escaped.to_owned()),
+        None if text.starts_with(SEALED) => None,
+        None => Some(text),
+    }
+}
+
 #[cfg(feature = "encryption")]
 pub use self::keys::{InvalidKeyId, ResultKeys};
 
@@ -57,7 +82,7 @@ pub(crate) fn seal(keys: Option<&ResultKeys>, key: &IdemKey, holds: Holds, text:
         Some(never) => match *never {},
         None => {
             let _ = (key, holds);
-            text
+            plain(text)
         }
     }
 }
@@ -75,15 +100,16 @@ pub(crate) fn open(
         Some(keys) => keys.open(key, holds, text),
         #[cfg(not(feature = "encryption"))]
         Some(never) => match *never {},
-        None if text.starts_with(SEALED) => Err(StoreError::corrupt(
-            key.as_str(),
-            format!(
-                "the recorded {} is encrypted, and this registry has no keys to read it \
-                 (RegistryBuilder::encrypt_results)",
-                holds.as_str()
-            ),
-        )),
-        None => Ok(text),
+        None => unplain(text).ok_or_else(|| {
+            StoreError::corrupt(
+                key.as_str(),
+                format!(
+                    "the recorded {} is encrypted, and this registry has no keys to read it \
+                     (RegistryBuilder::encrypt_results)",
+                    holds.as_str()
+                ),
+            )
+        }),
     }
 }
 
@@ -214,7 +240,11 @@ mod keys {
             let corrupt = |reason: String| StoreError::corrupt(key.as_str(), reason);
             let Some(rest) = text.strip_prefix(SEALED) else {
                 return match self.accept_plaintext {
-                    true => Ok(text),
+                    // Not sealed: the escape of a plaintext, if any, goes.
+                    true => Ok(match text.strip_prefix(super::PLAIN) {
+                        Some(escaped) => escaped.to_owned(),
+                        None => text,
+                    }),
                     false => Err(corrupt(format!(
                         "the recorded {what} is not encrypted, and this registry reads only \
                          encrypted records (ResultKeys::accept_plaintext)"
@@ -268,6 +298,36 @@ mod keys {
             aad.extend_from_slice(part.as_bytes());
         }
         aad
+    }
+}
+
+#[cfg(test)]
+mod plain_tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::key::Scope;
+
+    /// Without keys, any text is read back as it was written, even one
+    /// that begins as a sealed payload or as the escape itself; a sealed
+    /// payload is still refused.
+    #[test]
+    fn a_plaintext_that_looks_sealed_reads_back_as_written() {
+        let key = IdemKey::derive(Scope::Run("r"), "t", 1, &json!({}));
+        for text in [
+            "card declined",
+            "idem-sealed:v1:k1:AAAA",
+            "idem-plain:",
+            "idem-plain:idem-sealed:v1:",
+            "",
+        ] {
+            let stored = seal(None, &key, Holds::Error, text.to_owned());
+            assert!(!stored.starts_with(SEALED), "{stored}");
+            let read = open(None, &key, Holds::Error, stored).expect("reads");
+            assert_eq!(read, text);
+        }
+        let sealed = "idem-sealed:v1:k1:AAAA".to_owned();
+        assert!(open(None, &key, Holds::Error, sealed).is_err());
     }
 }
 

@@ -297,9 +297,19 @@ async fn stateless_call(
     arguments: Value,
     run: Option<&str>,
 ) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let rest = url.strip_prefix("http://").expect("an http URL");
-    let (host, path) = rest.split_once('/').expect("a path");
+    stateless_call_with(url, token, name, arguments, run, &[]).await
+}
+
+/// [`stateless_call`] with `extra` headers (an `Mcp-Session-Id` of the
+/// client's choosing, say).
+async fn stateless_call_with(
+    url: &str,
+    token: Option<&str>,
+    name: &str,
+    arguments: Value,
+    run: Option<&str>,
+    extra: &[(&str, &str)],
+) -> String {
     let mut meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
@@ -310,21 +320,86 @@ async fn stateless_call(
     let body = json!({
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": name, "arguments": arguments, "_meta": meta},
-    })
-    .to_string();
-    let authorization = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
-    let request = format!(
-        "POST /{path} HTTP/1.1\r\nHost: {host}\r\n{authorization}Content-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
-         Mcp-Method: tools/call\r\nMcp-Name: {name}\r\nContent-Length: {}\r\n\
-         Connection: close\r\n\r\n{body}",
+    });
+    let mut headers = vec![
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", name),
+    ];
+    let bearer = token.map(|t| format!("Bearer {t}"));
+    if let Some(bearer) = &bearer {
+        headers.push(("Authorization", bearer));
+    }
+    headers.extend_from_slice(extra);
+    post(url, &headers, &body).await
+}
+
+/// POSTs `body` to `url` over a plain HTTP/1.1 connection with `headers`;
+/// the whole response, status line and headers included.
+async fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.strip_prefix("http://").expect("an http URL");
+    let (host, path) = rest.split_once('/').expect("a path");
+    let body = body.to_string();
+    let mut request = format!(
+        "POST /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
+         Connection: close\r\n",
         body.len()
     );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&body);
     let mut stream = tokio::net::TcpStream::connect(host).await.expect("connect");
     stream.write_all(request.as_bytes()).await.expect("send");
     let mut response = String::new();
     stream.read_to_string(&mut response).await.expect("read");
     response
+}
+
+/// A session opened by hand (`initialize`, then `notifications/initialized`):
+/// the `Mcp-Session-Id` the server issued.
+async fn open_session(url: &str) -> String {
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "forger", "version": "1"},
+        },
+    });
+    let response = post(url, &[], &initialize).await;
+    let id = response
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no session id in {response}"));
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let headers = [
+        ("Mcp-Session-Id", id.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    let accepted = post(url, &headers, &initialized).await;
+    assert!(accepted.starts_with("HTTP/1.1 202"), "{accepted}");
+    id
+}
+
+/// A `tools/call` in the session `id`; the response.
+async fn session_call(url: &str, id: &str, name: &str, arguments: Value, run: &str) -> String {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments, "_meta": {"idem/run_id": run}},
+    });
+    let headers = [
+        ("Mcp-Session-Id", id),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    post(url, &headers, &body).await
 }
 
 /// The charge id in a stateless response's text.
@@ -391,6 +466,56 @@ async fn an_anonymous_stateless_write_naming_a_run_is_refused() {
         let once = stateless_call(&url, None, "subscribe", email.clone(), None).await;
         assert!(once.contains("subscription 1 for a@example.com"), "{once}");
     }
+    server.kill().await.expect("stop the example");
+}
+
+/// A session id is a capability only on the session protocol, where the
+/// server checks that it issued it and that it is live: a stateless
+/// request carrying one (another client's, or one made up) reaches none of
+/// that session's records, and an anonymous write naming a run stays
+/// refused.
+#[tokio::test]
+async fn a_stateless_request_is_never_bound_to_the_session_it_names() {
+    let (url, mut server) = http_example(&[]).await;
+    let order = json!({"order_id": "o-7", "amount": 700});
+    let victim = open_session(&url).await;
+    let charged = session_call(&url, &victim, "charge_card", order.clone(), "run-v").await;
+    assert_eq!(charge_of(&charged), "ch_0001");
+    let again = session_call(&url, &victim, "charge_card", order.clone(), "run-v").await;
+    assert_eq!(charge_of(&again), "ch_0001", "replayed in its own session");
+    // The victim's id on a stateless request, naming the victim's run.
+    let forged = [("Mcp-Session-Id", victim.as_str())];
+    let stolen = stateless_call_with(
+        &url,
+        None,
+        "charge_card",
+        order.clone(),
+        Some("run-v"),
+        &forged,
+    )
+    .await;
+    assert!(stolen.contains("cannot be bound to a caller"), "{stolen}");
+    // ... and naming none: the anonymous callers' run, not the session's.
+    let unscoped =
+        stateless_call_with(&url, None, "charge_card", order.clone(), None, &forged).await;
+    assert_eq!(charge_of(&unscoped), "ch_0002", "{unscoped}");
+    // A made-up id: a write naming a run is refused, and nothing is
+    // recorded under the made-up session for anyone to be replayed.
+    let made_up = [("Mcp-Session-Id", "made-up")];
+    for _ in 0..2 {
+        let refused = stateless_call_with(
+            &url,
+            None,
+            "charge_card",
+            order.clone(),
+            Some("run-x"),
+            &made_up,
+        )
+        .await;
+        assert!(refused.contains("cannot be bound to a caller"), "{refused}");
+    }
+    let count = stateless_call(&url, None, "charges_made", json!({}), None).await;
+    assert!(count.contains(r#""text":"2""#), "{count}");
     server.kill().await.expect("stop the example");
 }
 

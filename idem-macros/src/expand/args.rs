@@ -78,10 +78,19 @@ pub(super) fn flat_args(kind: Kind, tool: &ToolFn<'_>) -> (TokenStream, TokenStr
     let derives = args_derives(kind);
     let serde_crate = crate::krate::private_str("serde");
     let schemars_crate = crate::krate::private_str("schemars");
+    // The bounds serde would infer, but for `Default`, which it asks of
+    // the type inside an `Option` field with `default`: an `Option<Order>`
+    // parameter is optional whether `Order` has a default or not.
+    let bound = params
+        .iter()
+        .map(|t| format!("{t}: {serde_crate}::Deserialize<'de>"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let def = quote! {
         #[doc(hidden)]
         #[derive(#derives)]
         #[serde(crate = #serde_crate)]
+        #[serde(bound(deserialize = #bound))]
         #[schemars(crate = #schemars_crate)]
         pub struct __IdemArgs<#(#params),*> {
             #(#fields,)*

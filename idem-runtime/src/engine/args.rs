@@ -202,10 +202,56 @@ fn drop_null_members(value: &mut Value) -> bool {
     }
 }
 
+/// `value`'s own share of its compact JSON text, in bytes: a string or
+/// number whole, an array's brackets and commas, an object's braces,
+/// quoted keys, colons and commas (members are measured when visited).
+fn compact_size(value: &Value) -> usize {
+    let separators = |n: usize| n.saturating_sub(1);
+    match value {
+        Value::String(s) => escaped_len(s),
+        Value::Number(n) => {
+            let mut count = Count(0);
+            // Writing to a counter cannot fail.
+            let _ = write!(count, "{n}");
+            count.0
+        }
+        Value::Bool(true) | Value::Null => 4,
+        Value::Bool(false) => 5,
+        Value::Array(items) => 2 + separators(items.len()),
+        Value::Object(members) => {
+            2 + separators(members.len())
+                + members.keys().map(|k| escaped_len(k) + 1).sum::<usize>()
+        }
+    }
+}
+
+/// The length of `s` as a JSON string, quotes and escapes included, as
+/// serde_json writes it.
+fn escaped_len(s: &str) -> usize {
+    2 + s.len()
+        + s.bytes()
+            .map(|b| match b {
+                b'"' | b'\\' | 0x08 | 0x0c | b'\n' | b'\r' | b'\t' => 1,
+                0x00..=0x1f => 5,
+                _ => 0,
+            })
+            .sum::<usize>()
+}
+
+/// A `fmt::Write` that only counts.
+struct Count(usize);
+
+impl std::fmt::Write for Count {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0 += s.len();
+        Ok(())
+    }
+}
+
 /// Why arguments larger than `limits` allow are refused.
 fn too_large(limits: ArgLimits) -> String {
     format!(
-        "the arguments are larger than this registry accepts ({} bytes of JSON, `max_args_bytes`)",
+        "the arguments are larger than this registry accepts ({} bytes as compact JSON, `max_args_bytes`)",
         limits.max_bytes
     )
 }
@@ -235,9 +281,9 @@ fn arguments_object(args: Value) -> Result<Value, String> {
 }
 
 /// One pass over the arguments that measures them against `limits` (their
-/// size as the JSON text they would be, a close estimate: numbers count 8
-/// bytes; their nesting, checked before going deeper) and makes every
-/// number exact, so that one number has one key.
+/// size as compact JSON text, exactly: what `serde_json::to_string` writes;
+/// their nesting, checked before going deeper) and makes every number
+/// exact, so that one number has one key.
 ///
 /// Models write `1.0` where an integer is meant: an integral float is the
 /// same number as the integer, so it becomes one (integer parameters accept
@@ -265,6 +311,11 @@ impl Walk {
         match value {
             Value::Number(n) if n.is_f64() => {
                 self.exact(n);
+                Ok(())
+            }
+            Value::Number(n) => {
+                // An integer a float parameter may read rounded.
+                self.inexact |= n.as_i64().is_none_or(|i| i.unsigned_abs() > 1 << 53);
                 Ok(())
             }
             Value::Array(items) => {
@@ -303,13 +354,7 @@ impl Walk {
                 self.limits.max_depth
             ));
         }
-        self.size += match value {
-            Value::String(s) => s.len() + 2,
-            Value::Number(_) => 8,
-            Value::Bool(_) | Value::Null => 5,
-            Value::Array(items) => items.len() + 2,
-            Value::Object(members) => members.keys().map(|k| k.len() + 4).sum::<usize>() + 2,
-        };
+        self.size += compact_size(value);
         if self.size > self.limits.max_bytes {
             return Err(too_large(self.limits));
         }
@@ -430,6 +475,48 @@ mod tests {
         );
         let err = typed(json!({"n": 1, "x": 1e20})).unwrap_err();
         assert!(err.contains("at `x`"), "{err}");
+        // An integer from 2^53 on that a float field reads is rounded
+        // there: 2^53 + 1 would run as 2^53, and 2^53 replay it.
+        for n in [9007199254740992_u64, 9007199254740993] {
+            let err = typed(json!({"n": 1, "x": n})).unwrap_err();
+            assert!(err.contains("too large to be keyed exactly"), "{err}");
+        }
+        // Below 2^53 it is exact, and an integer field reads any.
+        assert_eq!(
+            typed(json!({"n": 1, "x": 9007199254740991_u64})),
+            Ok(Typed {
+                n: 1,
+                x: 9007199254740991.0
+            })
+        );
+    }
+
+    /// `max_args_bytes` is the arguments' size as compact JSON, exactly:
+    /// escapes and long numbers counted as written.
+    #[test]
+    fn the_size_measured_is_the_compact_json_text() {
+        for args in [
+            json!({"s": "plain", "n": [1, -2.5, 1.2345678901234567e-300, true, null, false]}),
+            json!({"c": "\u{0}\u{1f}\"\\\n\t é", "nested": {"a": [], "b": {}}}),
+            json!({"floats": vec![-1.2345678901234567e-300; 40]}),
+            json!({}),
+        ] {
+            let text = serde_json::to_string(&args).expect("JSON");
+            let exact = ArgLimits {
+                max_bytes: text.len(),
+                max_depth: DEFAULT_MAX_ARGS_DEPTH,
+            };
+            let short = ArgLimits {
+                max_bytes: text.len() - 1,
+                ..exact
+            };
+            assert!(
+                parse_args::<Value>("t", args.clone(), exact).is_ok(),
+                "{text}"
+            );
+            let refused = parse_args::<Value>("t", args, short).expect_err(&text);
+            assert!(refused.to_string().contains("max_args_bytes"), "{refused}");
+        }
     }
 
     #[test]

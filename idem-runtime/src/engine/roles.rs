@@ -48,10 +48,8 @@ impl Roles {
         ];
         for (list, fields) in lists {
             for field in fields.unwrap_or_default() {
-                if !schema::has_path(schema, field) {
-                    return Err(invalid(format!(
-                        "`{list}` names `{field}`, which is not an argument of the tool"
-                    )));
+                if let Some(problem) = schema::path_problem(schema, field) {
+                    return Err(invalid(format!("`{list}` names `{field}`: {problem}")));
                 }
             }
         }

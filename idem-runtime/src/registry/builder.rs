@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::checks::{check_settings, valid_namespace};
+use super::checks::{check_settings, valid_namespace, within_max};
 use super::dispatch::{Inner, Registry};
 use super::entry::ErasedTool;
 use super::into_tool::IntoTool;
@@ -170,7 +170,14 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
             });
         }
         let d = &self.defaults;
-        check_settings("*", d.lease, d.ttl, d.max_hold, d.max_result_bytes)?;
+        check_settings(
+            "*",
+            d.lease,
+            d.ttl,
+            d.max_hold,
+            d.on_in_flight,
+            d.max_result_bytes,
+        )?;
         if d.args.max_bytes < 1024 || !(2..=MAX_ARGS_DEPTH).contains(&d.args.max_depth) {
             return Err(RegistryError::InvalidSetting {
                 tool: "*".into(),
@@ -186,6 +193,7 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
                 message: "store_timeout must be greater than zero".into(),
             });
         }
+        within_max("*", "store_timeout", self.store_timeout)?;
         let tools = self.tools;
         let mut by_name = HashMap::with_capacity(tools.len());
         let store: Arc<dyn DynIdemStore> =

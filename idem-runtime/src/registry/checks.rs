@@ -6,13 +6,33 @@ use std::time::Duration;
 pub use idem_rules::valid_tool_name;
 
 use crate::error::RegistryError;
-use crate::tool::ToolInfo;
+use crate::tool::{OnInFlight, ToolInfo};
 
 /// The smallest lease accepted: the heartbeat renews every third of it.
 const MIN_LEASE: Duration = Duration::from_millis(10);
 
 /// The smallest `max_result_bytes` accepted: room for an error message.
 const MIN_RESULT_BYTES: usize = 1024;
+
+/// The longest duration a setting may have (100 years, of 365.25 days):
+/// longer than any record needs keeping, and within what every store can
+/// keep (a Redis expiry, a PostgreSQL timestamp) and a clock can add up.
+/// Beyond it a setting is refused when the registry is built, not cut
+/// short or lost when a call records its outcome.
+pub(super) const MAX_DURATION: Duration = Duration::from_secs(100 * 31_557_600);
+
+/// `Err` naming `setting` if `value` is longer than [`MAX_DURATION`].
+pub(super) fn within_max(tool: &str, setting: &str, value: Duration) -> Result<(), RegistryError> {
+    if value > MAX_DURATION {
+        return Err(RegistryError::InvalidSetting {
+            tool: tool.to_owned(),
+            message: format!(
+                "{setting} must be at most 100 years ({MAX_DURATION:?}), got {value:?}"
+            ),
+        });
+    }
+    Ok(())
+}
 
 pub(super) fn valid_namespace(ns: &str) -> bool {
     !ns.is_empty()
@@ -27,8 +47,15 @@ pub(super) fn check_settings(
     lease: Duration,
     ttl: Duration,
     max_hold: Duration,
+    on_in_flight: OnInFlight,
     max_result_bytes: usize,
 ) -> Result<(), RegistryError> {
+    within_max(tool, "lease", lease)?;
+    within_max(tool, "ttl", ttl)?;
+    within_max(tool, "max_hold", max_hold)?;
+    if let OnInFlight::Wait(wait) = on_in_flight {
+        within_max(tool, "on_in_flight's wait", wait)?;
+    }
     let bad = |message: String| {
         Err(RegistryError::InvalidSetting {
             tool: tool.to_owned(),

@@ -236,7 +236,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
     }
 
     /// Who a call is made by, checked: a run id, a tenant where the
-    /// registry requires one, and no empty operation key.
+    /// registry requires one, and no empty tenant or operation key.
     fn caller<'a>(&self, context: CallContext<'a>) -> Result<Caller<'a>, ToolError> {
         if context.run_id.is_empty() {
             return Err(ToolError::InvalidRunId);
@@ -245,7 +245,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
             return Err(ToolError::InvalidOperationKey);
         }
         match context.tenant {
-            Some("") => Err(ToolError::TenantRequired),
+            Some("") => Err(ToolError::InvalidTenant),
             None if self.inner.shared.require_tenant => Err(ToolError::TenantRequired),
             tenant => Ok(Caller {
                 run_id: context.run_id,

@@ -101,7 +101,14 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for WriteEntry<S, 
         check_info(&self.info)?;
         let name = &self.info.name;
         let cfg = Resolved::new(&self.options, defaults);
-        check_settings(name, cfg.lease, cfg.ttl, cfg.max_hold, cfg.max_result_bytes)?;
+        check_settings(
+            name,
+            cfg.lease,
+            cfg.ttl,
+            cfg.max_hold,
+            cfg.on_in_flight,
+            cfg.max_result_bytes,
+        )?;
         let input_schema = schema::input_schema::<T::Args>(name, true)?;
         cfg.roles.validate(name, &input_schema)?;
         let _ = self.sets.set(Sets::of(&input_schema));

@@ -271,7 +271,7 @@ impl RedisStore {
     /// Fails a write that fewer replicas acknowledged than asked for.
     fn replicated(&self, acked: usize) -> Result<(), StoreError> {
         match self.wait {
-            Some((replicas, timeout)) if acked < replicas => Err(StoreError::unavailable(format!(
+            Some((replicas, timeout)) if acked < replicas => Err(StoreError::busy(format!(
                 "the write reached {acked} of {replicas} replicas within {timeout:?}"
             ))),
             _ => Ok(()),
@@ -411,9 +411,11 @@ impl RedisStore {
                 // Without GET a new key answers OK; with it, nil (there
                 // was no old value), and a taken one its value.
                 Ok((RValue::Okay, acked)) if !with_get => {
-                    self.acquired(token, line, acked).map(Some)
+                    self.acquired(key, token, line, acked).await.map(Some)
                 }
-                Ok((RValue::Nil, acked)) if with_get => self.acquired(token, line, acked).map(Some),
+                Ok((RValue::Nil, acked)) if with_get => {
+                    self.acquired(key, token, line, acked).await.map(Some)
+                }
                 Ok((RValue::Nil, _)) => Ok(None),
                 Ok((RValue::BulkString(held), _)) if with_get => {
                     Ok(record::settled_entry(&held).map(Claim::Existing))
@@ -436,14 +438,23 @@ impl RedisStore {
     }
 
     /// A claim that took the key with `line`, once enough replicas have it.
-    fn acquired(
+    /// One that too few acknowledged is given up at once (released), so
+    /// that every caller of the operation is told the same, rather than
+    /// the next ones finding it in flight for a lease while nothing runs.
+    async fn acquired(
         &self,
+        key: &IdemKey,
         token: &LeaseToken,
         line: RunningLine,
         acked: usize,
     ) -> Result<Claim, StoreError> {
-        self.replicated(acked)?;
         self.remember(token, line);
+        if let Err(e) = self.replicated(acked) {
+            if let Err(release) = self.release(key, token).await {
+                tracing::debug!(key = %key, error = %release, "releasing a claim too few replicas acknowledged");
+            }
+            return Err(e);
+        }
         Ok(Claim::Acquired(*token))
     }
 
@@ -492,7 +503,7 @@ impl RedisStore {
             // The script wrote what a first claim at this attempt writes.
             let token = LeaseToken::from_parts(token.id(), attempt);
             let line = RunningLine::new(self.format, fingerprint, tool, claim_life(lease), &token);
-            return self.acquired(&token, line, acked);
+            return self.acquired(key, &token, line, acked).await;
         }
         parse_entry(key, &parts).map(Claim::Existing)
     }

@@ -56,10 +56,10 @@ impl RedisOptions {
     /// to `timeout` for `replicas` replicas to acknowledge it (`WAIT`), so
     /// that a failover to a replica loses neither claims nor results.
     ///
-    /// A write not acknowledged in time fails as
-    /// [`StoreError::Unavailable`]: a claim then runs nothing (its record
-    /// holds the key for one lease), and recording an outcome is retried
-    /// as after any store failure. Without it, a failover can lose the
+    /// A write not acknowledged in time fails as [`StoreError::Busy`]: a
+    /// claim then runs nothing and is released at once (so every caller
+    /// is told so, none finds it in flight), and recording an outcome is
+    /// retried as after any store failure. Without it, a failover can lose the
     /// writes of the last moments before it (replication is asynchronous),
     /// and an operation whose claim or result was lost runs again.
     ///
