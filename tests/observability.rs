@@ -439,7 +439,12 @@ async fn a_store_away_and_a_lease_lost_are_spans_and_counts() {
     let _metrics = metrics::set_default_local_recorder(&recorder);
     let server = support::url_server(&support::redis_url()).expect("a Redis address");
     let proxy = Proxy::start(server).await.expect("a proxy");
-    let options = RedisOptions::new().response_timeout(Duration::from_secs(120));
+    // A new connection that cannot be made is reported within the second
+    // claim's bound (twice the registry's 200 ms), so that a `run` tool
+    // knows the store is unreachable.
+    let options = RedisOptions::new()
+        .response_timeout(Duration::from_secs(120))
+        .connection_timeout(Duration::from_millis(300));
     let via = support::url_via(&support::redis_url(), proxy.addr());
     let proxied = RedisStore::connect_with(&via, options)
         .await

@@ -272,6 +272,42 @@ async fn processes_sharing_one_file_run_each_operation_once() {
     );
 }
 
+/// The write lock of a database file, held by another connection (as
+/// another process would) until this is dropped.
+struct WriteLock {
+    release: Option<std::sync::mpsc::Sender<()>>,
+    holder: Option<std::thread::JoinHandle<()>>,
+}
+
+impl WriteLock {
+    fn hold(path: &std::path::Path) -> WriteLock {
+        let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let path = path.to_owned();
+        let holder = std::thread::spawn(move || {
+            let conn = rusqlite::Connection::open(path).expect("open");
+            conn.execute_batch("BEGIN IMMEDIATE").expect("lock");
+            locked_tx.send(()).expect("signal");
+            let _ = release_rx.recv();
+            conn.execute_batch("COMMIT").expect("unlock");
+        });
+        locked_rx.recv().expect("the lock is held");
+        WriteLock {
+            release: Some(release_tx),
+            holder: Some(holder),
+        }
+    }
+}
+
+impl Drop for WriteLock {
+    fn drop(&mut self) {
+        drop(self.release.take());
+        if let Some(holder) = self.holder.take() {
+            let _ = holder.join();
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claim_given_up_while_the_file_is_locked_is_never_applied() {
     let dir = TempDir::new("sqlite-locked");
@@ -291,17 +327,7 @@ async fn a_claim_given_up_while_the_file_is_locked_is_never_applied() {
 
     // Another connection (as another process would) holds the write lock
     // for longer than the registry waits for the store.
-    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
-    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-    let holder_path = path.clone();
-    let holder = std::thread::spawn(move || {
-        let conn = rusqlite::Connection::open(holder_path).expect("open");
-        conn.execute_batch("BEGIN IMMEDIATE").expect("lock");
-        locked_tx.send(()).expect("signal");
-        let _ = release_rx.recv();
-        conn.execute_batch("COMMIT").expect("unlock");
-    });
-    locked_rx.recv().expect("the lock is held");
+    let lock = WriteLock::hold(&path);
     match registry.call("r", "counter", json!({"n": 1})).await {
         Err(ToolError::Store {
             source: idem::StoreError::Timeout { op: "claim", .. },
@@ -309,8 +335,7 @@ async fn a_claim_given_up_while_the_file_is_locked_is_never_applied() {
         }) => {}
         other => panic!("expected the claim to time out, got {other:?}"),
     }
-    release_tx.send(()).expect("release");
-    holder.join().expect("holder");
+    drop(lock);
 
     // The store's thread runs jobs in order: once this read is answered,
     // the abandoned claim has had every chance to be applied.
@@ -349,16 +374,7 @@ async fn a_lock_held_elsewhere_never_runs_a_tool_unclaimed() {
         .await
         .expect("recorded");
 
-    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
-    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-    let holder = std::thread::spawn(move || {
-        let conn = rusqlite::Connection::open(path).expect("open");
-        conn.execute_batch("BEGIN IMMEDIATE").expect("lock");
-        locked_tx.send(()).expect("signal");
-        let _ = release_rx.recv();
-        conn.execute_batch("COMMIT").expect("unlock");
-    });
-    locked_rx.recv().expect("the lock is held");
+    let lock = WriteLock::hold(&path);
     for n in [1, 2] {
         match registry.call("r", "counter", json!({ "n": n })).await {
             Err(ToolError::Store { source, .. }) => assert!(!source.is_unreachable(), "{source}"),
@@ -370,8 +386,7 @@ async fn a_lock_held_elsewhere_never_runs_a_tool_unclaimed() {
         1,
         "nothing ran unclaimed while the lock was held"
     );
-    release_tx.send(()).expect("release");
-    holder.join().expect("holder");
+    drop(lock);
     let replay = registry.call("r", "counter", json!({"n": 1})).await;
     assert_eq!(replay.ok(), Some(first), "the recorded result is replayed");
     assert_eq!(counter.total(), 1);

@@ -490,6 +490,44 @@ async fn build_rejects_bad_registries() {
         matches!(hold, Err(RegistryError::InvalidSetting { .. })),
         "max_hold below the 30 s lease"
     );
+    // Durations no store can keep are refused, never a panic later.
+    let max = Duration::MAX;
+    let too_long = [
+        ("ttl", Registry::builder(()).default_ttl(max)),
+        ("max_hold", Registry::builder(()).default_max_hold(max)),
+        (
+            "lease",
+            Registry::builder(())
+                .default_lease(max)
+                .default_max_hold(max),
+        ),
+        (
+            "on_in_flight",
+            Registry::builder(()).default_on_in_flight(OnInFlight::Wait(max)),
+        ),
+        ("store_timeout", Registry::builder(()).store_timeout(max)),
+    ];
+    for (setting, builder) in too_long {
+        match builder.tool(Counter::default()).build() {
+            Err(RegistryError::InvalidSetting { message, .. }) => {
+                assert!(message.contains(setting), "{message}");
+                assert!(message.contains("at most 100 years"), "{message}");
+            }
+            other => panic!(
+                "{setting} of Duration::MAX was accepted: {:?}",
+                other.map(|_| ())
+            ),
+        }
+    }
+    let per_tool = Registry::builder(())
+        .tool(Counter::new(
+            Duration::ZERO,
+            WriteOptions::new().on_in_flight(OnInFlight::Wait(max)),
+        ))
+        .build();
+    assert!(
+        matches!(per_tool, Err(RegistryError::InvalidSetting { tool, .. }) if tool == "counter")
+    );
     let key = Registry::builder(())
         .tool(Counter::new(
             Duration::ZERO,

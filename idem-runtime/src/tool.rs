@@ -89,8 +89,14 @@ pub enum OnStoreError {
     FailClosed,
     /// Run the body without a claim, for low-stakes tools that had better
     /// act than stay silent while the store is away (posting a chat
-    /// message). Each such call is logged at `warn` as running without a
-    /// claim. Nothing is recorded, even if the store is back by the time
+    /// message). Only when the store is unreachable: after the claim
+    /// failed, a second one, over a new connection and given twice the
+    /// store timeout, must fail with
+    /// [`StoreError::Unavailable`](crate::StoreError::Unavailable) (a
+    /// connection refused, reset, or not made in time). A timeout, a lock
+    /// wait, a busy or full store is no proof and fails closed, and a
+    /// recorded result is replayed. Each such call is logged at `warn` as
+    /// running without a claim. Nothing is recorded, even if the store is back by the time
     /// the body ends: no record may claim an at-most-once that did not
     /// hold, so a duplicate that comes later runs the body again. The body
     /// still gets the operation's key ([`WriteCtx::idem_key`](crate::WriteCtx::idem_key))

@@ -483,35 +483,21 @@ async fn a_stateless_request_is_never_bound_to_the_session_it_names() {
     assert_eq!(charge_of(&charged), "ch_0001");
     let again = session_call(&url, &victim, "charge_card", order.clone(), "run-v").await;
     assert_eq!(charge_of(&again), "ch_0001", "replayed in its own session");
-    // The victim's id on a stateless request, naming the victim's run.
-    let forged = [("Mcp-Session-Id", victim.as_str())];
-    let stolen = stateless_call_with(
-        &url,
-        None,
-        "charge_card",
-        order.clone(),
-        Some("run-v"),
-        &forged,
-    )
-    .await;
+    // A stateless charge carrying the session id `id`.
+    let forged = async |id: &str, run: Option<&str>| {
+        let header = [("Mcp-Session-Id", id)];
+        stateless_call_with(&url, None, "charge_card", order.clone(), run, &header).await
+    };
+    // The victim's id, naming the victim's run: refused.
+    let stolen = forged(&victim, Some("run-v")).await;
     assert!(stolen.contains("cannot be bound to a caller"), "{stolen}");
     // ... and naming none: the anonymous callers' run, not the session's.
-    let unscoped =
-        stateless_call_with(&url, None, "charge_card", order.clone(), None, &forged).await;
+    let unscoped = forged(&victim, None).await;
     assert_eq!(charge_of(&unscoped), "ch_0002", "{unscoped}");
     // A made-up id: a write naming a run is refused, and nothing is
     // recorded under the made-up session for anyone to be replayed.
-    let made_up = [("Mcp-Session-Id", "made-up")];
     for _ in 0..2 {
-        let refused = stateless_call_with(
-            &url,
-            None,
-            "charge_card",
-            order.clone(),
-            Some("run-x"),
-            &made_up,
-        )
-        .await;
+        let refused = forged("made-up", Some("run-x")).await;
         assert!(refused.contains("cannot be bound to a caller"), "{refused}");
     }
     let count = stateless_call(&url, None, "charges_made", json!({}), None).await;

@@ -75,6 +75,20 @@ pub(super) fn flat_args(kind: Kind, tool: &ToolFn<'_>) -> (TokenStream, TokenStr
         });
         pattern.push(quote!(#(#cfgs)* #mutability #ident));
     }
+    let def = args_struct(kind, &params, &fields, &checks);
+    let args_ty = quote!(__IdemArgs<#(#concrete),*>);
+    let pattern = quote!(__IdemArgs { #(#pattern,)* }: #args_ty);
+    (args_ty, def, pattern)
+}
+
+/// The arguments struct `__IdemArgs<params>` with `fields`, and the
+/// spanned `checks` of its parameters' types.
+fn args_struct(
+    kind: Kind,
+    params: &[syn::Ident],
+    fields: &[TokenStream],
+    checks: &[TokenStream],
+) -> TokenStream {
     let derives = args_derives(kind);
     let serde_crate = crate::krate::private_str("serde");
     let schemars_crate = crate::krate::private_str("schemars");
@@ -86,7 +100,7 @@ pub(super) fn flat_args(kind: Kind, tool: &ToolFn<'_>) -> (TokenStream, TokenStr
         .map(|t| format!("{t}: {serde_crate}::Deserialize<'de>"))
         .collect::<Vec<_>>()
         .join(", ");
-    let def = quote! {
+    quote! {
         #[doc(hidden)]
         #[derive(#derives)]
         #[serde(crate = #serde_crate)]
@@ -98,10 +112,7 @@ pub(super) fn flat_args(kind: Kind, tool: &ToolFn<'_>) -> (TokenStream, TokenStr
         const _: () = {
             #(#checks)*
         };
-    };
-    let args_ty = quote!(__IdemArgs<#(#concrete),*>);
-    let pattern = quote!(__IdemArgs { #(#pattern,)* }: #args_ty);
-    (args_ty, def, pattern)
+    }
 }
 
 /// What the arguments struct derives: a read tool's arguments are only

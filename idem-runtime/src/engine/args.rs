@@ -315,7 +315,7 @@ impl Walk {
             }
             Value::Number(n) => {
                 // An integer a float parameter may read rounded.
-                self.inexact |= n.as_i64().is_none_or(|i| i.unsigned_abs() > 1 << 53);
+                self.inexact |= n.as_i64().is_none_or(|i| i.unsigned_abs() >= 1 << 53);
                 Ok(())
             }
             Value::Array(items) => {

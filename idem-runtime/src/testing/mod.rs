@@ -73,6 +73,7 @@ macro_rules! __idem_with_cases {
             settle_repeated_by_its_token_succeeds,
             claims_after_a_release_have_one_winner,
             registry_records_any_error_text,
+            registry_longest_settings_are_kept,
             registry_result_too_large_is_never_run_again,
             registry_sealed_records_are_ciphertext_and_authenticated,
             net_cut_connections_lose_nothing,

@@ -121,13 +121,33 @@ impl Connections {
     /// there is none). The connection is retired if the command gets no
     /// answer: it failed at the connection level or timed out, or this
     /// future was dropped before it was answered (the registry's store
-    /// timeout). The next command then goes over a new connection.
+    /// timeout). A command whose connection failed so is sent once more
+    /// over a new connection; one that could not be made is an error at
+    /// once (it has had its connection timeout). Safe for every command
+    /// the store sends: a claim that took effect recognises its own token,
+    /// a settle repeated by its token succeeds, and the rest only read.
     pub(super) async fn send<T, F, Fut>(&self, send: F) -> RedisResult<T>
     where
-        F: FnOnce(Conn) -> Fut,
+        F: Fn(Conn) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
         let (number, conn) = self.connection().await?;
+        match self.send_on(number, conn, &send).await {
+            Err(e) if connection_lost(&e) => {
+                tracing::debug!(error = %e, "Redis connection lost; sending once more over a new one");
+                let (number, conn) = self.connection().await?;
+                self.send_on(number, conn, &send).await
+            }
+            other => other,
+        }
+    }
+
+    /// `send` over connection `number`, retiring it unless answered.
+    async fn send_on<T, F, Fut>(&self, number: u64, conn: Conn, send: &F) -> RedisResult<T>
+    where
+        F: Fn(Conn) -> Fut,
+        Fut: Future<Output = RedisResult<T>>,
+    {
         let mut pending = Unanswered {
             connections: self,
             number,
@@ -136,6 +156,12 @@ impl Connections {
         let result = send(conn).await;
         pending.answered = !matches!(&result, Err(e) if connection_lost(e));
         result
+    }
+
+    /// Makes the connection now, if there is none: no command is sent
+    /// (an ACL user may be allowed none but the store's own).
+    pub(super) async fn open(&self) -> RedisResult<()> {
+        self.connection().await.map(|_| ())
     }
 
     /// The connection in use, or a new one.

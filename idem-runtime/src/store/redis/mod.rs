@@ -49,7 +49,7 @@ use redis::cluster::ClusterClient;
 use redis::{AsyncConnectionConfig, Cmd, ErrorKind, RedisError, ServerErrorKind, Value as RValue};
 
 use self::conn::{Connections, Dialer, tcp_settings};
-use self::errors::{as_text, connection_lost, rejects_set_get, script_error, store_error};
+use self::errors::{as_text, rejects_set_get, script_error, store_error};
 pub use self::options::RedisOptions;
 #[cfg(feature = "redis-tls")]
 use self::options::install_crypto_provider;
@@ -194,7 +194,7 @@ impl RedisStore {
     /// Makes the first connection, so that a store that cannot connect is
     /// an error at once, and warns if Redis may evict records.
     async fn first_connection(&self) -> Result<(), StoreError> {
-        let _: String = self.query(&redis::cmd("PING")).await.map_err(store_error)?;
+        self.conns.open().await.map_err(store_error)?;
         self.check_eviction_policy().await;
         Ok(())
     }
@@ -222,50 +222,41 @@ impl RedisStore {
         Ok(pair.get(1).filter(|p| *p != "noeviction").cloned())
     }
 
-    /// Sends `cmd`; if its connection dropped or it went unanswered, sends
-    /// it once more over a new connection. Safe for every command this store sends: a claim that
-    /// took effect recognises its own token, a settle repeated by its token
-    /// succeeds, and the rest only read.
+    /// Sends `cmd` ([`Connections::send`]: once more over a new
+    /// connection if its own failed under it).
     async fn query<T: redis::FromRedisValue>(&self, cmd: &Cmd) -> Result<T, RedisError> {
-        match self.query_once(cmd).await {
-            Err(e) if connection_lost(&e) => {
-                tracing::debug!(error = %e, "Redis connection lost; sending once more");
-                self.query_once(cmd).await
-            }
-            other => other,
-        }
-    }
-
-    async fn query_once<T: redis::FromRedisValue>(&self, cmd: &Cmd) -> Result<T, RedisError> {
         self.conns
             .send(async |mut conn| cmd.query_async(&mut conn).await)
             .await
     }
 
-    /// Sends a write: as [`query`](Self::query), or with `wait_for_replicas`
-    /// set, pipelined with its `WAIT` on the same connection. Returns the
-    /// reply and how many replicas acknowledged it (for
-    /// [`replicated`](Self::replicated)). A write resent after a dropped
-    /// connection writes again even when it finds itself applied, so the
-    /// `WAIT` on the new connection covers it.
-    async fn write(&self, cmd: &Cmd) -> Result<(RValue, usize), RedisError> {
-        let Some((replicas, timeout)) = self.wait else {
+    /// Sends a write: as [`query`](Self::query), or with `wait` (the
+    /// store's `wait_for_replicas`) followed by its `WAIT` on the same
+    /// connection. Returns the reply and how many replicas acknowledged it
+    /// (for [`replicated`](Self::replicated)). A write resent after a
+    /// dropped connection writes again even when it finds itself applied,
+    /// so the `WAIT` on the new connection covers it.
+    async fn write(
+        &self,
+        cmd: &Cmd,
+        wait: Option<(usize, Duration)>,
+    ) -> Result<(RValue, usize), RedisError> {
+        let Some((replicas, timeout)) = wait else {
             return Ok((self.query(cmd).await?, usize::MAX));
         };
-        let mut pipe = redis::pipe();
-        pipe.add_command(cmd.clone())
-            .cmd("WAIT")
-            .arg(replicas)
-            .arg(millis(timeout));
-        let send = async || {
-            self.conns
-                .send(async |mut conn| pipe.query_async(&mut conn).await)
-                .await
-        };
-        match send().await {
-            Err(e) if connection_lost(&e) => send().await,
-            other => other,
-        }
+        let mut wait = redis::cmd("WAIT");
+        wait.arg(replicas).arg(millis(timeout));
+        // `WAIT` counts the writes of its own connection: both go over
+        // the same one. Only after the command succeeded: one the server
+        // refused (a script it lacks, a full server) wrote nothing to
+        // wait for, and waiting would spend the call's time.
+        self.conns
+            .send(async |mut conn| {
+                let reply: RValue = cmd.query_async(&mut conn).await?;
+                let acked: usize = wait.query_async(&mut conn).await?;
+                Ok((reply, acked))
+            })
+            .await
     }
 
     /// Fails a write that fewer replicas acknowledged than asked for.
@@ -287,6 +278,17 @@ impl RedisStore {
         key: &IdemKey,
         args: &[&[u8]],
     ) -> Result<(RValue, usize), StoreError> {
+        self.eval_waiting(script, key, args, self.wait).await
+    }
+
+    /// [`eval`](Self::eval), waiting for replicas as `wait` says.
+    async fn eval_waiting(
+        &self,
+        script: &Script,
+        key: &IdemKey,
+        args: &[&[u8]],
+        wait: Option<(usize, Duration)>,
+    ) -> Result<(RValue, usize), StoreError> {
         // Sized up front: a command grown argument by argument
         // reallocates its buffers several times, on every call's path.
         let size = args.iter().map(|a| a.len()).sum::<usize>() + key.as_str().len() + 16;
@@ -298,9 +300,9 @@ impl RedisStore {
             }
             cmd
         };
-        let sent = match self.write(&build("EVALSHA", &script.sha)).await {
+        let sent = match self.write(&build("EVALSHA", &script.sha), wait).await {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                self.write(&build("EVAL", &script.body)).await
+                self.write(&build("EVAL", &script.body), wait).await
             }
             other => other,
         };
@@ -317,6 +319,20 @@ impl RedisStore {
         payload: &[u8],
         expiry: Duration,
     ) -> Result<(), StoreError> {
+        self.settle_waiting(key, token, op, payload, expiry, self.wait)
+            .await
+    }
+
+    /// [`settle`](Self::settle), waiting for replicas as `wait` says.
+    async fn settle_waiting(
+        &self,
+        key: &IdemKey,
+        token: &LeaseToken,
+        op: &str,
+        payload: &[u8],
+        expiry: Duration,
+        wait: Option<(usize, Duration)>,
+    ) -> Result<(), StoreError> {
         let expiry_ms = millis(expiry);
         // A renewal rewrites the record, so it is forgotten either way.
         let written = self.forget(token);
@@ -328,7 +344,7 @@ impl RedisStore {
         let id = token.id_hex();
         let expiry = itoa::Buffer::new().format(expiry_ms).to_owned();
         let (reply, acked) = self
-            .eval(
+            .eval_waiting(
                 &scripts().settle,
                 key,
                 &[
@@ -340,6 +356,7 @@ impl RedisStore {
                     expected.map_or(&b""[..], |line| line.as_str().as_bytes()),
                     settled.as_bytes(),
                 ],
+                wait,
             )
             .await?;
         match as_text(&reply).as_deref() {
@@ -407,7 +424,7 @@ impl RedisStore {
                 first.arg("GET");
             }
             first.arg("PX").arg(life);
-            return match self.write(&first).await {
+            return match self.write(&first, self.wait).await {
                 // Without GET a new key answers OK; with it, nil (there
                 // was no old value), and a taken one its value.
                 Ok((RValue::Okay, acked)) if !with_get => {
@@ -450,7 +467,11 @@ impl RedisStore {
     ) -> Result<Claim, StoreError> {
         self.remember(token, line);
         if let Err(e) = self.replicated(acked) {
-            if let Err(release) = self.release(key, token).await {
+            // Without waiting for replicas again: the release only keeps
+            // the primary from holding a claim nobody runs under.
+            let released = State::Released.as_str();
+            let release = self.settle_waiting(key, token, released, b"", CLAIM_RETENTION, None);
+            if let Err(release) = release.await {
                 tracing::debug!(key = %key, error = %release, "releasing a claim too few replicas acknowledged");
             }
             return Err(e);

@@ -84,7 +84,9 @@ impl RedisStore {
             let reply = self
                 .conns
                 .send(async |conn| match conn {
-                    Conn::Cluster(mut conn) => conn.route_command(scan, route).await,
+                    Conn::Cluster(mut conn) => {
+                        conn.route_command(scan.clone(), route.clone()).await
+                    }
                     Conn::Single(_) => unreachable!("a cluster's store has a cluster connection"),
                 })
                 .await

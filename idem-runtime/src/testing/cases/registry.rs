@@ -225,13 +225,11 @@ pub async fn registry_fences_a_worker_that_lost_its_lease<H: Harness>(h: &H) {
 }
 
 /// A permanent error whose text holds characters some stores refuse
-/// (NUL) is recorded, and every caller gets the same text.
+/// (NUL), or that begins as an encrypted payload would, is recorded, and
+/// every caller gets the same text.
 pub async fn registry_records_any_error_text<H: Harness>(h: &H) {
     let counter = Counter::new(Duration::ZERO, WriteOptions::new());
     let registry = registry(h.store(), &namespace(), &counter);
-    let args = json!({"n": 1, "fail_with": "declined: \u{0} ünïcødé \"quoted\" \u{1F4B3}"});
-    let first = registry.call("r", "counter", args.clone()).await;
-    let again = registry.call("r", "counter", args).await;
     let message = |r: Result<Value, ToolError>| match r {
         Err(ToolError::Failed {
             message,
@@ -240,11 +238,44 @@ pub async fn registry_records_any_error_text<H: Harness>(h: &H) {
         }) => message,
         other => panic!("expected a permanent failure, got {other:?}"),
     };
-    let (first, again) = (message(first), message(again));
-    assert_eq!(first, again, "the replayed error is the one first returned");
-    assert!(first.contains("ünïcødé \"quoted\" \u{1F4B3}"), "{first}");
-    assert!(!first.contains('\u{0}'), "{first:?}");
-    assert_eq!(counter.total(), 1, "a recorded failure is not run again");
+    let texts = [
+        "declined: \u{0} ünïcødé \"quoted\" \u{1F4B3}",
+        "idem-sealed:v1:k1:AAAA",
+        "idem-plain:declined",
+    ];
+    for (n, text) in texts.into_iter().enumerate() {
+        let args = json!({"n": n, "fail_with": text});
+        let first = message(registry.call("r", "counter", args.clone()).await);
+        let again = message(registry.call("r", "counter", args).await);
+        assert_eq!(first, again, "the replayed error is the one first returned");
+        let shown = text.replace('\u{0}', "\u{fffd}");
+        assert!(first.contains(&shown), "{first:?} does not hold {shown:?}");
+    }
+    assert_eq!(counter.total(), 3, "a recorded failure is not run again");
+}
+
+/// The longest durations a registry accepts (100 years of TTL, `max_hold`
+/// and waiting in flight) are ones the store keeps: the result is
+/// recorded and replayed, nothing panics.
+pub async fn registry_longest_settings_are_kept<H: Harness>(h: &H) {
+    let longest = Duration::from_secs(100 * 31_557_600);
+    let counter = Counter::new(Duration::ZERO, WriteOptions::new());
+    let ns = namespace();
+    let configure = |b: crate::RegistryBuilder<()>| {
+        b.default_ttl(longest)
+            .default_max_hold(longest)
+            .default_on_in_flight(OnInFlight::Wait(longest))
+    };
+    let first = registry_with(h.store(), &ns, &counter, configure)
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("runs");
+    let replay = registry_with(h.store(), &ns, &counter, configure)
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("replays");
+    assert_eq!(first, replay);
+    assert_eq!(counter.total(), 1, "recorded, not run again");
 }
 
 /// A result larger than `max_result_bytes` goes to its caller but never to
