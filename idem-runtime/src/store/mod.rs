@@ -52,6 +52,8 @@
 //! fences the worker still holding it. The `idem` command-line tool is
 //! built on these.
 
+#[cfg(any(feature = "postgres", feature = "redis"))]
+mod answers;
 mod contract;
 mod dynamic;
 mod hashing;

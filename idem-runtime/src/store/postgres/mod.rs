@@ -24,7 +24,7 @@ use tokio_postgres::{Client, Config};
 
 use self::error::{PgError, connection_lost, pg_error, sql_error};
 pub use self::options::PostgresOptions;
-use self::pool::{Generations, PgManager, Tls, Unanswered, connect};
+use self::pool::{InFlight, PgManager, Silence, Tls, connect};
 use self::sql::Sql;
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
@@ -43,7 +43,7 @@ pub const SCHEMA_VERSION: i32 = 2;
 pub struct PostgresStore {
     pool: Pool<PgManager>,
     /// Which of the pool's connections are retired.
-    generations: Arc<Generations>,
+    silence: Arc<Silence>,
     sql: Arc<Sql>,
     table: String,
     /// Stops the purge task when the store goes.
@@ -67,7 +67,8 @@ impl std::fmt::Debug for PostgresStore {
 }
 
 /// Runs `$op` (which uses the pooled connection `$conn`; if it is dropped
-/// before its answer, the pool's connections are retired: [`Generations`])
+/// before its answer, the pool's silent connections are retired:
+/// [`Silence`])
 /// and, if the connection broke under it, once more on a new connection, made for the
 /// purpose and then given to the pool: the other pooled connections may
 /// have died with it (a restart, a failover), unnoticed yet. Safe for every
@@ -77,9 +78,9 @@ impl std::fmt::Debug for PostgresStore {
 macro_rules! with_conn {
     ($store:expr, |$conn:ident| $op:expr) => {{
         let $conn = $store.pool.get().await.map_err(pg_error)?;
-        let pending = Unanswered::new(&$store.generations, $conn.born);
+        let flight = InFlight::new(&$store.silence, &$conn);
         let answer = $op.await;
-        pending.answered();
+        flight.answered();
         match answer {
             Err(e) if connection_lost(&e) => {
                 tracing::debug!(error = %e, "PostgreSQL connection lost; sending once more on a new one");
@@ -88,9 +89,9 @@ macro_rules! with_conn {
                 let fresh = $store.pool.dedicated_connection().await?;
                 let out = {
                     let $conn = &fresh;
-                    let pending = Unanswered::new(&$store.generations, $conn.born);
+                    let flight = InFlight::new(&$store.silence, $conn);
                     let answer = $op.await;
-                    pending.answered();
+                    flight.answered();
                     answer.map_err(sql_error)
                 };
                 // The pool may be full again: then the connection just closes.
@@ -137,12 +138,12 @@ impl PostgresStore {
         }
         drop(setup);
         let sql = Arc::new(Sql::new(&table));
-        let generations = Arc::new(Generations::default());
+        let silence = Arc::new(Silence::new());
         let manager = PgManager {
             config,
             tls,
             sql: sql.clone(),
-            generations: generations.clone(),
+            silence: silence.clone(),
         };
         let pool = Pool::builder()
             .max_size(options.pool_size.max(1))
@@ -173,7 +174,7 @@ impl PostgresStore {
         });
         Ok(PostgresStore {
             pool,
-            generations,
+            silence,
             sql,
             table,
             _purger: purger,

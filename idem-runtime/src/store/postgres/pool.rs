@@ -1,7 +1,7 @@
 //! The connection pool of [`PostgresStore`](super::PostgresStore) (bb8):
 //! connections with every statement prepared, never handed out once their
-//! server end is gone or a statement on one of their generation went
-//! unanswered ([`Generations`]), made plain or over TLS as the URL says.
+//! server end is gone or that went silent ([`Silence`]), made plain or
+//! over TLS as the URL says.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,12 +14,13 @@ use super::error::sql_error;
 use super::sql::Sql;
 use super::url::ConnectionString;
 use crate::error::StoreError;
+use crate::store::answers::{Clock, LastAnswer};
 
 /// A pooled connection with every statement prepared.
 pub(super) struct PgConn {
     pub(super) client: Client,
-    /// Which [`Generations`] number it was made in.
-    pub(super) born: u64,
+    /// When it last answered, or was made.
+    pub(super) answers: LastAnswer,
     /// An operation found the connection broken: the pool drops it.
     pub(super) broken: std::sync::atomic::AtomicBool,
     pub(super) claim: Statement,
@@ -33,56 +34,55 @@ pub(super) struct PgManager {
     pub(super) config: Config,
     pub(super) tls: Tls,
     pub(super) sql: Arc<Sql>,
-    pub(super) generations: Arc<Generations>,
+    pub(super) silence: Arc<Silence>,
 }
 
-/// Connections are judged by their answers, not by their sockets: a
-/// connection that went silent (half-open TCP, after a failover behind a
-/// virtual IP or a NAT that dropped its state) looks open until the kernel
-/// gives up on it. When a statement goes unanswered (the registry's store
-/// timeout dropped it), every connection made until then is retired: the
-/// ones idle in the pool are never handed out again and the ones in use
-/// are closed when they come back. They share the path that went silent.
-#[derive(Debug, Default)]
-pub(super) struct Generations {
-    /// The number of the connections made now.
-    current: AtomicU64,
+/// Connections are judged by their answers, not by their sockets
+/// ([`crate::store::answers`]): a connection that went silent (half-open
+/// TCP, after a failover behind a virtual IP or a NAT that dropped its
+/// state) looks open until the kernel gives up on it. When a statement
+/// goes unanswered (the registry's store timeout dropped it), every
+/// connection that has answered nothing since it was sent is retired: the
+/// ones idle in the pool are never handed out again, the ones in use are
+/// closed when they come back. They share the path that went silent. A
+/// connection that went on answering (a pool under load) is kept.
+#[derive(Debug)]
+pub(super) struct Silence {
+    clock: Clock,
+    /// Connections silent since then are retired: the send time of the
+    /// latest statement that went unanswered (0: none).
+    mark: AtomicU64,
 }
 
-impl Generations {
-    /// The number of a connection made now.
-    pub(super) fn now(&self) -> u64 {
-        self.current.load(Ordering::Relaxed)
+impl Silence {
+    pub(super) fn new() -> Silence {
+        Silence {
+            clock: Clock::new(),
+            mark: AtomicU64::new(0),
+        }
     }
 
-    /// Retires every connection made until now.
-    pub(super) fn retire_all(&self) {
-        let retired = self.current.fetch_add(1, Ordering::Relaxed);
-        tracing::info!(
-            generation = retired,
-            "a PostgreSQL statement got no answer: the pool's connections are retired, new ones are opened"
-        );
-    }
-
-    /// Whether a connection made in `born` is retired.
-    fn retired(&self, born: u64) -> bool {
-        born < self.now()
+    /// Whether `conn` is retired.
+    fn retired(&self, conn: &PgConn) -> bool {
+        conn.answers.silent_since(self.mark.load(Ordering::Relaxed))
     }
 }
 
-/// A statement in flight on a connection of generation `born`: unless
-/// [`answered`](Self::answered), its drop retires that generation.
-pub(super) struct Unanswered<'a> {
-    generations: &'a Generations,
-    born: u64,
+/// A statement in flight on `conn`: unless [`answered`](Self::answered),
+/// its drop retires the connections silent since it was sent.
+pub(super) struct InFlight<'a> {
+    silence: &'a Silence,
+    conn: &'a PgConn,
+    sent: u64,
     answered: bool,
 }
 
-impl<'a> Unanswered<'a> {
-    pub(super) fn new(generations: &'a Generations, born: u64) -> Unanswered<'a> {
-        Unanswered {
-            generations,
-            born,
+impl<'a> InFlight<'a> {
+    pub(super) fn new(silence: &'a Silence, conn: &'a PgConn) -> InFlight<'a> {
+        InFlight {
+            silence,
+            conn,
+            sent: silence.clock.now(),
             answered: false,
         }
     }
@@ -93,10 +93,17 @@ impl<'a> Unanswered<'a> {
     }
 }
 
-impl Drop for Unanswered<'_> {
+impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        if !self.answered && !self.generations.retired(self.born) {
-            self.generations.retire_all();
+        if self.answered {
+            self.conn.answers.note(self.silence.clock.now());
+        } else if self.conn.answers.silent_since(self.sent) {
+            let before = self.silence.mark.fetch_max(self.sent, Ordering::Relaxed);
+            if before < self.sent {
+                tracing::info!(
+                    "a PostgreSQL statement got no answer: the pool's connections silent since it was sent are retired, new ones are opened"
+                );
+            }
         }
     }
 }
@@ -139,7 +146,6 @@ impl ManageConnection for PgManager {
     type Error = StoreError;
 
     async fn connect(&self) -> Result<PgConn, StoreError> {
-        let born = self.generations.now();
         let client = connect(&self.config, &self.tls).await.map_err(sql_error)?;
         let prepare = async |sql: &str| client.prepare(sql).await.map_err(sql_error);
         Ok(PgConn {
@@ -148,21 +154,21 @@ impl ManageConnection for PgManager {
             settle: prepare(&self.sql.settle).await?,
             renew: prepare(&self.sql.renew).await?,
             client,
-            born,
+            answers: LastAnswer::new(self.silence.clock.now()),
             broken: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
     /// Run at every checkout: a connection whose server end is gone (a
     /// terminated backend, a restarted server, an idle timeout) or that is
-    /// retired ([`Generations`]) is never handed to an operation. No round
+    /// retired ([`Silence`]) is never handed to an operation. No round
     /// trip: the connection task has already seen the socket close.
     async fn is_valid(&self, conn: &mut PgConn) -> Result<(), StoreError> {
         if conn.client.is_closed() {
             Err(StoreError::unavailable(
                 "the pooled PostgreSQL connection was closed",
             ))
-        } else if self.generations.retired(conn.born) {
+        } else if self.silence.retired(conn) {
             Err(StoreError::unavailable(
                 "the pooled PostgreSQL connection was retired",
             ))
@@ -172,7 +178,7 @@ impl ManageConnection for PgManager {
     }
 
     fn has_broken(&self, conn: &mut PgConn) -> bool {
-        conn.client.is_closed() || *conn.broken.get_mut() || self.generations.retired(conn.born)
+        conn.client.is_closed() || *conn.broken.get_mut() || self.silence.retired(conn)
     }
 }
 

@@ -1,19 +1,21 @@
 //! The connection of a [`RedisStore`](super::RedisStore), judged by its
 //! answers: one multiplexed connection to a server, or one cluster
-//! connection, made when first needed and replaced as soon as a command
-//! sent over it gets no answer (it timed out, its caller stopped waiting,
-//! or the socket broke). A connection that went silent (half-open TCP: a
-//! failover behind a virtual IP, a NAT that dropped its state) looks open
-//! to the client until the kernel gives up on it, minutes later; a
-//! connection of a store is never trusted for that long.
+//! connection, made when first needed and replaced as soon as its socket
+//! breaks, or a command sent over it gets no answer (it timed out, or its
+//! caller stopped waiting) while the connection answered nothing else
+//! since the command was sent ([`crate::store::answers`]). A connection
+//! that went silent (half-open TCP: a failover behind a virtual IP, a NAT
+//! that dropped its state) looks open to the client until the kernel gives
+//! up on it, minutes later; a connection of a store is never trusted for
+//! that long. A loaded one, which goes on answering, is kept.
 //!
 //! Every socket also has TCP keepalive and `TCP_USER_TIMEOUT` set
 //! ([`tcp_settings`]), so that the kernel closes a dead one within seconds
 //! even while nothing is sent.
 
 use std::future::Future;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
@@ -23,6 +25,7 @@ use redis::io::tcp::{TcpSettings, socket2::TcpKeepalive};
 use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, RedisResult, Value};
 
 use super::errors::connection_lost;
+use crate::store::answers::{Clock, LastAnswer};
 use crate::store::keepalive;
 
 /// One connection, to a server or to a cluster: what a command is sent
@@ -89,9 +92,11 @@ pub(super) struct Connections {
     /// How often a failed connection attempt is tried again before a
     /// command fails.
     retries: usize,
-    /// The connection in use and its number; `None` once retired, until
-    /// the next command makes a new one.
-    current: Mutex<Option<(u64, Conn)>>,
+    /// The connection in use; `None` once retired, until the next command
+    /// makes a new one.
+    current: Mutex<Option<Lane>>,
+    /// What [`LastAnswer`]s are noted on.
+    clock: Clock,
     /// One task at a time makes the next connection; the others wait for
     /// it rather than each making their own.
     dialing: tokio::sync::Mutex<()>,
@@ -107,6 +112,7 @@ impl Connections {
             dialer,
             retries,
             current: Mutex::new(None),
+            clock: Clock::new(),
             dialing: tokio::sync::Mutex::new(()),
             made: AtomicU64::new(0),
         }
@@ -131,30 +137,35 @@ impl Connections {
         F: Fn(Conn) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
-        let (number, conn) = self.connection().await?;
-        match self.send_on(number, conn, &send).await {
+        let lane = self.connection().await?;
+        match self.send_on(&lane, &send).await {
             Err(e) if connection_lost(&e) => {
                 tracing::debug!(error = %e, "Redis connection lost; sending once more over a new one");
-                let (number, conn) = self.connection().await?;
-                self.send_on(number, conn, &send).await
+                let lane = self.connection().await?;
+                self.send_on(&lane, &send).await
             }
             other => other,
         }
     }
 
-    /// `send` over connection `number`, retiring it unless answered.
-    async fn send_on<T, F, Fut>(&self, number: u64, conn: Conn, send: &F) -> RedisResult<T>
+    /// `send` over `lane`, as [`InFlight`] judges it.
+    async fn send_on<T, F, Fut>(&self, lane: &Lane, send: &F) -> RedisResult<T>
     where
         F: Fn(Conn) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
-        let mut pending = Unanswered {
+        let mut flight = InFlight {
             connections: self,
-            number,
-            answered: false,
+            lane,
+            sent: self.clock.now(),
+            outcome: Outcome::Unanswered,
         };
-        let result = send(conn).await;
-        pending.answered = !matches!(&result, Err(e) if connection_lost(e));
+        let result = send(lane.conn.clone()).await;
+        flight.outcome = match &result {
+            Err(e) if e.is_timeout() => Outcome::Unanswered,
+            Err(e) if connection_lost(e) => Outcome::Broken,
+            _ => Outcome::Answered,
+        };
         result
     }
 
@@ -165,7 +176,7 @@ impl Connections {
     }
 
     /// The connection in use, or a new one.
-    async fn connection(&self) -> RedisResult<(u64, Conn)> {
+    async fn connection(&self) -> RedisResult<Lane> {
         if let Some(current) = self.current() {
             return Ok(current);
         }
@@ -174,9 +185,13 @@ impl Connections {
             return Ok(current);
         }
         let conn = self.dial().await?;
-        let number = self.made.fetch_add(1, Ordering::Relaxed);
-        *self.slot() = Some((number, conn.clone()));
-        Ok((number, conn))
+        let lane = Lane {
+            number: self.made.fetch_add(1, Ordering::Relaxed),
+            conn,
+            answers: Arc::new(LastAnswer::new(self.clock.now())),
+        };
+        *self.slot() = Some(lane.clone());
+        Ok(lane)
     }
 
     /// A new connection, tried again after a short pause up to `retries`
@@ -199,11 +214,11 @@ impl Connections {
         }
     }
 
-    fn current(&self) -> Option<(u64, Conn)> {
+    fn current(&self) -> Option<Lane> {
         self.slot().clone()
     }
 
-    fn slot(&self) -> std::sync::MutexGuard<'_, Option<(u64, Conn)>> {
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<Lane>> {
         self.current.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -211,27 +226,62 @@ impl Connections {
     /// commands in flight on it keep it until they end.
     fn retire(&self, number: u64) {
         let mut slot = self.slot();
-        if slot.as_ref().is_some_and(|(n, _)| *n == number) {
+        if slot.as_ref().is_some_and(|lane| lane.number == number) {
             *slot = None;
             tracing::info!(
                 connection = number,
-                "a Redis command got no answer: its connection is retired, the next command opens a new one"
+                "a Redis connection broke or went silent: it is retired, the next command opens a new one"
             );
         }
     }
 }
 
-/// A command in flight: retires its connection unless it was answered.
-struct Unanswered<'a> {
-    connections: &'a Connections,
+/// A connection and what is known of it: its number (so that retiring an
+/// old one never retires its successor) and when it last answered.
+#[derive(Clone)]
+struct Lane {
     number: u64,
-    answered: bool,
+    conn: Conn,
+    answers: Arc<LastAnswer>,
 }
 
-impl Drop for Unanswered<'_> {
+/// How a command sent over a connection ended.
+#[derive(Clone, Copy)]
+enum Outcome {
+    /// An answer came (a reply, or an error of the server's own).
+    Answered,
+    /// The socket broke under it.
+    Broken,
+    /// It timed out, or its caller stopped waiting (the future was
+    /// dropped).
+    Unanswered,
+}
+
+/// A command in flight on `lane`, sent at `sent`: notes an answer, or
+/// retires the connection if its socket broke, or if it went unanswered
+/// while the connection answered nothing else since `sent` (a cluster's:
+/// whenever it went unanswered).
+struct InFlight<'a> {
+    connections: &'a Connections,
+    lane: &'a Lane,
+    sent: u64,
+    outcome: Outcome,
+}
+
+impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        if !self.answered {
-            self.connections.retire(self.number);
+        let answers = &self.lane.answers;
+        match self.outcome {
+            Outcome::Answered => answers.note(self.connections.clock.now()),
+            Outcome::Broken => self.connections.retire(self.lane.number),
+            // A cluster's connection answers for every node: one node's
+            // silence does not show in the others' answers.
+            Outcome::Unanswered
+                if self.connections.is_cluster() || answers.silent_since(self.sent) =>
+            {
+                self.connections.retire(self.lane.number);
+            }
+            Outcome::Unanswered => {}
         }
     }
 }
