@@ -327,19 +327,43 @@ async fn terminated_backends_lose_nothing() {
 }
 
 /// The table on a tablespace of its own, on a small filesystem that fills
-/// up (`disk_full`, SQLSTATE 53100): a full store, waited out.
+/// up (`disk_full`, SQLSTATE 53100): a full store, waited out. On a
+/// PostgreSQL of the test's own: filling a disk and dropping a tablespace
+/// (which forces a checkpoint) are not for the machine's server, whose
+/// other tests would stall, and a tablespace left on an unmounted
+/// filesystem would stop it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_disk_is_waited_out() {
+    // Dropped in the reverse order: the server stops before the
+    // filesystem under its tablespace goes.
     let Some(disk) = support::SmallDisk::mount(4096, Some("postgres")) else {
         return;
     };
-    let Some(h) = PgHarness::new().await else {
+    let disk = Arc::new(disk);
+    let Some(server) = support::PgServer::start("full") else {
         return;
     };
-    let disk = Arc::new(disk);
-    let space = Tablespace::create(&h, disk.clone()).await;
-    let table = format!("{}.idem_records", h.schema);
-    let client = Arc::new(h.client);
+    let url = server.url("full");
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connect to the test's PostgreSQL");
+    tokio::spawn(connection);
+    let options = PostgresOptions::new().purge_interval(None);
+    let store = PostgresStore::connect_with(&url, options)
+        .await
+        .expect("connect");
+    // One statement each: CREATE TABLESPACE runs outside a transaction.
+    for sql in [
+        format!("CREATE TABLESPACE small LOCATION '{}'", disk.path.display()),
+        "ALTER TABLE idem_records SET TABLESPACE small".to_owned(),
+        "ALTER TABLE idem_records SET (autovacuum_enabled = false)".to_owned(),
+    ] {
+        client
+            .batch_execute(&sql)
+            .await
+            .expect("the table on the small filesystem");
+    }
+    let client = Arc::new(client);
     let (filler, filling) = (disk.clone(), client.clone());
     // Full: the filesystem, then every page of the table, with live rows
     // (a dead row's space would be reclaimed by the next update).
@@ -347,7 +371,7 @@ async fn a_full_disk_is_waited_out() {
         filler.fill();
         let insert = |payload: usize| {
             format!(
-                "INSERT INTO {table} (key, state, fingerprint, attempt, payload, expires_at)
+                "INSERT INTO idem_records (key, state, fingerprint, attempt, payload, expires_at)
                  VALUES (gen_random_uuid()::text, 'done', '\\x00', 0, repeat('x', {payload}),
                          now() + interval '1 hour')"
             )
@@ -361,63 +385,5 @@ async fn a_full_disk_is_waited_out() {
             })
         });
     };
-    idem::testing::cases::full_store_is_waited_out(h.store.clone(), fill, || disk.free()).await;
-    drop(space);
-}
-
-/// A tablespace on a [`support::SmallDisk`] holding a harness's table,
-/// dropped with the harness's schema when this is (also when the test
-/// fails): a tablespace left behind on a filesystem that is unmounted
-/// makes the server's next checkpoint fail, and PostgreSQL stop.
-struct Tablespace {
-    name: String,
-    schema: String,
-    disk: Arc<support::SmallDisk>,
-}
-
-impl Tablespace {
-    async fn create(h: &PgHarness, disk: Arc<support::SmallDisk>) -> Tablespace {
-        let name = format!("{}_disk", h.schema);
-        let table = format!("{}.idem_records", h.schema);
-        let space = Tablespace {
-            name: name.clone(),
-            schema: h.schema.clone(),
-            disk,
-        };
-        // One statement each: CREATE TABLESPACE runs outside a transaction.
-        for sql in [
-            format!(
-                "CREATE TABLESPACE {name} LOCATION '{}'",
-                space.disk.path.display()
-            ),
-            format!("ALTER TABLE {table} SET TABLESPACE {name}"),
-            format!("ALTER TABLE {table} SET (autovacuum_enabled = false)"),
-        ] {
-            h.client
-                .batch_execute(&sql)
-                .await
-                .expect("the table on the small filesystem");
-        }
-        space
-    }
-}
-
-impl Drop for Tablespace {
-    fn drop(&mut self) {
-        // Room for the checkpoint that DROP TABLESPACE asks for.
-        self.disk.free();
-        for sql in [
-            format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema),
-            format!("DROP TABLESPACE IF EXISTS {}", self.name),
-        ] {
-            let dropped = std::process::Command::new("psql")
-                .arg(support::postgres_url())
-                .args(["-q", "-w", "-v", "ON_ERROR_STOP=1", "-c", &sql])
-                .status()
-                .is_ok_and(|s| s.success());
-            if !dropped && !std::thread::panicking() {
-                panic!("`{sql}` failed: drop the tablespace by hand before unmounting it");
-            }
-        }
-    }
+    idem::testing::cases::full_store_is_waited_out(Arc::new(store), fill, || disk.free()).await;
 }

@@ -134,20 +134,40 @@ pub(crate) fn url_via(url: &str, addr: std::net::SocketAddr) -> String {
 
 /// A PostgreSQL server of the test's own: a cluster made by `initdb` in a
 /// temporary directory, run as the `postgres` user on a free loopback port,
-/// with TLS on the server certificate of `certs` and password (SCRAM)
-/// authentication for user `idem`. Stopped (fast shutdown) when dropped.
-#[cfg(feature = "postgres-tls")]
+/// with password (SCRAM) authentication for the superuser `idem`, and TLS
+/// on the server certificate of `certs` for [`start_tls`](Self::start_tls).
+/// Stopped (fast shutdown) when dropped. For what a test may not do to the
+/// machine's PostgreSQL: fill a disk, force checkpoints, crash it.
+#[cfg(feature = "postgres")]
 pub(crate) struct PgServer {
     pub(crate) port: u16,
     child: std::process::Child,
     _dir: TempDir,
 }
 
-#[cfg(feature = "postgres-tls")]
+#[cfg(feature = "postgres")]
 impl PgServer {
-    /// `None` (reported) when PostgreSQL's server binaries or its
-    /// `postgres` user are missing.
+    /// A server with TLS; `None` (reported) when PostgreSQL's server
+    /// binaries or its `postgres` user are missing.
+    #[cfg(feature = "postgres-tls")]
     pub(crate) fn start_tls(certs: &Certs, password: &str) -> Option<PgServer> {
+        PgServer::start_with(Some(certs), password)
+    }
+
+    /// A server without TLS, as [`start_tls`](Self::start_tls).
+    pub(crate) fn start(password: &str) -> Option<PgServer> {
+        PgServer::start_with(None, password)
+    }
+
+    /// A plain URL of database `postgres` as user `idem`.
+    pub(crate) fn url(&self, password: &str) -> String {
+        format!(
+            "postgres://idem:{password}@127.0.0.1:{}/postgres?sslmode=disable",
+            self.port
+        )
+    }
+
+    fn start_with(certs: Option<&Certs>, password: &str) -> Option<PgServer> {
         use std::os::unix::process::CommandExt;
         let how = "Install PostgreSQL's server (apt-get install postgresql): the test runs initdb as user postgres.";
         let bindir = Command::new("pg_config").arg("--bindir").output();
@@ -196,34 +216,36 @@ impl PgServer {
             unavailable("initdb", how);
             return None;
         }
-        for file in ["server.crt", "server.key"] {
-            let to = data.join(file);
-            std::fs::copy(certs.dir.0.join(file), &to).expect("copy the certificate");
-            chown(&to).expect("chown");
-        }
-        std::fs::set_permissions(
-            data.join("server.key"),
-            std::os::unix::fs::PermissionsExt::from_mode(0o600),
-        )
-        .expect("chmod the key");
         let port = free_port();
-        let child = as_postgres("postgres")
+        let mut server = as_postgres("postgres");
+        server
             .arg("-D")
             .arg(&data)
             .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
             .arg("-c")
             .arg(format!("unix_socket_directories={}", dir.0.display()))
-            .args([
+            .args(["-c", "fsync=off"]);
+        if let Some(certs) = certs {
+            for file in ["server.crt", "server.key"] {
+                let to = data.join(file);
+                std::fs::copy(certs.dir.0.join(file), &to).expect("copy the certificate");
+                chown(&to).expect("chown");
+            }
+            std::fs::set_permissions(
+                data.join("server.key"),
+                std::os::unix::fs::PermissionsExt::from_mode(0o600),
+            )
+            .expect("chmod the key");
+            server.args([
                 "-c",
                 "ssl=on",
                 "-c",
                 "ssl_cert_file=server.crt",
                 "-c",
                 "ssl_key_file=server.key",
-            ])
-            .args(["-c", "fsync=off"])
-            .spawn()
-            .expect("start postgres");
+            ]);
+        }
+        let child = server.spawn().expect("start postgres");
         let server = PgServer {
             port,
             child,
@@ -242,7 +264,7 @@ impl PgServer {
     }
 }
 
-#[cfg(feature = "postgres-tls")]
+#[cfg(feature = "postgres")]
 impl Drop for PgServer {
     fn drop(&mut self) {
         // SIGINT: a fast shutdown, so no backend or shared memory outlives it.

@@ -124,14 +124,16 @@ impl Connections {
     }
 
     /// Sends what `send` sends over the connection in use (made first if
-    /// there is none). The connection is retired if the command gets no
-    /// answer: it failed at the connection level or timed out, or this
-    /// future was dropped before it was answered (the registry's store
-    /// timeout). A command whose connection failed so is sent once more
-    /// over a new connection; one that could not be made is an error at
-    /// once (it has had its connection timeout). Safe for every command
-    /// the store sends: a claim that took effect recognises its own token,
-    /// a settle repeated by its token succeeds, and the rest only read.
+    /// there is none), as [`InFlight`] judges it: the connection is
+    /// retired if its socket broke under the command, or if the command
+    /// got no answer (it timed out, or this future was dropped: the
+    /// registry's store timeout) while the connection answered nothing
+    /// else since it was sent. A command that failed so is sent once more,
+    /// over a new connection where its own was retired; one that could not
+    /// be made is an error at once (it has had its connection timeout).
+    /// Safe for every command the store sends: a claim that took effect
+    /// recognises its own token, a settle repeated by its token succeeds,
+    /// and the rest only read.
     pub(super) async fn send<T, F, Fut>(&self, send: F) -> RedisResult<T>
     where
         F: Fn(Conn) -> Fut,
