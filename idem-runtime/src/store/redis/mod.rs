@@ -310,21 +310,10 @@ impl RedisStore {
     }
 
     /// Runs SETTLE: `op` on the record held with `token`, which is
-    /// `State`'s name or `renew`.
+    /// `State`'s name or `renew`, waiting for replicas as `wait` says (the
+    /// store's `wait_for_replicas`, but for the release of a claim they
+    /// did not acknowledge).
     async fn settle(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
-        op: &str,
-        payload: &[u8],
-        expiry: Duration,
-    ) -> Result<(), StoreError> {
-        self.settle_waiting(key, token, op, payload, expiry, self.wait)
-            .await
-    }
-
-    /// [`settle`](Self::settle), waiting for replicas as `wait` says.
-    async fn settle_waiting(
         &self,
         key: &IdemKey,
         token: &LeaseToken,
@@ -470,7 +459,7 @@ impl RedisStore {
             // Without waiting for replicas again: the release only keeps
             // the primary from holding a claim nobody runs under.
             let released = State::Released.as_str();
-            let release = self.settle_waiting(key, token, released, b"", CLAIM_RETENTION, None);
+            let release = self.settle(key, token, released, b"", CLAIM_RETENTION, None);
             if let Err(release) = release.await {
                 tracing::debug!(key = %key, error = %release, "releasing a claim too few replicas acknowledged");
             }
@@ -598,13 +587,27 @@ impl IdemStore for RedisStore {
         result: &str,
         ttl: Duration,
     ) -> Result<(), StoreError> {
-        self.settle(key, token, State::Done.as_str(), result.as_bytes(), ttl)
-            .await
+        self.settle(
+            key,
+            token,
+            State::Done.as_str(),
+            result.as_bytes(),
+            ttl,
+            self.wait,
+        )
+        .await
     }
 
     async fn release(&self, key: &IdemKey, token: &LeaseToken) -> Result<(), StoreError> {
-        self.settle(key, token, State::Released.as_str(), b"", CLAIM_RETENTION)
-            .await
+        self.settle(
+            key,
+            token,
+            State::Released.as_str(),
+            b"",
+            CLAIM_RETENTION,
+            self.wait,
+        )
+        .await
     }
 
     async fn fail(
@@ -614,8 +617,15 @@ impl IdemStore for RedisStore {
         error: &str,
         ttl: Duration,
     ) -> Result<(), StoreError> {
-        self.settle(key, token, State::Failed.as_str(), error.as_bytes(), ttl)
-            .await
+        self.settle(
+            key,
+            token,
+            State::Failed.as_str(),
+            error.as_bytes(),
+            ttl,
+            self.wait,
+        )
+        .await
     }
 
     async fn renew(
@@ -627,8 +637,15 @@ impl IdemStore for RedisStore {
         // SETTLE's `renew` takes the lease as payload and the retention as
         // the expiry beyond it.
         let lease_ms = millis(lease).to_string();
-        self.settle(key, token, "renew", lease_ms.as_bytes(), CLAIM_RETENTION)
-            .await
+        self.settle(
+            key,
+            token,
+            "renew",
+            lease_ms.as_bytes(),
+            CLAIM_RETENTION,
+            self.wait,
+        )
+        .await
     }
 
     async fn inspect(&self, key: &IdemKey) -> Result<Option<RecordInfo>, StoreError> {
