@@ -207,7 +207,9 @@ fn shape<'a>(schema: &'a Value, defs: Option<&'a Value>) -> Shape<'a> {
 /// `schema`'s branches with `$ref`s resolved and unions flattened, into
 /// `out`; `null` branches left out. Bounded against a cycle of `$ref`s.
 fn flatten<'a>(schema: &'a Value, defs: Option<&'a Value>, out: &mut Vec<&'a Value>, depth: usize) {
-    if depth > 16 {
+    // Deeper than any union a derive writes: only a cycle of `$ref`s.
+    const MAX_DEPTH: usize = 16;
+    if depth > MAX_DEPTH {
         return;
     }
     let schema = resolve(schema, defs);

@@ -55,13 +55,11 @@ fn plain(text: String) -> String {
     }
 }
 
-/// A plaintext payload read back: `None` if it is sealed, else its text
-/// with a [`PLAIN`] escape taken off.
-fn unplain(text: String) -> Option<String> {
+/// A plaintext payload's text: its [`PLAIN`] escape, if any, taken off.
+fn unplain(text: String) -> String {
     match text.strip_prefix(PLAIN) {
-        Some(escaped) => Some(escaped.to_owned()),
-        None if text.starts_with(SEALED) => None,
-        None => Some(text),
+        Some(escaped) => escaped.to_owned(),
+        None => text,
     }
 }
 
@@ -100,16 +98,15 @@ pub(crate) fn open(
         Some(keys) => keys.open(key, holds, text),
         #[cfg(not(feature = "encryption"))]
         Some(never) => match *never {},
-        None => unplain(text).ok_or_else(|| {
-            StoreError::corrupt(
-                key.as_str(),
-                format!(
-                    "the recorded {} is encrypted, and this registry has no keys to read it \
-                     (RegistryBuilder::encrypt_results)",
-                    holds.as_str()
-                ),
-            )
-        }),
+        None if text.starts_with(SEALED) => Err(StoreError::corrupt(
+            key.as_str(),
+            format!(
+                "the recorded {} is encrypted, and this registry has no keys to read it \
+                 (RegistryBuilder::encrypt_results)",
+                holds.as_str()
+            ),
+        )),
+        None => Ok(unplain(text)),
     }
 }
 
@@ -122,7 +119,7 @@ mod keys {
     use chacha20poly1305::aead::{Aead, KeyInit, Payload};
     use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 
-    use super::{Holds, SEALED};
+    use super::{Holds, SEALED, unplain};
     use crate::error::StoreError;
     use crate::key::IdemKey;
 
@@ -240,11 +237,7 @@ mod keys {
             let corrupt = |reason: String| StoreError::corrupt(key.as_str(), reason);
             let Some(rest) = text.strip_prefix(SEALED) else {
                 return match self.accept_plaintext {
-                    // Not sealed: the escape of a plaintext, if any, goes.
-                    true => Ok(match text.strip_prefix(super::PLAIN) {
-                        Some(escaped) => escaped.to_owned(),
-                        None => text,
-                    }),
+                    true => Ok(unplain(text)),
                     false => Err(corrupt(format!(
                         "the recorded {what} is not encrypted, and this registry reads only \
                          encrypted records (ResultKeys::accept_plaintext)"
