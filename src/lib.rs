@@ -12,8 +12,15 @@ pub use idem_runtime::*;
 /// Parameters are the tool's arguments (each a property of its JSON schema,
 /// `Option<T>` optional, `///` its description), or one `#[args]` struct.
 /// An optional `ctx: &Ctx<State>` gives the run id and the application
-/// state. The doc comment is the description the model reads. Keys:
-/// `name = ".."`, `description = ".."`.
+/// state. The doc comment is the description the model reads.
+///
+/// Every key, all optional:
+///
+/// | key | what it sets |
+/// |---|---|
+/// | `name = "search"` | the tool's name (default: the function's) |
+/// | `description = ".."` | the description (default: the doc comment); a macro such as `concat!` works |
+/// | `crate = "my_idem"` | the path idem is known by where it is not `::idem` (a renamed dependency) |
 ///
 /// ```
 /// use idem::prelude::*;
@@ -49,11 +56,38 @@ pub use idem_macros::read_tool;
 /// arguments, runs at most once, and is replayed to duplicates.
 ///
 /// The function must take `ctx: &WriteCtx<State>` (or `&WriteCtx` for any
-/// state) and should pass `ctx.idem_key()` downstream. Keys, all optional:
-/// `name`, `description`, `lease = "30s"`, `ttl = "24h"`, `max_hold = "10m"`,
-/// `scope = "run" | "global"`, `key = [field, ..]`, `version = 1`,
-/// `on_in_flight = "reject" | "wait(5s)"`, `permanent_errors = path`
-/// (`fn(&E) -> bool`), `destructive = bool`, `open_world = bool`.
+/// state) and should pass `ctx.idem_key()` downstream.
+///
+/// Every key, all optional (durations take `ms`, `s`, `m`, `h`, `d`):
+///
+/// | key | what it sets |
+/// |---|---|
+/// | `name = "charge"` | the tool's name (default: the function's) |
+/// | `description = ".."` | the description (default: the doc comment) |
+/// | `scope = "run"` or `"global"` | whether a key holds within one run (default) or across runs |
+/// | `key = [a, b.c]` | key on these fields only; **every other field is checked** |
+/// | `check = [a]` | not keyed, but a duplicate with another value there is a `KeyConflict` (not beside `key`) |
+/// | `ignore = [a]` | neither keyed nor checked: a duplicate differing only there is replayed |
+/// | `version = 1` | part of the key: raise it when the tool's meaning changes |
+/// | `lease = "30s"` | how long a claim holds without renewal |
+/// | `ttl = "24h"` | how long a result is replayed |
+/// | `max_hold = "10m"` | the longest a claim is renewed, and a result retried into the store |
+/// | `max_result_bytes = 1048576` | the largest result recorded |
+/// | `on_in_flight = "reject"` or `"wait(5s)"` | what a duplicate gets while the first call runs |
+/// | `on_store_error = "fail_closed"` or `"run"` | whether the body runs unclaimed when the store is unreachable |
+/// | `permanent_errors = path::to::fn` | a `fn(&E) -> bool`: errors recorded and replayed, not retried |
+/// | `destructive`, `open_world` (or `= bool`) | MCP annotations |
+/// | `crate = "my_idem"` | the path idem is known by where it is not `::idem` |
+///
+/// Field paths name flat parameters by their Rust names, and the members of
+/// an `#[args]` struct or a nested object by their JSON names (a
+/// misspelling, or a Rust name where the JSON one differs, is an error
+/// naming the right one). Without `key`, `check` and `ignore`, every field
+/// is keyed, so no call conflicts. With `key = [user_id]`, every other
+/// field, `Option`s included, is checked: the same `user_id` with another
+/// value in one of them is a `KeyConflict` naming that field. Below,
+/// `locale` is ignored, so a welcome sent in another language is still the
+/// one welcome.
 ///
 /// ```
 /// use idem::prelude::*;
@@ -72,7 +106,7 @@ pub use idem_macros::read_tool;
 /// }
 ///
 /// /// Send the welcome mail to a new user, once ever.
-/// #[write_tool(scope = "global", key = [user_id], permanent_errors = bounced)]
+/// #[write_tool(scope = "global", key = [user_id], ignore = [locale], permanent_errors = bounced)]
 /// async fn send_welcome(user_id: u64, locale: Option<String>, ctx: &WriteCtx) -> Result<String, MailError> {
 ///     // mailer.send(user_id, locale, message_id = ctx.idem_key().as_str())
 ///     Ok(format!("sent to {user_id} ({})", locale.as_deref().unwrap_or("en")))
@@ -81,8 +115,9 @@ pub use idem_macros::read_tool;
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let registry = Registry::builder(()).tool(send_welcome).build().unwrap();
 /// let args = serde_json::json!({"user_id": 7});
-/// let a = registry.call("run-1", "send_welcome", args.clone()).await.unwrap();
-/// let b = registry.call("run-2", "send_welcome", args).await.unwrap(); // global: replayed
+/// let a = registry.call("run-1", "send_welcome", args).await.unwrap();
+/// let again = serde_json::json!({"user_id": 7, "locale": "fr"});
+/// let b = registry.call("run-2", "send_welcome", again).await.unwrap(); // global: replayed
 /// assert_eq!(a, b);
 /// # }
 /// ```

@@ -59,7 +59,8 @@ fn without_idem_every_scene_charges_twice() {
 async fn the_demos_charge_card_is_safe_to_retry() {
     let dir = support::TempDir::new("retry-check");
     let args = json!({"amount": 4200, "currency": "eur", "customer_id": "cus_42"});
-    let report = RetryCheck::new(scenes::charge_card, scenes::Shop::at(&dir.0), args)
+    let at = dir.0.clone();
+    let report = RetryCheck::new(scenes::charge_card, move || scenes::Shop::at(&at), args)
         .effects(scenes::Shop::charges)
         .run()
         .await;

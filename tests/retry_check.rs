@@ -2,13 +2,15 @@
 //! tools: a tool that passes its key downstream and classifies its errors
 //! passes every scenario; a tool that does not pass its key, or that calls
 //! a permanent error transient (or the reverse), fails the scenario that
-//! shows it, and the report says why.
+//! shows it, and the report says why. Each scenario starts from a fresh
+//! state, so a fake with a business rule ("already refunded") passes, and
+//! a fake that refuses a first call is reported apart from the tool.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use idem::prelude::*;
-use idem::testing::{RetryCheck, RetryReport};
+use idem::testing::{RetryCheck, RetryReport, Verdict};
 use serde_json::json;
 
 /// A fake payment provider: deduplicates on the idempotency key it is
@@ -69,7 +71,7 @@ async fn charge_all_transient(amount: u64, ctx: &WriteCtx<Provider>) -> Result<u
 async fn check<M>(
     tool: impl idem::testing::IntoWriteTool<Provider, M, Tool = impl idem::WriteTool<Provider>>,
 ) -> RetryReport {
-    RetryCheck::new(tool, Provider::default(), json!({"amount": 100}))
+    RetryCheck::new(tool, Provider::default, json!({"amount": 100}))
         .effects(Provider::count)
         .transient_failure(|p| p.fail_transient.store(true, Ordering::SeqCst))
         .permanent_failure(|p| p.fail_permanent.store(true, Ordering::SeqCst))
@@ -77,11 +79,18 @@ async fn check<M>(
         .await
 }
 
+/// What is wrong with the tool in `scenario`, if anything.
 fn problem<'a>(report: &'a RetryReport, scenario: &str) -> Option<&'a str> {
+    match verdict(report, scenario) {
+        Verdict::Unsafe(why) => Some(why),
+        _ => None,
+    }
+}
+
+fn verdict<'a>(report: &'a RetryReport, scenario: &str) -> &'a Verdict {
     let row = report.rows.iter().find(|r| r.scenario == scenario);
-    row.unwrap_or_else(|| panic!("no scenario {scenario}: {report}"))
-        .problem
-        .as_deref()
+    &row.unwrap_or_else(|| panic!("no scenario {scenario}: {report}"))
+        .verdict
 }
 
 #[tokio::test]
@@ -137,5 +146,91 @@ async fn a_tool_that_calls_every_error_transient_fails_the_permanent_scenario() 
         problem(&report, "a transient error, then the retry"),
         None,
         "{report}"
+    );
+}
+
+/// A refund service with the rule real ones have: an order is refunded
+/// once. A repeat under the same idempotency key gets the first refund
+/// back; another refund of the same order is refused.
+#[derive(Default)]
+struct Refunds {
+    done: Mutex<Vec<(String, String)>>,
+    /// Refuse everything: a fake set up wrongly.
+    closed: bool,
+}
+
+impl Refunds {
+    fn closed() -> Refunds {
+        Refunds {
+            closed: true,
+            ..Refunds::default()
+        }
+    }
+
+    fn refund(&self, order: &str, key: &str) -> Result<String, String> {
+        if self.closed {
+            return Err("the refund service is closed".into());
+        }
+        let mut done = self.done.lock().expect("lock");
+        if let Some((_, k)) = done.iter().find(|(o, k)| o == order && k == key) {
+            return Ok(format!("refund of {order} under {}", &k[k.len() - 6..]));
+        }
+        if done.iter().any(|(o, _)| o == order) {
+            return Err(format!("order {order} already refunded"));
+        }
+        done.push((order.to_owned(), key.to_owned()));
+        Ok(format!("refund of {order} under {}", &key[key.len() - 6..]))
+    }
+
+    fn count(&self) -> usize {
+        self.done.lock().expect("lock").len()
+    }
+}
+
+/// Refund an order, the reason the model gives ignored.
+#[write_tool(ignore = [reason])]
+async fn refund(order_id: String, reason: String, ctx: &WriteCtx<Refunds>) -> Result<String, String> {
+    let _ = reason;
+    ctx.state().refund(&order_id, ctx.idem_key().as_str())
+}
+
+#[tokio::test]
+async fn a_fake_that_refunds_an_order_once_passes_and_a_closed_one_is_told_apart() {
+    let args = json!({"order_id": "o-1", "reason": "damaged"});
+    let report = RetryCheck::new(refund, Refunds::default, args.clone())
+        .effects(Refunds::count)
+        .run()
+        .await;
+    // On one shared state the order would be refunded in the first
+    // scenario and every later one refused as "already refunded".
+    report.assert_ok();
+    let played: Vec<_> = report.rows.iter().filter(|r| r.runs > 0).collect();
+    assert_eq!(played.len(), 4, "{report}");
+    assert!(played.iter().all(|r| r.effects == Some(1)), "{report}");
+
+    let closed = RetryCheck::new(refund, Refunds::closed, args)
+        .effects(Refunds::count)
+        .run()
+        .await;
+    assert!(!closed.passed(), "{closed}");
+    for scenario in [
+        "the same call twice",
+        "4 concurrent duplicates",
+        "a crash after the claim",
+        "a crash after the side effect",
+    ] {
+        match verdict(&closed, scenario) {
+            Verdict::CouldNotPlay(why) => assert!(
+                why.contains("the fake downstream refused") && why.contains("closed"),
+                "{closed}"
+            ),
+            other => panic!("{scenario}: {other:?}\n{closed}"),
+        }
+    }
+    let panic = std::panic::catch_unwind(|| closed.assert_ok()).expect_err("assert_ok fails");
+    let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        message.starts_with("the check could not play every scenario"),
+        "{message}"
     );
 }

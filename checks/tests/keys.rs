@@ -951,6 +951,21 @@ mod roles {
         channel: String,
     }
 
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    #[serde(rename_all = "camelCase")]
+    struct Refund {
+        order_id: String,
+        customer_note: String,
+    }
+
+    /// Refund an order, the customer's note named by its Rust name, which
+    /// the arguments' JSON spells `customerNote`.
+    #[write_tool(ignore = [customer_note])]
+    async fn refund(#[args] refund: Refund, ctx: &WriteCtx<AtomicU32>) -> Result<u32, String> {
+        let _ = (refund.order_id, refund.customer_note);
+        Ok(ctx.state().fetch_add(1, Ordering::SeqCst))
+    }
+
     /// Post a note, its text ignored: an `#[args]` struct's roles are
     /// checked when the registry is built.
     #[write_tool(ignore = [body])]
@@ -1006,17 +1021,23 @@ mod roles {
         Ok(0)
     }
 
-    /// A path into a list's items.
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    struct Cart {
+        items: Vec<Item>,
+    }
+
+    /// A path into a list's items, in an `#[args]` struct (on a flat
+    /// parameter, a compile error: `role_into_a_list`).
     #[write_tool(ignore = [items.note])]
-    async fn ship_item_notes(items: Vec<Item>, ctx: &WriteCtx<AtomicU32>) -> Result<u32, String> {
-        let _ = (items, ctx);
+    async fn ship_item_notes(#[args] cart: Cart, ctx: &WriteCtx<AtomicU32>) -> Result<u32, String> {
+        let _ = (cart.items, ctx);
         Ok(0)
     }
 
-    /// A keyed path into a list's items.
+    /// A keyed path into a list's items, in an `#[args]` struct.
     #[write_tool(key = [items.sku])]
-    async fn ship_by_sku(items: Vec<Item>, ctx: &WriteCtx<AtomicU32>) -> Result<u32, String> {
-        let _ = (items, ctx);
+    async fn ship_by_sku(#[args] cart: Cart, ctx: &WriteCtx<AtomicU32>) -> Result<u32, String> {
+        let _ = (cart.items, ctx);
         Ok(0)
     }
 
@@ -1088,6 +1109,15 @@ mod roles {
                 assert_eq!(tool, "post");
                 assert!(message.contains("`ignore` names `body`"), "{message}");
             }
+            other => panic!("expected InvalidSetting, got {:?}", other.map(|_| ())),
+        }
+        let rust_name = Registry::builder(AtomicU32::new(0)).tool(refund).build();
+        match rust_name {
+            Err(RegistryError::InvalidSetting { message, .. }) => assert!(
+                message.contains("`ignore` names `customer_note`")
+                    && message.contains("did you mean `customerNote`?"),
+                "{message}"
+            ),
             other => panic!("expected InvalidSetting, got {:?}", other.map(|_| ())),
         }
         let nothing = Registry::builder(AtomicU32::new(0))

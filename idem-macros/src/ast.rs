@@ -109,11 +109,14 @@ impl<'a> ToolFn<'a> {
     }
 
     /// The type parameter the function is generic over, when that is its
-    /// only generic parameter and its context's state is it
-    /// (`async fn f<S: Bound>(.., ctx: &WriteCtx<S>)`).
+    /// only generic parameter but for lifetimes and its context's state is
+    /// it (`async fn f<S: Bound>(.., ctx: &WriteCtx<S>)`).
     pub(crate) fn state_param(&self) -> Option<&'a syn::TypeParam> {
         let generics = &self.item.sig.generics;
-        let mut params = generics.params.iter();
+        let mut params = generics
+            .params
+            .iter()
+            .filter(|p| !matches!(p, syn::GenericParam::Lifetime(_)));
         let (Some(syn::GenericParam::Type(param)), None) = (params.next(), params.next()) else {
             return None;
         };

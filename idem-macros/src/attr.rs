@@ -269,14 +269,44 @@ fn parse_field_list(meta: &ParseNestedMeta<'_>) -> syn::Result<FieldList> {
     })
 }
 
-/// `order_id`, or `order.id` for a field of a nested object.
+/// `order_id`, or `order.id` for a field of a nested object. A tuple
+/// index or a list index is refused saying what a path can name.
 fn parse_key_path(input: syn::parse::ParseStream<'_>) -> syn::Result<KeyPath> {
+    if input.peek(syn::Lit) {
+        let lit: syn::Lit = input.parse()?;
+        return Err(syn::Error::new_spanned(
+            lit,
+            "a field path names fields by name: write the parameter's name (`order_id`), or a field of a nested object (`order.id`)",
+        ));
+    }
     let mut segments = vec![Ident::parse_any_ident(input)?];
-    while input.peek(Token![.]) {
+    loop {
+        if input.peek(syn::token::Bracket) {
+            let index: proc_macro2::TokenTree = input.parse()?;
+            return Err(syn::Error::new_spanned(
+                index,
+                format!(
+                    "a field path cannot index into a list: a role applies to the whole of `{}` or to none of it",
+                    KeyPath { segments }.dotted()
+                ),
+            ));
+        }
+        if !input.peek(Token![.]) {
+            return Ok(KeyPath { segments });
+        }
         let _: Token![.] = input.parse()?;
+        if input.peek(syn::LitInt) || input.peek(syn::LitFloat) {
+            let index: syn::Lit = input.parse()?;
+            let whole = KeyPath { segments }.dotted();
+            return Err(syn::Error::new_spanned(
+                index,
+                format!(
+                    "a field path names fields, and a tuple's elements have no names: key on the tuple whole (`{whole}`), or make it a struct with named fields and name one (`{whole}.start`)"
+                ),
+            ));
+        }
         segments.push(Ident::parse_any_ident(input)?);
     }
-    Ok(KeyPath { segments })
 }
 
 fn parse_version(meta: &ParseNestedMeta<'_>) -> syn::Result<u32> {

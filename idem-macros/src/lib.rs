@@ -14,6 +14,7 @@ mod ctxt;
 mod expand;
 mod kind;
 mod krate;
+mod place;
 mod symbol;
 mod valid;
 
@@ -28,17 +29,31 @@ use crate::krate::PRIVATE;
 /// Turns an `async fn` into a read tool. See the `idem` crate.
 #[proc_macro_attribute]
 pub fn read_tool(attr: TokenStream, item: TokenStream) -> TokenStream {
-    expand_tool(Kind::Read, attr.into(), item.into()).into()
+    let block = place::enclosing_block(proc_macro::Span::call_site());
+    expand_tool(Kind::Read, block, attr.into(), item.into()).into()
 }
 
 /// Turns an `async fn` into an idempotent write tool. See the `idem` crate.
 #[proc_macro_attribute]
 pub fn write_tool(attr: TokenStream, item: TokenStream) -> TokenStream {
-    expand_tool(Kind::Write, attr.into(), item.into()).into()
+    let block = place::enclosing_block(proc_macro::Span::call_site());
+    expand_tool(Kind::Write, block, attr.into(), item.into()).into()
 }
 
-fn expand_tool(kind: Kind, attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
+/// The tool, or the errors; `block` is the `impl` or trait the attribute
+/// stands in, if it stands in one.
+fn expand_tool(
+    kind: Kind,
+    block: Option<place::Block>,
+    attr: TokenStream2,
+    item: TokenStream2,
+) -> TokenStream2 {
     krate::set(None);
+    if let Some(block) = block {
+        // Said first and alone: what the expansion would add inside the
+        // block is about items the user never wrote.
+        return misplaced(kind, block, item);
+    }
     let item: ItemFn = match syn::parse2(item.clone()) {
         Ok(item) => item,
         Err(e) => {
@@ -68,6 +83,29 @@ fn try_expand(kind: Kind, attr: TokenStream2, item: &ItemFn) -> Result<TokenStre
         ));
     };
     Ok(expand::expand(kind, &tool, &attrs, ret))
+}
+
+/// A tool inside an `impl` block or a trait: the error saying where it
+/// goes, and the function as written, or the stub where it parses as one.
+fn misplaced(kind: Kind, block: place::Block, item: TokenStream2) -> TokenStream2 {
+    let name = syn::parse2::<syn::TraitItemFn>(item.clone())
+        .map(|f| format!("`{}`", f.sig.ident))
+        .unwrap_or_else(|_| "the function".to_owned());
+    let message = format!(
+        "`#[{attr}]` goes on a free function at module level, not on a function in {block}: \
+         move {name} out of it, to the module around it; what the tool needs from `self` \
+         goes in the registry's state, which it reaches through its context (`ctx.state()`)",
+        attr = kind.attr_name(),
+        block = block.as_str(),
+    );
+    let error = syn::Error::new(proc_macro2::Span::call_site(), message);
+    match syn::parse2::<ItemFn>(item.clone()) {
+        Ok(item) => stub(&item, error),
+        Err(_) => {
+            let error = error.into_compile_error();
+            quote!(#item #error)
+        }
+    }
 }
 
 /// On error: the errors, plus a function of the same name that registers

@@ -24,7 +24,13 @@ pub(crate) fn check(cx: &mut Ctxt, kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs)
             ),
         );
     }
-    let generic = !sig.generics.params.is_empty() || sig.generics.where_clause.is_some();
+    // Lifetimes are the function's own business: a tool may name them.
+    let generic = sig
+        .generics
+        .params
+        .iter()
+        .any(|p| !matches!(p, syn::GenericParam::Lifetime(_)))
+        || sig.generics.where_clause.is_some();
     if generic && tool.state_param().is_none() {
         cx.error_spanned_by(
             &sig.generics,
@@ -351,6 +357,20 @@ fn check_roles(cx: &mut Ctxt, tool: &ToolFn<'_>, attrs: &Attrs) {
     for (role, list) in lists {
         for path in list.into_iter().flat_map(|l| &l.fields) {
             let first = path.first().unraw_string();
+            let list_param = tool
+                .flat()
+                .find(|(ident, _)| ident.unraw_string() == first)
+                .filter(|(_, ty)| is_list(ty));
+            if let (Some((_, ty)), Some(into)) = (list_param, path.segments.get(1)) {
+                cx.error_spanned_by(
+                    into,
+                    format!(
+                        "`{first}` is a list (`{}`), and a role cannot reach into its items: give the whole `{first}` a role instead (`{} = [{first}]`)",
+                        ty.to_token_stream().to_string().replace(' ', ""),
+                        role.attribute(),
+                    ),
+                );
+            }
             if !known.contains(&first.as_str()) {
                 let names: Vec<String> = known.iter().map(|n| format!("`{n}`")).collect();
                 cx.error_spanned_by(
@@ -363,5 +383,30 @@ fn check_roles(cx: &mut Ctxt, tool: &ToolFn<'_>, attrs: &Attrs) {
                 );
             }
         }
+    }
+}
+
+/// Whether `ty` is written as a list: an array, a slice or one of the
+/// standard collections of items (through an `Option`), as a flat
+/// parameter's type names it.
+fn is_list(ty: &syn::Type) -> bool {
+    match ty {
+        syn::Type::Array(_) | syn::Type::Slice(_) => true,
+        syn::Type::Path(tp) => tp.path.segments.last().is_some_and(|last| {
+            let name = last.ident.to_string();
+            match name.as_str() {
+                "Vec" | "VecDeque" | "LinkedList" | "HashSet" | "BTreeSet" | "BinaryHeap" => true,
+                "Option" | "Box" => match &last.arguments {
+                    syn::PathArguments::AngleBracketed(a) => a.args.iter().any(|arg| {
+                        matches!(arg, syn::GenericArgument::Type(inner) if is_list(inner))
+                    }),
+                    _ => false,
+                },
+                _ => false,
+            }
+        }),
+        syn::Type::Paren(p) => is_list(&p.elem),
+        syn::Type::Group(g) => is_list(&g.elem),
+        _ => false,
     }
 }

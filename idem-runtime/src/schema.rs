@@ -116,9 +116,8 @@ fn formats(schema: &mut Schema, keyed: bool) {
 /// the rest of the path is taken on trust.
 pub(crate) fn path_problem(schema: &Value, field: &str) -> Option<String> {
     let defs = schema.get("$defs");
-    let not_an_argument = || Some("it is not an argument of the tool".to_owned());
     let Shape::Object(top) = shape(schema, defs) else {
-        return not_an_argument();
+        return Some("it is not an argument of the tool".to_owned());
     };
     if top.contains_key(field) {
         return None;
@@ -126,14 +125,22 @@ pub(crate) fn path_problem(schema: &Value, field: &str) -> Option<String> {
     let mut segments = field.split('.');
     let first = segments.next()?;
     let Some(mut current) = top.get(first).copied() else {
-        return not_an_argument();
+        return Some(format!(
+            "it is not an argument of the tool{}",
+            suggestion(first, top.keys().copied())
+        ));
     };
     let mut walked = first.to_owned();
     for segment in segments {
         match shape(current, defs) {
             Shape::Object(members) => match members.get(segment) {
                 Some(next) => current = next,
-                None => return Some(format!("`{walked}` has no member `{segment}`")),
+                None => {
+                    return Some(format!(
+                        "`{walked}` has no member `{segment}`{}",
+                        suggestion(segment, members.keys().copied())
+                    ));
+                }
             },
             Shape::Array => {
                 return Some(format!(
@@ -152,6 +159,27 @@ pub(crate) fn path_problem(schema: &Value, field: &str) -> Option<String> {
         walked.push_str(segment);
     }
     None
+}
+
+/// `; did you mean `x`?` when one of `names` is `name` written another
+/// way: the JSON name of a Rust one (`customerNote` for `customer_note`,
+/// under `#[serde(rename_all)]`), or the other way round, or in another
+/// case. Paths name members as the arguments' JSON does.
+fn suggestion<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> String {
+    let folded = |n: &str| -> String {
+        n.chars()
+            .filter(|c| !matches!(c, '_' | '-'))
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let wanted = folded(name);
+    let matches: Vec<&str> = names.filter(|n| folded(n) == wanted).collect();
+    match matches.as_slice() {
+        [one] => format!(
+            "; did you mean `{one}`? (paths name members as the arguments' JSON does)"
+        ),
+        _ => String::new(),
+    }
 }
 
 /// What a value a schema describes is, as far as a path can go into it.

@@ -97,10 +97,13 @@ pub(super) fn inner_fn(
             }
             (FnArg::Receiver(r), _) => Some(quote!(#r)),
         });
-    // A state-generic context adds `__S`; a function generic over its
-    // state keeps its own parameter.
+    // A state-generic context adds `__S` after the function's lifetimes;
+    // a function generic over its state keeps its own parameter.
     let generics = match generic_state {
-        Some(bound) => quote!(<#bound>),
+        Some(bound) => {
+            let lifetimes = item.sig.generics.lifetimes();
+            quote!(<#(#lifetimes,)* #bound>)
+        }
         None => {
             let generics = &item.sig.generics;
             quote!(#generics)

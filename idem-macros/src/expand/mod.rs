@@ -288,7 +288,16 @@ impl<'a> Parts<'a> {
             err_ty,
             ..
         } = self;
-        let where_clause = &self.item.sig.generics.where_clause;
+        // The function's bounds on its state; its lifetimes are its own.
+        let predicates = self
+            .item
+            .sig
+            .generics
+            .where_clause
+            .iter()
+            .flat_map(|w| &w.predicates)
+            .filter(|p| !matches!(p, syn::WherePredicate::Lifetime(_)));
+        let where_clause = quote!(where #(#predicates,)*);
         let info = self.info();
         quote! {
             impl #impl_generics #PRIVATE::#trait_name<#state> for #tool_ty #where_clause {

@@ -38,7 +38,7 @@ pub use self::faults::{Fault, FaultyStore, Op};
 pub use self::fixtures::{Counter, CounterArgs, CounterOut};
 pub use self::harness::{Erased, Harness, MemoryHarness, run};
 pub use self::proxy::{Flow, Proxy};
-pub use self::retries::{IntoWriteTool, RetryCheck, RetryReport, Row};
+pub use self::retries::{IntoWriteTool, RetryCheck, RetryReport, Row, Verdict};
 
 /// Calls `$crate::$mac!` with `$args`, `;` and the list of every
 /// conformance case: the one place the cases are named.

@@ -1,11 +1,13 @@
 //! A check a user runs on their own write tool: the duplicates that happen
 //! in production, played against the tool, its arguments and the user's
 //! fake downstream, with what the tool did in each (README, "Checking your
-//! tool"). Each scenario runs under a tenant of its own, so its key is its
-//! own in any scope.
+//! tool"). Each scenario gets a registry, a store and an application
+//! state of its own, made by the user's factory, so that a fake with
+//! business rules ("already refunded") sees each scenario as the first;
+//! and it runs under a tenant of its own, so that its key is its own even
+//! where a factory hands out one shared downstream.
 
 use std::fmt;
-use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -84,12 +86,22 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> WriteToolFn<S> for Observed<T> {
 /// A hook on the user's state: counts effects, or arms a failure.
 type Hook<S> = Box<dyn Fn(&S) -> usize + Send + Sync>;
 
+/// Makes a scenario's application state.
+type Factory<S> = Box<dyn Fn() -> S + Send + Sync>;
+
 /// Plays the duplicates that happen in production against one write tool
 /// and its arguments: the same call twice, concurrent duplicates, a crash
 /// after the claim, a crash after the side effect, and (when told how to
 /// make the downstream fail) a transient and a permanent error, each
 /// followed by the retry. [`run`](Self::run) reports what the tool did in
 /// each; [`RetryReport::assert_ok`] fails a test with that report.
+///
+/// Every scenario starts from nothing: a new store, and a new application
+/// state from the factory given to [`new`](Self::new), so a fake
+/// downstream that refuses what it has done before (a second refund of an
+/// order) refuses only true duplicates. A scenario whose first call the
+/// fake refuses is reported as [`Verdict::CouldNotPlay`], apart from the
+/// tool's own faults ([`Verdict::Unsafe`]).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
@@ -119,7 +131,7 @@ type Hook<S> = Box<dyn Fn(&S) -> usize + Send + Sync>;
 ///     }
 /// }
 ///
-/// RetryCheck::new(Charge, Provider::default(), json!({"amount": 100}))
+/// RetryCheck::new(Charge, Provider::default, json!({"amount": 100}))
 ///     .effects(|p| p.charges.lock().unwrap().len())
 ///     .run()
 ///     .await
@@ -128,7 +140,7 @@ type Hook<S> = Box<dyn Fn(&S) -> usize + Send + Sync>;
 /// ```
 pub struct RetryCheck<S, T> {
     tool: Arc<T>,
-    state: S,
+    state: Factory<S>,
     args: Value,
     effects: Option<Hook<S>>,
     transient: Option<Hook<S>>,
@@ -137,12 +149,17 @@ pub struct RetryCheck<S, T> {
 
 impl<S: Send + Sync + 'static, T: WriteTool<S>> RetryCheck<S, T> {
     /// A check of `tool` (a `#[write_tool]` function or a [`WriteTool`])
-    /// called with `args`, on `state`: the user's application state with
-    /// its fake downstream.
-    pub fn new<M>(tool: impl IntoWriteTool<S, M, Tool = T>, state: S, args: Value) -> Self {
+    /// called with `args`, each scenario on a fresh application state that
+    /// `state` makes, with its fake downstream: `Provider::default`, or
+    /// `|| Shop::at(&dir)`.
+    pub fn new<M>(
+        tool: impl IntoWriteTool<S, M, Tool = T>,
+        state: impl Fn() -> S + Send + Sync + 'static,
+        args: Value,
+    ) -> Self {
         RetryCheck {
             tool: Arc::new(tool.into_write_tool()),
-            state,
+            state: Box::new(state),
             args,
             effects: None,
             transient: None,
@@ -180,54 +197,82 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> RetryCheck<S, T> {
         self
     }
 
-    /// Plays every scenario and reports what the tool did in each.
+    /// Plays every scenario, each from nothing, and reports what the tool
+    /// did in each.
     pub async fn run(self) -> RetryReport {
+        let mut rows = Vec::new();
+        for scenario in Scenario::ALL {
+            let play = match self.play() {
+                Ok(play) => play,
+                Err(e) => return RetryReport::unregistrable(e.to_string()),
+            };
+            rows.push(match scenario {
+                Scenario::Twice => play.twice().await,
+                Scenario::Concurrently => play.concurrently().await,
+                Scenario::CrashAfterClaim => play.after_a_crash_after_the_claim().await,
+                Scenario::CrashAfterEffect => play.after_a_crash_after_the_effect().await,
+                Scenario::Transient => play.after_a_failure(self.transient.as_deref(), false).await,
+                Scenario::Permanent => play.after_a_failure(self.permanent.as_deref(), true).await,
+            });
+        }
+        RetryReport { rows }
+    }
+
+    /// A scenario's registry, on a store and a state of its own.
+    fn play(&self) -> Result<Play<'_, S, T>, crate::RegistryError> {
         let seen: Seen = Arc::default();
         let observed = Observed {
             tool: self.tool.clone(),
             seen: seen.clone(),
         };
-        let registry = match Registry::builder(self.state).tool(observed).build() {
-            Ok(registry) => registry,
-            Err(e) => return RetryReport::unregistrable(e.to_string()),
-        };
-        let name = self.tool.info().name.to_string();
-        let play = Play {
+        let registry = Registry::builder((self.state)()).tool(observed).build()?;
+        Ok(Play {
             registry,
-            tool: self.tool,
-            name,
-            args: self.args,
+            tool: &self.tool,
+            name: self.tool.info().name.to_string(),
+            args: &self.args,
             seen,
-            effects: self.effects,
-            _state: PhantomData,
-        };
-        let mut rows = vec![
-            play.twice().await,
-            play.concurrently().await,
-            play.after_a_crash_after_the_claim().await,
-            play.after_a_crash_after_the_effect().await,
-        ];
-        rows.push(play.after_a_failure(self.transient.as_deref(), false).await);
-        rows.push(play.after_a_failure(self.permanent.as_deref(), true).await);
-        RetryReport { rows }
+            effects: self.effects.as_deref(),
+        })
     }
 }
 
-/// The registry and hooks the scenarios share.
-struct Play<S, T> {
+/// The scenarios, in the order played.
+#[derive(Clone, Copy)]
+enum Scenario {
+    Twice,
+    Concurrently,
+    CrashAfterClaim,
+    CrashAfterEffect,
+    Transient,
+    Permanent,
+}
+
+impl Scenario {
+    const ALL: [Scenario; 6] = [
+        Scenario::Twice,
+        Scenario::Concurrently,
+        Scenario::CrashAfterClaim,
+        Scenario::CrashAfterEffect,
+        Scenario::Transient,
+        Scenario::Permanent,
+    ];
+}
+
+/// One scenario's registry, and the check's hooks.
+struct Play<'a, S, T> {
     registry: Registry<S>,
-    tool: Arc<T>,
+    tool: &'a Arc<T>,
     name: String,
-    args: Value,
+    args: &'a Value,
     seen: Seen,
-    effects: Option<Hook<S>>,
-    _state: PhantomData<fn() -> S>,
+    effects: Option<&'a (dyn Fn(&S) -> usize + Send + Sync)>,
 }
 
 /// How long a claim left behind by a simulated crash holds.
 const CRASHED_LEASE: Duration = Duration::from_millis(50);
 
-impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<S, T> {
+impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
     fn context(scenario: &'static str) -> CallContext<'static> {
         CallContext::run("retry-check").tenant(scenario)
     }
@@ -240,13 +285,10 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<S, T> {
     }
 
     fn effects(&self) -> Option<usize> {
-        self.effects
-            .as_ref()
-            .map(|count| count(self.registry.state()))
+        self.effects.map(|count| count(self.registry.state()))
     }
 
-    /// A scenario's row: what ran since `runs_before` and `effects_before`,
-    /// what the callers got, and `problem` if something is wrong.
+    /// A scenario's row: what ran since `start`, no callers yet, passed.
     fn row(&self, scenario: &'static str, start: (usize, Option<usize>)) -> Row {
         let seen = self
             .seen
@@ -264,7 +306,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<S, T> {
             attempts: seen.iter().map(|(_, a)| *a).collect(),
             callers: Vec::new(),
             effects,
-            problem: None,
+            verdict: Verdict::Passed,
         }
     }
 
@@ -279,10 +321,11 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<S, T> {
         let first = self.call(SCENARIO).await;
         let second = self.call(SCENARIO).await;
         let mut row = self.row(SCENARIO, start);
-        row.problem = match (&first, &second) {
-            (Ok(a), Ok(b)) if a != b => Some("the repeat got another result".into()),
+        row.verdict = match (&first, &second) {
+            (Err(e), _) => refused("the first call", e),
+            (Ok(a), Ok(b)) if a != b => unsafe_("the repeat got another result"),
             (Ok(_), Ok(_)) => once(&row, 1),
-            _ => Some("a call failed: check the arguments and the fake downstream".into()),
+            (Ok(_), Err(e)) => Verdict::Unsafe(format!("the repeat failed: {e}")),
         };
         row.callers = vec![answer(&first), answer(&second)];
         row
@@ -300,15 +343,26 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<S, T> {
         let answers = [a, b, c, d];
         let mut row = self.row(SCENARIO, start);
         let results: Vec<&Value> = answers.iter().filter_map(|a| a.as_ref().ok()).collect();
-        row.problem = if results.iter().any(|r| *r != results[0]) {
-            Some("duplicates got different results".into())
-        } else if answers
-            .iter()
-            .any(|a| matches!(a, Err(e) if !matches!(e, ToolError::InFlight { .. })))
-        {
-            Some("a duplicate failed otherwise than in flight".into())
-        } else {
-            once(&row, 1)
+        let failed = answers.iter().find_map(|a| match a {
+            Err(ToolError::InFlight { .. }) | Ok(_) => None,
+            Err(e) => Some(e),
+        });
+        row.verdict = match failed {
+            // Every run failed in the body (a transient error lets the
+            // next duplicate run): the fake refused what it never saw.
+            Some(e)
+                if results.is_empty()
+                    && answers.iter().all(|a| {
+                        matches!(a, Err(ToolError::Failed { .. } | ToolError::InFlight { .. }))
+                    }) =>
+            {
+                refused("every call", e)
+            }
+            Some(e) => Verdict::Unsafe(format!("a duplicate failed otherwise than in flight: {e}")),
+            None if results.iter().any(|r| *r != results[0]) => {
+                unsafe_("duplicates got different results")
+            }
+            None => once(&row, 1),
         };
         row.callers = answers.iter().map(answer).collect();
         row
@@ -322,11 +376,12 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<S, T> {
         let crashed = self.claim_and_abandon(SCENARIO).await;
         let retry = self.call_after_the_lease(SCENARIO).await;
         let mut row = self.row(SCENARIO, start);
-        row.problem = match (&crashed, &retry) {
-            (Err(e), _) => Some(format!("could not stage the crash: {e}")),
-            (_, Err(e)) => Some(format!("the retry failed: {e}")),
+        row.verdict = match (&crashed, &retry) {
+            (Err(e), _) => Verdict::CouldNotPlay(format!("could not stage the crash: {e}")),
+            // The crashed worker never ran the body: the retry is its first run.
+            (_, Err(e)) => refused("the retry, the body's first run", e),
             _ if row.attempts.first() != Some(&1) => {
-                Some("the retry did not count the crashed attempt".into())
+                unsafe_("the retry did not count the crashed attempt")
             }
             _ => once(&row, 1),
         };
@@ -346,17 +401,22 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<S, T> {
         };
         let retry = self.call_after_the_lease(SCENARIO).await;
         let mut row = self.row(SCENARIO, start);
-        row.problem = match (&staged, &retry) {
-            (Err(e), _) => Some(format!("could not stage the crash: {e}")),
-            (_, Err(e)) => Some(format!("the retry failed: {e}")),
+        row.verdict = match (&staged, &retry) {
+            (Err(e), _) => Verdict::CouldNotPlay(format!("could not stage the crash: {e}")),
+            (Ok(Some(refusal)), _) => Verdict::CouldNotPlay(format!(
+                "the fake downstream refused the crashed worker's run, on a fresh state: {refusal}"
+            )),
+            (_, Err(e)) => Verdict::Unsafe(format!(
+                "the retry failed ({e}): a downstream that deduplicates on ctx.idem_key() answers a repeat of what it did with what it did"
+            )),
             _ if row.keys.len() != 2 || row.keys[0] != row.keys[1] => {
-                Some("the body did not see the same key both times".into())
+                unsafe_("the body did not see the same key both times")
             }
-            _ if row.effects.is_some_and(|n| n != 1) => Some(format!(
+            _ if row.effects.is_some_and(|n| n != 1) => Verdict::Unsafe(format!(
                 "the downstream recorded {} effects: pass ctx.idem_key() downstream, and deduplicate on it there",
                 row.effects.unwrap_or(0)
             )),
-            _ => None,
+            _ => Verdict::Passed,
         };
         row.callers = vec![answer(&retry)];
         row
@@ -378,6 +438,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<S, T> {
         let start = self.start();
         let Some(arm) = arm else {
             let mut row = self.row(scenario, start);
+            row.verdict = Verdict::NotPlayed;
             row.callers = vec![
                 "not played: no failure to arm (transient_failure / permanent_failure)".into(),
             ];
@@ -387,29 +448,34 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<S, T> {
         let first = self.call(scenario).await;
         let retry = self.call(scenario).await;
         let mut row = self.row(scenario, start);
-        row.problem = match (&first, permanent) {
-            (Ok(_), _) => Some("the armed failure did not fail the call".into()),
-            (Err(ToolError::Failed { permanent: true, .. }), false) => Some(
-                "the error was classified permanent, so the retry replayed it: mark only errors that can never succeed with permanent_errors".into(),
+        row.verdict = match (&first, permanent) {
+            (Ok(_), _) => Verdict::CouldNotPlay("the armed failure did not fail the call".into()),
+            (Err(ToolError::Failed { permanent: true, .. }), false) => unsafe_(
+                "the error was classified permanent, so the retry replayed it: mark only errors that can never succeed with permanent_errors",
             ),
-            (Err(ToolError::Failed { permanent: false, .. }), true) => Some(
-                "the error was classified transient, so the retry ran the tool again: mark it with permanent_errors".into(),
+            (Err(ToolError::Failed { permanent: false, .. }), true) => unsafe_(
+                "the error was classified transient, so the retry ran the tool again: mark it with permanent_errors",
             ),
-            (Err(ToolError::Failed { .. }), false) if retry.is_err() => {
-                Some("the retry after a transient error failed".into())
-            }
-            (Err(ToolError::Failed { .. }), false) => once(&row, 2).or_else(|| {
-                (row.attempts.get(1) != Some(&1)).then(|| "the retry did not count the failed attempt".into())
-            }),
+            (Err(ToolError::Failed { .. }), false) => match &retry {
+                Err(e) => refused("the retry after a transient error", e),
+                Ok(_) => match once(&row, 2) {
+                    Verdict::Passed if row.attempts.get(1) != Some(&1) => {
+                        unsafe_("the retry did not count the failed attempt")
+                    }
+                    verdict => verdict,
+                },
+            },
             (Err(ToolError::Failed { .. }), true) if row.runs != 1 => {
-                Some("the retry ran the tool again".into())
+                unsafe_("the retry ran the tool again")
             }
-            (Err(ToolError::Failed { .. }), true) => None,
-            (Err(e), _) => Some(format!("the call failed before the tool could fail: {e}")),
+            (Err(ToolError::Failed { .. }), true) if row.effects.is_some_and(|n| n != 0) => {
+                unsafe_("a permanent error left an effect downstream")
+            }
+            (Err(ToolError::Failed { .. }), true) => Verdict::Passed,
+            (Err(e), _) => Verdict::CouldNotPlay(format!(
+                "the call failed before the tool could fail: {e}"
+            )),
         };
-        if row.problem.is_none() && permanent && row.effects.is_some_and(|n| n != 0) {
-            row.problem = Some("a permanent error left an effect downstream".into());
-        }
         row.callers = vec![answer(&first), answer(&retry)];
         row
     }
@@ -443,12 +509,12 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<S, T> {
     }
 
     /// Runs the body under the abandoned claim, as the crashed worker did,
-    /// recording nothing.
+    /// recording nothing: the error the body returned, if it did.
     async fn run_body_unrecorded(
         &self,
         scenario: &'static str,
         key: IdemKey,
-    ) -> Result<IdemKey, ToolError> {
+    ) -> Result<Option<String>, ToolError> {
         let args: T::Args =
             serde_json::from_value(self.args.clone()).map_err(|e| ToolError::InvalidArgs {
                 tool: self.name.clone(),
@@ -465,9 +531,9 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<S, T> {
         if let Ok(mut seen) = self.seen.lock() {
             seen.push((key.clone(), 0));
         }
-        // Whatever it returned is lost with the crashed worker.
-        let _ = self.tool.call(args, &ctx).await;
-        Ok(key)
+        // What it returned is lost with the crashed worker; a refusal
+        // means the scenario never had its side effect.
+        Ok(self.tool.call(args, &ctx).await.err().map(|e| e.to_string()))
     }
 
     /// The call, once the abandoned claim has lapsed.
@@ -482,9 +548,29 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<S, T> {
     }
 }
 
-/// `None` if the body ran `expected` times, else what is wrong.
-fn once(row: &Row, expected: usize) -> Option<String> {
-    (row.runs != expected).then(|| format!("the body ran {} times, not {expected}", row.runs))
+fn unsafe_(why: &str) -> Verdict {
+    Verdict::Unsafe(why.to_owned())
+}
+
+/// A call that should have succeeded on a fresh state failed: the body's
+/// own error is the fake downstream (or the tool) refusing it; any other
+/// is the arguments or the setup. Either way, not the retries' doing.
+fn refused(what: &str, error: &ToolError) -> Verdict {
+    Verdict::CouldNotPlay(match error {
+        ToolError::Failed { message, .. } => format!(
+            "the fake downstream refused {what}, on a fresh state: {message}"
+        ),
+        other => format!("{what} failed before the body ran: {other}"),
+    })
+}
+
+/// Passed if the body ran `expected` times, else what is wrong.
+fn once(row: &Row, expected: usize) -> Verdict {
+    if row.runs == expected {
+        Verdict::Passed
+    } else {
+        Verdict::Unsafe(format!("the body ran {} times, not {expected}", row.runs))
+    }
 }
 
 fn answer(outcome: &Result<Value, ToolError>) -> String {
@@ -523,8 +609,44 @@ pub struct Row {
     pub callers: Vec<String>,
     /// Effects the downstream recorded, when told how to count them.
     pub effects: Option<usize>,
-    /// What is wrong, if anything.
-    pub problem: Option<String>,
+    /// How the scenario went.
+    pub verdict: Verdict,
+}
+
+/// How a scenario went: the tool's faults apart from scenarios the check
+/// could not play as meant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// As it must.
+    Passed,
+    /// Not played: the check was not told how to make the downstream fail.
+    NotPlayed,
+    /// The tool is not safe to retry: what went wrong, and what to change.
+    Unsafe(String),
+    /// A call that should have succeeded on a fresh state failed (the fake
+    /// downstream refused it, or the arguments were refused), or a crash
+    /// could not be staged: no verdict on the tool until the fake or the
+    /// arguments are fixed.
+    CouldNotPlay(String),
+}
+
+impl Verdict {
+    /// Whether the scenario found nothing wrong (played and passed, or not
+    /// played).
+    pub fn is_ok(&self) -> bool {
+        matches!(self, Verdict::Passed | Verdict::NotPlayed)
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Verdict::Passed => f.write_str("ok"),
+            Verdict::NotPlayed => f.write_str("not played"),
+            Verdict::Unsafe(why) => write!(f, "UNSAFE: {why}"),
+            Verdict::CouldNotPlay(why) => write!(f, "could not play: {why}"),
+        }
+    }
 }
 
 /// What [`RetryCheck::run`] found: one row a scenario.
@@ -544,20 +666,32 @@ impl RetryReport {
                 attempts: Vec::new(),
                 callers: Vec::new(),
                 effects: None,
-                problem: Some(message),
+                verdict: Verdict::CouldNotPlay(message),
             }],
         }
     }
 
     /// Whether every scenario went as it must.
     pub fn passed(&self) -> bool {
-        self.rows.iter().all(|r| r.problem.is_none())
+        self.rows.iter().all(|r| r.verdict.is_ok())
     }
 
-    /// Panics with the report if a scenario did not go as it must.
+    /// Panics with the report if a scenario did not go as it must, saying
+    /// first whether the tool is at fault or the check could not play.
     #[track_caller]
     pub fn assert_ok(&self) {
-        assert!(self.passed(), "the tool is not safe to retry:\n{self}");
+        let unsafe_ = self.rows.iter().any(|r| matches!(r.verdict, Verdict::Unsafe(_)));
+        if unsafe_ {
+            panic!("the tool is not safe to retry:\n{self}");
+        }
+        if !self.passed() {
+            panic!(
+                "the check could not play every scenario: a call that should succeed failed \
+                 (each scenario starts from a fresh state the factory makes; a fake downstream \
+                 must accept a first call and answer a repeat under the same key with what it \
+                 did):\n{self}"
+            );
+        }
     }
 }
 
@@ -577,7 +711,7 @@ impl fmt::Display for RetryReport {
             };
             let attempts: Vec<String> = r.attempts.iter().map(u32::to_string).collect();
             let effects = r.effects.map_or("-".to_owned(), |n| n.to_string());
-            let verdict = r.problem.as_deref().unwrap_or("ok");
+            let verdict = &r.verdict;
             writeln!(
                 f,
                 "| {} | {} | {} | {} | {} | {} | {} |",
