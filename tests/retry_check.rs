@@ -189,7 +189,11 @@ impl Refunds {
 
 /// Refund an order, the reason the model gives ignored.
 #[write_tool(ignore = [reason])]
-async fn refund(order_id: String, reason: String, ctx: &WriteCtx<Refunds>) -> Result<String, String> {
+async fn refund(
+    order_id: String,
+    reason: String,
+    ctx: &WriteCtx<Refunds>,
+) -> Result<String, String> {
     let _ = reason;
     ctx.state().refund(&order_id, ctx.idem_key().as_str())
 }

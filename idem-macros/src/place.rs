@@ -109,7 +109,12 @@ fn classify(head: &str) -> Option<Block> {
     let mut words = strip_attributes(head)
         .split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|w| !w.is_empty())
-        .skip_while(|w| matches!(*w, "pub" | "crate" | "super" | "in" | "self" | "unsafe" | "auto" | "default"));
+        .skip_while(|w| {
+            matches!(
+                *w,
+                "pub" | "crate" | "super" | "in" | "self" | "unsafe" | "auto" | "default"
+            )
+        });
     match words.next()? {
         "impl" => Some(Block::Impl),
         "trait" => Some(Block::Trait),
@@ -121,7 +126,11 @@ fn classify(head: &str) -> Option<Block> {
 fn strip_attributes(head: &str) -> &str {
     let mut rest = head.trim_start();
     while let Some(after) = rest.strip_prefix('#') {
-        let after = after.trim_start().strip_prefix('!').unwrap_or(after).trim_start();
+        let after = after
+            .trim_start()
+            .strip_prefix('!')
+            .unwrap_or(after)
+            .trim_start();
         let Some(inner) = after.strip_prefix('[') else {
             return rest;
         };
@@ -180,7 +189,13 @@ fn string_end(bytes: &[u8], from: usize, hashes: usize) -> usize {
     while i < bytes.len() {
         match bytes[i] {
             b'\\' if hashes == 0 => i += 2,
-            b'"' if bytes[i + 1..].iter().take(hashes).filter(|&&b| b == b'#').count() == hashes => {
+            b'"' if bytes[i + 1..]
+                .iter()
+                .take(hashes)
+                .filter(|&&b| b == b'#')
+                .count()
+                == hashes =>
+            {
                 return i + 1 + hashes;
             }
             _ => i += 1,
@@ -235,7 +250,10 @@ mod tests {
         let cases: &[(&str, Option<Block>)] = &[
             ("use x;\n", None),
             ("struct B;\nimpl B {\n    ", Some(Block::Impl)),
-            ("impl<T: Clone> Tr for B<T> where T: Send {\n", Some(Block::Impl)),
+            (
+                "impl<T: Clone> Tr for B<T> where T: Send {\n",
+                Some(Block::Impl),
+            ),
             ("#[cfg(test)]\nunsafe impl B {\n", Some(Block::Impl)),
             ("pub(crate) trait T {\n", Some(Block::Trait)),
             ("impl B {\n fn f() {}\n}\n", None),

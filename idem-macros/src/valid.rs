@@ -397,9 +397,9 @@ fn is_list(ty: &syn::Type) -> bool {
             match name.as_str() {
                 "Vec" | "VecDeque" | "LinkedList" | "HashSet" | "BTreeSet" | "BinaryHeap" => true,
                 "Option" | "Box" => match &last.arguments {
-                    syn::PathArguments::AngleBracketed(a) => a.args.iter().any(|arg| {
-                        matches!(arg, syn::GenericArgument::Type(inner) if is_list(inner))
-                    }),
+                    syn::PathArguments::AngleBracketed(a) => a.args.iter().any(
+                        |arg| matches!(arg, syn::GenericArgument::Type(inner) if is_list(inner)),
+                    ),
                     _ => false,
                 },
                 _ => false,

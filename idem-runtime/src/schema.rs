@@ -175,9 +175,9 @@ fn suggestion<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> String {
     let wanted = folded(name);
     let matches: Vec<&str> = names.filter(|n| folded(n) == wanted).collect();
     match matches.as_slice() {
-        [one] => format!(
-            "; did you mean `{one}`? (paths name members as the arguments' JSON does)"
-        ),
+        [one] => {
+            format!("; did you mean `{one}`? (paths name members as the arguments' JSON does)")
+        }
         _ => String::new(),
     }
 }

@@ -353,7 +353,10 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
             Some(e)
                 if results.is_empty()
                     && answers.iter().all(|a| {
-                        matches!(a, Err(ToolError::Failed { .. } | ToolError::InFlight { .. }))
+                        matches!(
+                            a,
+                            Err(ToolError::Failed { .. } | ToolError::InFlight { .. })
+                        )
                     }) =>
             {
                 refused("every call", e)
@@ -450,10 +453,20 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
         let mut row = self.row(scenario, start);
         row.verdict = match (&first, permanent) {
             (Ok(_), _) => Verdict::CouldNotPlay("the armed failure did not fail the call".into()),
-            (Err(ToolError::Failed { permanent: true, .. }), false) => unsafe_(
+            (
+                Err(ToolError::Failed {
+                    permanent: true, ..
+                }),
+                false,
+            ) => unsafe_(
                 "the error was classified permanent, so the retry replayed it: mark only errors that can never succeed with permanent_errors",
             ),
-            (Err(ToolError::Failed { permanent: false, .. }), true) => unsafe_(
+            (
+                Err(ToolError::Failed {
+                    permanent: false, ..
+                }),
+                true,
+            ) => unsafe_(
                 "the error was classified transient, so the retry ran the tool again: mark it with permanent_errors",
             ),
             (Err(ToolError::Failed { .. }), false) => match &retry {
@@ -472,9 +485,9 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
                 unsafe_("a permanent error left an effect downstream")
             }
             (Err(ToolError::Failed { .. }), true) => Verdict::Passed,
-            (Err(e), _) => Verdict::CouldNotPlay(format!(
-                "the call failed before the tool could fail: {e}"
-            )),
+            (Err(e), _) => {
+                Verdict::CouldNotPlay(format!("the call failed before the tool could fail: {e}"))
+            }
         };
         row.callers = vec![answer(&first), answer(&retry)];
         row
@@ -533,7 +546,12 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
         }
         // What it returned is lost with the crashed worker; a refusal
         // means the scenario never had its side effect.
-        Ok(self.tool.call(args, &ctx).await.err().map(|e| e.to_string()))
+        Ok(self
+            .tool
+            .call(args, &ctx)
+            .await
+            .err()
+            .map(|e| e.to_string()))
     }
 
     /// The call, once the abandoned claim has lapsed.
@@ -557,9 +575,9 @@ fn unsafe_(why: &str) -> Verdict {
 /// is the arguments or the setup. Either way, not the retries' doing.
 fn refused(what: &str, error: &ToolError) -> Verdict {
     Verdict::CouldNotPlay(match error {
-        ToolError::Failed { message, .. } => format!(
-            "the fake downstream refused {what}, on a fresh state: {message}"
-        ),
+        ToolError::Failed { message, .. } => {
+            format!("the fake downstream refused {what}, on a fresh state: {message}")
+        }
         other => format!("{what} failed before the body ran: {other}"),
     })
 }
@@ -680,7 +698,10 @@ impl RetryReport {
     /// first whether the tool is at fault or the check could not play.
     #[track_caller]
     pub fn assert_ok(&self) {
-        let unsafe_ = self.rows.iter().any(|r| matches!(r.verdict, Verdict::Unsafe(_)));
+        let unsafe_ = self
+            .rows
+            .iter()
+            .any(|r| matches!(r.verdict, Verdict::Unsafe(_)));
         if unsafe_ {
             panic!("the tool is not safe to retry:\n{self}");
         }
