@@ -229,8 +229,8 @@ fn is_ident_byte(b: u8) -> bool {
 /// past the quote of a lifetime (`'a`).
 fn char_end(code: &str, at: usize) -> usize {
     let rest = &code[at + 1..];
-    if rest.starts_with('\\') {
-        return rest[1..]
+    if let Some(escaped) = rest.strip_prefix('\\') {
+        return escaped
             .find('\'')
             .map_or(code.len(), |close| at + 1 + 1 + close + 1);
     }
