@@ -68,6 +68,14 @@ async fn charge_all_transient(amount: u64, ctx: &WriteCtx<Provider>) -> Result<u
     ctx.state().charge(Some(ctx.idem_key().as_str()))
 }
 
+/// Charge a card, and a second time without the key: two effects a run.
+#[write_tool(permanent_errors = declined)]
+async fn charge_and_charge_again(amount: u64, ctx: &WriteCtx<Provider>) -> Result<usize, String> {
+    let _ = amount;
+    ctx.state().charge(Some(ctx.idem_key().as_str()))?;
+    ctx.state().charge(None)
+}
+
 async fn check<M>(
     tool: impl idem::testing::IntoWriteTool<Provider, M, Tool = impl idem::WriteTool<Provider>>,
 ) -> RetryReport {
@@ -237,4 +245,14 @@ async fn a_fake_that_refunds_an_order_once_passes_and_a_closed_one_is_told_apart
         message.starts_with("the check could not play every scenario"),
         "{message}"
     );
+}
+
+#[tokio::test]
+async fn every_scenario_counts_its_effects() {
+    let report = check(charge_and_charge_again).await;
+    // The body runs once, as it must, but leaves two charges.
+    let why = problem(&report, "the same call twice").unwrap_or_default();
+    assert!(why.contains("recorded 2 effects, not 1"), "{report}");
+    let why = problem(&report, "4 concurrent duplicates").unwrap_or_default();
+    assert!(why.contains("recorded 2 effects, not 1"), "{report}");
 }

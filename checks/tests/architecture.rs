@@ -41,27 +41,21 @@ struct SourceFile {
 
 fn source_files(root: &str) -> Vec<SourceFile> {
     let base = workspace().join(root);
-    let mut files = Vec::new();
-    let mut dirs = vec![base.clone()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).expect("a source folder") {
-            let path = entry.expect("a folder entry").path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                let text = std::fs::read_to_string(&path).expect("a readable source file");
-                let ast = syn::parse_file(&text)
-                    .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
-                let module = module_path(&base, &path);
-                files.push(SourceFile {
-                    path,
-                    module,
-                    text,
-                    ast,
-                });
+    let mut files: Vec<SourceFile> = rust_files(&base)
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).expect("a readable source file");
+            let ast = syn::parse_file(&text)
+                .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
+            let module = module_path(&base, &path);
+            SourceFile {
+                path,
+                module,
+                text,
+                ast,
             }
-        }
-    }
+        })
+        .collect();
     files.sort_by(|a, b| a.path.cmp(&b.path));
     files
 }
@@ -440,27 +434,50 @@ fn library_functions_are_short_or_say_why_not() {
     );
 }
 
-/// The test files, the conformance cases among them.
+/// The tests: the test files, the conformance cases among them, and the
+/// unit tests of the crates' sources (each file from its `#[cfg(test)]` on).
 fn test_sources() -> String {
     let root = workspace();
     let mut text = String::new();
-    let mut dirs = vec![
+    let whole = [
         root.join("tests"),
         root.join("integrations/tests"),
         root.join("checks/tests"),
         root.join("idem-runtime/src/testing"),
     ];
+    let unit = [root.join("idem-runtime/src"), root.join("idem-macros/src")];
+    for (dir, whole_files) in whole
+        .iter()
+        .map(|d| (d, true))
+        .chain(unit.iter().map(|d| (d, false)))
+    {
+        for path in rust_files(dir) {
+            let file = std::fs::read_to_string(&path).expect("a readable source file");
+            let tests = match whole_files {
+                true => Some(file.as_str()),
+                false => file.find("#[cfg(test)]").map(|at| &file[at..]),
+            };
+            text.push_str(tests.unwrap_or_default());
+        }
+    }
+    text
+}
+
+/// The `.rs` files under `dir`, in every subfolder.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.to_owned()];
     while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).expect("a test folder") {
+        for entry in std::fs::read_dir(&dir).expect("a source folder") {
             let path = entry.expect("a folder entry").path();
             if path.is_dir() {
                 dirs.push(path);
             } else if path.extension().is_some_and(|e| e == "rs") {
-                text.push_str(&std::fs::read_to_string(&path).expect("a readable test file"));
+                files.push(path);
             }
         }
     }
-    text
+    files
 }
 
 #[test]

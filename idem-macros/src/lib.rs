@@ -88,9 +88,15 @@ fn try_expand(kind: Kind, attr: TokenStream2, item: &ItemFn) -> Result<TokenStre
 /// A tool inside an `impl` block or a trait: the error saying where it
 /// goes, and the function as written, or the stub where it parses as one.
 fn misplaced(kind: Kind, block: place::Block, item: TokenStream2) -> TokenStream2 {
-    let name = syn::parse2::<syn::TraitItemFn>(item.clone())
-        .map(|f| format!("`{}`", f.sig.ident))
-        .unwrap_or_else(|_| "the function".to_owned());
+    // A function with a body, or a trait's without one.
+    let parsed = syn::parse2::<ItemFn>(item.clone());
+    let name = match &parsed {
+        Ok(f) => format!("`{}`", f.sig.ident),
+        Err(_) => syn::parse2::<syn::TraitItemFn>(item.clone()).map_or_else(
+            |_| "the function".to_owned(),
+            |f| format!("`{}`", f.sig.ident),
+        ),
+    };
     let message = format!(
         "`#[{attr}]` goes on a free function at module level, not on a function in {block}: \
          move {name} out of it, to the module around it; what the tool needs from `self` \
@@ -99,7 +105,7 @@ fn misplaced(kind: Kind, block: place::Block, item: TokenStream2) -> TokenStream
         block = block.as_str(),
     );
     let error = syn::Error::new(proc_macro2::Span::call_site(), message);
-    match syn::parse2::<ItemFn>(item.clone()) {
+    match parsed {
         Ok(item) => stub(&item, error),
         Err(_) => {
             let error = error.into_compile_error();

@@ -6,13 +6,10 @@
 //! file up to the attribute's line and finds the block it stands in,
 //! which lets it say first, and only, what to do. Anything uncertain (no
 //! file, a line past its end) answers `None`, and the expansion goes on
-//! as if at module level: this can only improve an error, never refuse a
-//! tool that would compile.
-
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::path::PathBuf;
-use std::rc::Rc;
+//! as if at module level. Only the innermost open brace counts, and only
+//! when the text before it opens an `impl` or a trait, where a tool never
+//! compiles; the lexer's cases (strings, raw strings, comments, character
+//! literals beside lifetimes) are in the tests below.
 
 /// A block a tool function cannot stand in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,28 +28,12 @@ impl Block {
 }
 
 /// The block the macro invocation at `span` stands in directly, when it is
-/// an `impl` or a `trait`.
+/// an `impl` or a `trait`. The file is read anew each time: a macro server
+/// that outlives one build (an editor's) must never judge by an old copy.
 pub(crate) fn enclosing_block(span: proc_macro::Span) -> Option<Block> {
-    let file = span.local_file()?;
-    let source = read(file)?;
+    let source = std::fs::read_to_string(span.local_file()?).ok()?;
     let offset = line_start(&source, span.line())?;
     innermost(&source[..offset])
-}
-
-thread_local! {
-    /// Files already read in this compilation: a file of many tools is
-    /// read once.
-    static SOURCES: RefCell<HashMap<PathBuf, Option<Rc<str>>>> = RefCell::default();
-}
-
-fn read(file: PathBuf) -> Option<Rc<str>> {
-    SOURCES.with(|sources| {
-        sources
-            .borrow_mut()
-            .entry(file)
-            .or_insert_with_key(|file| std::fs::read_to_string(file).ok().map(Rc::from))
-            .clone()
-    })
 }
 
 /// The byte offset where 1-based line `line` starts.

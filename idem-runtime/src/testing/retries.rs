@@ -206,14 +206,16 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> RetryCheck<S, T> {
                 Ok(play) => play,
                 Err(e) => return RetryReport::unregistrable(e.to_string()),
             };
-            rows.push(match scenario {
+            let mut row = match scenario {
                 Scenario::Twice => play.twice().await,
                 Scenario::Concurrently => play.concurrently().await,
                 Scenario::CrashAfterClaim => play.after_a_crash_after_the_claim().await,
                 Scenario::CrashAfterEffect => play.after_a_crash_after_the_effect().await,
                 Scenario::Transient => play.after_a_failure(self.transient.as_deref(), false).await,
                 Scenario::Permanent => play.after_a_failure(self.permanent.as_deref(), true).await,
-            });
+            };
+            counted(&mut row, scenario.effects());
+            rows.push(row);
         }
         RetryReport { rows }
     }
@@ -228,7 +230,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> RetryCheck<S, T> {
         let registry = Registry::builder((self.state)()).tool(observed).build()?;
         Ok(Play {
             registry,
-            tool: &self.tool,
+            tool: &*self.tool,
             name: self.tool.info().name.to_string(),
             args: &self.args,
             seen,
@@ -249,6 +251,15 @@ enum Scenario {
 }
 
 impl Scenario {
+    /// The effects a played scenario leaves downstream: one, or none after
+    /// a permanent error.
+    fn effects(self) -> usize {
+        match self {
+            Scenario::Permanent => 0,
+            _ => 1,
+        }
+    }
+
     const ALL: [Scenario; 6] = [
         Scenario::Twice,
         Scenario::Concurrently,
@@ -262,7 +273,7 @@ impl Scenario {
 /// One scenario's registry, and the check's hooks.
 struct Play<'a, S, T> {
     registry: Registry<S>,
-    tool: &'a Arc<T>,
+    tool: &'a T,
     name: String,
     args: &'a Value,
     seen: Seen,
@@ -415,10 +426,6 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
             _ if row.keys.len() != 2 || row.keys[0] != row.keys[1] => {
                 unsafe_("the body did not see the same key both times")
             }
-            _ if row.effects.is_some_and(|n| n != 1) => Verdict::Unsafe(format!(
-                "the downstream recorded {} effects: pass ctx.idem_key() downstream, and deduplicate on it there",
-                row.effects.unwrap_or(0)
-            )),
             _ => Verdict::Passed,
         };
         row.callers = vec![answer(&retry)];
@@ -480,9 +487,6 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
             },
             (Err(ToolError::Failed { .. }), true) if row.runs != 1 => {
                 unsafe_("the retry ran the tool again")
-            }
-            (Err(ToolError::Failed { .. }), true) if row.effects.is_some_and(|n| n != 0) => {
-                unsafe_("a permanent error left an effect downstream")
             }
             (Err(ToolError::Failed { .. }), true) => Verdict::Passed,
             (Err(e), _) => {
@@ -580,6 +584,20 @@ fn refused(what: &str, error: &ToolError) -> Verdict {
         }
         other => format!("{what} failed before the body ran: {other}"),
     })
+}
+
+/// A passed scenario whose downstream counted other than `expected`
+/// effects (when told how to count them) is unsafe: the rule of
+/// [`RetryCheck::effects`], for every scenario.
+fn counted(row: &mut Row, expected: usize) {
+    match row.effects {
+        Some(n) if n != expected && row.verdict == Verdict::Passed => {
+            row.verdict = Verdict::Unsafe(format!(
+                "the downstream recorded {n} effects, not {expected}: pass ctx.idem_key() downstream, and deduplicate on it there"
+            ));
+        }
+        _ => {}
+    }
 }
 
 /// Passed if the body ran `expected` times, else what is wrong.
