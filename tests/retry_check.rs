@@ -87,6 +87,12 @@ async fn check<M>(
         .await
 }
 
+/// What `assert_ok` panics with: it must panic.
+fn failure(report: &RetryReport) -> String {
+    let panic = std::panic::catch_unwind(|| report.assert_ok()).expect_err("assert_ok fails");
+    panic.downcast_ref::<String>().cloned().unwrap_or_default()
+}
+
 /// What is wrong with the tool in `scenario`, if anything.
 fn problem<'a>(report: &'a RetryReport, scenario: &str) -> Option<&'a str> {
     match verdict(report, scenario) {
@@ -137,8 +143,7 @@ async fn a_tool_that_forgets_its_key_fails_the_crash_after_the_side_effect() {
     assert!(why.contains("pass ctx.idem_key() downstream"), "{report}");
     // The store alone makes the other duplicates harmless.
     assert_eq!(problem(&report, "the same call twice"), None, "{report}");
-    let panic = std::panic::catch_unwind(|| report.assert_ok()).expect_err("assert_ok fails");
-    let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    let message = failure(&report);
     assert!(
         message.contains("| a crash after the side effect | 2 |"),
         "{message}"
@@ -239,8 +244,7 @@ async fn a_fake_that_refunds_an_order_once_passes_and_a_closed_one_is_told_apart
             other => panic!("{scenario}: {other:?}\n{closed}"),
         }
     }
-    let panic = std::panic::catch_unwind(|| closed.assert_ok()).expect_err("assert_ok fails");
-    let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    let message = failure(&closed);
     assert!(
         message.starts_with("the check could not play every scenario"),
         "{message}"
