@@ -124,6 +124,11 @@ pub use idem_macros::read_tool;
 pub use idem_macros::write_tool;
 
 /// Everything a tool author needs: `use idem::prelude::*;`.
+///
+/// `Serialize`, `Deserialize` and `JsonSchema` are here so that one `use`
+/// names them, but deriving them for your own types needs `serde` (with its
+/// `derive` feature) and `schemars` 1 among your dependencies: the derives
+/// expand to paths into those crates. The tool macros need neither.
 pub mod prelude {
     pub use idem_macros::{read_tool, write_tool};
     pub use idem_runtime::{
