@@ -130,10 +130,40 @@ async fn the_contract_holds(what: &str, options: RedisOptions) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writing_format_1_keeps_the_contract() {
     let options = RedisOptions::new().record_format(1);
-    the_contract_holds("the cases writing format 1", options).await;
+    the_contract_holds("the cases writing format 1", options.clone()).await;
     if support::shared_redis().await.is_none() {
         return;
     }
+    // Format 1 keeps a fingerprint's digest, not its field tags (0.1's
+    // readers take 64 digits): a conflict is still told, naming no field.
+    let store = RedisStore::connect_with(&support::redis_url(), options)
+        .await
+        .expect("connect");
+    let key = IdemKey::derive(Scope::Global, "format-1", 1, &json!({}))
+        .with_namespace(&format!("idem-test-format-1-{}", std::process::id()));
+    let digest = "ab".repeat(32);
+    let tagged = Fingerprint::from_hex(&format!("{digest}0123456789abcdef")).expect("tagged");
+    let lease = Duration::from_secs(5);
+    let claimed = store.claim(&key, "format-1", &tagged, lease).await;
+    assert!(
+        matches!(claimed, Ok(idem::Claim::Acquired(_))),
+        "{claimed:?}"
+    );
+    match store
+        .claim(&key, "format-1", &Fingerprint::of(&json!(1)), lease)
+        .await
+    {
+        Ok(idem::Claim::Existing(entry)) => {
+            assert_eq!(entry.fingerprint().to_hex(), digest);
+            assert!(entry.fingerprint().matches(&tagged));
+        }
+        other => panic!("expected the running record, got {other:?}"),
+    }
+    let _: () = redis::cmd("DEL")
+        .arg(key.as_str())
+        .query_async(&mut raw(&support::redis_url()).await)
+        .await
+        .expect("DEL");
     assert!(
         RedisStore::connect_with(&support::redis_url(), RedisOptions::new().record_format(3))
             .await

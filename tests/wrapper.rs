@@ -673,6 +673,15 @@ fn every_error_has_a_model_message_and_a_retry_verdict() {
             ToolError::KeyConflict {
                 tool: "t".into(),
                 key: "k".into(),
+                fields: vec![],
+            },
+            false,
+        ),
+        (
+            ToolError::KeyConflict {
+                tool: "t".into(),
+                key: "k".into(),
+                fields: vec!["amount".into(), "order.note".into()],
             },
             false,
         ),

@@ -55,7 +55,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let hex = &key.as_str()[key.as_str().len() - 64..];
         match Fingerprint::from_hex(hex) {
             Some(digest) if !subset => digest,
-            _ => own,
+            _ => own.clone(),
         }
     };
     let store = MemoryStore::new();

@@ -196,13 +196,18 @@ pub enum ToolError {
     },
     /// The key is held by an operation with different arguments (a tool
     /// keyed on a subset of its arguments was called with the same key
-    /// fields but another payload). Nothing ran.
-    #[error("`{tool}`: key {key} was already used with different arguments")]
+    /// fields but another value in a checked field). Nothing ran.
+    #[error("`{tool}`: key {key} was already used with different arguments{}", differing(.fields))]
     KeyConflict {
         /// The tool.
         tool: String,
         /// The operation's key.
         key: String,
+        /// The paths of the checked fields whose values differ from the
+        /// recorded operation's (`order.note`; never the values), in path
+        /// order. Empty when the record cannot tell: it was written before
+        /// records kept field tags, or the field was absent from this call.
+        fields: Vec<String>,
     },
     /// The tool itself returned an error (now, or recorded earlier and
     /// replayed).
@@ -238,6 +243,25 @@ pub enum ToolError {
     },
 }
 
+/// `fields` as `` `a`, `b` and `c` `` (with `or` for `and` where asked).
+fn field_list(fields: &[String], last: &str) -> String {
+    let quoted: Vec<String> = fields.iter().map(|f| format!("`{f}`")).collect();
+    match quoted.split_last() {
+        Some((only, [])) => only.clone(),
+        Some((end, rest)) => format!("{} {last} {end}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+/// What [`ToolError::KeyConflict`]'s message adds when it knows the fields.
+fn differing(fields: &[String]) -> String {
+    match fields {
+        [] => String::new(),
+        [_] => format!(" (`{}` differs)", fields[0]),
+        _ => format!(" ({} differ)", field_list(fields, "and")),
+    }
+}
+
 impl ToolError {
     /// A short text for the model, saying what happened and what to do.
     pub fn model_message(&self) -> String {
@@ -268,6 +292,10 @@ impl ToolError {
                 "This exact operation is already in progress. Do not start it again; it will complete on its own."
                     .to_owned()
             }
+            ToolError::KeyConflict { fields, .. } if !fields.is_empty() => format!(
+                "Error: an operation with the same identifying fields but another {} was already performed. Nothing was done now; check what was done before changing anything.",
+                field_list(fields, "or")
+            ),
             ToolError::KeyConflict { .. } => {
                 "Error: an operation with the same identifying fields but different details was already performed. Nothing was done now; check what was done before changing anything."
                     .to_owned()

@@ -15,6 +15,8 @@ const KEY_DOMAIN: &str = "idem/v1";
 const TENANT_KEY_DOMAIN: &str = "idem/v1/tenant";
 /// Domain tag of argument fingerprints, so a fingerprint is never a key.
 const FINGERPRINT_DOMAIN: &str = "idem/fingerprint/v1";
+/// Domain tag of a fingerprint's field tags.
+const FIELD_DOMAIN: &str = "idem/fingerprint/field/v1";
 
 /// What an operation's identity is scoped to.
 ///
@@ -223,45 +225,153 @@ impl AsRef<str> for IdemKey {
     }
 }
 
-/// A digest of an operation's full arguments, stored beside its record.
+/// A digest of an operation's checked arguments, stored beside its record,
+/// with a short tag for each checked field.
 ///
-/// When a tool keys on a subset of its arguments (`key = [..]`), two calls
-/// can share a key yet differ in payload; comparing fingerprints tells a
-/// true duplicate from such a conflict. The registry stores
-/// [`Fingerprint::of`] for such tools; for a tool keyed on all its
-/// arguments the key's own digest already covers them, and serves as the
-/// fingerprint.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Fingerprint([u8; 32]);
+/// When a tool keys on a subset of its arguments (`key = [..]`, `check =
+/// [..]`, or a caller's operation key), two calls can share a key yet
+/// differ in payload; comparing fingerprints ([`matches`](Self::matches))
+/// tells a true duplicate from such a conflict, and the field tags tell
+/// which checked fields differ, so that a
+/// [`KeyConflict`](crate::ToolError::KeyConflict) can name them. The
+/// registry stores [`Fingerprint::of`] the arguments for such tools, with
+/// the tags; for a tool keyed on all its arguments the key's own digest
+/// already covers them, and serves as the fingerprint, without tags.
+///
+/// A field's tag is 4 bytes of a hash of its path and 4 of a hash of its
+/// value, both salted with the operation's key: a value never appears, and
+/// the same value in two operations has two tags. Stored, a fingerprint is
+/// [`to_bytes`](Self::to_bytes) (32 bytes, then 8 per tag) or
+/// [`to_hex`](Self::to_hex); a store keeps it whole.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Fingerprint {
+    digest: [u8; 32],
+    fields: Box<[FieldTag]>,
+}
+
+/// One checked field's tag: 4 bytes of its path's hash, then 4 of its
+/// value's.
+pub(crate) type FieldTag = [u8; 8];
+
+/// The most field tags one fingerprint carries: an operation with more
+/// checked fields tags the first this many, in path order, and a conflict
+/// in the others is reported without their names.
+pub(crate) const MAX_FIELD_TAGS: usize = 64;
 
 impl Fingerprint {
     /// The fingerprint of `args`: SHA-256 over a domain tag and
-    /// `canonical_json(args)`, both length-prefixed.
+    /// `canonical_json(args)`, both length-prefixed; without field tags.
     pub fn of(args: &Value) -> Fingerprint {
-        Fingerprint(hash_value(|m| enc(m, FINGERPRINT_DOMAIN.as_bytes()), args))
+        Fingerprint::from_digest(hash_value(|m| enc(m, FINGERPRINT_DOMAIN.as_bytes()), args))
     }
 
-    /// The raw digest.
-    pub fn as_bytes(&self) -> &[u8; 32] {
-        &self.0
+    /// A fingerprint that is `digest` alone.
+    pub(crate) fn from_digest(digest: [u8; 32]) -> Fingerprint {
+        Fingerprint {
+            digest,
+            fields: Box::new([]),
+        }
     }
 
-    /// Wraps a raw digest.
-    pub fn from_bytes(bytes: [u8; 32]) -> Fingerprint {
-        Fingerprint(bytes)
+    /// This fingerprint with `fields` as its field tags (at most
+    /// [`MAX_FIELD_TAGS`] of them).
+    pub(crate) fn with_fields(mut self, fields: Vec<FieldTag>) -> Fingerprint {
+        debug_assert!(fields.len() <= MAX_FIELD_TAGS);
+        self.fields = fields.into_boxed_slice();
+        self
     }
 
-    /// Parses the 64-character lowercase hex form written by `Display`;
-    /// `None` for anything else.
+    /// Whether the fingerprint is `digest` alone, without field tags.
+    pub(crate) fn is_just(&self, digest: &[u8; 32]) -> bool {
+        self.digest == *digest && self.fields.is_empty()
+    }
+
+    /// The digest of the checked arguments, without the field tags.
+    pub fn digest(&self) -> &[u8; 32] {
+        &self.digest
+    }
+
+    /// Whether the two fingerprints are of the same checked arguments: their
+    /// digests are equal. The field tags only explain a difference (a
+    /// record written without them matches one with them).
+    pub fn matches(&self, other: &Fingerprint) -> bool {
+        self.digest == other.digest
+    }
+
+    /// The positions of this fingerprint's field tags whose field `stored`
+    /// holds with another value, or does not tag: the checked fields that
+    /// differ from the stored operation's. Empty when `stored` has no tags
+    /// (written without them), since then nothing can be told.
+    pub(crate) fn differing_fields(&self, stored: &Fingerprint) -> Vec<usize> {
+        if stored.fields.is_empty() {
+            return Vec::new();
+        }
+        // A tag equal to one of `stored`'s is the same path with the same
+        // value; any other is a value that changed, or a path `stored`
+        // lacks.
+        (0..self.fields.len())
+            .filter(|&i| !stored.fields.contains(&self.fields[i]))
+            .collect()
+    }
+
+    /// The stored form: the digest's 32 bytes, then 8 per field tag.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(32 + 8 * self.fields.len());
+        bytes.extend_from_slice(&self.digest);
+        for tag in &self.fields {
+            bytes.extend_from_slice(tag);
+        }
+        bytes
+    }
+
+    /// Reads the stored form written by [`to_bytes`](Self::to_bytes): 32
+    /// bytes, then at most [`MAX_FIELD_TAGS`] tags of 8; `None` for
+    /// anything else.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Fingerprint> {
+        let (digest, tags) = bytes.split_first_chunk::<32>()?;
+        let (fields, rest) = tags.as_chunks::<8>();
+        if !rest.is_empty() || fields.len() > MAX_FIELD_TAGS {
+            return None;
+        }
+        Some(Fingerprint {
+            digest: *digest,
+            fields: fields.into(),
+        })
+    }
+
+    /// Parses the lowercase hex form written by `Display` (64 digits, then
+    /// 16 per field tag); `None` for anything else.
     pub fn from_hex(hex: &str) -> Option<Fingerprint> {
-        parse_hex32(hex).map(Fingerprint)
+        let (digest, tags) = hex.split_at_checked(64)?;
+        let digest = parse_hex32(digest)?;
+        if tags.len() % 16 != 0 || tags.len() / 16 > MAX_FIELD_TAGS {
+            return None;
+        }
+        let mut fields = Vec::with_capacity(tags.len() / 16);
+        for digits in tags.as_bytes().chunks_exact(16) {
+            // 16 digits padded to the 64 `parse_hex32` reads.
+            let mut padded = [b'0'; 64];
+            padded[..16].copy_from_slice(digits);
+            let bytes = parse_hex32(std::str::from_utf8(&padded).ok()?)?;
+            fields.push(*bytes.first_chunk::<8>()?);
+        }
+        Some(Fingerprint::from_digest(digest).with_fields(fields))
     }
 
-    /// The 64-character lowercase hex form, as backends store it.
+    /// The lowercase hex form, as Redis stores it: 64 digits, then 16 per
+    /// field tag.
     pub fn to_hex(&self) -> String {
-        let mut s = String::with_capacity(64);
-        push_hex(&mut s, &self.0);
+        let mut s = String::with_capacity(64 + 16 * self.fields.len());
+        self.push_hex(&mut s);
         s
+    }
+
+    /// Appends [`to_hex`](Self::to_hex) to `out`.
+    pub(crate) fn push_hex(&self, out: &mut String) {
+        push_hex(out, &self.digest);
+        for tag in &self.fields {
+            push_hex(out, tag);
+        }
     }
 }
 
@@ -275,6 +385,35 @@ impl fmt::Debug for Fingerprint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Fingerprint({})", self.to_hex())
     }
+}
+
+/// The tag of checked field `path`, holding `value` (`None`: absent), in
+/// the operation whose key digest is `key`: a hash of the path and one of
+/// the value, both salted with the key, 4 bytes of each.
+pub(crate) fn field_tag(key: &[u8; 32], path: &str, value: Option<&Value>) -> FieldTag {
+    let salted = |m: &mut Vec<u8>| {
+        enc(m, FIELD_DOMAIN.as_bytes());
+        enc(m, key);
+        enc(m, path.as_bytes());
+    };
+    let of_path = hash_framed(salted, |_| Ok::<_, std::convert::Infallible>(()));
+    // Never empty, unlike the path's: `-` for an absent field, `=` and
+    // the canonical JSON for a present one.
+    let of_value = hash_framed(salted, |out| {
+        match value {
+            Some(value) => {
+                out.push(b'=');
+                write_value(out, value);
+            }
+            None => out.push(b'-'),
+        }
+        Ok::<_, std::convert::Infallible>(())
+    });
+    let (Ok(of_path), Ok(of_value)) = (of_path, of_value);
+    let mut tag = [0; 8];
+    tag[..4].copy_from_slice(&of_path[..4]);
+    tag[4..].copy_from_slice(&of_value[..4]);
+    tag
 }
 
 /// `x`'s length as 8 bytes big-endian, then `x`.
@@ -429,12 +568,59 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn fingerprint_hex_round_trips_and_rejects_junk() {
-        let fp = Fingerprint::of(&json!({"a": 1}));
-        assert_eq!(Fingerprint::from_hex(&fp.to_hex()), Some(fp));
+    fn fingerprint_hex_and_bytes_round_trip_and_reject_junk() {
+        let plain = Fingerprint::of(&json!({"a": 1}));
+        let key = [7; 32];
+        let tagged = plain.clone().with_fields(vec![
+            field_tag(&key, "a", Some(&json!(1))),
+            field_tag(&key, "b", None),
+        ]);
+        for fp in [&plain, &tagged] {
+            assert_eq!(Fingerprint::from_hex(&fp.to_hex()).as_ref(), Some(fp));
+            assert_eq!(Fingerprint::from_bytes(&fp.to_bytes()).as_ref(), Some(fp));
+        }
+        assert_eq!(tagged.to_hex().len(), 64 + 2 * 16);
+        assert!(tagged.matches(&plain), "the tags only explain a difference");
         assert_eq!(Fingerprint::from_hex("zz"), None);
         assert_eq!(Fingerprint::from_hex(&"A".repeat(64)), None);
-        assert_ne!(fp, Fingerprint::of(&json!({"a": 2})));
+        let hex = tagged.to_hex();
+        assert_eq!(Fingerprint::from_hex(&hex[..hex.len() - 1]), None);
+        assert_eq!(
+            Fingerprint::from_hex(&format!("{hex}G123456789abcdef")),
+            None
+        );
+        let bytes = tagged.to_bytes();
+        assert_eq!(Fingerprint::from_bytes(&bytes[..bytes.len() - 1]), None);
+        assert_eq!(Fingerprint::from_bytes(&bytes[..31]), None);
+        let too_many = vec![0; 32 + 8 * (MAX_FIELD_TAGS + 1)];
+        assert_eq!(Fingerprint::from_bytes(&too_many), None);
+        assert!(Fingerprint::from_bytes(&too_many[..32 + 8 * MAX_FIELD_TAGS]).is_some());
+        assert!(!plain.matches(&Fingerprint::of(&json!({"a": 2}))));
+    }
+
+    #[test]
+    fn field_tags_tell_which_fields_differ() {
+        let key = [1; 32];
+        let tags = |fields: &[(&str, Option<Value>)]| {
+            let tags = fields
+                .iter()
+                .map(|(path, v)| field_tag(&key, path, v.as_ref()))
+                .collect();
+            Fingerprint::of(&json!(null)).with_fields(tags)
+        };
+        let stored = tags(&[("note", Some(json!("a"))), ("source", None)]);
+        let now = tags(&[("note", Some(json!("a"))), ("source", Some(json!(null)))]);
+        assert_eq!(now.differing_fields(&stored), vec![1], "absent is not null");
+        let now = tags(&[("amount", Some(json!(1))), ("note", Some(json!("b")))]);
+        assert_eq!(now.differing_fields(&stored), vec![0, 1]);
+        assert_eq!(
+            now.differing_fields(&Fingerprint::of(&json!(null))),
+            Vec::<usize>::new()
+        );
+        // Salted with the key: the same value in another operation has
+        // another tag.
+        let other = field_tag(&[2; 32], "note", Some(&json!("a")));
+        assert_ne!(other, field_tag(&key, "note", Some(&json!("a"))));
     }
 
     #[test]

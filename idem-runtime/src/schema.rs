@@ -161,6 +161,28 @@ pub(crate) fn path_problem(schema: &Value, field: &str) -> Option<String> {
     None
 }
 
+/// The members of the object `path` names (`""`: the arguments
+/// themselves) in the arguments `schema` describes, walked as
+/// [`path_problem`] walks; empty where that is no object that lists its
+/// members (a map, a list, a scalar, or no such path).
+pub(crate) fn members_at(schema: &Value, path: &str) -> Vec<String> {
+    let defs = schema.get("$defs");
+    let mut current = schema;
+    for segment in path.split('.').filter(|s| !s.is_empty()) {
+        match shape(current, defs) {
+            Shape::Object(members) => match members.get(segment) {
+                Some(next) => current = next,
+                None => return Vec::new(),
+            },
+            _ => return Vec::new(),
+        }
+    }
+    match shape(current, defs) {
+        Shape::Object(members) => members.keys().map(|m| (*m).to_owned()).collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// `; did you mean `x`?` when one of `names` is `name` written another
 /// way: the JSON name of a Rust one (`customerNote` for `customer_note`,
 /// under `#[serde(rename_all)]`), or the other way round, or in another

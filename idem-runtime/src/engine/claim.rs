@@ -8,11 +8,12 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::checked::Checked;
 use super::hold::Site;
 use super::task::bounded;
 use super::trace::{CallTrace, How, note};
 use crate::error::{StoreError, ToolError};
-use crate::key::{Fingerprint, IdemKey};
+use crate::key::IdemKey;
 use crate::seal::{Holds, open};
 use crate::store::{Claim, Entry, LeaseToken};
 use crate::tool::OnInFlight;
@@ -30,7 +31,7 @@ pub(super) enum Claimed {
 pub(super) async fn claim_or_replay<O: DeserializeOwned>(
     site: &Site<'_>,
     key: &IdemKey,
-    fingerprint: &Fingerprint,
+    checked: &Checked,
     trace: Option<&CallTrace<'_>>,
 ) -> Result<Claimed, ToolError> {
     let Site {
@@ -57,7 +58,7 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
             site.meta,
             limit,
             "claim",
-            store.dyn_claim(key, name, fingerprint, cfg.lease),
+            store.dyn_claim(key, name, &checked.fingerprint, cfg.lease),
         )
         .await;
         let entry = match claim {
@@ -71,12 +72,8 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
                 }
             }
         };
-        if *entry.fingerprint() != *fingerprint {
-            tracing::warn!(tool = name, key = %key, "key conflict: same key, different arguments");
-            return Err(ToolError::KeyConflict {
-                tool: name.to_owned(),
-                key: key.to_string(),
-            });
+        if let Some(conflict) = conflict(name, key, checked, &entry) {
+            return Err(conflict);
         }
         let answer = match entry {
             Entry::Running { .. } => {
@@ -105,6 +102,21 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
         };
         return Ok(Claimed::Answered(answer));
     }
+}
+
+/// A [`ToolError::KeyConflict`] naming the checked fields that differ, when
+/// `entry` is of another operation under the same key.
+fn conflict(tool: &str, key: &IdemKey, checked: &Checked, entry: &Entry) -> Option<ToolError> {
+    if entry.fingerprint().matches(&checked.fingerprint) {
+        return None;
+    }
+    let fields = checked.differing(entry.fingerprint());
+    tracing::warn!(tool, key = %key, fields = ?fields, "key conflict: same key, different arguments");
+    Some(ToolError::KeyConflict {
+        tool: tool.to_owned(),
+        key: key.to_string(),
+        fields,
+    })
 }
 
 /// What a store that refused a claim for being full ([`StoreError::Full`])

@@ -6,11 +6,12 @@
 //! `record` (the outcome written and answered); `write` strings them
 //! together. `read` runs read tools, `settings` holds what calls share,
 //! `args` makes the model's arguments typed and exact, `roles` says which
-//! fields are keyed, checked or ignored, `sets` puts set-like arguments in
-//! one order, `trace` tells the registry how a call was answered, and `task`
+//! fields are keyed, checked or ignored, `checked` what a duplicate must
+//! match beyond its key, `sets` puts set-like arguments in one order, `trace` tells the registry how a call was answered, and `task`
 //! the future combinators the stages are built from.
 
 mod args;
+mod checked;
 mod claim;
 mod hold;
 mod operation;
@@ -24,9 +25,9 @@ mod trace;
 mod write;
 
 pub(crate) use self::args::MAX_ARGS_DEPTH;
+pub(crate) use self::checked::Learnt;
 pub(crate) use self::operation::operation;
 pub(crate) use self::read::call_read;
-pub(crate) use self::sets::Sets;
 pub use self::settings::DEFAULT_MAX_RESULT_BYTES;
 pub(crate) use self::settings::{Caller, Defaults, Resolved, Shared, StoreMeta};
 pub(crate) use self::trace::{CallTrace, How};

@@ -4,12 +4,12 @@
 use serde_json::{Map, Value};
 
 use super::args::parse_keyed_args;
+use super::checked::{Checked, Learnt};
 use super::roles::member;
-use super::sets::Sets;
 use super::settings::{Caller, Resolved};
 use crate::canonical::{write_typed, write_value};
 use crate::error::ToolError;
-use crate::key::{Fingerprint, IdemKey, Scope, write_explicit};
+use crate::key::{IdemKey, Scope, write_explicit};
 use crate::tool::{Roles, WriteTool};
 
 /// Parses a write tool's arguments and derives the operation's key and
@@ -22,11 +22,11 @@ use crate::tool::{Roles, WriteTool};
 pub(crate) fn operation<S, T: WriteTool<S>>(
     name: &str,
     cfg: &Resolved,
-    sets: Option<&Sets>,
+    learnt: Option<&Learnt>,
     namespace: Option<&str>,
     caller: Caller<'_>,
     args: Value,
-) -> Result<(T::Args, IdemKey, Fingerprint), ToolError> {
+) -> Result<(T::Args, IdemKey, Checked), ToolError> {
     let args: T::Args = parse_keyed_args(name, args, cfg.args)?;
     let head = KeyHead {
         tenant: caller.tenant,
@@ -35,28 +35,27 @@ pub(crate) fn operation<S, T: WriteTool<S>>(
         version: cfg.version,
     };
     let roles = &cfg.roles;
-    let (key, fingerprint) =
-        if roles.all_keyed() && sets.is_none() && caller.operation_key.is_none() {
-            // The common case: every argument keyed, straight from the typed
-            // arguments; the key's digest fingerprints them too.
-            let digest = head.digest(|out| write_typed(out, &args))?;
-            (
-                IdemKey::from_digest(&digest),
-                Fingerprint::from_bytes(digest),
-            )
-        } else {
-            let mut value = serde_json::to_value(&args).map_err(|e| head.unserializable(e))?;
-            if let Some(sets) = sets {
-                sets.order(&mut value);
-            }
-            roles.drop_ignored(&mut value);
-            identity(&head, &value, roles, caller.operation_key)?
-        };
+    let sets = learnt.and_then(|l| l.sets.as_ref());
+    let (key, checked) = if roles.all_keyed() && sets.is_none() && caller.operation_key.is_none() {
+        // The common case: every argument keyed, straight from the typed
+        // arguments; the key's digest fingerprints them too.
+        let digest = head.digest(|out| write_typed(out, &args))?;
+        (IdemKey::from_digest(&digest), Checked::digest(digest))
+    } else {
+        let mut value = serde_json::to_value(&args).map_err(|e| head.unserializable(e))?;
+        if let Some(sets) = sets {
+            sets.order(&mut value);
+        }
+        roles.drop_ignored(&mut value);
+        let by_operation_key = caller.operation_key.is_some();
+        let paths = learnt.map_or(&[][..], |l| l.checked_paths(by_operation_key));
+        identity(&head, &value, roles, paths, caller.operation_key)?
+    };
     let key = match namespace {
         Some(ns) => key.with_namespace(ns),
         None => key,
     };
-    Ok((args, key, fingerprint))
+    Ok((args, key, checked))
 }
 
 /// What every key of one call is derived under: its tenant, scope, tool
@@ -100,9 +99,14 @@ fn identity(
     head: &KeyHead<'_>,
     value: &Value,
     roles: &Roles,
+    paths: &[String],
     operation_key: Option<&str>,
-) -> Result<(IdemKey, Fingerprint), ToolError> {
-    let checked = |digest: [u8; 32]| (IdemKey::from_digest(&digest), Fingerprint::of(value));
+) -> Result<(IdemKey, Checked), ToolError> {
+    let checked = |digest: [u8; 32]| {
+        let by_operation_key = operation_key.is_some();
+        let fields = Checked::of(&digest, value, roles, paths, by_operation_key);
+        (IdemKey::from_digest(&digest), fields)
+    };
     if let Some(operation_key) = operation_key {
         // The caller's key stands for the arguments, under a payload no
         // arguments can have; every argument is checked.
@@ -130,10 +134,7 @@ fn identity(
         // Keyed on everything left: the key's digest fingerprints it too.
         _ => {
             let digest = head.digest_value(value)?;
-            Ok((
-                IdemKey::from_digest(&digest),
-                Fingerprint::from_bytes(digest),
-            ))
+            Ok((IdemKey::from_digest(&digest), Checked::digest(digest)))
         }
     }
 }

@@ -68,6 +68,128 @@ impl Roles {
     }
 }
 
+impl Roles {
+    /// The paths of the checked fields a call can have, by the tool's
+    /// input `schema`: with `check`, its paths; with `key`, every member
+    /// neither keyed nor ignored, at the shallowest depth that holds no
+    /// keyed path; for a call keyed on a caller's operation key
+    /// (`by_operation_key`), every member not ignored. A member the schema
+    /// does not list (a map's) is found in the value itself
+    /// ([`checked_fields`](Self::checked_fields)).
+    pub(crate) fn checked_paths(&self, schema: &Value, by_operation_key: bool) -> Vec<String> {
+        if let (Some(check), false) = (self.check, by_operation_key) {
+            return check.iter().map(|p| (*p).to_owned()).collect();
+        }
+        let keys = if by_operation_key { None } else { self.key };
+        let split = Split {
+            keys: keys.unwrap_or_default(),
+            ignored: self.ignore.unwrap_or_default(),
+        };
+        let mut paths = Vec::new();
+        let mut pending = vec![String::new()];
+        while let Some(prefix) = pending.pop() {
+            for name in schema::members_at(schema, &prefix) {
+                let path = joined(&prefix, &name);
+                match split.of(&path) {
+                    Part::Skipped => {}
+                    Part::HoldsAKey => pending.push(path),
+                    Part::Checked => paths.push(path),
+                }
+            }
+        }
+        paths.sort();
+        paths
+    }
+
+    /// The checked fields of `value` (the typed arguments, their ignored
+    /// fields dropped), each by its path with its value (`None`: absent),
+    /// in path order: the `paths` the schema gives
+    /// ([`checked_paths`](Self::checked_paths)), and any other member of
+    /// `value` that is checked by the same rule.
+    pub(crate) fn checked_fields<'v>(
+        &self,
+        value: &'v Value,
+        paths: &[String],
+        by_operation_key: bool,
+    ) -> Vec<(String, Option<&'v Value>)> {
+        let Value::Object(map) = value else {
+            return Vec::new();
+        };
+        let mut fields: Vec<_> = paths.iter().map(|p| (p.clone(), member(map, p))).collect();
+        if self.check.is_none() || by_operation_key {
+            let keys = if by_operation_key { None } else { self.key };
+            let split = Split {
+                keys: keys.unwrap_or_default(),
+                ignored: &[],
+            };
+            split.members(map, "", &mut fields);
+        }
+        fields.sort_by(|a, b| a.0.cmp(&b.0));
+        fields.dedup_by(|a, b| a.0 == b.0);
+        fields
+    }
+}
+
+/// How the key paths split the members of the arguments.
+struct Split<'r> {
+    keys: &'r [&'r str],
+    ignored: &'r [&'r str],
+}
+
+/// What a member is to a [`Split`].
+enum Part {
+    /// Keyed or ignored whole: not checked.
+    Skipped,
+    /// An object some key path goes into: its members are looked at.
+    HoldsAKey,
+    /// Checked whole.
+    Checked,
+}
+
+impl Split<'_> {
+    fn of(&self, path: &str) -> Part {
+        if self.keys.contains(&path) || self.ignored.contains(&path) {
+            return Part::Skipped;
+        }
+        let inside = |k: &&str| {
+            k.strip_prefix(path)
+                .is_some_and(|rest| rest.starts_with('.'))
+        };
+        match self.keys.iter().any(inside) {
+            true => Part::HoldsAKey,
+            false => Part::Checked,
+        }
+    }
+
+    /// Pushes the checked members of `map` (at `prefix`), with their values.
+    fn members<'v>(
+        &self,
+        map: &'v Map<String, Value>,
+        prefix: &str,
+        out: &mut Vec<(String, Option<&'v Value>)>,
+    ) {
+        for (name, value) in map {
+            let path = joined(prefix, name);
+            match (self.of(&path), value) {
+                (Part::Checked, _) => out.push((path, Some(value))),
+                (Part::HoldsAKey, Value::Object(inner)) => self.members(inner, &path, out),
+                // A keyed path under what is not an object is in the key
+                // as absent: another value here is another key.
+                (Part::HoldsAKey | Part::Skipped, _) => {}
+            }
+        }
+    }
+}
+
+/// `prefix.name`, or `name` at the top.
+fn joined(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{prefix}.{name}")
+    }
+}
+
 fn remove_all(value: &mut Value, fields: Option<&[&str]>) {
     if let Value::Object(map) = value {
         for field in fields.unwrap_or_default() {

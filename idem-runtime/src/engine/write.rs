@@ -5,12 +5,13 @@
 
 use serde_json::Value;
 
+use super::checked::Checked;
+use super::checked::Learnt;
 use super::claim::{Claimed, claim_or_replay};
 use super::hold::{Hold, Site};
 use super::operation::operation;
 use super::read::unrecorded;
 use super::record::record;
-use super::sets::Sets;
 use super::settings::{Caller, Resolved, Shared};
 use super::task::{beside, catch_panic};
 use super::trace::{How, note};
@@ -26,13 +27,13 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
     tool: &T,
     name: &str,
     cfg: &Resolved,
-    sets: Option<&Sets>,
+    learnt: Option<&Learnt>,
     shared: &Shared<S>,
     caller: Caller<'_>,
     args: Value,
 ) -> Result<Value, ToolError> {
     let namespace = shared.namespace.as_deref();
-    let (args, key, fingerprint) = operation::<S, T>(name, cfg, sets, namespace, caller, args)?;
+    let (args, key, checked) = operation::<S, T>(name, cfg, learnt, namespace, caller, args)?;
     if let Some(trace) = caller.trace {
         trace.key(&key);
     }
@@ -46,11 +47,11 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
         #[cfg(feature = "metrics")]
         metrics: caller.trace.and_then(|t| t.keys()),
     };
-    let mut claimed = claim_or_replay::<T::Output>(&site, &key, &fingerprint, caller.trace).await;
+    let mut claimed = claim_or_replay::<T::Output>(&site, &key, &checked, caller.trace).await;
     if cfg.on_store_error == OnStoreError::Run {
         claimed = match claimed {
             Err(ToolError::Store { source, .. }) if source.is_retryable() => {
-                confirm_unreachable::<T::Output>(&site, &key, &fingerprint, caller, &source).await
+                confirm_unreachable::<T::Output>(&site, &key, &checked, caller, &source).await
             }
             other => other,
         };
@@ -99,7 +100,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
 async fn confirm_unreachable<O: serde::de::DeserializeOwned>(
     site: &Site<'_>,
     key: &IdemKey,
-    fingerprint: &crate::key::Fingerprint,
+    checked: &Checked,
     caller: Caller<'_>,
     first: &StoreError,
 ) -> Result<Claimed, ToolError> {
@@ -108,7 +109,7 @@ async fn confirm_unreachable<O: serde::de::DeserializeOwned>(
         limit: site.limit.saturating_mul(2),
         ..*site
     };
-    claim_or_replay::<O>(&patient, key, fingerprint, caller.trace).await
+    claim_or_replay::<O>(&patient, key, checked, caller.trace).await
 }
 
 /// Runs the body without a claim, for a tool with

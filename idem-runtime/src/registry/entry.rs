@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 use super::checks::{check_info, check_settings};
-use crate::engine::{self, Caller, Defaults, Resolved, Sets, Shared};
+use crate::engine::{self, Caller, Defaults, Learnt, Resolved, Shared};
 use crate::error::{RegistryError, ToolError};
 use crate::key::{Fingerprint, IdemKey};
 use crate::schema;
@@ -45,14 +45,14 @@ pub(super) struct WriteEntry<S, T> {
     pub(super) tool: T,
     pub(super) info: ToolInfo,
     pub(super) options: WriteOptions,
-    /// Where the arguments hold sets, learnt from the schema by `prepare`.
-    pub(super) sets: OnceLock<Option<Sets>>,
+    /// What `prepare` learns from the schema: sets, checked fields.
+    pub(super) learnt: OnceLock<Learnt>,
     pub(super) _state: PhantomData<fn() -> S>,
 }
 
 impl<S, T> WriteEntry<S, T> {
-    fn sets(&self) -> Option<&Sets> {
-        self.sets.get().and_then(Option::as_ref)
+    fn learnt(&self) -> Option<&Learnt> {
+        self.learnt.get()
     }
 }
 
@@ -111,7 +111,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for WriteEntry<S, 
         )?;
         let input_schema = schema::input_schema::<T::Args>(name, true)?;
         cfg.roles.validate(name, &input_schema)?;
-        let _ = self.sets.set(Sets::of(&input_schema));
+        let _ = self.learnt.set(Learnt::of(&input_schema, &cfg.roles));
         Ok(ToolDef {
             name: name.to_string(),
             description: self.info.description.to_string(),
@@ -132,8 +132,8 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for WriteEntry<S, 
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
             let cfg = Resolved::new(&self.options, &shared.defaults);
-            let (tool, name, sets) = (&self.tool, &self.info.name, self.sets());
-            engine::call_write(tool, name, &cfg, sets, shared, caller, args).await
+            let (tool, name, learnt) = (&self.tool, &self.info.name, self.learnt());
+            engine::call_write(tool, name, &cfg, learnt, shared, caller, args).await
         })
     }
 
@@ -144,14 +144,14 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for WriteEntry<S, 
         args: Value,
     ) -> Result<Option<(IdemKey, Fingerprint)>, ToolError> {
         let cfg = Resolved::new(&self.options, &shared.defaults);
-        let (_, key, fingerprint) = engine::operation::<S, T>(
+        let (_, key, checked) = engine::operation::<S, T>(
             &self.info.name,
             &cfg,
-            self.sets(),
+            self.learnt(),
             shared.namespace.as_deref(),
             caller,
             args,
         )?;
-        Ok(Some((key, fingerprint)))
+        Ok(Some((key, checked.fingerprint)))
     }
 }

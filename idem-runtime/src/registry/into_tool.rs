@@ -117,7 +117,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> IntoTool<S, marker::Write> for T
             tool: self,
             info,
             options,
-            sets: OnceLock::new(),
+            learnt: OnceLock::new(),
             _state: PhantomData,
         }))
     }

@@ -123,7 +123,7 @@ impl RecordInfo {
     ///     IdemKey::from_raw("idem:00"),
     ///     RecordState::Done,
     ///     0,
-    ///     Fingerprint::from_bytes([0; 32]),
+    ///     Fingerprint::from_bytes(&[0; 32]).unwrap(),
     ///     Duration::from_secs(3600),
     /// );
     /// record.tool = Some("charge_card".into());

@@ -104,7 +104,7 @@ struct Record {
     /// The arguments' fingerprint; `None` when it is the digest the key
     /// ends with (a tool keyed on all its arguments: the usual case), which
     /// the key gives back.
-    fingerprint: Option<Box<[u8; 32]>>,
+    fingerprint: Option<Box<Fingerprint>>,
     expires_at: u64,
     /// When the record entered its state, in seconds since the store's
     /// epoch (an age for operators needs no finer grain; four bytes last
@@ -179,10 +179,10 @@ fn ms(d: Duration) -> u64 {
 }
 
 /// What a record keeps of `fingerprint`, for a key ending with `digest`.
-fn keep(fingerprint: &Fingerprint, digest: Option<[u8; 32]>) -> Option<Box<[u8; 32]>> {
+fn keep(fingerprint: &Fingerprint, digest: Option<[u8; 32]>) -> Option<Box<Fingerprint>> {
     match digest {
-        Some(d) if d == *fingerprint.as_bytes() => None,
-        _ => Some(Box::new(*fingerprint.as_bytes())),
+        Some(d) if fingerprint.is_just(&d) => None,
+        _ => Some(Box::new(fingerprint.clone())),
     }
 }
 
@@ -190,10 +190,10 @@ impl Record {
     /// The fingerprint kept by [`keep`], for the key ending with `digest`.
     fn fingerprint(&self, digest: Option<[u8; 32]>) -> Fingerprint {
         // `None` is only kept for a key that ends with a digest.
-        Fingerprint::from_bytes(match &self.fingerprint {
-            Some(own) => **own,
-            None => digest.unwrap_or_default(),
-        })
+        match &self.fingerprint {
+            Some(own) => (**own).clone(),
+            None => Fingerprint::from_digest(digest.unwrap_or_default()),
+        }
     }
 }
 
@@ -352,7 +352,7 @@ impl Shard {
 
 /// The record of a claim of `tool` (its index) at `now`.
 fn running(
-    fingerprint: Option<Box<[u8; 32]>>,
+    fingerprint: Option<Box<Fingerprint>>,
     tool: u16,
     token: &LeaseToken,
     lease: Duration,

@@ -132,12 +132,15 @@ impl Live {
     }
 }
 
-/// A fingerprint stored as its 32 bytes.
+/// A fingerprint stored as its bytes ([`Fingerprint::to_bytes`]).
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 fn fingerprint(key: &str, bytes: &[u8]) -> Result<Fingerprint, StoreError> {
-    <[u8; 32]>::try_from(bytes)
-        .map(Fingerprint::from_bytes)
-        .map_err(|_| StoreError::corrupt(key, "the fingerprint is not 32 bytes"))
+    Fingerprint::from_bytes(bytes).ok_or_else(|| {
+        StoreError::corrupt(
+            key,
+            "the fingerprint is not 32 bytes followed by whole field tags of 8",
+        )
+    })
 }
 
 /// What a SQL backend reads of a record for an operator: its row, with
@@ -257,7 +260,7 @@ impl RunningLine {
         text.push_str(if format == 1 { "1|" } else { "2|" });
         text.push_str(State::Running.as_str());
         text.push('|');
-        crate::key::push_hex(&mut text, fingerprint.as_bytes());
+        push_fingerprint(&mut text, format, fingerprint);
         text.push('|');
         text.push_str(itoa::Buffer::new().format(token.attempt()));
         text.push('|');
@@ -306,6 +309,18 @@ impl RunningLine {
     }
 }
 
+/// Appends `fingerprint` as a Redis record of `format` holds it: whole in
+/// format 2; format 1's readers take 64 digits only, so there its field
+/// tags are left out (and a conflict names no field).
+#[cfg(feature = "redis")]
+pub(crate) fn push_fingerprint(out: &mut String, format: u32, fingerprint: &Fingerprint) {
+    if format == 1 {
+        crate::key::push_hex(out, fingerprint.digest());
+    } else {
+        fingerprint.push_hex(out);
+    }
+}
+
 /// The outcome a Redis record holds, read back by a claim's `SET .. NX
 /// GET`: the entry to replay when `line` is a well-formed `done` or
 /// `failed` record of format 1 or 2, else `None`. A running or released
@@ -327,7 +342,11 @@ pub(crate) fn settled_entry(line: &[u8]) -> Option<Entry> {
     };
     let mut parts = rest.splitn(fields + 1, '|');
     let state = State::parse(parts.next()?)?;
-    let fingerprint = Fingerprint::from_hex(parts.next()?)?;
+    let fingerprint = parts.next()?;
+    if version == "1" && fingerprint.len() != 64 {
+        return None; // format 1 has no field tags
+    }
+    let fingerprint = Fingerprint::from_hex(fingerprint)?;
     let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
     let hex = |s: &str| s.bytes().all(|b| b.is_ascii_hexdigit());
     if !digits(parts.next()?) {
@@ -362,6 +381,8 @@ mod tests {
 
     const FP: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
     const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+    /// One field tag: 4 bytes of the path's hash, 4 of the value's.
+    const TAG: &str = "a1b2c3d4e5f60718";
 
     #[test]
     fn a_settled_redis_record_is_replayed_from_its_line() {
@@ -371,7 +392,7 @@ mod tests {
             settled_entry(done.as_bytes()),
             Some(Entry::Done {
                 result: "{\"id\":1}".into(),
-                fingerprint
+                fingerprint: fingerprint.clone()
             })
         );
         // Format 1, a payload holding `|`, a record settled before tokens.
@@ -383,6 +404,10 @@ mod tests {
                 fingerprint
             })
         );
+        // Field tags after the digest (format 2).
+        let tagged = format!("2|done|{FP}{TAG}|0|charge|8000|{TOKEN}|r");
+        let entry = settled_entry(tagged.as_bytes()).expect("a tagged record");
+        assert_eq!(entry.fingerprint().to_hex(), format!("{FP}{TAG}"));
     }
 
     /// The settled record a holder writes is the claim's with the state,
@@ -402,6 +427,15 @@ mod tests {
         );
         let old = RunningLine::new(1, &fingerprint, "charge", 30_030_000, &token);
         assert_eq!(old.as_str(), format!("1|running|{FP}|3|{TOKEN}|"));
+        // Field tags follow the digest in format 2; format 1 leaves them out.
+        let tagged = Fingerprint::from_hex(&format!("{FP}{TAG}")).unwrap();
+        let running = RunningLine::new(2, &tagged, "charge", 8000, &token);
+        assert_eq!(
+            running.as_str(),
+            format!("2|running|{FP}{TAG}|3|charge|8000|{TOKEN}|")
+        );
+        let running = RunningLine::new(1, &tagged, "charge", 8000, &token);
+        assert_eq!(running.as_str(), format!("1|running|{FP}|3|{TOKEN}|"));
         assert_eq!(
             old.settled_head(State::Released, 60_000),
             format!("1|released|{FP}|3|{TOKEN}|")
@@ -421,6 +455,8 @@ mod tests {
             format!("2|done|{FP}|0|charge|8000|{TOKEN}"),
             format!("2|finished|{FP}|0|charge|8000|{TOKEN}|r"),
             format!("1|done|{FP}|0|not-hex|r"),
+            format!("1|done|{FP}{TAG}|0|{TOKEN}|r"),
+            format!("2|done|{FP}{}|0|charge|8000|{TOKEN}|r", &TAG[1..]),
             "garbage".to_owned(),
         ] {
             assert_eq!(settled_entry(line.as_bytes()), None, "{line}");

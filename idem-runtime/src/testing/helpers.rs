@@ -25,6 +25,15 @@ pub(super) fn fp(n: u64) -> Fingerprint {
     Fingerprint::of(&json!({ "n": n }))
 }
 
+/// [`fp`] with `fields` field tags, as a tool keyed on a subset of its
+/// arguments stores it.
+pub(super) fn tagged_fp(n: u64, fields: usize) -> Fingerprint {
+    let tags = (0..fields)
+        .map(|i| crate::key::field_tag(&[3; 32], &format!("f{i}"), Some(&json!(n))))
+        .collect();
+    fp(n).with_fields(tags)
+}
+
 /// The tool the store cases' records name.
 pub(super) const TOOL: &str = "conformance";
 

@@ -74,6 +74,7 @@ macro_rules! __idem_with_cases {
             claims_after_a_release_have_one_winner,
             registry_records_any_error_text,
             registry_longest_settings_are_kept,
+            registry_conflict_names_the_differing_fields,
             registry_result_too_large_is_never_run_again,
             registry_sealed_records_are_ciphertext_and_authenticated,
             net_cut_connections_lose_nothing,

@@ -365,7 +365,7 @@ impl IdemStore for PostgresStore {
     ) -> Result<Claim, StoreError> {
         let token = LeaseToken::generate(0);
         let token_bytes = token.id().to_be_bytes().to_vec();
-        let fp = fingerprint.as_bytes().to_vec();
+        let fp = fingerprint.to_bytes();
         let (lease_ms, retention_ms) = (millis(lease), millis(CLAIM_RETENTION));
         let params: [&(dyn ToSql + Sync); 6] = [
             &key.as_str(),

@@ -478,7 +478,9 @@ impl RedisStore {
         token: &LeaseToken,
         lease: Duration,
     ) -> Result<Claim, StoreError> {
-        let (fp, id) = (fingerprint.to_hex(), token.id_hex());
+        let mut fp = String::new();
+        record::push_fingerprint(&mut fp, self.format, fingerprint);
+        let id = token.id_hex();
         let (lease_ms, retention_ms, format) = (
             millis(lease).to_string(),
             millis(CLAIM_RETENTION).to_string(),

@@ -267,7 +267,7 @@ fn claim(
         .and_then(|mut stmt| {
             stmt.execute(params![
                 key,
-                fingerprint.as_bytes().as_slice(),
+                fingerprint.to_bytes(),
                 attempt,
                 token.id().to_be_bytes().as_slice(),
                 lease_until,
@@ -300,7 +300,7 @@ impl IdemStore for SqliteStore {
     ) -> Result<Claim, StoreError> {
         let key = key.as_str().to_owned();
         let tool = tool.to_owned();
-        let fingerprint = *fingerprint;
+        let fingerprint = fingerprint.clone();
         let token = LeaseToken::generate(0);
         self.worker
             .run(move |conn, ticket| {

@@ -33,7 +33,10 @@ pub async fn inspect_shows_every_state<H: Harness>(h: &H) {
         (running.state, running.tool.as_deref(), running.attempt),
         (RecordState::Running, Some(TOOL), 0)
     );
-    assert_eq!((running.key.as_str(), running.fingerprint), (k.as_str(), f));
+    assert_eq!(
+        (running.key.as_str(), &running.fingerprint),
+        (k.as_str(), &f)
+    );
     assert_eq!(running.holder.map(|t| t.id()), Some(token.id()));
     let lease = running.lease_left.expect("a running record has a lease");
     assert!(

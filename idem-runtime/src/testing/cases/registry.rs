@@ -278,6 +278,50 @@ pub async fn registry_longest_settings_are_kept<H: Harness>(h: &H) {
     assert_eq!(counter.total(), 1, "recorded, not run again");
 }
 
+/// A duplicate that differs from the recorded operation in a checked field
+/// is a conflict naming that field, never its value, from what the store
+/// kept of the first call: a field with another value, one present now
+/// and absent then, several at once; the first result stays recorded.
+pub async fn registry_conflict_names_the_differing_fields<H: Harness>(h: &H) {
+    let options = WriteOptions::new().key_fields(&["n"]);
+    let counter = Counter::new(Duration::ZERO, options);
+    let registry = registry(h.store(), &namespace(), &counter);
+    let first = registry
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("first");
+    let secret = "a-secret-reason-7f3a";
+    let cases = [
+        (json!({"n": 1, "fail": true}), vec!["fail"]),
+        (json!({"n": 1, "fail_with": secret}), vec!["fail_with"]),
+        (json!({"n": 1, "fail": true, "pad": 5}), vec!["fail", "pad"]),
+    ];
+    for (args, differing) in cases {
+        match registry.call("r", "counter", args.clone()).await {
+            Err(e @ ToolError::KeyConflict { .. }) => {
+                let ToolError::KeyConflict { fields, .. } = &e else {
+                    unreachable!()
+                };
+                assert_eq!(*fields, differing, "{args}");
+                let (shown, told) = (e.to_string(), e.model_message());
+                for name in &differing {
+                    let quoted = format!("`{name}`");
+                    assert!(shown.contains(&quoted), "{shown}");
+                    assert!(told.contains(&quoted), "{told}");
+                }
+                assert!(!shown.contains(secret) && !told.contains(secret));
+            }
+            other => panic!("{args}: expected a conflict, got {other:?}"),
+        }
+    }
+    let replay = registry
+        .call("r", "counter", json!({"n": 1, "fail": false}))
+        .await
+        .expect("the first call's arguments are replayed");
+    assert_eq!(replay, first);
+    assert_eq!(counter.total(), 1, "no conflict ran");
+}
+
 /// A result larger than `max_result_bytes` goes to its caller but never to
 /// the store; duplicates get an error saying so, never a second run. An
 /// error text that large is cut to fit.

@@ -28,7 +28,7 @@ pub async fn claim_complete_replay<H: Harness>(h: &H) {
     assert_eq!(
         store.get(&k).await.ok(),
         Some(Some(Entry::Running {
-            fingerprint: f,
+            fingerprint: f.clone(),
             attempt: 0
         }))
     );
@@ -38,7 +38,7 @@ pub async fn claim_complete_replay<H: Harness>(h: &H) {
         .expect("complete");
     let done = Entry::Done {
         result: r#"{"ok":true}"#.into(),
-        fingerprint: f,
+        fingerprint: f.clone(),
     };
     assert_eq!(existing(store.claim(&k, TOOL, &f, LONG).await), done);
     assert_eq!(existing(store.claim(&k, TOOL, &f, LONG).await), done);
@@ -133,7 +133,7 @@ pub async fn stale_token_is_fenced<H: Harness>(h: &H) {
     assert_eq!(
         store.get(&k).await.ok(),
         Some(Some(Entry::Running {
-            fingerprint: f,
+            fingerprint: f.clone(),
             attempt: 1
         })),
         "the stale worker changed the owner's record"
@@ -150,7 +150,7 @@ pub async fn stale_token_is_fenced<H: Harness>(h: &H) {
         existing(store.claim(&k, TOOL, &f, LONG).await),
         Entry::Done {
             result: r#""owner""#.into(),
-            fingerprint: f
+            fingerprint: f.clone()
         }
     );
 }
@@ -178,7 +178,7 @@ pub async fn lapsed_but_unclaimed_may_still_record<H: Harness>(h: &H) {
         existing(store.claim(&k, TOOL, &f, LONG).await),
         Entry::Done {
             result: "7".into(),
-            fingerprint: f
+            fingerprint: f.clone()
         }
     );
     let k2 = key(&ns, "late-2");
@@ -225,7 +225,7 @@ pub async fn permanent_failure_is_replayed<H: Harness>(h: &H) {
         .expect("fail");
     let failed = Entry::Failed {
         error: "card declined: \"insufficient funds\"".into(),
-        fingerprint: f,
+        fingerprint: f.clone(),
     };
     assert_eq!(existing(store.claim(&k, TOOL, &f, LONG).await), failed);
     assert_eq!(store.get(&k).await.ok(), Some(Some(failed)));
@@ -278,7 +278,7 @@ pub async fn purge_removes_only_expired_records<H: Harness>(h: &H) {
         store.get(&live).await.ok(),
         Some(Some(Entry::Done {
             result: "1".into(),
-            fingerprint: f
+            fingerprint: f.clone()
         })),
         "purging must not touch a live record"
     );
@@ -305,7 +305,8 @@ pub async fn absent_key_refuses_token_ops<H: Harness>(h: &H) {
     );
 }
 
-/// The first claim's fingerprint stays with the record.
+/// The first claim's fingerprint stays with the record, whole: its field
+/// tags too.
 pub async fn fingerprint_is_kept<H: Harness>(h: &H) {
     let store = h.store();
     let k = key(&namespace(), "fp");
@@ -341,6 +342,19 @@ pub async fn fingerprint_is_kept<H: Harness>(h: &H) {
         .expect("complete");
     let entry = store.get(&k).await.expect("get").expect("recorded");
     assert_eq!(*entry.fingerprint(), digest);
+    // With field tags, as the registry passes it for a tool keyed on a
+    // subset of its arguments: kept whole, tags and all, running and done.
+    let k = key(&namespace(), "fp-tagged");
+    let tagged = tagged_fp(1, 3);
+    let token = acquired(store.claim(&k, TOOL, &tagged, LONG).await);
+    let running = existing(store.claim(&k, TOOL, &fp(2), LONG).await);
+    assert_eq!(running.fingerprint().to_hex(), tagged.to_hex());
+    store
+        .complete(&k, &token, "3", LONG)
+        .await
+        .expect("complete");
+    let entry = store.get(&k).await.expect("get").expect("recorded");
+    assert_eq!(entry.fingerprint().to_hex(), tagged.to_hex());
 }
 
 /// A record the backend cannot understand is an error, never a panic,
@@ -404,7 +418,7 @@ pub async fn settle_repeated_by_its_token_succeeds<H: Harness>(h: &H) {
     );
     let done = Entry::Done {
         result: "1".into(),
-        fingerprint: f,
+        fingerprint: f.clone(),
     };
     assert_eq!(store.get(&k).await.ok(), Some(Some(done)));
 

@@ -4,7 +4,7 @@
 CREATE TABLE IF NOT EXISTS {table} (
     key         text PRIMARY KEY,
     state       text NOT NULL,        -- running | released | done | failed
-    fingerprint bytea NOT NULL,       -- 32 bytes
+    fingerprint bytea NOT NULL,       -- 32 bytes, then 8 per field tag
     attempt     integer NOT NULL,
     token       bytea,                -- 16 bytes: the holder's (running) or the settler's
     lease_until timestamptz,          -- running only

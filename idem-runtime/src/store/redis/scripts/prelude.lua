@@ -21,7 +21,11 @@ local function load(key)
     return error('corrupt: unknown record format version ' .. v)
   end
   if not state then return error('corrupt: the value is not an idem record') end
-  if #fp ~= 64 then return error('corrupt: bad fingerprint') end
+  -- 64 digits, then (format 2) 16 per field tag, at most 64 tags
+  -- (MAX_FIELD_TAGS in key.rs).
+  if #fp ~= 64 and (v == '1' or #fp < 64 or (#fp - 64) % 16 ~= 0 or #fp > 64 + 16 * 64) then
+    return error('corrupt: bad fingerprint')
+  end
   local rec = { state = state, fp = fp, attempt = tonumber(attempt), token = token, payload = payload,
     tool = tool or '', life = tonumber(life) }
   if state == 'running' then

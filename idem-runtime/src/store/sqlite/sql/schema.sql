@@ -3,7 +3,7 @@
 CREATE TABLE IF NOT EXISTS idem_records (
     key         TEXT PRIMARY KEY NOT NULL,
     state       TEXT NOT NULL,     -- running | released | done | failed
-    fingerprint BLOB NOT NULL,     -- 32 bytes
+    fingerprint BLOB NOT NULL,     -- 32 bytes, then 8 per field tag
     attempt     INTEGER NOT NULL,
     token       BLOB,              -- 16 bytes: the holder's (running) or the settler's
     lease_until INTEGER,           -- unix ms, running only
