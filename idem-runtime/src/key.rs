@@ -325,7 +325,7 @@ impl Fingerprint {
     }
 
     /// Reads the stored form written by [`to_bytes`](Self::to_bytes): 32
-    /// bytes, then at most [`MAX_FIELD_TAGS`] tags of 8; `None` for
+    /// bytes, then at most 64 tags of 8; `None` for
     /// anything else.
     pub fn from_bytes(bytes: &[u8]) -> Option<Fingerprint> {
         let (digest, tags) = bytes.split_first_chunk::<32>()?;
