@@ -101,6 +101,14 @@ async fn charge_brief(#[args] a: Args, _ctx: &WriteCtx) -> Result<u64, String> {
     charge_body(a).await
 }
 
+/// The same, keyed on the order alone: the amount and currency are checked,
+/// so its fingerprint carries their field tags (the cost of naming a
+/// conflict's fields, paid on every call).
+#[write_tool(ttl = "1ms", key = [order_id])]
+async fn charge_keyed(#[args] a: Args, _ctx: &WriteCtx) -> Result<u64, String> {
+    charge_body(a).await
+}
+
 fn registry(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -109,10 +117,11 @@ fn registry(c: &mut Criterion) {
     let registry = Registry::builder(())
         .tool(charge)
         .tool(charge_brief)
+        .tool(charge_keyed)
         .build()
         .expect("registry");
     let n = AtomicU64::new(0);
-    for tool in ["charge", "charge_brief"] {
+    for tool in ["charge", "charge_brief", "charge_keyed"] {
         let out = rt.block_on(registry.call(
             "run-0",
             tool,
@@ -143,6 +152,13 @@ fn registry(c: &mut Criterion) {
         b.to_async(&rt).iter_batched(
             || json!({"order_id": n.fetch_add(1, Ordering::Relaxed), "amount": 4200, "currency": "eur"}),
             |args| async { black_box(registry.call("run-1", "charge_brief", args).await) },
+            BatchSize::SmallInput,
+        )
+    });
+    group.bench_function("registry_call_keyed_on_one_field", |b| {
+        b.to_async(&rt).iter_batched(
+            || json!({"order_id": n.fetch_add(1, Ordering::Relaxed), "amount": 4200, "currency": "eur"}),
+            |args| async { black_box(registry.call("run-1", "charge_keyed", args).await) },
             BatchSize::SmallInput,
         )
     });
@@ -223,6 +239,7 @@ fn safety(c: &mut Criterion) {
         .expect("runtime");
     let plain = Registry::builder(())
         .tool(charge_brief)
+        .tool(charge_keyed)
         .build()
         .expect("registry");
     let keys = idem::ResultKeys::new("bench", [7; 32]).expect("keys");

@@ -9,7 +9,8 @@
 //!
 //! By default each operation is keyed on all its arguments, so its
 //! fingerprint is its key's digest (the usual case); with `--subset`, as for
-//! a tool with `key = [..]`, every record keeps a fingerprint of its own.
+//! a tool with `key = [..]`, every record keeps a fingerprint of its own,
+//! with the tags of two checked fields.
 
 use std::time::Duration;
 
@@ -50,7 +51,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .collect();
     let key_len = keys.first().map_or(0, |k| k.as_str().len());
-    let own = Fingerprint::of(&json!({"other": "arguments"}));
+    // Two field tags (8 bytes each) after the digest, as for `key = [a]`
+    // on a tool with two more fields.
+    let digest = Fingerprint::of(&json!({"other": "arguments"})).to_hex();
+    let own = Fingerprint::from_hex(&format!("{digest}0123456789abcdef89abcdef01234567"))
+        .ok_or("a tagged fingerprint")?;
     let fingerprint = |key: &IdemKey| {
         let hex = &key.as_str()[key.as_str().len() - 64..];
         match Fingerprint::from_hex(hex) {

@@ -1,5 +1,6 @@
 //! The README's quick start and test-kit snippet, built and run as a
-//! newcomer's crate of its own: only the dependencies the README's
+//! newcomer's crate of its own (and its promise that the macros need no
+//! dependency but idem, in a second crate): only the dependencies the README's
 //! `Cargo.toml` blocks list, with idem taken from this workspace. The
 //! crate's doctests compile the same blocks, but inside idem-tools, where
 //! its dev-dependencies hide a dependency the README forgets.
@@ -83,20 +84,22 @@ fn readme_crate(readme: &str) -> Crate {
     Crate { manifest, files }
 }
 
-/// `cargo ARGS` in the crate at `dir`, which must succeed.
-fn cargo(dir: &Path, target: &Path, args: &[&str]) {
+/// `cargo ARGS` in the crate at `dir`, which must succeed. The crates
+/// share one target directory, so that idem is built once for them.
+fn cargo(dir: &Path, args: &[&str]) {
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("readme-target");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let output = Command::new(cargo)
         .args(args)
         .current_dir(dir)
-        .env("CARGO_TARGET_DIR", target)
-        .env_remove("RUSTFLAGS")
+        .env("CARGO_TARGET_DIR", &target)
         .output()
         .expect("cargo runs");
     assert!(
         output.status.success(),
-        "`cargo {}` on the README's crate failed:\n{}\n{}",
+        "`cargo {}` in {} failed:\n{}\n{}",
         args.join(" "),
+        dir.display(),
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr),
     );
@@ -118,31 +121,80 @@ fn the_readme_builds_and_runs_as_a_crate_of_its_own() {
         "README.md's `# Cargo.toml` blocks should list the dependencies and dev-dependencies"
     );
 
-    // Kept under the target directory between runs, so that a second run
-    // builds only what changed.
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("readme-crate");
+    let dir = write_crate("readme", &krate.manifest, krate.files);
+    cargo(&dir, &["run", "--quiet"]);
+    cargo(&dir, &["test", "--quiet"]);
+}
+
+/// The README's promise that the macros need nothing but idem: a crate
+/// whose only dependencies are idem-tools and tokio (for `main`) builds a
+/// read and a write tool and calls them.
+#[test]
+fn the_macros_need_no_dependency_but_idem() {
+    let manifest = "[dependencies]\nidem-tools = \"0.1\"\n\
+                    tokio = { version = \"1\", features = [\"macros\", \"rt-multi-thread\"] }\n";
+    let main = r##"
+use idem::prelude::*;
+
+/// Look an order up.
+#[read_tool]
+async fn order(id: u64, note: Option<String>) -> Result<String, String> {
+    Ok(format!("order {id} {}", note.unwrap_or_default()))
+}
+
+/// Refund an order.
+#[write_tool(key = [id], ignore = [reason])]
+async fn refund(id: u64, reason: Option<String>, ctx: &WriteCtx) -> Result<u64, String> {
+    let _ = (reason, ctx.idem_key());
+    Ok(id)
+}
+
+#[tokio::main]
+async fn main() {
+    let registry = Registry::builder(()).tool(order).tool(refund).build().unwrap();
+    let args = r#"{"id": 7, "reason": "broken"}"#;
+    let first = registry.call("run", "refund", args.into()).await.unwrap();
+    let again = registry.call("run", "refund", r#"{"id": 7}"#.into()).await.unwrap();
+    assert_eq!(first, again);
+    registry.call("run", "order", r#"{"id": 7}"#.into()).await.unwrap();
+}
+"##;
+    let dir = write_crate(
+        "idem-alone",
+        manifest,
+        vec![("src/main.rs".into(), main.into())],
+    );
+    cargo(&dir, &["run", "--quiet"]);
+}
+
+/// Writes the crate `name`, with the manifest lines `dependencies` and
+/// `files` by their paths, under the target directory (kept between runs,
+/// so that a second run builds only what changed), idem taken from this
+/// workspace; its folder.
+fn write_crate(name: &str, dependencies: &str, files: Vec<(String, String)>) -> PathBuf {
+    let root = workspace();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = fs::remove_dir_all(dir.join("src"));
     let _ = fs::remove_dir_all(dir.join("tests"));
     let published = ["idem-tools", "idem-runtime", "idem-macros", "idem-rules"];
     let patch: String = published
         .iter()
-        .map(|name| {
-            let path = if *name == "idem-tools" {
+        .map(|krate| {
+            let path = if *krate == "idem-tools" {
                 root.clone()
             } else {
-                root.join(name)
+                root.join(krate)
             };
-            format!("{name} = {{ path = {:?} }}\n", path.display().to_string())
+            format!("{krate} = {{ path = {:?} }}\n", path.display().to_string())
         })
         .collect();
     let manifest = format!(
-        "[package]\nname = \"readme\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
-         {}\n[patch.crates-io]\n{patch}\n[workspace]\n",
-        krate.manifest
+        "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
+         {dependencies}\n[patch.crates-io]\n{patch}\n[workspace]\n",
     );
     for (path, text) in [("Cargo.toml".to_owned(), manifest)]
         .into_iter()
-        .chain(krate.files)
+        .chain(files)
     {
         let file = dir.join(&path);
         fs::create_dir_all(file.parent().expect("a folder")).expect("the crate's folders");
@@ -151,8 +203,5 @@ fn the_readme_builds_and_runs_as_a_crate_of_its_own() {
     // The workspace's versions of every dependency, as a user resolving
     // today would get: the lock file is pruned to what the crate uses.
     fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).expect("Cargo.lock");
-
-    let target = dir.join("target");
-    cargo(&dir, &target, &["run", "--quiet"]);
-    cargo(&dir, &target, &["test", "--quiet"]);
+    dir
 }

@@ -15,8 +15,10 @@ const KEY_DOMAIN: &str = "idem/v1";
 const TENANT_KEY_DOMAIN: &str = "idem/v1/tenant";
 /// Domain tag of argument fingerprints, so a fingerprint is never a key.
 const FINGERPRINT_DOMAIN: &str = "idem/fingerprint/v1";
-/// Domain tag of a fingerprint's field tags.
+/// Domain tag of the value half of a fingerprint's field tag.
 const FIELD_DOMAIN: &str = "idem/fingerprint/field/v1";
+/// Domain tag of the path half of a field tag.
+const FIELD_PATH_DOMAIN: &str = "idem/fingerprint/path/v1";
 
 /// What an operation's identity is scoped to.
 ///
@@ -239,8 +241,8 @@ impl AsRef<str> for IdemKey {
 /// already covers them, and serves as the fingerprint, without tags.
 ///
 /// A field's tag is 4 bytes of a hash of its path and 4 of a hash of its
-/// value, both salted with the operation's key: a value never appears, and
-/// the same value in two operations has two tags. Stored, a fingerprint is
+/// value salted with the operation's key: a value never appears, and the
+/// same value in two operations has two tags. Stored, a fingerprint is
 /// [`to_bytes`](Self::to_bytes) (32 bytes, then 8 per tag) or
 /// [`to_hex`](Self::to_hex); a store keeps it whole.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -347,15 +349,9 @@ impl Fingerprint {
         if tags.len() % 16 != 0 || tags.len() / 16 > MAX_FIELD_TAGS {
             return None;
         }
-        let mut fields = Vec::with_capacity(tags.len() / 16);
-        for digits in tags.as_bytes().chunks_exact(16) {
-            // 16 digits padded to the 64 `parse_hex32` reads.
-            let mut padded = [b'0'; 64];
-            padded[..16].copy_from_slice(digits);
-            let bytes = parse_hex32(std::str::from_utf8(&padded).ok()?)?;
-            fields.push(*bytes.first_chunk::<8>()?);
-        }
-        Some(Fingerprint::from_digest(digest).with_fields(fields))
+        let mut fields = vec![[0; 8]; tags.len() / 16];
+        parse_hex_into(tags.as_bytes(), fields.as_flattened_mut())
+            .then(|| Fingerprint::from_digest(digest).with_fields(fields))
     }
 
     /// The lowercase hex form, as Redis stores it: 64 digits, then 16 per
@@ -388,18 +384,47 @@ impl fmt::Debug for Fingerprint {
 }
 
 /// The tag of checked field `path`, holding `value` (`None`: absent), in
-/// the operation whose key digest is `key`: a hash of the path and one of
-/// the value, both salted with the key, 4 bytes of each.
+/// the operation whose key digest is `key`: its [`path_tag`], then its
+/// [`value_tag`]. (The registry puts the halves together itself: a
+/// tool's path halves are hashed once.)
+#[cfg(any(test, feature = "test-util"))]
 pub(crate) fn field_tag(key: &[u8; 32], path: &str, value: Option<&Value>) -> FieldTag {
+    tag_of(path_tag(path), value_tag(key, path, value))
+}
+
+/// A field's tag from its two halves.
+pub(crate) fn tag_of(path: [u8; 4], value: [u8; 4]) -> FieldTag {
+    let mut tag = [0; 8];
+    tag[..4].copy_from_slice(&path);
+    tag[4..].copy_from_slice(&value);
+    tag
+}
+
+/// The first half of a field's tag: 4 bytes of a hash of its path alone
+/// (a path names a member of the schema, no secret), so that a tool's
+/// paths are hashed once, when its registry is built.
+pub(crate) fn path_tag(path: &str) -> [u8; 4] {
+    let Ok(digest) = hash_framed(
+        |m| enc(m, FIELD_PATH_DOMAIN.as_bytes()),
+        |out| {
+            out.extend_from_slice(path.as_bytes());
+            Ok::<_, std::convert::Infallible>(())
+        },
+    );
+    [digest[0], digest[1], digest[2], digest[3]]
+}
+
+/// The second half of a field's tag: 4 bytes of a hash of its value,
+/// salted with the operation's key and the path, so that the same value
+/// in two operations has two tags. `-` stands for an absent field, `=`
+/// and the canonical JSON for a present one.
+pub(crate) fn value_tag(key: &[u8; 32], path: &str, value: Option<&Value>) -> [u8; 4] {
     let salted = |m: &mut Vec<u8>| {
         enc(m, FIELD_DOMAIN.as_bytes());
         enc(m, key);
         enc(m, path.as_bytes());
     };
-    let of_path = hash_framed(salted, |_| Ok::<_, std::convert::Infallible>(()));
-    // Never empty, unlike the path's: `-` for an absent field, `=` and
-    // the canonical JSON for a present one.
-    let of_value = hash_framed(salted, |out| {
+    let Ok(digest) = hash_framed(salted, |out| {
         match value {
             Some(value) => {
                 out.push(b'=');
@@ -409,11 +434,7 @@ pub(crate) fn field_tag(key: &[u8; 32], path: &str, value: Option<&Value>) -> Fi
         }
         Ok::<_, std::convert::Infallible>(())
     });
-    let (Ok(of_path), Ok(of_value)) = (of_path, of_value);
-    let mut tag = [0; 8];
-    tag[..4].copy_from_slice(&of_path[..4]);
-    tag[4..].copy_from_slice(&of_value[..4]);
-    tag
+    [digest[0], digest[1], digest[2], digest[3]]
 }
 
 /// `x`'s length as 8 bytes big-endian, then `x`.
@@ -531,7 +552,16 @@ fn hex16(bytes: [u8; 8]) -> [u8; 16] {
     (x + ONES * u128::from(b'0') + letters * 39).to_be_bytes()
 }
 
+/// The 32 bytes that 64 lowercase hex digits spell; `None` for anything
+/// else.
 pub(crate) fn parse_hex32(hex: &str) -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    parse_hex_into(hex.as_bytes(), &mut out).then_some(out)
+}
+
+/// Fills `out` with the bytes the lowercase hex digits `hex` spell;
+/// false, with `out` unspecified, unless `hex` is exactly that many digits.
+fn parse_hex_into(hex: &[u8], out: &mut [u8]) -> bool {
     /// Lowercase hex digit → its value; 0xFF for anything else.
     static NIBBLE: [u8; 256] = {
         let mut table = [0xFF_u8; 256];
@@ -547,19 +577,17 @@ pub(crate) fn parse_hex32(hex: &str) -> Option<[u8; 32]> {
         }
         table
     };
-    let bytes = hex.as_bytes();
-    if bytes.len() != 64 {
-        return None;
+    if hex.len() != 2 * out.len() {
+        return false;
     }
-    let mut out = [0u8; 32];
     let mut bad = 0u8;
-    for (i, pair) in bytes.chunks_exact(2).enumerate() {
+    for (byte, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
         let (hi, lo) = (NIBBLE[usize::from(pair[0])], NIBBLE[usize::from(pair[1])]);
         bad |= hi | lo;
-        out[i] = (hi << 4) | (lo & 0xF);
+        *byte = (hi << 4) | (lo & 0xF);
     }
     // Any 0xFF nibble sets the high bits.
-    (bad & 0xF0 == 0).then_some(out)
+    bad & 0xF0 == 0
 }
 
 #[cfg(test)]

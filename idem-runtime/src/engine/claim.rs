@@ -31,7 +31,7 @@ pub(super) enum Claimed {
 pub(super) async fn claim_or_replay<O: DeserializeOwned>(
     site: &Site<'_>,
     key: &IdemKey,
-    checked: &Checked,
+    checked: &Checked<'_>,
     trace: Option<&CallTrace<'_>>,
 ) -> Result<Claimed, ToolError> {
     let Site {
@@ -106,7 +106,7 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
 
 /// A [`ToolError::KeyConflict`] naming the checked fields that differ, when
 /// `entry` is of another operation under the same key.
-fn conflict(tool: &str, key: &IdemKey, checked: &Checked, entry: &Entry) -> Option<ToolError> {
+fn conflict(tool: &str, key: &IdemKey, checked: &Checked<'_>, entry: &Entry) -> Option<ToolError> {
     if entry.fingerprint().matches(&checked.fingerprint) {
         return None;
     }

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::args::parse_keyed_args;
-use super::checked::{Checked, Learnt};
+use super::checked::{Checked, CheckedPath, Learnt};
 use super::roles::member;
 use super::settings::{Caller, Resolved};
 use crate::canonical::{write_typed, write_value};
@@ -19,14 +19,14 @@ use crate::tool::{Roles, WriteTool};
 /// count for nothing, checked ones for the fingerprint only. A call that
 /// carries its own operation key (`caller.operation_key`) is keyed on it,
 /// and every argument not ignored is checked.
-pub(crate) fn operation<S, T: WriteTool<S>>(
+pub(crate) fn operation<'a, S, T: WriteTool<S>>(
     name: &str,
     cfg: &Resolved,
-    learnt: Option<&Learnt>,
+    learnt: Option<&'a Learnt>,
     namespace: Option<&str>,
     caller: Caller<'_>,
     args: Value,
-) -> Result<(T::Args, IdemKey, Checked), ToolError> {
+) -> Result<(T::Args, IdemKey, Checked<'a>), ToolError> {
     let args: T::Args = parse_keyed_args(name, args, cfg.args)?;
     let head = KeyHead {
         tenant: caller.tenant,
@@ -95,13 +95,13 @@ impl KeyHead<'_> {
 
 /// The key and fingerprint of `value`, the typed arguments without their
 /// ignored fields, keyed on the caller's `operation_key` if there is one.
-fn identity(
+fn identity<'p>(
     head: &KeyHead<'_>,
     value: &Value,
     roles: &Roles,
-    paths: &[String],
+    paths: &'p [CheckedPath],
     operation_key: Option<&str>,
-) -> Result<(IdemKey, Checked), ToolError> {
+) -> Result<(IdemKey, Checked<'p>), ToolError> {
     let checked = |digest: [u8; 32]| {
         let by_operation_key = operation_key.is_some();
         let fields = Checked::of(&digest, value, roles, paths, by_operation_key);

@@ -66,19 +66,19 @@ impl Roles {
     pub(crate) fn drop_checked(&self, value: &mut Value) {
         remove_all(value, self.check);
     }
-}
 
-impl Roles {
     /// The paths of the checked fields a call can have, by the tool's
     /// input `schema`: with `check`, its paths; with `key`, every member
     /// neither keyed nor ignored, at the shallowest depth that holds no
     /// keyed path; for a call keyed on a caller's operation key
-    /// (`by_operation_key`), every member not ignored. A member the schema
-    /// does not list (a map's) is found in the value itself
-    /// ([`checked_fields`](Self::checked_fields)).
+    /// (`by_operation_key`), every member not ignored; in path order. A
+    /// member the schema does not list (a map's) is found in the value
+    /// itself ([`checked_members`](Self::checked_members)).
     pub(crate) fn checked_paths(&self, schema: &Value, by_operation_key: bool) -> Vec<String> {
         if let (Some(check), false) = (self.check, by_operation_key) {
-            return check.iter().map(|p| (*p).to_owned()).collect();
+            let mut paths: Vec<String> = check.iter().map(|p| (*p).to_owned()).collect();
+            paths.sort();
+            return paths;
         }
         let keys = if by_operation_key { None } else { self.key };
         let split = Split {
@@ -101,32 +101,28 @@ impl Roles {
         paths
     }
 
-    /// The checked fields of `value` (the typed arguments, their ignored
-    /// fields dropped), each by its path with its value (`None`: absent),
-    /// in path order: the `paths` the schema gives
-    /// ([`checked_paths`](Self::checked_paths)), and any other member of
-    /// `value` that is checked by the same rule.
-    pub(crate) fn checked_fields<'v>(
+    /// Calls `found` with each checked member of `map`, the typed
+    /// arguments (their ignored fields dropped), as the value holds them:
+    /// with `key`, every member not keyed, at the shallowest depth that
+    /// holds no keyed path; for a call keyed on a caller's operation key,
+    /// every member; with `check`, none (its paths are all there is). This
+    /// finds the members a schema does not list (a map's) beside
+    /// [`checked_paths`](Self::checked_paths).
+    pub(crate) fn checked_members<'v>(
         &self,
-        value: &'v Value,
-        paths: &[String],
+        map: &'v Map<String, Value>,
         by_operation_key: bool,
-    ) -> Vec<(String, Option<&'v Value>)> {
-        let Value::Object(map) = value else {
-            return Vec::new();
-        };
-        let mut fields: Vec<_> = paths.iter().map(|p| (p.clone(), member(map, p))).collect();
-        if self.check.is_none() || by_operation_key {
-            let keys = if by_operation_key { None } else { self.key };
-            let split = Split {
-                keys: keys.unwrap_or_default(),
-                ignored: &[],
-            };
-            split.members(map, "", &mut fields);
+        mut found: impl FnMut(&str, &'v Value),
+    ) {
+        if self.check.is_some() && !by_operation_key {
+            return;
         }
-        fields.sort_by(|a, b| a.0.cmp(&b.0));
-        fields.dedup_by(|a, b| a.0 == b.0);
-        fields
+        let keys = if by_operation_key { None } else { self.key };
+        let split = Split {
+            keys: keys.unwrap_or_default(),
+            ignored: &[],
+        };
+        split.members(map, &mut String::new(), &mut found);
     }
 }
 
@@ -161,22 +157,28 @@ impl Split<'_> {
         }
     }
 
-    /// Pushes the checked members of `map` (at `prefix`), with their values.
+    /// Calls `found` with the checked members of `map`, which stands at
+    /// `path` (a buffer, left as it was found).
     fn members<'v>(
         &self,
         map: &'v Map<String, Value>,
-        prefix: &str,
-        out: &mut Vec<(String, Option<&'v Value>)>,
+        path: &mut String,
+        found: &mut impl FnMut(&str, &'v Value),
     ) {
         for (name, value) in map {
-            let path = joined(prefix, name);
-            match (self.of(&path), value) {
-                (Part::Checked, _) => out.push((path, Some(value))),
-                (Part::HoldsAKey, Value::Object(inner)) => self.members(inner, &path, out),
+            let at = path.len();
+            if at > 0 {
+                path.push('.');
+            }
+            path.push_str(name);
+            match (self.of(path), value) {
+                (Part::Checked, _) => found(path, value),
+                (Part::HoldsAKey, Value::Object(inner)) => self.members(inner, path, found),
                 // A keyed path under what is not an object is in the key
                 // as absent: another value here is another key.
                 (Part::HoldsAKey | Part::Skipped, _) => {}
             }
+            path.truncate(at);
         }
     }
 }

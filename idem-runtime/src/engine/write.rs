@@ -100,7 +100,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
 async fn confirm_unreachable<O: serde::de::DeserializeOwned>(
     site: &Site<'_>,
     key: &IdemKey,
-    checked: &Checked,
+    checked: &Checked<'_>,
     caller: Caller<'_>,
     first: &StoreError,
 ) -> Result<Claimed, ToolError> {
