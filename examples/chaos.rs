@@ -156,7 +156,7 @@ mod worker {
         Ok(json!({ "op": op, "attempt": ctx.attempt(), "ran_on": ctx.state().worker }))
     }
 
-    async fn store(cli: &Cli) -> Result<Arc<dyn idem::DynIdemStore>, BoxError> {
+    async fn store(cli: &Cli) -> Result<Arc<dyn idem::IdemStore>, BoxError> {
         let url = cli.url.as_deref().ok_or("--url")?;
         Ok(match cli.store {
             StoreKind::Redis => Arc::new(idem::RedisStore::connect(url).await?),
@@ -193,7 +193,7 @@ mod worker {
             ledger: Mutex::new(ledger),
             worker: id,
         })
-        .shared_store(store(cli).await?)
+        .store(store(cli).await?)
         .namespace("chaos")
         .tool(charge)
         .build()?;

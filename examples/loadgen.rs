@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use idem::prelude::*;
-use idem::{DynIdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore};
+use idem::{IdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore};
 use serde_json::json;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -98,7 +98,7 @@ fn plan(mode: &str, calls: usize) -> Vec<u64> {
         .collect()
 }
 
-async fn store(config: &Config, run: &str) -> Result<Arc<dyn DynIdemStore>, BoxError> {
+async fn store(config: &Config, run: &str) -> Result<Arc<dyn IdemStore>, BoxError> {
     Ok(match config.store.as_str() {
         "memory" => Arc::new(MemoryStore::new()),
         "sqlite" => {
@@ -153,7 +153,7 @@ async fn run(config: Config) -> Result<(), BoxError> {
         executions: AtomicUsize::new(0),
     };
     let registry = Registry::builder(counts)
-        .shared_store(store(&config, &run_id).await?)
+        .store(store(&config, &run_id).await?)
         .namespace(format!("loadgen-{run_id}"))
         .tool(work)
         .build()?;

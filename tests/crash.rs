@@ -21,7 +21,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use idem::prelude::*;
-use idem::{DynIdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore};
+use idem::{IdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore};
 use serde_json::{Value, json};
 use support::TempDir;
 
@@ -98,7 +98,7 @@ async fn charge(order_id: String, amount: u64, ctx: &WriteCtx<Shop>) -> Result<V
 }
 
 /// The store a child opens, from `IDEM_STORE`.
-async fn open_store(spec: &str) -> std::sync::Arc<dyn DynIdemStore> {
+async fn open_store(spec: &str) -> std::sync::Arc<dyn IdemStore> {
     match spec.split_once(':') {
         Some(("sqlite", path)) => {
             std::sync::Arc::new(SqliteStore::open(path).await.expect("sqlite"))
@@ -138,7 +138,7 @@ async fn child_crash_worker() {
         downstream: Downstream(PathBuf::from(env("IDEM_DOWNSTREAM"))),
         crash_at: crash_at.clone(),
     })
-    .shared_store(open_store(&spec).await)
+    .store(open_store(&spec).await)
     .namespace(namespace(&spec))
     .tool(charge)
     .build()

@@ -19,6 +19,7 @@ mod support;
 
 use std::time::Duration;
 
+use idem::store::Outcome;
 use idem::{Claim, Entry, Fingerprint, IdemKey, IdemStore, LeaseToken};
 
 /// The fingerprint and token every golden record holds.
@@ -165,15 +166,32 @@ async fn write_each_state<S: IdemStore>(store: &S, prefix: &str) -> Vec<(IdemKey
         (key("running"), key("released"), key("done"), key("failed"));
     let held = claim(&running).await;
     let given_up = claim(&released).await;
-    store.release(&released, &given_up).await.expect("release");
+    store
+        .settle(&released, &given_up, Outcome::Released)
+        .await
+        .expect("release");
     let completed = claim(&done).await;
     store
-        .complete(&done, &completed, r#"{"a":"|"}"#, ttl)
+        .settle(
+            &done,
+            &completed,
+            Outcome::Done {
+                result: r#"{"a":"|"}"#,
+                ttl,
+            },
+        )
         .await
         .expect("complete");
     let refused = claim(&failed).await;
     store
-        .fail(&failed, &refused, "no | way", ttl)
+        .settle(
+            &failed,
+            &refused,
+            Outcome::Failed {
+                error: "no | way",
+                ttl,
+            },
+        )
         .await
         .expect("fail");
     vec![

@@ -10,6 +10,7 @@ mod support;
 use std::sync::Arc;
 
 use idem::prelude::*;
+use idem::store::Outcome;
 use idem::{Entry, IdemStore, MemoryStore};
 use serde_json::json;
 
@@ -79,11 +80,13 @@ async fn secrets_appear_only_at_debug_and_below() {
         panic!("a fresh key")
     };
     store
-        .complete(
+        .settle(
             &key,
             &token,
-            &json!(card).to_string(),
-            std::time::Duration::from_secs(60),
+            Outcome::Done {
+                result: &json!(card).to_string(),
+                ttl: std::time::Duration::from_secs(60),
+            },
         )
         .await
         .expect("plant");

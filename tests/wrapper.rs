@@ -332,7 +332,7 @@ async fn invalid_arguments_name_the_field_and_nothing_runs() {
     assert!(
         registry
             .store()
-            .dyn_get(&idem::IdemKey::from_raw("x"))
+            .get(&idem::IdemKey::from_raw("x"))
             .await
             .is_ok()
     );

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use idem::prelude::*;
+use idem::store::Outcome;
 use idem::{Fingerprint, IdemStore};
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -68,7 +69,14 @@ fn memory_store(c: &mut Criterion) {
                     .await;
                 if let Ok(idem::Claim::Acquired(token)) = claim {
                     let _ = store
-                        .complete(&key, &token, "1", std::time::Duration::from_secs(60))
+                        .settle(
+                            &key,
+                            &token,
+                            Outcome::Done {
+                                result: "1",
+                                ttl: std::time::Duration::from_secs(60),
+                            },
+                        )
                         .await;
                 }
             },

@@ -15,6 +15,7 @@
 use std::time::Duration;
 
 use clap::Parser;
+use idem::store::Outcome;
 use idem::{Claim, Fingerprint, IdemKey, IdemStore, MemoryStore, Scope};
 use serde_json::json;
 
@@ -72,7 +73,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .await
         {
             store
-                .complete(key, &token, "1", Duration::from_secs(3600))
+                .settle(
+                    key,
+                    &token,
+                    Outcome::Done {
+                        result: "1",
+                        ttl: Duration::from_secs(3600),
+                    },
+                )
                 .await?;
         }
     }

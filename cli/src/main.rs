@@ -296,7 +296,7 @@ async fn show(
     };
     let store = store.open().await?;
     let record = store
-        .dyn_inspect(&key)
+        .inspect(&key)
         .await
         .map_err(|e| format!("cannot read {key}: {e}"))?
         .ok_or_else(|| format!("no record under {key}"))?;
@@ -313,14 +313,14 @@ async fn purge(store: StoreUrl, dry_run: bool) -> Result<(), String> {
     let store = store.open().await?;
     if dry_run {
         let expired = store
-            .dyn_count_expired()
+            .count_expired()
             .await
             .map_err(|e| format!("cannot count: {e}"))?;
         println!("{expired} expired records would be deleted");
         return Ok(());
     }
     let purged = store
-        .dyn_purge_expired()
+        .purge_expired()
         .await
         .map_err(|e| format!("cannot purge: {e}"))?;
     println!("{purged} expired records deleted");

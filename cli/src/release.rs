@@ -7,7 +7,8 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use idem::{DynIdemStore, IdemKey, LeaseToken, RecordState, StoreError};
+use idem::store::Outcome;
+use idem::{IdemKey, IdemStore, LeaseToken, RecordState, StoreError};
 
 use crate::record::human;
 
@@ -20,12 +21,12 @@ pub(crate) enum Holder {
 }
 
 pub(crate) async fn release(
-    store: &dyn DynIdemStore,
+    store: &dyn IdemStore,
     key: &IdemKey,
     holder: Holder,
 ) -> Result<(), String> {
     let record = store
-        .dyn_inspect(key)
+        .inspect(key)
         .await
         .map_err(|e| format!("cannot read {key}: {e}"))?
         .ok_or_else(|| format!("no record under {key}"))?;
@@ -63,7 +64,7 @@ pub(crate) async fn release(
             current
         }
     };
-    match store.dyn_release(key, &token).await {
+    match store.settle(key, &token, Outcome::Released).await {
         Ok(()) => {
             eprintln!(
                 "idem: released {key} {how} (tool {}, attempt {}, holder {}, lease {})",

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use idem::{DynIdemStore, RecordInfo, RecordState, ScanFilter};
+use idem::{IdemStore, RecordInfo, RecordState, ScanFilter};
 use serde_json::json;
 
 use crate::record::{self, HEADER};
@@ -18,7 +18,7 @@ const PAGE: usize = 500;
 /// Calls `each` with every record `filter` admits, up to `limit`; shows
 /// progress on a terminal.
 async fn scan(
-    store: &dyn DynIdemStore,
+    store: &dyn IdemStore,
     filter: &ScanFilter,
     limit: Option<usize>,
     mut each: impl FnMut(RecordInfo),
@@ -27,7 +27,7 @@ async fn scan(
     let (mut seen, mut cursor) = (0usize, String::new());
     loop {
         let page = store
-            .dyn_scan(filter, &cursor, PAGE)
+            .scan(filter, &cursor, PAGE)
             .await
             .map_err(|e| format!("cannot scan: {e}"))?;
         for record in page.records {
@@ -53,7 +53,7 @@ async fn scan(
 
 /// `list`: the records as a table, or one JSON object a line.
 pub(crate) async fn list(
-    store: &dyn DynIdemStore,
+    store: &dyn IdemStore,
     filter: &ScanFilter,
     limit: Option<usize>,
     json: bool,
@@ -81,7 +81,7 @@ pub(crate) async fn list(
 
 /// `stats`: counts by state and by tool, and the oldest running claim.
 pub(crate) async fn stats(
-    store: &dyn DynIdemStore,
+    store: &dyn IdemStore,
     filter: &ScanFilter,
     json: bool,
 ) -> Result<(), String> {

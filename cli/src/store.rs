@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use clap::Args;
-use idem::{DynIdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore};
+use idem::{IdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore};
 
 /// Where the records are.
 #[derive(Args, Clone)]
@@ -28,7 +28,7 @@ pub(crate) struct StoreUrl {
 }
 
 impl StoreUrl {
-    pub(crate) async fn open(&self) -> Result<Arc<dyn DynIdemStore>, String> {
+    pub(crate) async fn open(&self) -> Result<Arc<dyn IdemStore>, String> {
         let url = self.url.as_str();
         let unreachable =
             |e: &dyn std::fmt::Display| format!("cannot open the store at {}: {e}", redact(url));

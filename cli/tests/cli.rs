@@ -13,9 +13,9 @@ mod skip;
 use std::process::{Command, Output};
 
 use idem::prelude::*;
+use idem::store::Outcome;
 use idem::{
-    Claim, DynIdemStore, IdemKey, PostgresOptions, PostgresStore, RedisStore, SqliteStore,
-    StoreError,
+    Claim, IdemKey, IdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore, StoreError,
 };
 use serde_json::{Value, json};
 
@@ -55,9 +55,9 @@ fn failure(out: &Output) -> String {
 
 /// A registry on `store` under namespace `ns`, with the result of one
 /// charge recorded.
-async fn records(store: std::sync::Arc<dyn DynIdemStore>, ns: &str) -> Registry<()> {
+async fn records(store: std::sync::Arc<dyn IdemStore>, ns: &str) -> Registry<()> {
     let registry = Registry::builder(())
-        .shared_store(store)
+        .store(store)
         .namespace(ns)
         .tool(charge)
         .build()
@@ -144,7 +144,7 @@ async fn lists_and_releases(
     let lease = std::time::Duration::from_secs(600);
     let Ok(Claim::Acquired(worker)) = registry
         .store()
-        .dyn_claim(&stuck, "charge", &fingerprint, lease)
+        .claim(&stuck, "charge", &fingerprint, lease)
         .await
     else {
         panic!("the worker's claim")
@@ -214,7 +214,14 @@ async fn lists_and_releases(
         matches!(
             registry
                 .store()
-                .dyn_complete(&stuck, &worker, "{}", lease)
+                .settle(
+                    &stuck,
+                    &worker,
+                    Outcome::Done {
+                        result: "{}",
+                        ttl: lease
+                    }
+                )
                 .await,
             Err(StoreError::LeaseLost)
         ),

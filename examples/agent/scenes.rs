@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use idem::prelude::*;
-use idem::{DynIdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore};
+use idem::{IdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore};
 use serde_json::{Value, json};
 
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -304,8 +304,8 @@ pub(crate) struct Options {
     pub(crate) phase: Option<String>,
 }
 
-async fn open_store(options: &Options) -> Result<Arc<dyn DynIdemStore>, BoxError> {
-    let store: Arc<dyn DynIdemStore> = if options.store == "sqlite" {
+async fn open_store(options: &Options) -> Result<Arc<dyn IdemStore>, BoxError> {
+    let store: Arc<dyn IdemStore> = if options.store == "sqlite" {
         Arc::new(SqliteStore::open(options.dir.join("idem.db")).await?)
     } else if options.store.starts_with("redis") {
         Arc::new(RedisStore::connect(&options.store).await?)
@@ -327,7 +327,7 @@ async fn tools(options: &Options) -> Result<Tools, BoxError> {
         return Ok(Tools::Naive(Arc::new(shop)));
     }
     let registry = Registry::builder(shop)
-        .shared_store(open_store(options).await?)
+        .store(open_store(options).await?)
         .namespace(&options.namespace)
         .tool(charge_card)
         .build()?;

@@ -75,8 +75,7 @@ pub use crate::store::redis::{RedisOptions, RedisStore};
 #[cfg(feature = "sqlite")]
 pub use crate::store::sqlite::{SqliteOptions, SqliteStore};
 pub use crate::store::{
-    Claim, DynIdemStore, Entry, IdemStore, LeaseToken, RecordInfo, RecordState, ScanFilter,
-    ScanPage,
+    Claim, Entry, IdemStore, LeaseToken, RecordInfo, RecordState, ScanFilter, ScanPage,
 };
 pub use crate::tool::{
     OnInFlight, OnStoreError, ReadArgs, ReadOutput, ReadTool, ToolDef, ToolFailure, ToolInfo,

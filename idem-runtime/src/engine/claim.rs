@@ -58,7 +58,7 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
             site.meta,
             limit,
             "claim",
-            store.dyn_claim(key, name, &checked.fingerprint, cfg.lease),
+            store.claim(key, name, &checked.fingerprint, cfg.lease),
         )
         .await;
         let entry = match claim {
@@ -131,7 +131,7 @@ async fn recorded_in_a_full_store(
     if !matches!(refusal, StoreError::Full { .. }) {
         return None;
     }
-    let read = bounded(site.meta, site.limit, "get", site.store.dyn_get(key)).await;
+    let read = bounded(site.meta, site.limit, "get", site.store.get(key)).await;
     match read {
         Ok(Some(entry @ (Entry::Done { .. } | Entry::Failed { .. }))) => Some(entry),
         _ => None,

@@ -23,29 +23,17 @@ use super::task::bounded;
 use crate::error::StoreError;
 use crate::key::IdemKey;
 use crate::seal::{Holds, ResultKeys, seal};
-use crate::store::{DynIdemStore, LeaseToken};
+use crate::store::{IdemStore, LeaseToken, Outcome};
 
 /// The first pause between two tries of a failed store operation.
 const FIRST_BACKOFF: Duration = Duration::from_millis(20);
 /// The longest pause between two tries of a settling operation.
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
-/// How long a settling operation is retried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Window {
-    /// Up to `max_hold` after the claim, and at least while the lease is
-    /// known held: recording an outcome (a result, a permanent failure),
-    /// without which a retry would run the body again.
-    MaxHold,
-    /// While the lease is known held: releasing after a transient failure,
-    /// which the lease's lapse achieves anyway.
-    Lease,
-}
-
 /// What a call's hold works with: the store and the tool's settings.
 #[derive(Clone, Copy)]
 pub(crate) struct Site<'a> {
-    pub(crate) store: &'a dyn DynIdemStore,
+    pub(crate) store: &'a dyn IdemStore,
     pub(crate) cfg: &'a Resolved,
     /// The registry's bound on one store operation.
     pub(crate) limit: Duration,
@@ -103,10 +91,6 @@ impl<'a> Hold<'a> {
     /// `text` as the payload to write: sealed when the registry has keys.
     pub(crate) fn sealed(&self, holds: Holds, text: String) -> String {
         seal(self.site.keys, self.key, holds, text)
-    }
-
-    pub(crate) fn store(&self) -> &'a dyn DynIdemStore {
-        self.site.store
     }
 
     pub(crate) fn key(&self) -> &'a IdemKey {
@@ -260,7 +244,7 @@ impl<'a> Hold<'a> {
     async fn renew(&self, extension: Duration) -> Result<(), StoreError> {
         let renewal = self.op(
             "renew",
-            self.site.store.dyn_renew(self.key, &self.token, extension),
+            self.site.store.renew(self.key, &self.token, extension),
         );
         let mut renewal = std::pin::pin!(renewal);
         match tokio::time::timeout_at(self.held_until(), renewal.as_mut()).await {
@@ -272,23 +256,25 @@ impl<'a> Hold<'a> {
         }
     }
 
-    /// Runs a settling operation (`name`, made by `op`), retrying a
-    /// retryable failure (a dropped connection, a timeout) with backoff for
-    /// as long as `window` allows. Backends retry an operation whose
-    /// connection dropped, and a settle repeated with the same token after
-    /// it took effect succeeds, so a retry is always safe.
-    pub(crate) async fn settle<F>(
-        &self,
-        name: &'static str,
-        window: Window,
-        op: impl Fn() -> F,
-    ) -> Result<(), StoreError>
-    where
-        F: Future<Output = Result<(), StoreError>>,
-    {
+    /// Settles the claim with `outcome`, retrying a retryable failure (a
+    /// dropped connection, a timeout) with backoff: up to `max_hold` after
+    /// the claim (and at least while the lease is known held) to record a
+    /// result or a failure, without which a retry would run the body again;
+    /// only while the lease is known held to release, which the lease's
+    /// lapse achieves anyway. Backends retry an operation whose connection
+    /// dropped, and a settle repeated with the same token after it took
+    /// effect succeeds, so a retry is always safe.
+    pub(crate) async fn settle(&self, outcome: Outcome<'_>) -> Result<(), StoreError> {
+        // The operation's name in traces and metrics.
+        let name = match outcome {
+            Outcome::Done { .. } => "complete",
+            Outcome::Failed { .. } => "fail",
+            Outcome::Released => "release",
+        };
         let mut backoff = FIRST_BACKOFF;
         loop {
-            let error = match self.op(name, op()).await {
+            let settled = self.site.store.settle(self.key, &self.token, outcome);
+            let error = match self.op(name, settled).await {
                 Ok(()) => return Ok(()),
                 Err(e) if !e.is_retryable() => return Err(e),
                 Err(e) => e,
@@ -297,11 +283,9 @@ impl<'a> Hold<'a> {
                 // A renewal was refused meanwhile: this cannot land.
                 return Err(StoreError::LeaseLost);
             }
-            let deadline = match window {
-                Window::MaxHold => {
-                    (self.claimed_at + self.site.cfg.max_hold).max(self.held_until())
-                }
-                Window::Lease => self.held_until(),
+            let deadline = match outcome {
+                Outcome::Released => self.held_until(),
+                _ => (self.claimed_at + self.site.cfg.max_hold).max(self.held_until()),
             };
             let now = Instant::now();
             if now + backoff >= deadline {

@@ -3,10 +3,11 @@
 
 use serde_json::Value;
 
-use super::hold::{Hold, Window};
+use super::hold::Hold;
 use super::task::panicked;
 use crate::error::{StoreError, ToolError};
 use crate::seal::Holds;
+use crate::store::Outcome;
 use crate::tool::WriteTool;
 
 /// Records what the body did and answers the caller.
@@ -89,8 +90,9 @@ async fn record_result(hold: &Hold<'_>, value: Value) -> Result<Value, ToolError
     let ttl = hold.ttl();
     let payload = hold.sealed(Holds::Result, text);
     match hold
-        .settle("complete", Window::MaxHold, || {
-            hold.store().dyn_complete(key, hold.token(), &payload, ttl)
+        .settle(Outcome::Done {
+            result: &payload,
+            ttl,
         })
         .await
     {
@@ -130,8 +132,9 @@ async fn record_failure(hold: &Hold<'_>, message: &str) {
     let (name, key, ttl) = (hold.tool(), hold.key(), hold.ttl());
     let payload = hold.sealed(Holds::Error, message.to_owned());
     match hold
-        .settle("fail", Window::MaxHold, || {
-            hold.store().dyn_fail(key, hold.token(), &payload, ttl)
+        .settle(Outcome::Failed {
+            error: &payload,
+            ttl,
         })
         .await
     {
@@ -152,12 +155,7 @@ async fn record_failure(hold: &Hold<'_>, message: &str) {
 /// holds (its lapse releases the key anyway).
 async fn release(hold: &Hold<'_>, message: &str) {
     let (name, key) = (hold.tool(), hold.key());
-    match hold
-        .settle("release", Window::Lease, || {
-            hold.store().dyn_release(key, hold.token())
-        })
-        .await
-    {
+    match hold.settle(Outcome::Released).await {
         Ok(()) => {
             tracing::info!(tool = name, key = %key, attempt = hold.token().attempt(), "transient failure; key released for a retry");
             tracing::debug!(tool = name, key = %key, error = message, "the transient failure");

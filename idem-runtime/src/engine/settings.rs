@@ -8,7 +8,7 @@ use super::args::ArgLimits;
 use super::trace::CallTrace;
 use crate::key::ScopeKind;
 use crate::seal::ResultKeys;
-use crate::store::DynIdemStore;
+use crate::store::IdemStore;
 use crate::tool::{OnInFlight, OnStoreError, Roles, WriteOptions};
 
 /// The default [`RegistryBuilder::max_result_bytes`](crate::RegistryBuilder::max_result_bytes): 1 MiB.
@@ -30,7 +30,7 @@ pub(crate) struct Caller<'a> {
 /// What every call of a registry shares.
 pub(crate) struct Shared<S> {
     pub(crate) state: Arc<S>,
-    pub(crate) store: Arc<dyn DynIdemStore>,
+    pub(crate) store: Arc<dyn IdemStore>,
     pub(crate) namespace: Option<Box<str>>,
     pub(crate) store_timeout: Duration,
     pub(crate) defaults: Defaults,
@@ -52,8 +52,8 @@ pub(crate) struct StoreMeta {
 }
 
 impl StoreMeta {
-    pub(crate) fn of(store: &dyn DynIdemStore) -> StoreMeta {
-        let backend = store.dyn_backend();
+    pub(crate) fn of(store: &dyn IdemStore) -> StoreMeta {
+        let backend = store.backend();
         StoreMeta {
             backend,
             #[cfg(feature = "metrics")]

@@ -1,6 +1,7 @@
 //! Building a registry: the store, namespace and default settings, the
 //! tools, and every check made before the first call.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,8 +13,8 @@ use super::into_tool::IntoTool;
 use crate::engine::{Defaults, MAX_ARGS_DEPTH, Shared, StoreMeta};
 use crate::error::RegistryError;
 use crate::seal::ResultKeys;
+use crate::store::IdemStore;
 use crate::store::memory::MemoryStore;
-use crate::store::{DynIdemStore, IdemStore};
 use crate::tool::OnInFlight;
 
 impl<S: Send + Sync + 'static> Registry<S> {
@@ -36,7 +37,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
 /// Builds a [`Registry`]; see [`Registry::builder`].
 pub struct RegistryBuilder<S> {
     state: S,
-    store: Option<Arc<dyn DynIdemStore>>,
+    store: Option<Arc<dyn IdemStore>>,
     namespace: Option<String>,
     defaults: Defaults,
     store_timeout: Duration,
@@ -47,15 +48,15 @@ pub struct RegistryBuilder<S> {
 
 impl<S: Send + Sync + 'static> RegistryBuilder<S> {
     /// The store write tools go through (default: a fresh [`MemoryStore`]).
-    /// Pass an `Arc` of a store to keep a handle on it.
-    pub fn store(mut self, store: impl IdemStore) -> Self {
-        self.store = Some(Arc::new(store));
-        self
-    }
-
-    /// An already erased store, shared with other registries.
-    pub fn shared_store(mut self, store: Arc<dyn DynIdemStore>) -> Self {
-        self.store = Some(store);
+    /// Pass an `Arc` of a store to keep a handle on it; an
+    /// `Arc<dyn IdemStore>` (a store chosen at run time, shared with other
+    /// registries) is held as it is.
+    pub fn store<T: IdemStore>(mut self, store: T) -> Self {
+        let erased = (&store as &dyn Any).downcast_ref::<Arc<dyn IdemStore>>();
+        self.store = Some(match erased {
+            Some(erased) => Arc::clone(erased),
+            None => Arc::new(store),
+        });
         self
     }
 
@@ -196,8 +197,7 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
         within_max("*", "store_timeout", self.store_timeout)?;
         let tools = self.tools;
         let mut by_name = HashMap::with_capacity(tools.len());
-        let store: Arc<dyn DynIdemStore> =
-            self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
+        let store: Arc<dyn IdemStore> = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
         let mut definitions = Vec::with_capacity(tools.len());
         for (index, tool) in tools.iter().enumerate() {
             let def = tool.prepare(&self.defaults)?;

@@ -15,7 +15,7 @@ use crate::engine::{CallTrace, Caller, Shared};
 use crate::error::ToolError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::render::RenderError;
-use crate::store::DynIdemStore;
+use crate::store::IdemStore;
 use crate::tool::ToolDef;
 
 /// The tools of an application, their definitions for the model, and the
@@ -157,7 +157,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
     }
 
     /// The store write tools go through.
-    pub fn store(&self) -> &Arc<dyn DynIdemStore> {
+    pub fn store(&self) -> &Arc<dyn IdemStore> {
         &self.inner.shared.store
     }
 

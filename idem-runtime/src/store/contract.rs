@@ -1,12 +1,15 @@
 //! The store contract: what a store holds under a key ([`Entry`]), what a
-//! claim answers ([`Claim`]) and the operations every backend implements
+//! claim answers ([`Claim`]), how a claim ends ([`Outcome`]) and the one
+//! object-safe trait every backend, wrapper and erased store implements
 //! ([`IdemStore`]), with the semantics the module documentation of `store`
 //! sets out.
 
 use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::inspect::{RecordInfo, ScanFilter, ScanPage};
+use super::inspect::{RecordInfo, RecordState, ScanFilter, ScanPage};
 use super::token::LeaseToken;
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
@@ -75,62 +78,160 @@ pub enum Claim {
     Existing(Entry),
 }
 
+/// A boxed, `Send` future: what every [`IdemStore`] operation answers, so
+/// that the trait is object-safe and the registry holds any store as an
+/// `Arc<dyn IdemStore>`.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// How [`IdemStore::settle`] ends a claim: with a result, with a permanent
+/// failure, or by giving the key up so that the next claim runs again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome<'a> {
+    /// A result (JSON text, sealed when the registry encrypts results),
+    /// kept for `ttl` and replayed to every duplicate.
+    Done {
+        /// The result.
+        result: &'a str,
+        /// How long the store keeps it.
+        ttl: Duration,
+    },
+    /// A permanent failure (its text, sealed when the registry encrypts
+    /// results), kept for `ttl` and replayed.
+    Failed {
+        /// The error's text.
+        error: &'a str,
+        /// How long the store keeps it.
+        ttl: Duration,
+    },
+    /// No result: the key is claimable at once, and the record is kept for
+    /// [`CLAIM_RETENTION`] so that the next claim counts the attempt.
+    Released,
+}
+
+impl<'a> Outcome<'a> {
+    /// The state the record is left in.
+    pub fn state(&self) -> RecordState {
+        match self {
+            Outcome::Done { .. } => RecordState::Done,
+            Outcome::Failed { .. } => RecordState::Failed,
+            Outcome::Released => RecordState::Released,
+        }
+    }
+
+    /// The result or error text it records; `None` when released.
+    pub fn payload(&self) -> Option<&'a str> {
+        match *self {
+            Outcome::Done { result, .. } => Some(result),
+            Outcome::Failed { error, .. } => Some(error),
+            Outcome::Released => None,
+        }
+    }
+
+    /// How long the store keeps the record it leaves: the TTL, or
+    /// [`CLAIM_RETENTION`] when released.
+    pub fn kept_for(&self) -> Duration {
+        match *self {
+            Outcome::Done { ttl, .. } | Outcome::Failed { ttl, .. } => ttl,
+            Outcome::Released => CLAIM_RETENTION,
+        }
+    }
+}
+
 /// A store of idempotency records.
 ///
 /// See the [module documentation](crate::store) for the semantics each operation
 /// must have. Implementations must make every operation one atomic step in
 /// the store and judge expiry by the store's clock.
 ///
-/// The registry holds stores as `Arc<dyn DynIdemStore>`; every `IdemStore`
-/// is a [`DynIdemStore`](crate::DynIdemStore) through a blanket implementation.
+/// The trait is object-safe: the registry holds a store as
+/// `Arc<dyn IdemStore>`, and an `Arc` of a store is a store. An
+/// implementation returns each operation's future boxed:
+///
+/// ```
+/// use std::time::Duration;
+/// use idem_runtime::store::{BoxFuture, Outcome};
+/// use idem_runtime::{
+///     Claim, Entry, Fingerprint, IdemKey, IdemStore, LeaseToken, MemoryStore, StoreError,
+/// };
+///
+/// /// A store that counts the claims it forwards.
+/// #[derive(Default)]
+/// struct Counting {
+///     inner: MemoryStore,
+///     claims: std::sync::atomic::AtomicU64,
+/// }
+///
+/// impl IdemStore for Counting {
+///     fn claim<'a>(
+///         &'a self,
+///         key: &'a IdemKey,
+///         tool: &'a str,
+///         fingerprint: &'a Fingerprint,
+///         lease: Duration,
+///     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
+///         self.claims.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+///         self.inner.claim(key, tool, fingerprint, lease)
+///     }
+///
+///     fn settle<'a>(
+///         &'a self,
+///         key: &'a IdemKey,
+///         token: &'a LeaseToken,
+///         outcome: Outcome<'a>,
+///     ) -> BoxFuture<'a, Result<(), StoreError>> {
+///         self.inner.settle(key, token, outcome)
+///     }
+///
+///     fn renew<'a>(
+///         &'a self,
+///         key: &'a IdemKey,
+///         token: &'a LeaseToken,
+///         lease: Duration,
+///     ) -> BoxFuture<'a, Result<(), StoreError>> {
+///         self.inner.renew(key, token, lease)
+///     }
+///
+///     fn get<'a>(&'a self, key: &'a IdemKey) -> BoxFuture<'a, Result<Option<Entry>, StoreError>> {
+///         Box::pin(async move {
+///             // An operation of its own is an async block.
+///             self.inner.get(key).await
+///         })
+///     }
+/// }
+/// ```
 pub trait IdemStore: Send + Sync + 'static {
     /// Claims `key` for a lease of `lease`, or reports what holds it. The
     /// record names `tool`, the tool whose call it is, for operators
     /// ([`inspect`](Self::inspect)); a tool's name never contains `|`
     /// ([`valid_tool_name`](crate::valid_tool_name)).
-    fn claim(
-        &self,
-        key: &IdemKey,
-        tool: &str,
-        fingerprint: &Fingerprint,
+    fn claim<'a>(
+        &'a self,
+        key: &'a IdemKey,
+        tool: &'a str,
+        fingerprint: &'a Fingerprint,
         lease: Duration,
-    ) -> impl Future<Output = Result<Claim, StoreError>> + Send;
+    ) -> BoxFuture<'a, Result<Claim, StoreError>>;
 
-    /// Records `result` (JSON text), kept for `ttl`.
-    fn complete(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
-        result: &str,
-        ttl: Duration,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
-
-    /// Gives the key up without a result, so the next claim runs again.
-    fn release(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
-
-    /// Records a permanent failure, kept for `ttl` and replayed.
-    fn fail(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
-        error: &str,
-        ttl: Duration,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Ends the holder's claim with `outcome`: records a result or a
+    /// permanent failure, kept for its TTL and replayed, or releases the
+    /// key so that the next claim runs again.
+    fn settle<'a>(
+        &'a self,
+        key: &'a IdemKey,
+        token: &'a LeaseToken,
+        outcome: Outcome<'a>,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
 
     /// Extends the holder's lease to `lease` from now.
-    fn renew(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
+    fn renew<'a>(
+        &'a self,
+        key: &'a IdemKey,
+        token: &'a LeaseToken,
         lease: Duration,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
 
     /// What the store holds under `key` (`None` if nothing, or released).
-    fn get(&self, key: &IdemKey) -> impl Future<Output = Result<Option<Entry>, StoreError>> + Send;
+    fn get<'a>(&'a self, key: &'a IdemKey) -> BoxFuture<'a, Result<Option<Entry>, StoreError>>;
 
     /// The kind of store, for traces and metrics: OpenTelemetry's
     /// `db.system.name` where it has one (`"redis"`, `"postgresql"`,
@@ -144,26 +245,27 @@ pub trait IdemStore: Send + Sync + 'static {
     /// records are never answered, so this only frees space; stores whose
     /// records expire by themselves (Redis) have nothing to do and return 0,
     /// as does this default.
-    fn purge_expired(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
-        async { Ok(0) }
+    fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(async { Ok(0) })
     }
 
     /// How many records [`purge_expired`](Self::purge_expired) would delete
     /// now (0 by default, and for stores whose records expire by
     /// themselves).
-    fn count_expired(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
-        async { Ok(0) }
+    fn count_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(async { Ok(0) })
     }
 
     /// The record under `key` as an operator sees it, released and lapsed
     /// ones included; `None` if there is none or it has expired. Changes
     /// nothing. [`StoreError::Unsupported`] by default.
-    fn inspect(
-        &self,
-        key: &IdemKey,
-    ) -> impl Future<Output = Result<Option<RecordInfo>, StoreError>> + Send {
+    fn inspect<'a>(
+        &'a self,
+        key: &'a IdemKey,
+    ) -> BoxFuture<'a, Result<Option<RecordInfo>, StoreError>> {
         let _ = key;
-        async { Err(unsupported(self.backend(), "inspect")) }
+        let backend = self.backend();
+        Box::pin(async move { Err(unsupported(backend, "inspect")) })
     }
 
     /// One page of the live records `filter` admits, starting at `cursor`
@@ -173,16 +275,92 @@ pub trait IdemStore: Send + Sync + 'static {
     /// at most when a Redis Cluster reshards under it); records written
     /// during the scan may or may not be. Changes nothing.
     /// [`StoreError::Unsupported`] by default.
-    fn scan(
-        &self,
-        filter: &ScanFilter,
-        cursor: &str,
+    fn scan<'a>(
+        &'a self,
+        filter: &'a ScanFilter,
+        cursor: &'a str,
         limit: usize,
-    ) -> impl Future<Output = Result<ScanPage, StoreError>> + Send {
+    ) -> BoxFuture<'a, Result<ScanPage, StoreError>> {
         let _ = (filter, cursor, limit);
-        async { Err(unsupported(self.backend(), "scan")) }
+        let backend = self.backend();
+        Box::pin(async move { Err(unsupported(backend, "scan")) })
     }
 }
+
+/// Forwards every operation through a pointer: a shared store
+/// (`Arc<MemoryStore>`, to inspect what the registry wrote) and an erased
+/// one (`Arc<dyn IdemStore>`) are stores.
+macro_rules! forward_through {
+    ($pointer:ident) => {
+        impl<T: IdemStore + ?Sized> IdemStore for $pointer<T> {
+            fn claim<'a>(
+                &'a self,
+                key: &'a IdemKey,
+                tool: &'a str,
+                fingerprint: &'a Fingerprint,
+                lease: Duration,
+            ) -> BoxFuture<'a, Result<Claim, StoreError>> {
+                (**self).claim(key, tool, fingerprint, lease)
+            }
+
+            fn settle<'a>(
+                &'a self,
+                key: &'a IdemKey,
+                token: &'a LeaseToken,
+                outcome: Outcome<'a>,
+            ) -> BoxFuture<'a, Result<(), StoreError>> {
+                (**self).settle(key, token, outcome)
+            }
+
+            fn renew<'a>(
+                &'a self,
+                key: &'a IdemKey,
+                token: &'a LeaseToken,
+                lease: Duration,
+            ) -> BoxFuture<'a, Result<(), StoreError>> {
+                (**self).renew(key, token, lease)
+            }
+
+            fn get<'a>(
+                &'a self,
+                key: &'a IdemKey,
+            ) -> BoxFuture<'a, Result<Option<Entry>, StoreError>> {
+                (**self).get(key)
+            }
+
+            fn backend(&self) -> &'static str {
+                (**self).backend()
+            }
+
+            fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+                (**self).purge_expired()
+            }
+
+            fn count_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+                (**self).count_expired()
+            }
+
+            fn inspect<'a>(
+                &'a self,
+                key: &'a IdemKey,
+            ) -> BoxFuture<'a, Result<Option<RecordInfo>, StoreError>> {
+                (**self).inspect(key)
+            }
+
+            fn scan<'a>(
+                &'a self,
+                filter: &'a ScanFilter,
+                cursor: &'a str,
+                limit: usize,
+            ) -> BoxFuture<'a, Result<ScanPage, StoreError>> {
+                (**self).scan(filter, cursor, limit)
+            }
+        }
+    };
+}
+
+forward_through!(Arc);
+forward_through!(Box);
 
 /// The error of an operation a store does not offer.
 fn unsupported(backend: &'static str, op: &'static str) -> StoreError {

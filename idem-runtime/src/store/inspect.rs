@@ -101,7 +101,8 @@ pub struct RecordInfo {
     /// How long until the store forgets the record.
     pub expires_in: Duration,
     /// For a running record, the holder's lease token, with which
-    /// [`IdemStore::release`](crate::IdemStore::release) ends the claim;
+    /// [`IdemStore::settle`](crate::IdemStore::settle) with
+    /// [`Outcome::Released`](crate::store::Outcome::Released) ends the claim;
     /// `None` otherwise.
     pub holder: Option<LeaseToken>,
     /// The recorded result (done) or error (failed), as stored (sealed when

@@ -11,8 +11,8 @@ use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::store::hashing::PassThroughMap;
 use crate::store::{
-    CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, RecordInfo, RecordState, ScanFilter,
-    ScanPage,
+    BoxFuture, CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, Outcome, RecordInfo,
+    RecordState, ScanFilter, ScanPage,
 };
 
 /// An in-process store: sharded hash maps behind short mutex sections.
@@ -140,26 +140,24 @@ enum State {
     },
 }
 
-/// Which settled state a settle moves a record to.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Settle {
-    Released,
-    Done,
-    Failed,
-}
-
 impl State {
-    /// Whether `settle` by `token` with `payload` made this state.
-    fn settled_by(&self, settle: Settle, token: &[u8; 16], payload: &str) -> bool {
-        match self {
-            State::Running { .. } => false,
-            State::Released { token: t, .. } => settle == Settle::Released && t == token,
-            State::Done {
-                token: t, result, ..
-            } => settle == Settle::Done && t == token && **result == *payload,
-            State::Failed {
-                token: t, error, ..
-            } => settle == Settle::Failed && t == token && **error == *payload,
+    /// Whether settling with `outcome` by `token` made this state.
+    fn settled_by(&self, outcome: Outcome<'_>, token: &[u8; 16]) -> bool {
+        match (self, outcome) {
+            (State::Released { token: t, .. }, Outcome::Released) => t == token,
+            (
+                State::Done {
+                    token: t, result, ..
+                },
+                Outcome::Done { result: r, .. },
+            ) => t == token && **result == *r,
+            (
+                State::Failed {
+                    token: t, error, ..
+                },
+                Outcome::Failed { error: e, .. },
+            ) => t == token && **error == *e,
+            _ => false,
         }
     }
 }
@@ -266,14 +264,14 @@ impl MemoryStore {
     }
 
     /// Applies `f` to the live record under `key`, if it is running with
-    /// `token`. If `settle` by `token` with `payload` already made it what
+    /// `token`. If settling with `outcome` by `token` already made it what
     /// it is (a repeat whose reply was lost), succeeds without a change;
     /// otherwise `LeaseLost`.
     fn with_holder(
         &self,
         key: &IdemKey,
         token: &LeaseToken,
-        settle: Option<(Settle, &str)>,
+        outcome: Option<Outcome<'_>>,
         f: impl FnOnce(&mut Record, u64),
     ) -> Result<(), StoreError> {
         let now = self.now();
@@ -289,8 +287,8 @@ impl MemoryStore {
                 shard.wrote(now);
                 Ok(())
             }
-            held => match settle {
-                Some((settle, payload)) if held.settled_by(settle, &id, payload) => Ok(()),
+            held => match outcome {
+                Some(outcome) if held.settled_by(outcome, &id) => Ok(()),
                 _ => Err(StoreError::LeaseLost),
             },
         }
@@ -377,242 +375,242 @@ impl IdemStore for MemoryStore {
         "memory"
     }
 
-    async fn claim(
-        &self,
-        key: &IdemKey,
-        tool: &str,
-        fingerprint: &Fingerprint,
+    fn claim<'a>(
+        &'a self,
+        key: &'a IdemKey,
+        tool: &'a str,
+        fingerprint: &'a Fingerprint,
         lease: Duration,
-    ) -> Result<Claim, StoreError> {
-        let now = self.now();
-        let (slot, digest) = Slot::of(key, self.seed);
-        let mut shard = self.shard(&slot);
-        let attempt = match shard.live_mut(&slot, now) {
-            None => 0,
-            Some(record) => match &record.state {
+    ) -> BoxFuture<'a, Result<Claim, StoreError>> {
+        Box::pin(async move {
+            let now = self.now();
+            let (slot, digest) = Slot::of(key, self.seed);
+            let mut shard = self.shard(&slot);
+            let attempt = match shard.live_mut(&slot, now) {
+                None => 0,
+                Some(record) => match &record.state {
+                    State::Running {
+                        attempt,
+                        lease_until,
+                        ..
+                    } if *lease_until > now => {
+                        return Ok(Claim::Existing(Entry::Running {
+                            fingerprint: record.fingerprint(digest),
+                            attempt: *attempt,
+                        }));
+                    }
+                    State::Running { attempt, .. } | State::Released { attempt, .. } => {
+                        attempt.saturating_add(1)
+                    }
+                    State::Done { result, .. } => {
+                        return Ok(Claim::Existing(Entry::Done {
+                            result: result.to_string(),
+                            fingerprint: record.fingerprint(digest),
+                        }));
+                    }
+                    State::Failed { error, .. } => {
+                        return Ok(Claim::Existing(Entry::Failed {
+                            error: error.to_string(),
+                            fingerprint: record.fingerprint(digest),
+                        }));
+                    }
+                },
+            };
+            let token = LeaseToken::generate(attempt);
+            let tool = shard.tool(tool);
+            shard.insert(
+                slot,
+                running(keep(fingerprint, digest), tool, &token, lease, now),
+                now,
+            );
+            Ok(Claim::Acquired(token))
+        })
+    }
+
+    fn settle<'a>(
+        &'a self,
+        key: &'a IdemKey,
+        token: &'a LeaseToken,
+        outcome: Outcome<'a>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            self.with_holder(key, token, Some(outcome), |record, now| {
+                let (id, attempt) = (token.id().to_le_bytes(), token.attempt());
+                record.state = match outcome {
+                    Outcome::Done { result, .. } => State::Done {
+                        token: id,
+                        attempt,
+                        result: result.into(),
+                    },
+                    Outcome::Failed { error, .. } => State::Failed {
+                        token: id,
+                        attempt,
+                        error: error.into(),
+                    },
+                    Outcome::Released => State::Released { token: id, attempt },
+                };
+                record.since = secs(now);
+                record.expires_at = now.saturating_add(ms(outcome.kept_for()));
+            })
+        })
+    }
+
+    fn renew<'a>(
+        &'a self,
+        key: &'a IdemKey,
+        token: &'a LeaseToken,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            self.with_holder(key, token, None, |record, now| {
+                let since = record.since;
+                *record = running(record.fingerprint.take(), record.tool, token, lease, now);
+                record.since = since;
+            })
+        })
+    }
+
+    fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(async move {
+            let now = self.now();
+            let swept: usize = self
+                .shards
+                .iter()
+                .map(|s| {
+                    let mut shard = s.lock().unwrap_or_else(|p| p.into_inner());
+                    shard.sweep(now)
+                })
+                .sum();
+            Ok(swept as u64)
+        })
+    }
+
+    fn count_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(async move {
+            let now = self.now();
+            let expired: usize = self
+                .shards
+                .iter()
+                .map(|s| {
+                    let shard = s.lock().unwrap_or_else(|p| p.into_inner());
+                    shard
+                        .records
+                        .values()
+                        .filter(|r| r.expires_at <= now)
+                        .count()
+                })
+                .sum();
+            Ok(expired as u64)
+        })
+    }
+
+    fn inspect<'a>(
+        &'a self,
+        key: &'a IdemKey,
+    ) -> BoxFuture<'a, Result<Option<RecordInfo>, StoreError>> {
+        Box::pin(async move {
+            let now = self.now();
+            let (slot, digest) = Slot::of(key, self.seed);
+            let mut shard = self.shard(&slot);
+            let Some(record) = shard.live_mut(&slot, now) else {
+                return Ok(None);
+            };
+            let (state, attempt, payload, lease_left, holder) = match &record.state {
                 State::Running {
-                    attempt,
+                    token,
                     lease_until,
-                    ..
-                } if *lease_until > now => {
-                    return Ok(Claim::Existing(Entry::Running {
-                        fingerprint: record.fingerprint(digest),
-                        attempt: *attempt,
-                    }));
-                }
-                State::Running { attempt, .. } | State::Released { attempt, .. } => {
-                    attempt.saturating_add(1)
-                }
-                State::Done { result, .. } => {
-                    return Ok(Claim::Existing(Entry::Done {
-                        result: result.to_string(),
-                        fingerprint: record.fingerprint(digest),
-                    }));
-                }
-                State::Failed { error, .. } => {
-                    return Ok(Claim::Existing(Entry::Failed {
-                        error: error.to_string(),
-                        fingerprint: record.fingerprint(digest),
-                    }));
-                }
-            },
-        };
-        let token = LeaseToken::generate(attempt);
-        let tool = shard.tool(tool);
-        shard.insert(
-            slot,
-            running(keep(fingerprint, digest), tool, &token, lease, now),
-            now,
-        );
-        Ok(Claim::Acquired(token))
-    }
-
-    async fn complete(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
-        result: &str,
-        ttl: Duration,
-    ) -> Result<(), StoreError> {
-        self.with_holder(key, token, Some((Settle::Done, result)), |record, now| {
-            record.state = State::Done {
-                token: token.id().to_le_bytes(),
-                attempt: token.attempt(),
-                result: result.into(),
-            };
-            record.since = secs(now);
-            record.expires_at = now.saturating_add(ms(ttl));
-        })
-    }
-
-    async fn release(&self, key: &IdemKey, token: &LeaseToken) -> Result<(), StoreError> {
-        self.with_holder(key, token, Some((Settle::Released, "")), |record, now| {
-            record.state = State::Released {
-                token: token.id().to_le_bytes(),
-                attempt: token.attempt(),
-            };
-            record.since = secs(now);
-            record.expires_at = now.saturating_add(ms(CLAIM_RETENTION));
-        })
-    }
-
-    async fn fail(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
-        error: &str,
-        ttl: Duration,
-    ) -> Result<(), StoreError> {
-        self.with_holder(key, token, Some((Settle::Failed, error)), |record, now| {
-            record.state = State::Failed {
-                token: token.id().to_le_bytes(),
-                attempt: token.attempt(),
-                error: error.into(),
-            };
-            record.since = secs(now);
-            record.expires_at = now.saturating_add(ms(ttl));
-        })
-    }
-
-    async fn renew(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
-        lease: Duration,
-    ) -> Result<(), StoreError> {
-        self.with_holder(key, token, None, |record, now| {
-            let since = record.since;
-            *record = running(record.fingerprint.take(), record.tool, token, lease, now);
-            record.since = since;
-        })
-    }
-
-    async fn purge_expired(&self) -> Result<u64, StoreError> {
-        let now = self.now();
-        let swept: usize = self
-            .shards
-            .iter()
-            .map(|s| {
-                let mut shard = s.lock().unwrap_or_else(|p| p.into_inner());
-                shard.sweep(now)
-            })
-            .sum();
-        Ok(swept as u64)
-    }
-
-    async fn count_expired(&self) -> Result<u64, StoreError> {
-        let now = self.now();
-        let expired: usize = self
-            .shards
-            .iter()
-            .map(|s| {
-                let shard = s.lock().unwrap_or_else(|p| p.into_inner());
-                shard
-                    .records
-                    .values()
-                    .filter(|r| r.expires_at <= now)
-                    .count()
-            })
-            .sum();
-        Ok(expired as u64)
-    }
-
-    async fn inspect(&self, key: &IdemKey) -> Result<Option<RecordInfo>, StoreError> {
-        let now = self.now();
-        let (slot, digest) = Slot::of(key, self.seed);
-        let mut shard = self.shard(&slot);
-        let Some(record) = shard.live_mut(&slot, now) else {
-            return Ok(None);
-        };
-        let (state, attempt, payload, lease_left, holder) = match &record.state {
-            State::Running {
-                token,
-                lease_until,
-                attempt,
-            } => (
-                RecordState::Running,
-                *attempt,
-                None,
-                Some(lease_until.saturating_sub(now)),
-                Some(LeaseToken::from_parts(
-                    u128::from_le_bytes(*token),
+                    attempt,
+                } => (
+                    RecordState::Running,
                     *attempt,
-                )),
-            ),
-            State::Released { attempt, .. } => (RecordState::Released, *attempt, None, None, None),
-            State::Done {
-                attempt, result, ..
-            } => (
-                RecordState::Done,
-                *attempt,
-                Some(result.to_string()),
-                None,
-                None,
-            ),
-            State::Failed { attempt, error, .. } => (
-                RecordState::Failed,
-                *attempt,
-                Some(error.to_string()),
-                None,
-                None,
-            ),
-        };
-        let (fingerprint, since, expires_at, tool) = (
-            record.fingerprint(digest),
-            record.since,
-            record.expires_at,
-            record.tool,
-        );
-        Ok(Some(RecordInfo {
-            key: key.clone(),
-            state,
-            tool: shard.tools.get(tool as usize).map(|t| t.to_string()),
-            attempt,
-            fingerprint,
-            age: Some(Duration::from_secs(u64::from(
-                secs(now).saturating_sub(since),
-            ))),
-            lease_left: lease_left.map(Duration::from_millis),
-            expires_in: Duration::from_millis(expires_at.saturating_sub(now)),
-            holder,
-            payload,
-        }))
-    }
-
-    async fn scan(
-        &self,
-        _filter: &ScanFilter,
-        _cursor: &str,
-        _limit: usize,
-    ) -> Result<ScanPage, StoreError> {
-        Err(StoreError::Unsupported {
-            backend: "memory",
-            op: "scan",
-            why: "it keeps a digest of each key, not the key, and nothing outside the process can reach it",
+                    None,
+                    Some(lease_until.saturating_sub(now)),
+                    Some(LeaseToken::from_parts(
+                        u128::from_le_bytes(*token),
+                        *attempt,
+                    )),
+                ),
+                State::Released { attempt, .. } => {
+                    (RecordState::Released, *attempt, None, None, None)
+                }
+                State::Done {
+                    attempt, result, ..
+                } => (
+                    RecordState::Done,
+                    *attempt,
+                    Some(result.to_string()),
+                    None,
+                    None,
+                ),
+                State::Failed { attempt, error, .. } => (
+                    RecordState::Failed,
+                    *attempt,
+                    Some(error.to_string()),
+                    None,
+                    None,
+                ),
+            };
+            let (fingerprint, since, expires_at, tool) = (
+                record.fingerprint(digest),
+                record.since,
+                record.expires_at,
+                record.tool,
+            );
+            Ok(Some(RecordInfo {
+                key: key.clone(),
+                state,
+                tool: shard.tools.get(tool as usize).map(|t| t.to_string()),
+                attempt,
+                fingerprint,
+                age: Some(Duration::from_secs(u64::from(
+                    secs(now).saturating_sub(since),
+                ))),
+                lease_left: lease_left.map(Duration::from_millis),
+                expires_in: Duration::from_millis(expires_at.saturating_sub(now)),
+                holder,
+                payload,
+            }))
         })
     }
 
-    async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
-        let now = self.now();
-        let (slot, digest) = Slot::of(key, self.seed);
-        let mut shard = self.shard(&slot);
-        Ok(shard.live_mut(&slot, now).and_then(|record| {
-            let fingerprint = record.fingerprint(digest);
-            match &record.state {
-                State::Running { attempt, .. } => Some(Entry::Running {
-                    fingerprint,
-                    attempt: *attempt,
-                }),
-                State::Released { .. } => None,
-                State::Done { result, .. } => Some(Entry::Done {
-                    result: result.to_string(),
-                    fingerprint,
-                }),
-                State::Failed { error, .. } => Some(Entry::Failed {
-                    error: error.to_string(),
-                    fingerprint,
-                }),
-            }
-        }))
+    fn scan<'a>(
+        &'a self,
+        _filter: &'a ScanFilter,
+        _cursor: &'a str,
+        _limit: usize,
+    ) -> BoxFuture<'a, Result<ScanPage, StoreError>> {
+        Box::pin(async move {
+            Err(StoreError::Unsupported {
+                backend: "memory",
+                op: "scan",
+                why: "it keeps a digest of each key, not the key, and nothing outside the process can reach it",
+            })
+        })
+    }
+
+    fn get<'a>(&'a self, key: &'a IdemKey) -> BoxFuture<'a, Result<Option<Entry>, StoreError>> {
+        Box::pin(async move {
+            let now = self.now();
+            let (slot, digest) = Slot::of(key, self.seed);
+            let mut shard = self.shard(&slot);
+            Ok(shard.live_mut(&slot, now).and_then(|record| {
+                let fingerprint = record.fingerprint(digest);
+                match &record.state {
+                    State::Running { attempt, .. } => Some(Entry::Running {
+                        fingerprint,
+                        attempt: *attempt,
+                    }),
+                    State::Released { .. } => None,
+                    State::Done { result, .. } => Some(Entry::Done {
+                        result: result.to_string(),
+                        fingerprint,
+                    }),
+                    State::Failed { error, .. } => Some(Entry::Failed {
+                        error: error.to_string(),
+                        fingerprint,
+                    }),
+                }
+            }))
+        })
     }
 }

@@ -16,9 +16,9 @@
 //! | operation | absent or expired | running, lease live | running, lease lapsed | released | done / failed |
 //! |---|---|---|---|---|---|
 //! | `claim` | `Acquired`, attempt 0 | `Existing(Running)` | `Acquired`, attempt + 1 | `Acquired`, attempt + 1 | `Existing(Done / Failed)` |
-//! | `complete`, `fail`, `renew`, `release` with the holder's token | `LeaseLost` | applied | applied (nobody claimed since) | `LeaseLost` | `LeaseLost` |
+//! | `settle` (any [`Outcome`]), `renew` with the holder's token | `LeaseLost` | applied | applied (nobody claimed since) | `LeaseLost` | `LeaseLost` |
 //!
-//! Those four with a token that is not the current holder's is
+//! Either with a token that is not the current holder's is
 //! refused with [`StoreError::LeaseLost`](crate::StoreError::LeaseLost) and changes nothing. A running or
 //! released record is kept for [`CLAIM_RETENTION`] after its lease ends so
 //! that the next claim can count the attempt; a done or failed record for
@@ -29,9 +29,9 @@
 //! A connection can drop after the store applied an operation and before
 //! its reply arrived. So that the operation can be sent again:
 //!
-//! - a settled record keeps the token that settled it, and `complete`,
-//!   `fail` or `release` repeated with the same token and the same payload
-//!   on the record it settled succeeds and changes nothing;
+//! - a settled record keeps the token that settled it, and a `settle`
+//!   repeated with the same token and the same outcome on the record it
+//!   settled succeeds and changes nothing;
 //! - a backend that resends a `claim` itself uses the same token both
 //!   times, and a claim that finds a running record holding its own token
 //!   is `Acquired` with that record's attempt.
@@ -48,14 +48,13 @@
 //! records of a namespace ([`ScanFilter`], [`ScanPage`]), and
 //! [`IdemStore::count_expired`] counts what a purge would delete; none of
 //! them changes anything. An operator ends a stuck claim with
-//! [`IdemStore::release`] and the holder's token `inspect` shows, which
+//! [`IdemStore::settle`] ([`Outcome::Released`]) and the holder's token `inspect` shows, which
 //! fences the worker still holding it. The `idem` command-line tool is
 //! built on these.
 
 #[cfg(any(feature = "postgres", feature = "redis"))]
 mod answers;
 mod contract;
-mod dynamic;
 mod hashing;
 mod inspect;
 #[cfg(any(feature = "postgres", feature = "redis"))]
@@ -71,7 +70,6 @@ pub mod redis;
 pub mod sqlite;
 mod token;
 
-pub use self::contract::{CLAIM_RETENTION, Claim, Entry, IdemStore};
-pub use self::dynamic::{BoxFuture, DynIdemStore};
+pub use self::contract::{BoxFuture, CLAIM_RETENTION, Claim, Entry, IdemStore, Outcome};
 pub use self::inspect::{RecordInfo, RecordState, ScanFilter, ScanPage, UnknownState};
 pub use self::token::LeaseToken;

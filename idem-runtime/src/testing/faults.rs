@@ -3,13 +3,14 @@
 //! Backends with a server meet real network faults instead, through
 //! [`Proxy`](super::Proxy).
 
-use std::future::Future;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
-use crate::store::{Claim, Entry, IdemStore, LeaseToken, RecordInfo, ScanFilter, ScanPage};
+use crate::store::{
+    BoxFuture, Claim, Entry, IdemStore, LeaseToken, Outcome, RecordInfo, ScanFilter, ScanPage,
+};
 
 /// Which store operation a [`FaultyStore`] disturbs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,11 +18,11 @@ use crate::store::{Claim, Entry, IdemStore, LeaseToken, RecordInfo, ScanFilter, 
 pub enum Op {
     /// `claim`
     Claim,
-    /// `complete`
+    /// `settle` with [`Outcome::Done`]
     Complete,
-    /// `release`
+    /// `settle` with [`Outcome::Released`]
     Release,
-    /// `fail`
+    /// `settle` with [`Outcome::Failed`]
     Fail,
     /// `renew`
     Renew,
@@ -81,16 +82,20 @@ impl<S: IdemStore> FaultyStore<S> {
         }
     }
 
-    async fn gate<T>(
-        &self,
+    /// `operation` as the fault set for `op` disturbs it, judged when it
+    /// is first polled.
+    fn gate<'a, T: Send + 'a>(
+        &'a self,
         op: Op,
-        fut: impl Future<Output = Result<T, StoreError>>,
-    ) -> Result<T, StoreError> {
-        match Fault::of(&self.faults[op as usize]) {
-            Fault::Unavailable => Err(StoreError::unavailable("injected outage")),
-            Fault::Hang => std::future::pending().await,
-            Fault::None => fut.await,
-        }
+        operation: BoxFuture<'a, Result<T, StoreError>>,
+    ) -> BoxFuture<'a, Result<T, StoreError>> {
+        Box::pin(async move {
+            match Fault::of(&self.faults[op as usize]) {
+                Fault::Unavailable => Err(StoreError::unavailable("injected outage")),
+                Fault::Hang => std::future::pending().await,
+                Fault::None => operation.await,
+            }
+        })
     }
 }
 
@@ -99,66 +104,64 @@ impl<S: IdemStore> IdemStore for FaultyStore<S> {
         self.inner.backend()
     }
 
-    async fn claim(
-        &self,
-        key: &IdemKey,
-        tool: &str,
-        fingerprint: &Fingerprint,
+    fn claim<'a>(
+        &'a self,
+        key: &'a IdemKey,
+        tool: &'a str,
+        fingerprint: &'a Fingerprint,
         lease: Duration,
-    ) -> Result<Claim, StoreError> {
+    ) -> BoxFuture<'a, Result<Claim, StoreError>> {
         self.gate(Op::Claim, self.inner.claim(key, tool, fingerprint, lease))
-            .await
     }
-    async fn complete(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
-        result: &str,
-        ttl: Duration,
-    ) -> Result<(), StoreError> {
-        self.gate(Op::Complete, self.inner.complete(key, token, result, ttl))
-            .await
+
+    fn settle<'a>(
+        &'a self,
+        key: &'a IdemKey,
+        token: &'a LeaseToken,
+        outcome: Outcome<'a>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let op = match outcome {
+            Outcome::Done { .. } => Op::Complete,
+            Outcome::Failed { .. } => Op::Fail,
+            Outcome::Released => Op::Release,
+        };
+        self.gate(op, self.inner.settle(key, token, outcome))
     }
-    async fn release(&self, key: &IdemKey, token: &LeaseToken) -> Result<(), StoreError> {
-        self.gate(Op::Release, self.inner.release(key, token)).await
-    }
-    async fn fail(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
-        error: &str,
-        ttl: Duration,
-    ) -> Result<(), StoreError> {
-        self.gate(Op::Fail, self.inner.fail(key, token, error, ttl))
-            .await
-    }
-    async fn renew(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
+
+    fn renew<'a>(
+        &'a self,
+        key: &'a IdemKey,
+        token: &'a LeaseToken,
         lease: Duration,
-    ) -> Result<(), StoreError> {
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
         self.gate(Op::Renew, self.inner.renew(key, token, lease))
-            .await
     }
-    async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
-        self.gate(Op::Get, self.inner.get(key)).await
+
+    fn get<'a>(&'a self, key: &'a IdemKey) -> BoxFuture<'a, Result<Option<Entry>, StoreError>> {
+        self.gate(Op::Get, self.inner.get(key))
     }
-    async fn purge_expired(&self) -> Result<u64, StoreError> {
-        self.inner.purge_expired().await
+
+    fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        self.inner.purge_expired()
     }
-    async fn count_expired(&self) -> Result<u64, StoreError> {
-        self.inner.count_expired().await
+
+    fn count_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        self.inner.count_expired()
     }
-    async fn inspect(&self, key: &IdemKey) -> Result<Option<RecordInfo>, StoreError> {
-        self.inner.inspect(key).await
+
+    fn inspect<'a>(
+        &'a self,
+        key: &'a IdemKey,
+    ) -> BoxFuture<'a, Result<Option<RecordInfo>, StoreError>> {
+        self.inner.inspect(key)
     }
-    async fn scan(
-        &self,
-        filter: &ScanFilter,
-        cursor: &str,
+
+    fn scan<'a>(
+        &'a self,
+        filter: &'a ScanFilter,
+        cursor: &'a str,
         limit: usize,
-    ) -> Result<ScanPage, StoreError> {
-        self.inner.scan(filter, cursor, limit).await
+    ) -> BoxFuture<'a, Result<ScanPage, StoreError>> {
+        self.inner.scan(filter, cursor, limit)
     }
 }

@@ -1,5 +1,5 @@
 //! The [`Harness`] a backend implements to run the suite, the harness of
-//! [`MemoryStore`], one that runs the suite through `Arc<dyn DynIdemStore>`,
+//! [`MemoryStore`], one that runs the suite through `Arc<dyn IdemStore>`,
 //! and the runtime each case runs on.
 
 use std::future::Future;
@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::key::{Fingerprint, IdemKey};
+use crate::store::IdemStore;
 use crate::store::memory::MemoryStore;
-use crate::store::{DynIdemStore, IdemStore};
 
 /// What the suite needs from a backend.
 pub trait Harness: Send + Sync + 'static {
@@ -72,16 +72,16 @@ impl Harness for MemoryHarness {
     }
 }
 
-/// Runs the suite through `Arc<dyn DynIdemStore>`, as the registry holds
+/// Runs the suite through `Arc<dyn IdemStore>`, as the registry holds
 /// stores, instead of the backend's own type.
 #[derive(Debug)]
 pub struct Erased<H>(pub H);
 
 impl<H: Harness> Harness for Erased<H> {
-    type Store = Arc<dyn DynIdemStore>;
+    type Store = Arc<dyn IdemStore>;
 
-    fn store(&self) -> Arc<Arc<dyn DynIdemStore>> {
-        let erased: Arc<dyn DynIdemStore> = self.0.store();
+    fn store(&self) -> Arc<Arc<dyn IdemStore>> {
+        let erased: Arc<dyn IdemStore> = self.0.store();
         Arc::new(erased)
     }
 
@@ -93,8 +93,8 @@ impl<H: Harness> Harness for Erased<H> {
         self.0.server()
     }
 
-    async fn store_via(&self, addr: SocketAddr) -> Arc<Arc<dyn DynIdemStore>> {
-        let erased: Arc<dyn DynIdemStore> = self.0.store_via(addr).await;
+    async fn store_via(&self, addr: SocketAddr) -> Arc<Arc<dyn IdemStore>> {
+        let erased: Arc<dyn IdemStore> = self.0.store_via(addr).await;
         Arc::new(erased)
     }
 

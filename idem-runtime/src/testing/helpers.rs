@@ -10,7 +10,7 @@ use super::fixtures::Counter;
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey, Scope};
 use crate::registry::{Registry, RegistryBuilder};
-use crate::store::{Claim, DynIdemStore, Entry, LeaseToken};
+use crate::store::{Claim, Entry, IdemStore, LeaseToken};
 
 /// A fresh namespace per case, so cases share no keys.
 pub(super) fn namespace() -> String {
@@ -69,13 +69,13 @@ pub(super) fn lease_lost(result: Result<(), StoreError>, what: &str) {
 /// A registry over `store` in namespace `ns` with `counter`, configured
 /// further by `configure`.
 pub(super) fn registry_with(
-    store: Arc<dyn DynIdemStore>,
+    store: Arc<dyn IdemStore>,
     ns: &str,
     counter: &Counter,
     configure: impl FnOnce(RegistryBuilder<()>) -> RegistryBuilder<()>,
 ) -> Registry<()> {
     let builder = Registry::builder(())
-        .shared_store(store)
+        .store(store)
         .namespace(ns)
         .tool(counter.clone());
     match configure(builder).build() {
@@ -84,6 +84,6 @@ pub(super) fn registry_with(
     }
 }
 
-pub(super) fn registry(store: Arc<dyn DynIdemStore>, ns: &str, counter: &Counter) -> Registry<()> {
+pub(super) fn registry(store: Arc<dyn IdemStore>, ns: &str, counter: &Counter) -> Registry<()> {
     registry_with(store, ns, counter, |b| b)
 }

@@ -513,7 +513,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
         match self
             .registry
             .store()
-            .dyn_claim(&key, &self.name, &fingerprint, CRASHED_LEASE)
+            .claim(&key, &self.name, &fingerprint, CRASHED_LEASE)
             .await
             .map_err(store_error)?
         {

@@ -32,7 +32,8 @@ use crate::store::contract::fenced;
 use crate::store::keepalive;
 use crate::store::record::{self, InfoRow, Live, Row, State, keyset_page};
 use crate::store::{
-    CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, RecordInfo, ScanFilter, ScanPage,
+    BoxFuture, CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, Outcome, RecordInfo,
+    ScanFilter, ScanPage,
 };
 
 /// The schema version this code writes.
@@ -203,17 +204,6 @@ impl PostgresStore {
         Ok(sql::schema(&t, &index, SCHEMA_VERSION))
     }
 
-    /// Deletes every expired record now; returns how many. Run it from a
-    /// periodic job: expired rows are ignored, but they take space until
-    /// purged or reclaimed by a new claim of the same key.
-    pub async fn purge_expired(&self) -> Result<u64, StoreError> {
-        let conn = self.pool.get().await.map_err(pg_error)?;
-        conn.client
-            .execute(&self.sql.purge, &[])
-            .await
-            .map_err(sql_error)
-    }
-
     /// Runs raw SQL on a pooled connection (to plant a malformed record in a
     /// test, say). `{table}` in `sql` is replaced by the store's table.
     #[cfg(feature = "test-util")]
@@ -223,27 +213,6 @@ impl PostgresStore {
             .execute(&sql.replace("{table}", &self.table), &[])
             .await
             .map_err(sql_error)
-    }
-
-    /// complete / fail / release: one compare-and-set `UPDATE`.
-    async fn settle(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
-        state: State,
-        payload: Option<&str>,
-        kept_for: Duration,
-    ) -> Result<(), StoreError> {
-        let token = token.id().to_be_bytes().to_vec();
-        let params: [&(dyn ToSql + Sync); 5] = [
-            &key.as_str(),
-            &token,
-            &state.as_str(),
-            &payload,
-            &millis(kept_for),
-        ];
-        let changed = with_conn!(self, |conn| conn.client.execute(&conn.settle, &params))?;
-        fenced(changed)
     }
 }
 
@@ -356,136 +325,154 @@ impl IdemStore for PostgresStore {
         "postgresql"
     }
 
-    async fn claim(
-        &self,
-        key: &IdemKey,
-        tool: &str,
-        fingerprint: &Fingerprint,
+    fn claim<'a>(
+        &'a self,
+        key: &'a IdemKey,
+        tool: &'a str,
+        fingerprint: &'a Fingerprint,
         lease: Duration,
-    ) -> Result<Claim, StoreError> {
-        let token = LeaseToken::generate(0);
-        let token_bytes = token.id().to_be_bytes().to_vec();
-        let fp = fingerprint.to_bytes();
-        let (lease_ms, retention_ms) = (millis(lease), millis(CLAIM_RETENTION));
-        let params: [&(dyn ToSql + Sync); 6] = [
-            &key.as_str(),
-            &fp,
-            &token_bytes,
-            &lease_ms,
-            &retention_ms,
-            &tool,
-        ];
-        let corrupt = |why: String| StoreError::corrupt(key.as_str(), why);
-        for _ in 0..CLAIM_TRIES {
-            let row = with_conn!(self, |conn| conn.client.query_opt(&conn.claim, &params))?;
-            // No row, or a claimable one: overtaken by a concurrent claim.
-            let Some(row) = row else { continue };
-            let state: String = row.try_get(0).map_err(|e| corrupt(e.to_string()))?;
-            if state == "acquired" {
-                let attempt: i32 = row.try_get(2).map_err(|e| corrupt(e.to_string()))?;
-                let attempt = record::attempt(key.as_str(), attempt)?;
-                return Ok(Claim::Acquired(LeaseToken::from_parts(token.id(), attempt)));
+    ) -> BoxFuture<'a, Result<Claim, StoreError>> {
+        Box::pin(async move {
+            let token = LeaseToken::generate(0);
+            let token_bytes = token.id().to_be_bytes().to_vec();
+            let fp = fingerprint.to_bytes();
+            let (lease_ms, retention_ms) = (millis(lease), millis(CLAIM_RETENTION));
+            let params: [&(dyn ToSql + Sync); 6] = [
+                &key.as_str(),
+                &fp,
+                &token_bytes,
+                &lease_ms,
+                &retention_ms,
+                &tool,
+            ];
+            let corrupt = |why: String| StoreError::corrupt(key.as_str(), why);
+            for _ in 0..CLAIM_TRIES {
+                let row = with_conn!(self, |conn| conn.client.query_opt(&conn.claim, &params))?;
+                // No row, or a claimable one: overtaken by a concurrent claim.
+                let Some(row) = row else { continue };
+                let state: String = row.try_get(0).map_err(|e| corrupt(e.to_string()))?;
+                if state == "acquired" {
+                    let attempt: i32 = row.try_get(2).map_err(|e| corrupt(e.to_string()))?;
+                    let attempt = record::attempt(key.as_str(), attempt)?;
+                    return Ok(Claim::Acquired(LeaseToken::from_parts(token.id(), attempt)));
+                }
+                let live = read_row(key, &row)?;
+                if live.next_attempt().is_none()
+                    && let Some(entry) = live.into_entry()
+                {
+                    return Ok(Claim::Existing(entry));
+                }
             }
-            let live = read_row(key, &row)?;
-            if live.next_attempt().is_none()
-                && let Some(entry) = live.into_entry()
-            {
-                return Ok(Claim::Existing(entry));
-            }
-        }
-        Err(StoreError::unavailable(format!(
-            "the record changed under {CLAIM_TRIES} claims in a row"
-        )))
+            Err(StoreError::unavailable(format!(
+                "the record changed under {CLAIM_TRIES} claims in a row"
+            )))
+        })
     }
 
-    async fn complete(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
-        result: &str,
-        ttl: Duration,
-    ) -> Result<(), StoreError> {
-        self.settle(key, token, State::Done, Some(result), ttl)
-            .await
+    fn settle<'a>(
+        &'a self,
+        key: &'a IdemKey,
+        token: &'a LeaseToken,
+        outcome: Outcome<'a>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let token = token.id().to_be_bytes().to_vec();
+            let params: [&(dyn ToSql + Sync); 5] = [
+                &key.as_str(),
+                &token,
+                &outcome.state().as_str(),
+                &outcome.payload(),
+                &millis(outcome.kept_for()),
+            ];
+            let changed = with_conn!(self, |conn| conn.client.execute(&conn.settle, &params))?;
+            fenced(changed)
+        })
     }
 
-    async fn release(&self, key: &IdemKey, token: &LeaseToken) -> Result<(), StoreError> {
-        self.settle(key, token, State::Released, None, CLAIM_RETENTION)
-            .await
-    }
-
-    async fn fail(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
-        error: &str,
-        ttl: Duration,
-    ) -> Result<(), StoreError> {
-        self.settle(key, token, State::Failed, Some(error), ttl)
-            .await
-    }
-
-    async fn renew(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
+    fn renew<'a>(
+        &'a self,
+        key: &'a IdemKey,
+        token: &'a LeaseToken,
         lease: Duration,
-    ) -> Result<(), StoreError> {
-        let token = token.id().to_be_bytes().to_vec();
-        let (lease_ms, retention_ms) = (millis(lease), millis(CLAIM_RETENTION));
-        let params: [&(dyn ToSql + Sync); 4] = [&key.as_str(), &token, &lease_ms, &retention_ms];
-        let changed = with_conn!(self, |conn| conn.client.execute(&conn.renew, &params))?;
-        fenced(changed)
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let token = token.id().to_be_bytes().to_vec();
+            let (lease_ms, retention_ms) = (millis(lease), millis(CLAIM_RETENTION));
+            let params: [&(dyn ToSql + Sync); 4] =
+                [&key.as_str(), &token, &lease_ms, &retention_ms];
+            let changed = with_conn!(self, |conn| conn.client.execute(&conn.renew, &params))?;
+            fenced(changed)
+        })
     }
 
-    async fn purge_expired(&self) -> Result<u64, StoreError> {
-        PostgresStore::purge_expired(self).await
+    /// Run it from a periodic job: expired rows are never answered, but
+    /// they take space until purged or reclaimed by a new claim of the
+    /// same key.
+    fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(async move {
+            let conn = self.pool.get().await.map_err(pg_error)?;
+            conn.client
+                .execute(&self.sql.purge, &[])
+                .await
+                .map_err(sql_error)
+        })
     }
 
-    async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
-        let row = with_conn!(self, |conn| conn
-            .client
-            .query_opt(&conn.read, &[&key.as_str()]))?;
-        Ok(row
-            .map(|row| read_row(key, &row))
-            .transpose()?
-            .and_then(Live::into_entry))
+    fn get<'a>(&'a self, key: &'a IdemKey) -> BoxFuture<'a, Result<Option<Entry>, StoreError>> {
+        Box::pin(async move {
+            let row = with_conn!(self, |conn| conn
+                .client
+                .query_opt(&conn.read, &[&key.as_str()]))?;
+            Ok(row
+                .map(|row| read_row(key, &row))
+                .transpose()?
+                .and_then(Live::into_entry))
+        })
     }
 
-    async fn count_expired(&self) -> Result<u64, StoreError> {
-        let row = with_conn!(self, |conn| conn
-            .client
-            .query_one(self.sql.count_expired.as_str(), &[]))?;
-        let count: i64 = row.try_get(0).map_err(sql_error)?;
-        Ok(u64::try_from(count).unwrap_or(0))
+    fn count_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(async move {
+            let row = with_conn!(self, |conn| conn
+                .client
+                .query_one(self.sql.count_expired.as_str(), &[]))?;
+            let count: i64 = row.try_get(0).map_err(sql_error)?;
+            Ok(u64::try_from(count).unwrap_or(0))
+        })
     }
 
-    async fn inspect(&self, key: &IdemKey) -> Result<Option<RecordInfo>, StoreError> {
-        let row = with_conn!(self, |conn| conn
-            .client
-            .query_opt(self.sql.inspect.as_str(), &[&key.as_str()]))?;
-        row.map(|row| info_row(key.as_str(), &row)?.decode())
-            .transpose()
+    fn inspect<'a>(
+        &'a self,
+        key: &'a IdemKey,
+    ) -> BoxFuture<'a, Result<Option<RecordInfo>, StoreError>> {
+        Box::pin(async move {
+            let row = with_conn!(self, |conn| conn
+                .client
+                .query_opt(self.sql.inspect.as_str(), &[&key.as_str()]))?;
+            row.map(|row| info_row(key.as_str(), &row)?.decode())
+                .transpose()
+        })
     }
 
-    async fn scan(
-        &self,
-        filter: &ScanFilter,
-        cursor: &str,
+    fn scan<'a>(
+        &'a self,
+        filter: &'a ScanFilter,
+        cursor: &'a str,
         limit: usize,
-    ) -> Result<ScanPage, StoreError> {
-        let prefix = filter.key_prefix();
-        let state = filter.state.map(State::as_str);
-        let limit = i64::try_from(limit.max(1)).unwrap_or(i64::MAX);
-        let params: [&(dyn ToSql + Sync); 5] = [&cursor, &prefix, &state, &filter.tool, &limit];
-        let rows = with_conn!(self, |conn| conn
-            .client
-            .query(self.sql.scan.as_str(), &params))?;
-        let rows = rows
-            .iter()
-            .map(|row| info_row(&prefix, row))
-            .collect::<Result<Vec<_>, _>>()?;
-        keyset_page(rows, limit)
+    ) -> BoxFuture<'a, Result<ScanPage, StoreError>> {
+        Box::pin(async move {
+            let prefix = filter.key_prefix();
+            let state = filter.state.map(State::as_str);
+            let limit = i64::try_from(limit.max(1)).unwrap_or(i64::MAX);
+            let params: [&(dyn ToSql + Sync); 5] = [&cursor, &prefix, &state, &filter.tool, &limit];
+            let rows = with_conn!(self, |conn| conn
+                .client
+                .query(self.sql.scan.as_str(), &params))?;
+            let rows = rows
+                .iter()
+                .map(|row| info_row(&prefix, row))
+                .collect::<Result<Vec<_>, _>>()?;
+            keyset_page(rows, limit)
+        })
     }
 }
 

@@ -160,13 +160,13 @@ impl Connections {
             connections: self,
             lane,
             sent: self.clock.now(),
-            outcome: Outcome::Unanswered,
+            outcome: Heard::Unanswered,
         };
         let result = send(lane.conn.clone()).await;
         flight.outcome = match &result {
-            Err(e) if e.is_timeout() => Outcome::Unanswered,
-            Err(e) if connection_lost(e) => Outcome::Broken,
-            _ => Outcome::Answered,
+            Err(e) if e.is_timeout() => Heard::Unanswered,
+            Err(e) if connection_lost(e) => Heard::Broken,
+            _ => Heard::Answered,
         };
         result
     }
@@ -249,7 +249,7 @@ struct Lane {
 
 /// How a command sent over a connection ended.
 #[derive(Clone, Copy)]
-enum Outcome {
+enum Heard {
     /// An answer came (a reply, or an error of the server's own).
     Answered,
     /// The socket broke under it.
@@ -267,23 +267,23 @@ struct InFlight<'a> {
     connections: &'a Connections,
     lane: &'a Lane,
     sent: u64,
-    outcome: Outcome,
+    outcome: Heard,
 }
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         let answers = &self.lane.answers;
         match self.outcome {
-            Outcome::Answered => answers.note(self.connections.clock.now()),
-            Outcome::Broken => self.connections.retire(self.lane.number),
+            Heard::Answered => answers.note(self.connections.clock.now()),
+            Heard::Broken => self.connections.retire(self.lane.number),
             // A cluster's connection answers for every node: one node's
             // silence does not show in the others' answers.
-            Outcome::Unanswered
+            Heard::Unanswered
                 if self.connections.is_cluster() || answers.silent_since(self.sent) =>
             {
                 self.connections.retire(self.lane.number);
             }
-            Outcome::Unanswered => {}
+            Heard::Unanswered => {}
         }
     }
 }

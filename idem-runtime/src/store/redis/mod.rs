@@ -60,7 +60,8 @@ use crate::key::{Fingerprint, IdemKey};
 use crate::store::hashing::PassThroughMap;
 use crate::store::record::{self, RunningLine, State};
 use crate::store::{
-    CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, RecordInfo, ScanFilter, ScanPage,
+    BoxFuture, CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, Outcome, RecordInfo,
+    ScanFilter, ScanPage,
 };
 
 /// A store on Redis or Redis Cluster: one multiplexed connection shared by
@@ -313,7 +314,7 @@ impl RedisStore {
     /// `State`'s name or `renew`, waiting for replicas as `wait` says (the
     /// store's `wait_for_replicas`, but for the release of a claim they
     /// did not acknowledge).
-    async fn settle(
+    async fn run_settle(
         &self,
         key: &IdemKey,
         token: &LeaseToken,
@@ -459,7 +460,7 @@ impl RedisStore {
             // Without waiting for replicas again: the release only keeps
             // the primary from holding a claim nobody runs under.
             let released = State::Released.as_str();
-            let release = self.settle(key, token, released, b"", CLAIM_RETENTION, None);
+            let release = self.run_settle(key, token, released, b"", CLAIM_RETENTION, None);
             if let Err(release) = release.await {
                 tracing::debug!(key = %key, error = %release, "releasing a claim too few replicas acknowledged");
             }
@@ -561,113 +562,90 @@ impl IdemStore for RedisStore {
         "redis"
     }
 
-    async fn claim(
-        &self,
-        key: &IdemKey,
-        tool: &str,
-        fingerprint: &Fingerprint,
+    fn claim<'a>(
+        &'a self,
+        key: &'a IdemKey,
+        tool: &'a str,
+        fingerprint: &'a Fingerprint,
         lease: Duration,
-    ) -> Result<Claim, StoreError> {
-        if tool.contains('|') {
-            return Err(StoreError::backend(format!(
-                "the tool name {tool:?} holds `|`, which a Redis record cannot"
-            )));
-        }
-        let token = LeaseToken::generate(0);
-        let life = claim_life(lease);
-        if let Some(claim) = self.claim_new(key, tool, fingerprint, &token, life).await? {
-            return Ok(claim);
-        }
-        self.claim_existing(key, tool, fingerprint, &token, lease)
+    ) -> BoxFuture<'a, Result<Claim, StoreError>> {
+        Box::pin(async move {
+            if tool.contains('|') {
+                return Err(StoreError::backend(format!(
+                    "the tool name {tool:?} holds `|`, which a Redis record cannot"
+                )));
+            }
+            let token = LeaseToken::generate(0);
+            let life = claim_life(lease);
+            if let Some(claim) = self.claim_new(key, tool, fingerprint, &token, life).await? {
+                return Ok(claim);
+            }
+            self.claim_existing(key, tool, fingerprint, &token, lease)
+                .await
+        })
+    }
+
+    fn settle<'a>(
+        &'a self,
+        key: &'a IdemKey,
+        token: &'a LeaseToken,
+        outcome: Outcome<'a>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.run_settle(
+            key,
+            token,
+            outcome.state().as_str(),
+            outcome.payload().unwrap_or_default().as_bytes(),
+            outcome.kept_for(),
+            self.wait,
+        ))
+    }
+
+    fn renew<'a>(
+        &'a self,
+        key: &'a IdemKey,
+        token: &'a LeaseToken,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            // SETTLE's `renew` takes the lease as payload and the retention as
+            // the expiry beyond it.
+            let lease_ms = millis(lease).to_string();
+            self.run_settle(
+                key,
+                token,
+                "renew",
+                lease_ms.as_bytes(),
+                CLAIM_RETENTION,
+                self.wait,
+            )
             .await
+        })
     }
 
-    async fn complete(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
-        result: &str,
-        ttl: Duration,
-    ) -> Result<(), StoreError> {
-        self.settle(
-            key,
-            token,
-            State::Done.as_str(),
-            result.as_bytes(),
-            ttl,
-            self.wait,
-        )
-        .await
+    fn inspect<'a>(
+        &'a self,
+        key: &'a IdemKey,
+    ) -> BoxFuture<'a, Result<Option<RecordInfo>, StoreError>> {
+        Box::pin(async move { self.read_info(key, true).await })
     }
 
-    async fn release(&self, key: &IdemKey, token: &LeaseToken) -> Result<(), StoreError> {
-        self.settle(
-            key,
-            token,
-            State::Released.as_str(),
-            b"",
-            CLAIM_RETENTION,
-            self.wait,
-        )
-        .await
-    }
-
-    async fn fail(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
-        error: &str,
-        ttl: Duration,
-    ) -> Result<(), StoreError> {
-        self.settle(
-            key,
-            token,
-            State::Failed.as_str(),
-            error.as_bytes(),
-            ttl,
-            self.wait,
-        )
-        .await
-    }
-
-    async fn renew(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
-        lease: Duration,
-    ) -> Result<(), StoreError> {
-        // SETTLE's `renew` takes the lease as payload and the retention as
-        // the expiry beyond it.
-        let lease_ms = millis(lease).to_string();
-        self.settle(
-            key,
-            token,
-            "renew",
-            lease_ms.as_bytes(),
-            CLAIM_RETENTION,
-            self.wait,
-        )
-        .await
-    }
-
-    async fn inspect(&self, key: &IdemKey) -> Result<Option<RecordInfo>, StoreError> {
-        self.read_info(key, true).await
-    }
-
-    async fn scan(
-        &self,
-        filter: &ScanFilter,
-        cursor: &str,
+    fn scan<'a>(
+        &'a self,
+        filter: &'a ScanFilter,
+        cursor: &'a str,
         limit: usize,
-    ) -> Result<ScanPage, StoreError> {
-        self.scan_page(filter, cursor, limit).await
+    ) -> BoxFuture<'a, Result<ScanPage, StoreError>> {
+        Box::pin(async move { self.scan_page(filter, cursor, limit).await })
     }
 
-    async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
-        match self.eval(&scripts().get, key, &[]).await?.0 {
-            RValue::Nil => Ok(None),
-            RValue::Array(parts) => parse_entry(key, &parts).map(Some),
-            _ => Err(StoreError::corrupt(key.as_str(), "unexpected reply to get")),
-        }
+    fn get<'a>(&'a self, key: &'a IdemKey) -> BoxFuture<'a, Result<Option<Entry>, StoreError>> {
+        Box::pin(async move {
+            match self.eval(&scripts().get, key, &[]).await?.0 {
+                RValue::Nil => Ok(None),
+                RValue::Array(parts) => parse_entry(key, &parts).map(Some),
+                _ => Err(StoreError::corrupt(key.as_str(), "unexpected reply to get")),
+            }
+        })
     }
 }

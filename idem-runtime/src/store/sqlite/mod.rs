@@ -21,7 +21,8 @@ use crate::key::{Fingerprint, IdemKey};
 use crate::store::contract::fenced;
 use crate::store::record::{InfoRow, Live, Row, State, keyset_page};
 use crate::store::{
-    CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, RecordInfo, ScanFilter, ScanPage,
+    BoxFuture, CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, Outcome, RecordInfo,
+    ScanFilter, ScanPage,
 };
 
 /// The schema this code writes (`PRAGMA user_version`).
@@ -111,21 +112,6 @@ impl SqliteStore {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
-    }
-
-    /// Deletes every expired record now; returns how many. Claims also
-    /// sweep a few expired records each, so the table stays bounded even if
-    /// this is never called.
-    pub async fn purge_expired(&self) -> Result<u64, StoreError> {
-        self.worker
-            .run(|conn, ticket| {
-                write(conn, ticket, |tx| {
-                    tx.execute(sql::PURGE, params![now_ms()])
-                        .map(|n| n as u64)
-                        .map_err(sql_error)
-                })
-            })
-            .await
     }
 
     /// Test hook: runs raw SQL on the store's connection (to plant a
@@ -291,141 +277,162 @@ impl IdemStore for SqliteStore {
         "sqlite"
     }
 
-    async fn claim(
-        &self,
-        key: &IdemKey,
-        tool: &str,
-        fingerprint: &Fingerprint,
+    fn claim<'a>(
+        &'a self,
+        key: &'a IdemKey,
+        tool: &'a str,
+        fingerprint: &'a Fingerprint,
         lease: Duration,
-    ) -> Result<Claim, StoreError> {
-        let key = key.as_str().to_owned();
-        let tool = tool.to_owned();
-        let fingerprint = fingerprint.clone();
-        let token = LeaseToken::generate(0);
-        self.worker
-            .run(move |conn, ticket| {
-                write(conn, ticket, |tx| {
-                    claim(tx, &key, &tool, &fingerprint, &token, lease)
+    ) -> BoxFuture<'a, Result<Claim, StoreError>> {
+        Box::pin(async move {
+            let key = key.as_str().to_owned();
+            let tool = tool.to_owned();
+            let fingerprint = fingerprint.clone();
+            let token = LeaseToken::generate(0);
+            self.worker
+                .run(move |conn, ticket| {
+                    write(conn, ticket, |tx| {
+                        claim(tx, &key, &tool, &fingerprint, &token, lease)
+                    })
                 })
-            })
-            .await
-    }
-
-    async fn complete(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
-        result: &str,
-        ttl: Duration,
-    ) -> Result<(), StoreError> {
-        self.settle(key, token, State::Done, Some(result.to_owned()), ttl)
-            .await
-    }
-
-    async fn release(&self, key: &IdemKey, token: &LeaseToken) -> Result<(), StoreError> {
-        self.settle(key, token, State::Released, None, CLAIM_RETENTION)
-            .await
-    }
-
-    async fn fail(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
-        error: &str,
-        ttl: Duration,
-    ) -> Result<(), StoreError> {
-        self.settle(key, token, State::Failed, Some(error.to_owned()), ttl)
-            .await
-    }
-
-    async fn renew(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
-        lease: Duration,
-    ) -> Result<(), StoreError> {
-        self.fenced_update(sql::RENEW, key, token, move |key, token, now| {
-            let lease_until = now.saturating_add(ms(lease));
-            let expires_at = lease_until.saturating_add(ms(CLAIM_RETENTION));
-            (key, token, lease_until, expires_at, now)
+                .await
         })
-        .await
     }
 
-    async fn purge_expired(&self) -> Result<u64, StoreError> {
-        SqliteStore::purge_expired(self).await
+    fn settle<'a>(
+        &'a self,
+        key: &'a IdemKey,
+        token: &'a LeaseToken,
+        outcome: Outcome<'a>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let (state, payload) = (outcome.state(), outcome.payload().map(str::to_owned));
+        let kept_for = outcome.kept_for();
+        Box::pin(
+            self.fenced_update(sql::SETTLE, key, token, move |key, token, now| {
+                (
+                    key,
+                    token,
+                    state.as_str(),
+                    payload,
+                    now.saturating_add(ms(kept_for)),
+                    now,
+                )
+            }),
+        )
     }
 
-    async fn get(&self, key: &IdemKey) -> Result<Option<Entry>, StoreError> {
-        let key = key.as_str().to_owned();
-        self.worker
-            .run(move |conn, _| {
-                let now = now_ms();
-                Ok(live(conn, &key, now)?.and_then(Live::into_entry))
-            })
-            .await
+    fn renew<'a>(
+        &'a self,
+        key: &'a IdemKey,
+        token: &'a LeaseToken,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(
+            self.fenced_update(sql::RENEW, key, token, move |key, token, now| {
+                let lease_until = now.saturating_add(ms(lease));
+                let expires_at = lease_until.saturating_add(ms(CLAIM_RETENTION));
+                (key, token, lease_until, expires_at, now)
+            }),
+        )
     }
 
-    async fn count_expired(&self) -> Result<u64, StoreError> {
-        self.worker
-            .run(|conn, _| {
-                conn.query_row(sql::COUNT_EXPIRED, params![now_ms()], |r| {
-                    r.get::<_, i64>(0)
+    /// Claims also sweep a few expired records each, so the table stays
+    /// bounded even if this is never called.
+    fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(async move {
+            self.worker
+                .run(|conn, ticket| {
+                    write(conn, ticket, |tx| {
+                        tx.execute(sql::PURGE, params![now_ms()])
+                            .map(|n| n as u64)
+                            .map_err(sql_error)
+                    })
                 })
-                .map(|n| u64::try_from(n).unwrap_or(0))
-                .map_err(sql_error)
-            })
-            .await
+                .await
+        })
     }
 
-    async fn inspect(&self, key: &IdemKey) -> Result<Option<RecordInfo>, StoreError> {
-        let key = key.as_str().to_owned();
-        self.worker
-            .run(move |conn, _| {
-                let now = now_ms();
-                let row = conn
-                    .prepare_cached(sql::INSPECT)
-                    .and_then(|mut stmt| {
-                        stmt.query_row(params![key], |r| info_row(r, now))
-                            .optional()
+    fn get<'a>(&'a self, key: &'a IdemKey) -> BoxFuture<'a, Result<Option<Entry>, StoreError>> {
+        Box::pin(async move {
+            let key = key.as_str().to_owned();
+            self.worker
+                .run(move |conn, _| {
+                    let now = now_ms();
+                    Ok(live(conn, &key, now)?.and_then(Live::into_entry))
+                })
+                .await
+        })
+    }
+
+    fn count_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(async move {
+            self.worker
+                .run(|conn, _| {
+                    conn.query_row(sql::COUNT_EXPIRED, params![now_ms()], |r| {
+                        r.get::<_, i64>(0)
                     })
-                    .map_err(|e| row_error(&key, e))?;
-                row.filter(|row| row.expires_ms > 0)
-                    .map(InfoRow::decode)
-                    .transpose()
-            })
-            .await
+                    .map(|n| u64::try_from(n).unwrap_or(0))
+                    .map_err(sql_error)
+                })
+                .await
+        })
     }
 
-    async fn scan(
-        &self,
-        filter: &ScanFilter,
-        cursor: &str,
+    fn inspect<'a>(
+        &'a self,
+        key: &'a IdemKey,
+    ) -> BoxFuture<'a, Result<Option<RecordInfo>, StoreError>> {
+        Box::pin(async move {
+            let key = key.as_str().to_owned();
+            self.worker
+                .run(move |conn, _| {
+                    let now = now_ms();
+                    let row = conn
+                        .prepare_cached(sql::INSPECT)
+                        .and_then(|mut stmt| {
+                            stmt.query_row(params![key], |r| info_row(r, now))
+                                .optional()
+                        })
+                        .map_err(|e| row_error(&key, e))?;
+                    row.filter(|row| row.expires_ms > 0)
+                        .map(InfoRow::decode)
+                        .transpose()
+                })
+                .await
+        })
+    }
+
+    fn scan<'a>(
+        &'a self,
+        filter: &'a ScanFilter,
+        cursor: &'a str,
         limit: usize,
-    ) -> Result<ScanPage, StoreError> {
-        let prefix = filter.key_prefix();
-        // Every key of the namespace sorts in [prefix, end): `prefix` ends
-        // with ':', and ';' follows it.
-        let end = format!("{};", &prefix[..prefix.len() - 1]);
-        let (cursor, state) = (cursor.to_owned(), filter.state.map(State::as_str));
-        let tool = filter.tool.clone();
-        let limit = i64::try_from(limit.max(1)).unwrap_or(i64::MAX);
-        self.worker
-            .run(move |conn, _| {
-                let now = now_ms();
-                let rows = conn
-                    .prepare_cached(sql::SCAN)
-                    .and_then(|mut stmt| {
-                        stmt.query_map(
-                            params![cursor, prefix, end, now, state, tool, limit],
-                            |r| info_row(r, now),
-                        )?
-                        .collect::<Result<Vec<_>, _>>()
-                    })
-                    .map_err(|e| row_error(&prefix, e))?;
-                keyset_page(rows, limit)
-            })
-            .await
+    ) -> BoxFuture<'a, Result<ScanPage, StoreError>> {
+        Box::pin(async move {
+            let prefix = filter.key_prefix();
+            // Every key of the namespace sorts in [prefix, end): `prefix` ends
+            // with ':', and ';' follows it.
+            let end = format!("{};", &prefix[..prefix.len() - 1]);
+            let (cursor, state) = (cursor.to_owned(), filter.state.map(State::as_str));
+            let tool = filter.tool.clone();
+            let limit = i64::try_from(limit.max(1)).unwrap_or(i64::MAX);
+            self.worker
+                .run(move |conn, _| {
+                    let now = now_ms();
+                    let rows = conn
+                        .prepare_cached(sql::SCAN)
+                        .and_then(|mut stmt| {
+                            stmt.query_map(
+                                params![cursor, prefix, end, now, state, tool, limit],
+                                |r| info_row(r, now),
+                            )?
+                            .collect::<Result<Vec<_>, _>>()
+                        })
+                        .map_err(|e| row_error(&prefix, e))?;
+                    keyset_page(rows, limit)
+                })
+                .await
+        })
     }
 }
 
@@ -459,31 +466,6 @@ fn row_error(key: &str, e: rusqlite::Error) -> StoreError {
 }
 
 impl SqliteStore {
-    /// complete / fail / release: one compare-and-set `UPDATE` on the
-    /// token. A settled row keeps the token that settled it, so the very
-    /// same settle repeated (same token, state and payload) matches and
-    /// changes nothing.
-    async fn settle(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
-        state: State,
-        payload: Option<String>,
-        kept_for: Duration,
-    ) -> Result<(), StoreError> {
-        self.fenced_update(sql::SETTLE, key, token, move |key, token, now| {
-            (
-                key,
-                token,
-                state.as_str(),
-                payload,
-                now.saturating_add(ms(kept_for)),
-                now,
-            )
-        })
-        .await
-    }
-
     /// Runs `sql`, a compare-and-set `UPDATE` on the holder's token, in a
     /// write transaction, with the parameters `params` makes from the key,
     /// the token's bytes and now: `LeaseLost` unless it changed one row.

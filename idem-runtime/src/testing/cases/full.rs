@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::error::{StoreError, ToolError};
-use crate::store::DynIdemStore;
+use crate::store::IdemStore;
 use crate::testing::fixtures::Counter;
 use crate::testing::helpers::*;
 use crate::tool::WriteOptions;
@@ -21,7 +21,7 @@ use crate::tool::WriteOptions;
 /// is freed; a duplicate is replayed even while the store is full again,
 /// since a full store can still be read. The body runs once.
 pub async fn full_store_is_waited_out(
-    store: Arc<dyn DynIdemStore>,
+    store: Arc<dyn IdemStore>,
     fill: impl Fn() + Send + Sync + 'static,
     free: impl Fn(),
 ) {

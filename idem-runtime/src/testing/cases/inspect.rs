@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::error::StoreError;
 use crate::key::IdemKey;
-use crate::store::{IdemStore, RecordInfo, RecordState, ScanFilter};
+use crate::store::{IdemStore, Outcome, RecordInfo, RecordState, ScanFilter};
 use crate::testing::harness::Harness;
 use crate::testing::helpers::*;
 
@@ -55,7 +55,14 @@ pub async fn inspect_shows_every_state<H: Harness>(h: &H) {
     );
 
     store
-        .complete(&k, &token, r#"{"ok":1}"#, LONG)
+        .settle(
+            &k,
+            &token,
+            Outcome::Done {
+                result: r#"{"ok":1}"#,
+                ttl: LONG,
+            },
+        )
         .await
         .expect("complete");
     let done = inspected(&*store, &k).await;
@@ -68,7 +75,10 @@ pub async fn inspect_shows_every_state<H: Harness>(h: &H) {
 
     let r = key(&ns, "released");
     let token = acquired(store.claim(&r, "other_tool", &f, LONG).await);
-    store.release(&r, &token).await.expect("release");
+    store
+        .settle(&r, &token, Outcome::Released)
+        .await
+        .expect("release");
     let released = inspected(&*store, &r).await;
     assert_eq!(
         (released.state, released.tool.as_deref(), released.holder),
@@ -76,7 +86,14 @@ pub async fn inspect_shows_every_state<H: Harness>(h: &H) {
     );
     let token = acquired(store.claim(&r, "other_tool", &f, LONG).await);
     store
-        .fail(&r, &token, "declined | 51", LONG)
+        .settle(
+            &r,
+            &token,
+            Outcome::Failed {
+                error: "declined | 51",
+                ttl: LONG,
+            },
+        )
         .await
         .expect("fail");
     let failed = inspected(&*store, &r).await;
@@ -105,22 +122,38 @@ pub async fn released_by_the_inspected_holder_fences_the_worker<H: Harness>(h: &
     let worker = acquired(store.claim(&k, TOOL, &f, LONG).await);
     let holder = inspected(&*store, &k).await.holder.expect("a holder");
     store
-        .release(&k, &holder)
+        .settle(&k, &holder, Outcome::Released)
         .await
         .expect("the operator's release");
     lease_lost(
-        store.complete(&k, &worker, "1", LONG).await,
+        store
+            .settle(
+                &k,
+                &worker,
+                Outcome::Done {
+                    result: "1",
+                    ttl: LONG,
+                },
+            )
+            .await,
         "the fenced worker's complete",
     );
     let next = acquired(store.claim(&k, TOOL, &f, LONG).await);
     assert_eq!(next.attempt(), 1);
 
     store
-        .complete(&k, &next, "2", LONG)
+        .settle(
+            &k,
+            &next,
+            Outcome::Done {
+                result: "2",
+                ttl: LONG,
+            },
+        )
         .await
         .expect("complete");
     lease_lost(
-        store.release(&k, &holder).await,
+        store.settle(&k, &holder, Outcome::Released).await,
         "a release with a holder that has since recorded",
     );
     assert_eq!(inspected(&*store, &k).await.state, RecordState::Done);
@@ -148,7 +181,14 @@ pub async fn scan_pages_through_a_namespace<H: Harness>(h: &H) {
         let token = acquired(store.claim(&k, tool, &f, LONG).await);
         if i % 3 == 0 {
             store
-                .complete(&k, &token, "1", LONG)
+                .settle(
+                    &k,
+                    &token,
+                    Outcome::Done {
+                        result: "1",
+                        ttl: LONG,
+                    },
+                )
                 .await
                 .expect("complete");
         }
@@ -159,7 +199,14 @@ pub async fn scan_pages_through_a_namespace<H: Harness>(h: &H) {
     let gone = key(&ns, "gone");
     let token = acquired(store.claim(&gone, TOOL, &f, LONG).await);
     store
-        .complete(&gone, &token, "1", SHORT)
+        .settle(
+            &gone,
+            &token,
+            Outcome::Done {
+                result: "1",
+                ttl: SHORT,
+            },
+        )
         .await
         .expect("complete");
     past_short().await;

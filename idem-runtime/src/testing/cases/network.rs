@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::error::ToolError;
-use crate::store::DynIdemStore;
+use crate::store::IdemStore;
 use crate::testing::fixtures::Counter;
 use crate::testing::harness::Harness;
 use crate::testing::helpers::*;
@@ -85,8 +85,8 @@ pub async fn net_frozen_connections_are_replaced<H: Harness>(h: &H) {
 /// freezes as `store` does), and `freeze` freezes every proxy's
 /// connections.
 pub async fn frozen_connections_are_replaced(
-    store: Arc<dyn DynIdemStore>,
-    direct: Arc<dyn DynIdemStore>,
+    store: Arc<dyn IdemStore>,
+    direct: Arc<dyn IdemStore>,
     freeze: impl Fn() + Send + Sync + 'static,
 ) {
     let freeze = Arc::new(freeze);

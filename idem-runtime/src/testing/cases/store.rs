@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::error::{StoreError, ToolError};
 use crate::key::Fingerprint;
-use crate::store::{Claim, Entry, IdemStore, LeaseToken};
+use crate::store::{Claim, Entry, IdemStore, LeaseToken, Outcome};
 use crate::testing::fixtures::Counter;
 use crate::testing::harness::Harness;
 use crate::testing::helpers::*;
@@ -33,7 +33,14 @@ pub async fn claim_complete_replay<H: Harness>(h: &H) {
         }))
     );
     store
-        .complete(&k, &token, r#"{"ok":true}"#, LONG)
+        .settle(
+            &k,
+            &token,
+            Outcome::Done {
+                result: r#"{"ok":true}"#,
+                ttl: LONG,
+            },
+        )
         .await
         .expect("complete");
     let done = Entry::Done {
@@ -44,10 +51,22 @@ pub async fn claim_complete_replay<H: Harness>(h: &H) {
     assert_eq!(existing(store.claim(&k, TOOL, &f, LONG).await), done);
     assert_eq!(store.get(&k).await.ok(), Some(Some(done)));
     lease_lost(
-        store.complete(&k, &token, "1", LONG).await,
+        store
+            .settle(
+                &k,
+                &token,
+                Outcome::Done {
+                    result: "1",
+                    ttl: LONG,
+                },
+            )
+            .await,
         "complete after complete",
     );
-    lease_lost(store.release(&k, &token).await, "release after complete");
+    lease_lost(
+        store.settle(&k, &token, Outcome::Released).await,
+        "release after complete",
+    );
 }
 
 /// Many tasks claim one key at once: exactly one acquires.
@@ -110,7 +129,14 @@ pub async fn renew_keeps_the_lease<H: Harness>(h: &H) {
         Entry::Running { attempt: 0, .. }
     ));
     store
-        .complete(&k, &token, "1", LONG)
+        .settle(
+            &k,
+            &token,
+            Outcome::Done {
+                result: "1",
+                ttl: LONG,
+            },
+        )
         .await
         .expect("the holder records");
 }
@@ -124,12 +150,36 @@ pub async fn stale_token_is_fenced<H: Harness>(h: &H) {
     past_short().await;
     let owner = acquired(store.claim(&k, TOOL, &f, LONG).await);
     lease_lost(
-        store.complete(&k, &stale, r#""stale""#, LONG).await,
+        store
+            .settle(
+                &k,
+                &stale,
+                Outcome::Done {
+                    result: r#""stale""#,
+                    ttl: LONG,
+                },
+            )
+            .await,
         "stale complete",
     );
-    lease_lost(store.fail(&k, &stale, "stale", LONG).await, "stale fail");
+    lease_lost(
+        store
+            .settle(
+                &k,
+                &stale,
+                Outcome::Failed {
+                    error: "stale",
+                    ttl: LONG,
+                },
+            )
+            .await,
+        "stale fail",
+    );
     lease_lost(store.renew(&k, &stale, LONG).await, "stale renew");
-    lease_lost(store.release(&k, &stale).await, "stale release");
+    lease_lost(
+        store.settle(&k, &stale, Outcome::Released).await,
+        "stale release",
+    );
     assert_eq!(
         store.get(&k).await.ok(),
         Some(Some(Entry::Running {
@@ -139,11 +189,27 @@ pub async fn stale_token_is_fenced<H: Harness>(h: &H) {
         "the stale worker changed the owner's record"
     );
     store
-        .complete(&k, &owner, r#""owner""#, LONG)
+        .settle(
+            &k,
+            &owner,
+            Outcome::Done {
+                result: r#""owner""#,
+                ttl: LONG,
+            },
+        )
         .await
         .expect("owner completes");
     lease_lost(
-        store.complete(&k, &stale, r#""stale""#, LONG).await,
+        store
+            .settle(
+                &k,
+                &stale,
+                Outcome::Done {
+                    result: r#""stale""#,
+                    ttl: LONG,
+                },
+            )
+            .await,
         "stale complete after owner",
     );
     assert_eq!(
@@ -171,7 +237,14 @@ pub async fn lapsed_but_unclaimed_may_still_record<H: Harness>(h: &H) {
         Entry::Running { .. }
     ));
     store
-        .complete(&k, &token, "7", LONG)
+        .settle(
+            &k,
+            &token,
+            Outcome::Done {
+                result: "7",
+                ttl: LONG,
+            },
+        )
         .await
         .expect("late complete");
     assert_eq!(
@@ -185,7 +258,14 @@ pub async fn lapsed_but_unclaimed_may_still_record<H: Harness>(h: &H) {
     let token = acquired(store.claim(&k2, TOOL, &f, SHORT).await);
     past_short().await;
     store
-        .complete(&k2, &token, "8", LONG)
+        .settle(
+            &k2,
+            &token,
+            Outcome::Done {
+                result: "8",
+                ttl: LONG,
+            },
+        )
         .await
         .expect("late complete without renewal");
 }
@@ -196,21 +276,46 @@ pub async fn release_counts_the_attempt<H: Harness>(h: &H) {
     let (ns, f) = (namespace(), fp(1));
     let k = key(&ns, "release");
     let t0 = acquired(store.claim(&k, TOOL, &f, LONG).await);
-    store.release(&k, &t0).await.expect("release");
+    store
+        .settle(&k, &t0, Outcome::Released)
+        .await
+        .expect("release");
     assert_eq!(
         store.get(&k).await.ok(),
         Some(None),
         "a released key holds no entry"
     );
     lease_lost(
-        store.complete(&k, &t0, "1", LONG).await,
+        store
+            .settle(
+                &k,
+                &t0,
+                Outcome::Done {
+                    result: "1",
+                    ttl: LONG,
+                },
+            )
+            .await,
         "complete after release",
     );
     let t1 = acquired(store.claim(&k, TOOL, &f, LONG).await);
-    store.release(&k, &t1).await.expect("release");
+    store
+        .settle(&k, &t1, Outcome::Released)
+        .await
+        .expect("release");
     let t2 = acquired(store.claim(&k, TOOL, &f, LONG).await);
     assert_eq!((t0.attempt(), t1.attempt(), t2.attempt()), (0, 1, 2));
-    store.complete(&k, &t2, "2", LONG).await.expect("complete");
+    store
+        .settle(
+            &k,
+            &t2,
+            Outcome::Done {
+                result: "2",
+                ttl: LONG,
+            },
+        )
+        .await
+        .expect("complete");
 }
 
 /// A permanent failure is recorded and replayed.
@@ -220,7 +325,14 @@ pub async fn permanent_failure_is_replayed<H: Harness>(h: &H) {
     let k = key(&ns, "fail");
     let token = acquired(store.claim(&k, TOOL, &f, LONG).await);
     store
-        .fail(&k, &token, "card declined: \"insufficient funds\"", LONG)
+        .settle(
+            &k,
+            &token,
+            Outcome::Failed {
+                error: "card declined: \"insufficient funds\"",
+                ttl: LONG,
+            },
+        )
         .await
         .expect("fail");
     let failed = Entry::Failed {
@@ -238,7 +350,14 @@ pub async fn result_ttl_expires<H: Harness>(h: &H) {
     let k = key(&ns, "ttl");
     let token = acquired(store.claim(&k, TOOL, &f, LONG).await);
     store
-        .complete(&k, &token, "1", SHORT)
+        .settle(
+            &k,
+            &token,
+            Outcome::Done {
+                result: "1",
+                ttl: SHORT,
+            },
+        )
         .await
         .expect("complete");
     assert!(matches!(
@@ -257,12 +376,26 @@ pub async fn purge_removes_only_expired_records<H: Harness>(h: &H) {
     let (live, dead) = (key(&ns, "live"), key(&ns, "dead"));
     let t = acquired(store.claim(&live, TOOL, &f, LONG).await);
     store
-        .complete(&live, &t, "1", LONG)
+        .settle(
+            &live,
+            &t,
+            Outcome::Done {
+                result: "1",
+                ttl: LONG,
+            },
+        )
         .await
         .expect("complete");
     let t = acquired(store.claim(&dead, TOOL, &f, LONG).await);
     store
-        .complete(&dead, &t, "2", SHORT)
+        .settle(
+            &dead,
+            &t,
+            Outcome::Done {
+                result: "2",
+                ttl: SHORT,
+            },
+        )
         .await
         .expect("complete");
     past_short().await;
@@ -294,10 +427,34 @@ pub async fn absent_key_refuses_token_ops<H: Harness>(h: &H) {
     let store = h.store();
     let k = key(&namespace(), "absent");
     let token = LeaseToken::generate(0);
-    lease_lost(store.complete(&k, &token, "1", LONG).await, "complete");
-    lease_lost(store.fail(&k, &token, "x", LONG).await, "fail");
+    lease_lost(
+        store
+            .settle(
+                &k,
+                &token,
+                Outcome::Done {
+                    result: "1",
+                    ttl: LONG,
+                },
+            )
+            .await,
+        "complete",
+    );
+    lease_lost(
+        store
+            .settle(
+                &k,
+                &token,
+                Outcome::Failed {
+                    error: "x",
+                    ttl: LONG,
+                },
+            )
+            .await,
+        "fail",
+    );
     lease_lost(store.renew(&k, &token, LONG).await, "renew");
-    lease_lost(store.release(&k, &token).await, "release");
+    lease_lost(store.settle(&k, &token, Outcome::Released).await, "release");
     assert_eq!(
         store.get(&k).await.ok(),
         Some(None),
@@ -319,7 +476,14 @@ pub async fn fingerprint_is_kept<H: Harness>(h: &H) {
         }
     );
     store
-        .complete(&k, &token, "1", LONG)
+        .settle(
+            &k,
+            &token,
+            Outcome::Done {
+                result: "1",
+                ttl: LONG,
+            },
+        )
         .await
         .expect("complete");
     assert_eq!(
@@ -337,7 +501,14 @@ pub async fn fingerprint_is_kept<H: Harness>(h: &H) {
         digest
     );
     store
-        .complete(&k, &token, "2", LONG)
+        .settle(
+            &k,
+            &token,
+            Outcome::Done {
+                result: "2",
+                ttl: LONG,
+            },
+        )
         .await
         .expect("complete");
     let entry = store.get(&k).await.expect("get").expect("recorded");
@@ -350,7 +521,14 @@ pub async fn fingerprint_is_kept<H: Harness>(h: &H) {
     let running = existing(store.claim(&k, TOOL, &fp(2), LONG).await);
     assert_eq!(running.fingerprint().to_hex(), tagged.to_hex());
     store
-        .complete(&k, &token, "3", LONG)
+        .settle(
+            &k,
+            &token,
+            Outcome::Done {
+                result: "3",
+                ttl: LONG,
+            },
+        )
         .await
         .expect("complete");
     let entry = store.get(&k).await.expect("get").expect("recorded");
@@ -394,25 +572,64 @@ pub async fn settle_repeated_by_its_token_succeeds<H: Harness>(h: &H) {
     let k = key(&ns, "repeat-done");
     let token = acquired(store.claim(&k, TOOL, &f, LONG).await);
     store
-        .complete(&k, &token, "1", LONG)
+        .settle(
+            &k,
+            &token,
+            Outcome::Done {
+                result: "1",
+                ttl: LONG,
+            },
+        )
         .await
         .expect("complete");
     store
-        .complete(&k, &token, "1", LONG)
+        .settle(
+            &k,
+            &token,
+            Outcome::Done {
+                result: "1",
+                ttl: LONG,
+            },
+        )
         .await
         .expect("the same complete again");
     lease_lost(
-        store.complete(&k, &token, "2", LONG).await,
+        store
+            .settle(
+                &k,
+                &token,
+                Outcome::Done {
+                    result: "2",
+                    ttl: LONG,
+                },
+            )
+            .await,
         "another result",
     );
     lease_lost(
-        store.fail(&k, &token, "1", LONG).await,
+        store
+            .settle(
+                &k,
+                &token,
+                Outcome::Failed {
+                    error: "1",
+                    ttl: LONG,
+                },
+            )
+            .await,
         "fail after complete",
     );
     lease_lost(store.renew(&k, &token, LONG).await, "renew after complete");
     lease_lost(
         store
-            .complete(&k, &LeaseToken::generate(0), "1", LONG)
+            .settle(
+                &k,
+                &LeaseToken::generate(0),
+                Outcome::Done {
+                    result: "1",
+                    ttl: LONG,
+                },
+            )
             .await,
         "another token",
     );
@@ -424,26 +641,58 @@ pub async fn settle_repeated_by_its_token_succeeds<H: Harness>(h: &H) {
 
     let k = key(&ns, "repeat-fail");
     let token = acquired(store.claim(&k, TOOL, &f, LONG).await);
-    store.fail(&k, &token, "no", LONG).await.expect("fail");
     store
-        .fail(&k, &token, "no", LONG)
+        .settle(
+            &k,
+            &token,
+            Outcome::Failed {
+                error: "no",
+                ttl: LONG,
+            },
+        )
+        .await
+        .expect("fail");
+    store
+        .settle(
+            &k,
+            &token,
+            Outcome::Failed {
+                error: "no",
+                ttl: LONG,
+            },
+        )
         .await
         .expect("the same fail again");
     lease_lost(
-        store.complete(&k, &token, "no", LONG).await,
+        store
+            .settle(
+                &k,
+                &token,
+                Outcome::Done {
+                    result: "no",
+                    ttl: LONG,
+                },
+            )
+            .await,
         "complete after fail",
     );
 
     let k = key(&ns, "repeat-release");
     let token = acquired(store.claim(&k, TOOL, &f, LONG).await);
-    store.release(&k, &token).await.expect("release");
     store
-        .release(&k, &token)
+        .settle(&k, &token, Outcome::Released)
+        .await
+        .expect("release");
+    store
+        .settle(&k, &token, Outcome::Released)
         .await
         .expect("the same release again");
     let next = acquired(store.claim(&k, TOOL, &f, LONG).await);
     assert_eq!(next.attempt(), 1, "a repeated release counts once");
-    lease_lost(store.release(&k, &token).await, "release after a new claim");
+    lease_lost(
+        store.settle(&k, &token, Outcome::Released).await,
+        "release after a new claim",
+    );
 }
 
 /// Duplicates racing to claim a key just released after a transient
@@ -454,7 +703,10 @@ pub async fn claims_after_a_release_have_one_winner<H: Harness>(h: &H) {
     for round in 0..5 {
         let k = key(&ns, &format!("released-{round}"));
         let first = acquired(store.claim(&k, TOOL, &fp(1), LONG).await);
-        store.release(&k, &first).await.expect("release");
+        store
+            .settle(&k, &first, Outcome::Released)
+            .await
+            .expect("release");
         let tasks: Vec<_> = (0..32)
             .map(|_| {
                 let (store, k) = (store.clone(), k.clone());
