@@ -1,17 +1,16 @@
 //! What the macros' generated code reaches through. Not a public API: it
 //! changes without notice.
 
-use std::future::Future;
-
 pub use schemars;
 pub use serde;
 pub use serde_json;
 
 pub use crate::registry::{CallThroughRegistry, InvalidTool, Registration, marker};
+pub use crate::tool::{ReadArgs, ReadOutput, ToolFailure, WriteArgs, WriteOutput};
 pub use crate::{
-    Ctx, IntoTool, OnInFlight, OnStoreError, ScopeKind, ToolInfo, WriteCtx, WriteOptions,
+    Ctx, IntoTool, OnInFlight, OnStoreError, ReadTool, ScopeKind, ToolInfo, WriteCtx, WriteOptions,
+    WriteTool,
 };
-use crate::{ReadArgs, ReadOutput, ReadTool, ToolFailure, WriteArgs, WriteOutput, WriteTool};
 
 /// The result type of a tool, for [`OutputSchemaKnown`] /
 /// [`OutputSchemaUnknown`]: `(&&OutputType::<T>::new()).output_schema()`
@@ -73,92 +72,6 @@ pub trait ToolResult {
 impl<T, E> ToolResult for Result<T, E> {
     type Ok = T;
     type Err = E;
-}
-
-/// What `#[read_tool]` implements: [`ReadTool`] without the bounds on its
-/// types, which the spanned checks below report one sentence each; a
-/// blanket implementation makes every such tool a `ReadTool`.
-pub trait ReadToolFn<S>: Send + Sync + 'static {
-    type Args;
-    type Output;
-    type Error;
-    fn info(&self) -> ToolInfo;
-    fn call(
-        &self,
-        args: Self::Args,
-        ctx: &Ctx<S>,
-    ) -> impl Future<Output = Result<Self::Output, Self::Error>> + Send;
-}
-
-/// What `#[write_tool]` implements; see [`ReadToolFn`].
-pub trait WriteToolFn<S>: Send + Sync + 'static {
-    type Args;
-    type Output;
-    type Error;
-    fn info(&self) -> ToolInfo;
-    fn options(&self) -> WriteOptions;
-    fn is_permanent(&self, error: &Self::Error) -> bool;
-    fn call(
-        &self,
-        args: Self::Args,
-        ctx: &WriteCtx<S>,
-    ) -> impl Future<Output = Result<Self::Output, Self::Error>> + Send;
-}
-
-impl<S, T> ReadTool<S> for T
-where
-    T: ReadToolFn<S>,
-    T::Args: ReadArgs + Send,
-    T::Output: ReadOutput + Send,
-    T::Error: ToolFailure + Send,
-{
-    type Args = T::Args;
-    type Output = T::Output;
-    type Error = T::Error;
-
-    fn info(&self) -> ToolInfo {
-        ReadToolFn::info(self)
-    }
-
-    fn call(
-        &self,
-        args: T::Args,
-        ctx: &Ctx<S>,
-    ) -> impl Future<Output = Result<T::Output, T::Error>> + Send {
-        ReadToolFn::call(self, args, ctx)
-    }
-}
-
-impl<S, T> WriteTool<S> for T
-where
-    T: WriteToolFn<S>,
-    T::Args: WriteArgs + Send,
-    T::Output: WriteOutput + Send,
-    T::Error: ToolFailure + Send,
-{
-    type Args = T::Args;
-    type Output = T::Output;
-    type Error = T::Error;
-
-    fn info(&self) -> ToolInfo {
-        WriteToolFn::info(self)
-    }
-
-    fn options(&self) -> WriteOptions {
-        WriteToolFn::options(self)
-    }
-
-    fn is_permanent(&self, error: &T::Error) -> bool {
-        WriteToolFn::is_permanent(self, error)
-    }
-
-    fn call(
-        &self,
-        args: T::Args,
-        ctx: &WriteCtx<S>,
-    ) -> impl Future<Output = Result<T::Output, T::Error>> + Send {
-        WriteToolFn::call(self, args, ctx)
-    }
 }
 
 /// Spanned checks the macros emit at the user's types, so that a missing

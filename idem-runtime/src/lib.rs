@@ -78,9 +78,12 @@ pub use crate::store::{
     Claim, Entry, IdemStore, LeaseToken, RecordInfo, RecordState, ScanFilter, ScanPage,
 };
 pub use crate::tool::{
-    OnInFlight, OnStoreError, ReadArgs, ReadOutput, ReadTool, ToolDef, ToolFailure, ToolInfo,
-    ToolKind, WriteArgs, WriteOptions, WriteOutput, WriteTool,
+    OnInFlight, OnStoreError, ReadTool, ToolDef, ToolInfo, ToolKind, WriteOptions, WriteTool,
 };
+// The bounds of the tool traits' types, named where the compiler explains
+// an unmet one; not an API of their own.
+#[doc(hidden)]
+pub use crate::tool::{ReadArgs, ReadOutput, ToolFailure, WriteArgs, WriteOutput};
 
 /// What the macros' generated code reaches through; not a public API.
 #[doc(hidden)]

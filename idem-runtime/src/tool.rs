@@ -317,13 +317,16 @@ impl<T: Display> ToolFailure for T {}
 /// A tool without side effects: called directly, never stored.
 ///
 /// `#[read_tool]` implements this; implement it by hand for tools known
-/// only at run time.
+/// only at run time. A type that lacks what it must have is an error
+/// naming that type and what it lacks.
 pub trait ReadTool<S>: Send + Sync + 'static {
-    /// The arguments, deserialized from the model's JSON.
+    /// The arguments, deserialized from the model's JSON and described to
+    /// it by their schema: `Deserialize + JsonSchema + Send`.
     type Args: ReadArgs + Send;
-    /// The result, serialized back to the model.
+    /// The result, serialized back to the model: `Serialize + Send`.
     type Output: ReadOutput + Send;
-    /// The tool's own error; its `Display` is what the model reads.
+    /// The tool's own error, whose text is what the model reads:
+    /// `Display + Send`.
     type Error: ToolFailure + Send;
 
     /// Name and description.
@@ -343,13 +346,15 @@ pub trait ReadTool<S>: Send + Sync + 'static {
 /// `#[write_tool]` implements this; implement it by hand for tools known
 /// only at run time.
 pub trait WriteTool<S>: Send + Sync + 'static {
-    /// The arguments. They are re-serialized to derive the key, so the
-    /// model's formatting never changes it.
+    /// The arguments: `Serialize + Deserialize + JsonSchema + Send`. They
+    /// are re-serialized to derive the key, so the model's formatting never
+    /// changes it.
     type Args: WriteArgs + Send;
-    /// The result; recorded and replayed, so it must round-trip.
+    /// The result, recorded and replayed, so it must round-trip:
+    /// `Serialize + Deserialize + Send`.
     type Output: WriteOutput + Send;
-    /// The tool's own error; its `Display` is what the model reads and what
-    /// is recorded for a permanent failure.
+    /// The tool's own error, whose text is what the model reads and what
+    /// is recorded for a permanent failure: `Display + Send`.
     type Error: ToolFailure + Send;
 
     /// Name and description.

@@ -251,7 +251,7 @@ impl<'a> Parts<'a> {
     }
 
     fn read_impl(&self) -> TokenStream {
-        self.tool_impl(quote!(ReadToolFn), quote!(Ctx), quote!())
+        self.tool_impl(Kind::Read, quote!())
     }
 
     fn write_impl(&self, tool: &ToolFn<'_>, attrs: &Attrs) -> TokenStream {
@@ -266,17 +266,32 @@ impl<'a> Parts<'a> {
                 #permanent
             }
         };
-        self.tool_impl(quote!(WriteToolFn), quote!(WriteCtx), settings)
+        self.tool_impl(Kind::Write, settings)
     }
 
-    /// The implementation of `trait_name` (`ReadToolFn` or `WriteToolFn`)
-    /// whose `call` takes a `ctx_ty`, with `items` beside `info` and `call`.
-    fn tool_impl(
-        &self,
-        trait_name: TokenStream,
-        ctx_ty: TokenStream,
-        items: TokenStream,
-    ) -> TokenStream {
+    /// The implementation of `ReadTool` or `WriteTool`, with `items`
+    /// beside `info` and `call`.
+    ///
+    /// Its `where` clause repeats the trait's bounds on the argument,
+    /// result and error types under a binder. A bound with a binder is never judged on its own, so when a
+    /// type lacks a trait the implementation does not hold, rather than
+    /// being an error of its own: the spanned checks report that type once,
+    /// and a registration of the tool says the tool is not one yet.
+    fn tool_impl(&self, kind: Kind, items: TokenStream) -> TokenStream {
+        let (trait_name, ctx_ty, args_bound, output_bound) = match kind {
+            Kind::Read => (
+                quote!(ReadTool),
+                quote!(Ctx),
+                quote!(ReadArgs),
+                quote!(ReadOutput),
+            ),
+            Kind::Write => (
+                quote!(WriteTool),
+                quote!(WriteCtx),
+                quote!(WriteArgs),
+                quote!(WriteOutput),
+            ),
+        };
         let Parts {
             tool_ty,
             state,
@@ -297,7 +312,13 @@ impl<'a> Parts<'a> {
             .iter()
             .flat_map(|w| &w.predicates)
             .filter(|p| !matches!(p, syn::WherePredicate::Lifetime(_)));
-        let where_clause = quote!(where #(#predicates,)*);
+        let where_clause = quote! {
+            where
+                #(#predicates,)*
+                for<'__idem> #args_ty: #PRIVATE::#args_bound + ::core::marker::Send,
+                for<'__idem> #ok_ty: #PRIVATE::#output_bound + ::core::marker::Send,
+                for<'__idem> #err_ty: #PRIVATE::ToolFailure + ::core::marker::Send,
+        };
         let info = self.info();
         quote! {
             impl #impl_generics #PRIVATE::#trait_name<#state> for #tool_ty #where_clause {

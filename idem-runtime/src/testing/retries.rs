@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::__private::WriteToolFn;
 use crate::ctx::{Ctx, WriteCtx};
 use crate::error::ToolError;
 use crate::key::IdemKey;
@@ -56,9 +55,7 @@ struct Observed<T> {
     seen: Seen,
 }
 
-// Through the macros' trait, whose blanket implementation makes it a
-// `WriteTool` (a direct one would overlap that implementation).
-impl<S: Send + Sync + 'static, T: WriteTool<S>> WriteToolFn<S> for Observed<T> {
+impl<S: Send + Sync + 'static, T: WriteTool<S>> WriteTool<S> for Observed<T> {
     type Args = T::Args;
     type Output = T::Output;
     type Error = T::Error;
