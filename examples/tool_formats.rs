@@ -50,14 +50,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("── {title}\n{}\n", serde_json::to_string_pretty(&value)?);
         Ok(())
     };
-    show("OpenAI (Chat Completions `tools`)", registry.openai_tools())?;
-    show("OpenAI, strict mode", registry.openai_tools_strict()?)?;
-    show("Anthropic (Messages `tools`)", registry.anthropic_tools())?;
-    show("Gemini (`tools`)", registry.gemini_tools()?)?;
+    show(
+        "OpenAI (Chat Completions `tools`)",
+        registry.tools(Provider::OpenAiChat)?,
+    )?;
+    show(
+        "OpenAI, strict mode",
+        registry.tools(Provider::OpenAiChatStrict)?,
+    )?;
+    show(
+        "Anthropic (Messages `tools`)",
+        registry.tools(Provider::Anthropic)?,
+    )?;
+    show("Gemini (`tools`)", registry.tools(Provider::Gemini)?)?;
     show(
         "Gemini with `parametersJsonSchema`",
-        registry.gemini_tools_json_schema(),
+        registry.tools(Provider::GeminiJsonSchema)?,
     )?;
-    show("MCP (`tools/list`)", registry.mcp_tools())?;
+    show("MCP (`tools/list`)", registry.tools(Provider::Mcp)?)?;
     Ok(())
 }

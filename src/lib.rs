@@ -132,7 +132,7 @@ pub use idem_macros::write_tool;
 pub mod prelude {
     pub use idem_macros::{read_tool, write_tool};
     pub use idem_runtime::{
-        CallContext, Ctx, IdemKey, MemoryStore, Registry, Scope, ToolError, WriteCtx,
+        CallContext, Ctx, IdemKey, MemoryStore, Provider, Registry, Scope, ToolError, WriteCtx,
     };
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};

@@ -285,7 +285,7 @@ async fn every_outcome_of_a_healthy_store_is_a_span_and_a_count() {
     let tool_call = json!({"id": "call_7", "type": "function",
                            "function": {"name": "look", "arguments": "{\"order\": \"o-9\"}"}});
     registry
-        .openai_tool_call("r", &tool_call)
+        .reply(Provider::OpenAiChat, "r", &tool_call)
         .await
         .expect("a tool call");
 

@@ -43,7 +43,7 @@ async fn openai_chat_tool_calls() {
     for call in calls {
         replies.push(
             registry
-                .openai_tool_call("run-42", call)
+                .reply(Provider::OpenAiChat, "run-42", call)
                 .await
                 .expect("well formed"),
         );
@@ -75,7 +75,7 @@ async fn openai_responses_function_calls() {
     for item in response["output"].as_array().expect("output") {
         replies.push(
             registry
-                .openai_function_call("run-42", item)
+                .reply(Provider::OpenAiResponses, "run-42", item)
                 .await
                 .expect("well formed"),
         );
@@ -94,7 +94,7 @@ async fn anthropic_tool_use_blocks() {
         if block["type"] == "tool_use" {
             replies.push(
                 registry
-                    .anthropic_tool_use("run-42", block)
+                    .reply(Provider::Anthropic, "run-42", block)
                     .await
                     .expect("well formed"),
             );
@@ -127,7 +127,7 @@ async fn gemini_function_calls() {
     {
         replies.push(
             registry
-                .gemini_function_call("run-42", part)
+                .reply(Provider::Gemini, "run-42", part)
                 .await
                 .expect("well formed"),
         );
@@ -148,7 +148,7 @@ async fn calls_without_an_id_or_a_name_are_refused_not_run() {
     let registry = registry();
     let no_id = json!({"type": "function", "function": {"name": "charge_card", "arguments": "{}"}});
     let err = registry
-        .openai_tool_call("run-42", &no_id)
+        .reply(Provider::OpenAiChat, "run-42", &no_id)
         .await
         .expect_err("no id");
     assert_eq!(
@@ -160,7 +160,7 @@ async fn calls_without_an_id_or_a_name_are_refused_not_run() {
     );
     let no_name = json!({"type": "tool_use", "id": "toolu_1", "name": 7, "input": {}});
     let err = registry
-        .anthropic_tool_use("run-42", &no_name)
+        .reply(Provider::Anthropic, "run-42", &no_name)
         .await
         .expect_err("no name");
     assert_eq!(
@@ -170,7 +170,7 @@ async fn calls_without_an_id_or_a_name_are_refused_not_run() {
     let not_a_call = json!({"text": "hello"});
     assert!(
         registry
-            .gemini_function_call("run-42", &not_a_call)
+            .reply(Provider::Gemini, "run-42", &not_a_call)
             .await
             .is_err()
     );
@@ -183,7 +183,7 @@ async fn blocks_of_another_type_are_refused_not_run() {
     let args = json!({"order_id": "o-1", "amount": 4200});
     let server_tool = json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "charge_card", "input": args});
     let err = registry
-        .anthropic_tool_use("run-42", &server_tool)
+        .reply(Provider::Anthropic, "run-42", &server_tool)
         .await
         .expect_err("a server tool's block");
     assert_eq!(
@@ -191,11 +191,16 @@ async fn blocks_of_another_type_are_refused_not_run() {
         "not an Anthropic tool_use block: its `type` is \"server_tool_use\", not \"tool_use\""
     );
     let custom = json!({"id": "call_1", "type": "custom", "function": {"name": "charge_card", "arguments": args.to_string()}});
-    assert!(registry.openai_tool_call("run-42", &custom).await.is_err());
+    assert!(
+        registry
+            .reply(Provider::OpenAiChat, "run-42", &custom)
+            .await
+            .is_err()
+    );
     let output = json!({"type": "function_call_output", "call_id": "c1", "name": "charge_card", "arguments": args.to_string()});
     assert!(
         registry
-            .openai_function_call("run-42", &output)
+            .reply(Provider::OpenAiResponses, "run-42", &output)
             .await
             .is_err()
     );
@@ -242,6 +247,47 @@ async fn async_openai_typed_calls_run_once_and_get_typed_tool_messages() {
             .async_openai_tool_call("run-42", &typed("call_3", "custom"))
             .await
             .is_err()
+    );
+    assert_eq!(executions(&registry), 1);
+}
+
+/// MCP's `tools/call` params are answered as the MCP server answers them:
+/// the result as text and as structured content, a tool's error as text
+/// flagged `isError`.
+#[cfg(feature = "mcp")]
+#[tokio::test]
+async fn mcp_calls_are_answered_as_the_mcp_server_answers_them() {
+    let registry = registry();
+    let server = shop::registry().into_mcp_server();
+    let calls = [
+        json!({"name": "charge_card", "arguments": {"order_id": "o-1", "amount": 4200}}),
+        json!({"name": "charge_card", "arguments": {"order_id": "o-1"}}),
+        json!({"name": "lookup_order", "arguments": {"order_id": "o-1001"}}),
+    ];
+    for call in &calls {
+        let reply = registry
+            .reply(Provider::Mcp, "run-42", call)
+            .await
+            .expect("well formed");
+        let arguments = call["arguments"].as_object().cloned();
+        let name = call["name"].as_str().expect("a name");
+        let served = server
+            .call(name, arguments, Some("run-42"))
+            .await
+            .expect("a tool result");
+        assert_eq!(
+            reply.message,
+            serde_json::to_value(served).expect("JSON"),
+            "{call}"
+        );
+    }
+    assert_eq!(
+        registry
+            .reply(Provider::Mcp, "run-42", &calls[0])
+            .await
+            .expect("well formed")
+            .message["structuredContent"]["charge_id"],
+        "ch_0001"
     );
     assert_eq!(executions(&registry), 1);
 }

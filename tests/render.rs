@@ -110,36 +110,50 @@ fn registry(with_map: bool) -> Registry<()> {
 
 #[test]
 fn openai() {
-    support::golden("openai", &registry(true).openai_tools());
+    support::golden(
+        "openai",
+        &registry(true).tools(Provider::OpenAiChat).expect("renders"),
+    );
 }
 
 #[test]
 fn openai_strict() {
     support::golden(
         "openai_strict",
-        &registry(false).openai_tools_strict().expect("strict"),
+        &registry(false)
+            .tools(Provider::OpenAiChatStrict)
+            .expect("strict"),
     );
 }
 
 #[test]
 fn anthropic() {
-    support::golden("anthropic", &registry(true).anthropic_tools());
+    support::golden(
+        "anthropic",
+        &registry(true).tools(Provider::Anthropic).expect("renders"),
+    );
 }
 
 #[test]
 fn gemini() {
-    support::golden("gemini", &registry(false).gemini_tools().expect("gemini"));
+    support::golden(
+        "gemini",
+        &registry(false).tools(Provider::Gemini).expect("gemini"),
+    );
 }
 
 #[test]
 fn mcp() {
-    support::golden("mcp", &registry(true).mcp_tools());
+    support::golden(
+        "mcp",
+        &registry(true).tools(Provider::Mcp).expect("renders"),
+    );
 }
 
 #[test]
 fn strict_mode_refuses_free_form_maps_naming_the_field() {
     let err = registry(true)
-        .openai_tools_strict()
+        .tools(Provider::OpenAiChatStrict)
         .expect_err("a map cannot be strict");
     assert_eq!(err.tool, "tag");
     assert_eq!(err.field, "labels");
@@ -193,7 +207,9 @@ fn strict_schemas_are_closed_and_fully_required() {
             assert!(schema.get(outside).is_none(), "{at}: {outside} left");
         }
     }
-    let tools = registry(false).openai_tools_strict().expect("strict");
+    let tools = registry(false)
+        .tools(Provider::OpenAiChatStrict)
+        .expect("strict");
     for tool in tools.as_array().expect("array") {
         walk(
             &tool["function"]["parameters"],
@@ -229,35 +245,39 @@ fn gemini_has_no_refs_or_json_schema_only_keywords() {
             _ => {}
         }
     }
-    walk(&registry(false).gemini_tools().expect("gemini"));
+    walk(&registry(false).tools(Provider::Gemini).expect("gemini"));
 }
 
 #[test]
 fn gemini_refuses_what_its_subset_cannot_express_and_takes_it_as_json_schema() {
-    let err = registry(true).gemini_tools().expect_err("a free-form map");
+    let err = registry(true)
+        .tools(Provider::Gemini)
+        .expect_err("a free-form map");
     assert_eq!((err.tool.as_str(), err.field.as_str()), ("tag", "labels"));
     assert!(err.reason.contains("map"), "{err}");
     // A tuple of one element type is a sized array; of several, refused.
     let pins = Registry::builder(()).tool(pin).build().expect("registry");
-    let tools = pins.gemini_tools().expect("a pair of floats");
+    let tools = pins.tools(Provider::Gemini).expect("a pair of floats");
     assert_eq!(
         tools[0]["functionDeclarations"][0]["parameters"]["properties"]["at"],
         json!({"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2})
     );
     let marks = Registry::builder(()).tool(mark).build().expect("registry");
-    let err = marks.gemini_tools().expect_err("a name and a number");
+    let err = marks
+        .tools(Provider::Gemini)
+        .expect_err("a name and a number");
     assert_eq!((err.tool.as_str(), err.field.as_str()), ("mark", "at"));
     assert!(err.reason.contains("tuple"), "{err}");
     // A tool without arguments declares no parameters.
     let pings = Registry::builder(()).tool(ping).build().expect("registry");
-    let tools = pings.gemini_tools().expect("no arguments");
+    let tools = pings.tools(Provider::Gemini).expect("no arguments");
     assert_eq!(
         tools[0]["functionDeclarations"][0],
         json!({"name": "ping", "description": "Check the service."})
     );
     // Everything fits as JSON Schema.
     let all = registry(true);
-    let tools = all.gemini_tools_json_schema();
+    let tools = all.tools(Provider::GeminiJsonSchema).expect("renders");
     let declarations = tools[0]["functionDeclarations"].as_array().expect("array");
     for (declaration, def) in declarations.iter().zip(all.definitions()) {
         assert_eq!(declaration["parametersJsonSchema"], def.input_schema);
@@ -306,18 +326,18 @@ fn rust_number_formats_never_reach_a_schema_and_ranges_stay() {
         .build()
         .expect("registry");
     let rendered = [
-        registry.openai_tools(),
-        registry.openai_tools_strict().expect("strict"),
-        registry.anthropic_tools(),
-        registry.gemini_tools().expect("gemini"),
-        registry.mcp_tools(),
+        registry.tools(Provider::OpenAiChat).expect("renders"),
+        registry.tools(Provider::OpenAiChatStrict).expect("strict"),
+        registry.tools(Provider::Anthropic).expect("renders"),
+        registry.tools(Provider::Gemini).expect("gemini"),
+        registry.tools(Provider::Mcp).expect("renders"),
     ];
     for schema in &rendered {
         let mut found = Vec::new();
         formats(schema, &mut found);
         assert!(found.is_empty(), "formats {found:?} in {schema:#}");
     }
-    let mcp = registry.mcp_tools();
+    let mcp = registry.tools(Provider::Mcp).expect("renders");
     let properties = &mcp[0]["inputSchema"]["properties"];
     assert_eq!(
         (
@@ -342,13 +362,15 @@ fn openai_responses_tools_are_the_chat_tools_flattened() {
     let registry = registry(false);
     let pairs = [
         (
-            registry.openai_tools(),
-            registry.openai_responses_tools(),
+            registry.tools(Provider::OpenAiChat).expect("renders"),
+            registry.tools(Provider::OpenAiResponses).expect("renders"),
             false,
         ),
         (
-            registry.openai_tools_strict().expect("strict"),
-            registry.openai_responses_tools_strict().expect("strict"),
+            registry.tools(Provider::OpenAiChatStrict).expect("strict"),
+            registry
+                .tools(Provider::OpenAiResponsesStrict)
+                .expect("strict"),
             true,
         ),
     ];
@@ -372,7 +394,7 @@ fn openai_responses_tools_are_the_chat_tools_flattened() {
     }
     // What strict mode cannot express is refused here too.
     let err = self::registry(true)
-        .openai_responses_tools_strict()
+        .tools(Provider::OpenAiResponsesStrict)
         .expect_err("a free-form map");
     assert_eq!(err.tool, "tag");
 }
@@ -402,7 +424,7 @@ async fn pin(at: (f64, f64)) -> Result<f64, String> {
 #[test]
 fn strict_mode_drops_keywords_outside_its_subset_and_refuses_tuples() {
     let labels = Registry::builder(()).tool(label).build().expect("registry");
-    let strict = labels.openai_tools_strict().expect("strict");
+    let strict = labels.tools(Provider::OpenAiChatStrict).expect("strict");
     let props = &strict[0]["function"]["parameters"]["properties"];
     assert_eq!(
         props["tags"],
@@ -413,7 +435,7 @@ fn strict_mode_drops_keywords_outside_its_subset_and_refuses_tuples() {
         json!({"type": "string", "description": "A short code."})
     );
     let pins = Registry::builder(()).tool(pin).build().expect("registry");
-    let err = pins.openai_tools_strict().expect_err("a tuple");
+    let err = pins.tools(Provider::OpenAiChatStrict).expect_err("a tuple");
     assert_eq!((err.tool.as_str(), err.field.as_str()), ("pin", "at"));
     assert!(err.reason.contains("tuple"), "{err}");
 }
@@ -456,7 +478,7 @@ async fn page(#[args] a: Page, _ctx: &WriteCtx) -> Result<String, String> {
 async fn strict_nulls_for_defaulted_fields_are_read_as_absent() {
     let registry = Registry::builder(()).tool(page).build().expect("registry");
     // Strict mode invites `null` for the defaulted field...
-    let strict = registry.openai_tools_strict().expect("strict");
+    let strict = registry.tools(Provider::OpenAiChatStrict).expect("strict");
     let per_page = &strict[0]["function"]["parameters"]["properties"]["per_page"];
     assert_eq!(per_page["type"], json!(["integer", "null"]));
     // ...and a null is read as the field left out: the default, and the

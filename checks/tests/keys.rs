@@ -933,7 +933,7 @@ mod roles {
         let call = json!({"id": "call_9", "type": "function",
                           "function": {"name": "charge_ignore", "arguments": args.to_string()}});
         let reply = registry
-            .openai_tool_call(keyed, &call)
+            .reply(Provider::OpenAiChat, keyed, &call)
             .await
             .expect("a tool call");
         assert_eq!(reply.outcome.expect("a result"), json!(1));

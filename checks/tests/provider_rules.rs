@@ -354,16 +354,24 @@ fn object_root_rules(schema: &Value, at: &str) {
 #[test]
 fn every_dialect_renders_what_it_can_express_by_its_rules() {
     let registry = registry_of(&["place"]);
-    let strict = registry.openai_tools_strict().expect("strict");
+    let strict = registry.tools(Provider::OpenAiChatStrict).expect("strict");
     openai_strict_rules(&strict[0]["function"]["parameters"], "place");
-    let responses = registry.openai_responses_tools_strict().expect("strict");
+    let responses = registry
+        .tools(Provider::OpenAiResponsesStrict)
+        .expect("strict");
     openai_strict_rules(&responses[0]["parameters"], "place");
-    let gemini = registry.gemini_tools().expect("gemini");
+    let gemini = registry.tools(Provider::Gemini).expect("gemini");
     gemini_rules(&gemini[0]["functionDeclarations"][0]["parameters"], "place");
-    object_root_rules(&registry.anthropic_tools()[0]["input_schema"], "place");
-    object_root_rules(&registry.mcp_tools()[0]["inputSchema"], "place");
     object_root_rules(
-        &registry.openai_tools()[0]["function"]["parameters"],
+        &registry.tools(Provider::Anthropic).expect("renders")[0]["input_schema"],
+        "place",
+    );
+    object_root_rules(
+        &registry.tools(Provider::Mcp).expect("renders")[0]["inputSchema"],
+        "place",
+    );
+    object_root_rules(
+        &registry.tools(Provider::OpenAiChat).expect("renders")[0]["function"]["parameters"],
         "place",
     );
 }
@@ -382,7 +390,7 @@ fn what_a_dialect_cannot_express_is_refused_naming_tool_and_field() {
     ];
     for (tool, field, strict_refuses, gemini_refuses) in cases {
         let registry = registry_of(&[tool]);
-        match registry.openai_tools_strict() {
+        match registry.tools(Provider::OpenAiChatStrict) {
             Err(e) => {
                 assert!(strict_refuses, "{tool}: strict refused: {e}");
                 assert_eq!((e.tool.as_str(), e.field.as_str()), (tool, field));
@@ -392,7 +400,7 @@ fn what_a_dialect_cannot_express_is_refused_naming_tool_and_field() {
                 openai_strict_rules(&strict[0]["function"]["parameters"], tool);
             }
         }
-        match registry.gemini_tools() {
+        match registry.tools(Provider::Gemini) {
             Err(e) => {
                 assert!(gemini_refuses, "{tool}: Gemini refused: {e}");
                 assert_eq!(e.tool, tool);
@@ -404,9 +412,15 @@ fn what_a_dialect_cannot_express_is_refused_naming_tool_and_field() {
             }
         }
         // The JSON Schema dialects take every type.
-        object_root_rules(&registry.anthropic_tools()[0]["input_schema"], tool);
-        object_root_rules(&registry.mcp_tools()[0]["inputSchema"], tool);
-        let json_schema = registry.gemini_tools_json_schema();
+        object_root_rules(
+            &registry.tools(Provider::Anthropic).expect("renders")[0]["input_schema"],
+            tool,
+        );
+        object_root_rules(
+            &registry.tools(Provider::Mcp).expect("renders")[0]["inputSchema"],
+            tool,
+        );
+        let json_schema = registry.tools(Provider::GeminiJsonSchema).expect("renders");
         object_root_rules(
             &json_schema[0]["functionDeclarations"][0]["parametersJsonSchema"],
             tool,
@@ -470,34 +484,34 @@ fn sample_orders() -> Vec<Value> {
 /// Each rendering of the registry's one tool's parameters as a JSON
 /// Schema, by name; `None` where the dialect refuses the tool.
 fn renderings(registry: &Registry<()>) -> Vec<(&'static str, Option<Value>)> {
-    let gemini = registry.gemini_tools().ok().map(|tools| {
+    let gemini = registry.tools(Provider::Gemini).ok().map(|tools| {
         let mut parameters = tools[0]["functionDeclarations"][0]["parameters"].clone();
         gemini_as_json_schema(&mut parameters);
         parameters
     });
     vec![
-        ("openai", Some(registry.openai_tools()[0]["function"]["parameters"].clone())),
+        ("openai", Some(registry.tools(Provider::OpenAiChat).expect("renders")[0]["function"]["parameters"].clone())),
         (
             "openai strict",
             registry
-                .openai_tools_strict()
+                .tools(Provider::OpenAiChatStrict)
                 .ok()
                 .map(|tools| tools[0]["function"]["parameters"].clone()),
         ),
         (
             "openai responses strict",
             registry
-                .openai_responses_tools_strict()
+                .tools(Provider::OpenAiResponsesStrict)
                 .ok()
                 .map(|tools| tools[0]["parameters"].clone()),
         ),
-        ("anthropic", Some(registry.anthropic_tools()[0]["input_schema"].clone())),
-        ("mcp", Some(registry.mcp_tools()[0]["inputSchema"].clone())),
+        ("anthropic", Some(registry.tools(Provider::Anthropic).expect("renders")[0]["input_schema"].clone())),
+        ("mcp", Some(registry.tools(Provider::Mcp).expect("renders")[0]["inputSchema"].clone())),
         ("gemini", gemini),
         (
             "gemini json schema",
             Some(
-                registry.gemini_tools_json_schema()[0]["functionDeclarations"][0]
+                registry.tools(Provider::GeminiJsonSchema).expect("renders")[0]["functionDeclarations"][0]
                     ["parametersJsonSchema"]
                     .clone(),
             ),

@@ -5,7 +5,7 @@
 //! [`Registry::async_openai_tool_call`] takes an entry of an assistant
 //! message's `tool_calls` as async-openai deserializes it and answers with
 //! the `tool` message to send back, the same way
-//! [`Registry::openai_tool_call`] does for raw JSON:
+//! [`Registry::reply`] does for raw JSON ([`Provider::OpenAiChat`]):
 //!
 //! ```ignore
 //! let message = response.choices[0].message.clone();
@@ -19,7 +19,7 @@ use async_openai::types::chat::{ChatCompletionMessageToolCalls, ChatCompletionRe
 use serde_json::Value;
 
 use crate::error::ToolError;
-use crate::providers::MalformedCall;
+use crate::providers::{MalformedCall, Provider};
 use crate::registry::Registry;
 
 /// The async-openai version this module is built on, for its types.
@@ -49,7 +49,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
             shape: "an async-openai tool call",
             problem: e.to_string(),
         })?;
-        let reply = self.openai_tool_call(run_id, &as_json).await?;
+        let reply = self.reply(Provider::OpenAiChat, run_id, &as_json).await?;
         let message = serde_json::from_value(reply.message).map_err(|e| MalformedCall {
             shape: "an async-openai tool message",
             problem: e.to_string(),

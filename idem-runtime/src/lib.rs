@@ -15,9 +15,9 @@
 //! - [`ReadTool`], [`WriteTool`]: what the macros implement.
 //! - [`Registry`]: tools by name, their definitions, and
 //!   [`Registry::call`], which runs write tools at most once per operation.
-//! - Provider tool calls as they arrive ([`Registry::openai_tool_call`],
-//!   [`Registry::anthropic_tool_use`], [`Registry::gemini_function_call`]),
-//!   answered in the provider's shape.
+//! - [`Provider`]: each model provider's format (OpenAI, Anthropic, Gemini,
+//!   MCP), its tools ([`Registry::tools`]) and its calls, answered in its
+//!   shape ([`Registry::reply`]).
 //! - `mcp` (features `mcp`, `mcp-http`): the registry as an MCP server;
 //!   `rig` (feature `rig`): its tools as rig tools.
 //!
@@ -27,8 +27,8 @@
 //! it back): the macros' output → `__private` → `registry` (building,
 //! checking, dispatching) → `engine` (a call's stages: operation, claim,
 //! hold, record) → `store` (the contract, one record codec, a folder per
-//! backend) and `key` (with `canonical`) → `error`. The renderers read tool
-//! definitions only. The specification is the repository's `docs/spec.md`.
+//! backend) and `key` (with `canonical`) → `error`. `providers` reads tool
+//! definitions and dispatches through the registry. The specification is the repository's `docs/spec.md`.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod canonical;
@@ -41,7 +41,6 @@ mod key;
 pub mod metrics;
 mod providers;
 mod registry;
-mod render;
 mod schema;
 mod seal;
 pub mod store;
@@ -62,9 +61,8 @@ pub use crate::ctx::{Ctx, WriteCtx};
 pub use crate::engine::DEFAULT_MAX_RESULT_BYTES;
 pub use crate::error::{BoxError, RegistryError, StoreError, ToolError};
 pub use crate::key::{Fingerprint, IdemKey, Scope, ScopeKind};
-pub use crate::providers::{MalformedCall, ToolReply};
+pub use crate::providers::{MalformedCall, Provider, RenderError, ToolReply};
 pub use crate::registry::{CallContext, IntoTool, Registry, RegistryBuilder, valid_tool_name};
-pub use crate::render::RenderError;
 #[cfg(feature = "encryption")]
 pub use crate::seal::{InvalidKeyId, ResultKeys};
 pub use crate::store::memory::MemoryStore;

@@ -4,7 +4,7 @@
 //! [`Registry::into_mcp_server`] gives an [`McpServer`]: an
 //! [`rmcp::ServerHandler`] that answers `tools/list` from the registry's
 //! definitions (input schemas, and the annotations
-//! [`ToolDef::mcp`](crate::ToolDef::mcp) writes) and `tools/call` through
+//! [`Provider::Mcp`](crate::Provider::Mcp) writes) and `tools/call` through
 //! [`Registry::call`], so write tools keep their once-only guarantee
 //! whichever MCP client calls them.
 //!
@@ -191,7 +191,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
             .filter_map(|def| match serde_json::from_value::<Tool>(def.mcp()) {
                 Ok(tool) => Some(tool),
                 Err(e) => {
-                    // `ToolDef::mcp` writes what `Tool` reads; say so if not.
+                    // `Provider::Mcp` writes what `Tool` reads; say so if not.
                     tracing::error!(tool = %def.name, error = %e, "tool left out of tools/list");
                     None
                 }
@@ -308,29 +308,21 @@ impl<S: Send + Sync + 'static> McpServer<S> {
     ) -> Result<CallToolResult, ErrorData> {
         let args = arguments.map_or(Value::Null, Value::Object);
         match self.registry.call(context, name, args).await {
-            Ok(value) => Ok(success(value)),
             Err(ToolError::UnknownTool { name }) => Err(ErrorData::invalid_params(
                 format!("unknown tool `{name}`"),
                 None,
             )),
-            Err(e) => Ok(error_result(e.model_message())),
+            outcome => tool_result(&outcome),
         }
     }
 }
 
-/// A tool's result: its JSON as text, and as structured content when it is
-/// an object (the only shape MCP's `structuredContent` takes).
-fn success(value: Value) -> CallToolResult {
-    let text = crate::providers::result_text(&value);
-    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-    if value.is_object() {
-        result.structured_content = Some(value);
-    }
-    result
-}
-
-fn error_result(text: String) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(text)])
+/// The `CallToolResult` of `outcome`, as [`Provider::Mcp`](crate::Provider::Mcp)
+/// writes it.
+fn tool_result(outcome: &Result<Value, ToolError>) -> Result<CallToolResult, ErrorData> {
+    serde_json::from_value(crate::providers::mcp::answer(outcome)).map_err(|e| {
+        ErrorData::internal_error(format!("a tool result MCP does not read: {e}"), None)
+    })
 }
 
 /// A fresh run id for a handler: `mcp-` and a 128-bit id unique across
@@ -395,7 +387,7 @@ impl<S: Send + Sync + 'static> ServerHandler for McpServer<S> {
                      recognised; it did not run.",
                     request.name
                 );
-                return Ok(error_result(text).into());
+                return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
             }
             // A read tool keeps no record, a global tool's key ignores the
             // run: any run will do.

@@ -391,7 +391,7 @@ pub enum ToolKind {
     Write,
 }
 
-/// A registered tool as the model is told of it; the renderers' input.
+/// A registered tool as the model is told of it; what each [`Provider`](crate::Provider) writes its tools from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct ToolDef {

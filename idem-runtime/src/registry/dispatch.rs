@@ -14,7 +14,6 @@ use super::observe;
 use crate::engine::{CallTrace, Caller, Shared};
 use crate::error::ToolError;
 use crate::key::{Fingerprint, IdemKey};
-use crate::render::RenderError;
 use crate::store::IdemStore;
 use crate::tool::ToolDef;
 
@@ -79,70 +78,6 @@ impl<S: Send + Sync + 'static> Registry<S> {
     /// The registered tools, in registration order.
     pub fn definitions(&self) -> &[ToolDef] {
         &self.inner.definitions
-    }
-
-    /// The tools for OpenAI Chat Completions' `tools`.
-    pub fn openai_tools(&self) -> Value {
-        self.render(ToolDef::openai)
-    }
-
-    /// The tools for OpenAI with `"strict": true` (structured outputs):
-    /// fails, naming the tool and field, if a schema cannot be strict.
-    pub fn openai_tools_strict(&self) -> Result<Value, RenderError> {
-        self.try_render(ToolDef::openai_strict)
-    }
-
-    /// The tools for the OpenAI Responses API's `tools` (`"strict":
-    /// false`).
-    pub fn openai_responses_tools(&self) -> Value {
-        self.render(ToolDef::openai_responses)
-    }
-
-    /// The tools for the OpenAI Responses API with `"strict": true`: fails,
-    /// naming the tool and field, if a schema cannot be strict.
-    pub fn openai_responses_tools_strict(&self) -> Result<Value, RenderError> {
-        self.try_render(ToolDef::openai_responses_strict)
-    }
-
-    /// The tools for Anthropic Messages' `tools`.
-    pub fn anthropic_tools(&self) -> Value {
-        self.render(ToolDef::anthropic)
-    }
-
-    /// The tools for Gemini's `tools`: one entry holding every
-    /// `functionDeclarations`, their `parameters` in Gemini's OpenAPI
-    /// subset. Fails, naming the tool and field, where a schema cannot be
-    /// written in it ([`ToolDef::gemini`]); then use
-    /// [`gemini_tools_json_schema`](Self::gemini_tools_json_schema).
-    pub fn gemini_tools(&self) -> Result<Value, RenderError> {
-        let declarations = self.try_render(ToolDef::gemini)?;
-        Ok(serde_json::json!([{ "functionDeclarations": declarations }]))
-    }
-
-    /// The tools for Gemini's `tools` with the JSON Schemas as they are,
-    /// under `parametersJsonSchema`: every schema fits.
-    pub fn gemini_tools_json_schema(&self) -> Value {
-        serde_json::json!([{ "functionDeclarations": self.render(ToolDef::gemini_json_schema) }])
-    }
-
-    /// The tools as MCP `tools/list` lists them.
-    pub fn mcp_tools(&self) -> Value {
-        self.render(ToolDef::mcp)
-    }
-
-    fn try_render(
-        &self,
-        f: fn(&ToolDef) -> Result<Value, RenderError>,
-    ) -> Result<Value, RenderError> {
-        self.definitions()
-            .iter()
-            .map(f)
-            .collect::<Result<Vec<_>, _>>()
-            .map(Value::Array)
-    }
-
-    fn render(&self, f: fn(&ToolDef) -> Value) -> Value {
-        Value::Array(self.definitions().iter().map(f).collect())
     }
 
     /// The application state.

@@ -10,7 +10,7 @@ use super::fixtures::Counter;
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey, Scope};
 use crate::registry::{Registry, RegistryBuilder};
-use crate::store::{Claim, Entry, IdemStore, LeaseToken};
+use crate::store::{Claim, Entry, IdemStore, LeaseToken, Outcome};
 
 /// A fresh namespace per case, so cases share no keys.
 pub(super) fn namespace() -> String {
@@ -39,6 +39,16 @@ pub(super) const TOOL: &str = "conformance";
 
 pub(super) const LONG: Duration = Duration::from_secs(60);
 pub(super) const SHORT: Duration = Duration::from_millis(250);
+
+/// A result, kept [`LONG`].
+pub(super) fn done_with(result: &str) -> Outcome<'_> {
+    Outcome::Done { result, ttl: LONG }
+}
+
+/// A permanent failure, kept [`LONG`].
+pub(super) fn failed_with(error: &str) -> Outcome<'_> {
+    Outcome::Failed { error, ttl: LONG }
+}
 
 /// Sleeps well past a [`SHORT`] lease or TTL.
 pub(super) async fn past_short() {

@@ -21,7 +21,7 @@ pub struct PostgresOptions {
     /// [`PostgresStore::schema_sql`](super::PostgresStore::schema_sql) as a migration yourself.
     pub create_schema: bool,
     /// How often a background task deletes expired rows (1 min); `None`
-    /// to leave it to [`PostgresStore::purge_expired`](super::PostgresStore::purge_expired) on a schedule of
+    /// to leave it to [`IdemStore::purge_expired`](crate::IdemStore::purge_expired) on a schedule of
     /// your own. The task stops when the store is dropped.
     pub purge_interval: Option<Duration>,
     /// Root certificates (PEM) to check the server's against, for

@@ -55,14 +55,7 @@ pub async fn inspect_shows_every_state<H: Harness>(h: &H) {
     );
 
     store
-        .settle(
-            &k,
-            &token,
-            Outcome::Done {
-                result: r#"{"ok":1}"#,
-                ttl: LONG,
-            },
-        )
+        .settle(&k, &token, done_with(r#"{"ok":1}"#))
         .await
         .expect("complete");
     let done = inspected(&*store, &k).await;
@@ -86,14 +79,7 @@ pub async fn inspect_shows_every_state<H: Harness>(h: &H) {
     );
     let token = acquired(store.claim(&r, "other_tool", &f, LONG).await);
     store
-        .settle(
-            &r,
-            &token,
-            Outcome::Failed {
-                error: "declined | 51",
-                ttl: LONG,
-            },
-        )
+        .settle(&r, &token, failed_with("declined | 51"))
         .await
         .expect("fail");
     let failed = inspected(&*store, &r).await;
@@ -126,30 +112,14 @@ pub async fn released_by_the_inspected_holder_fences_the_worker<H: Harness>(h: &
         .await
         .expect("the operator's release");
     lease_lost(
-        store
-            .settle(
-                &k,
-                &worker,
-                Outcome::Done {
-                    result: "1",
-                    ttl: LONG,
-                },
-            )
-            .await,
+        store.settle(&k, &worker, done_with("1")).await,
         "the fenced worker's complete",
     );
     let next = acquired(store.claim(&k, TOOL, &f, LONG).await);
     assert_eq!(next.attempt(), 1);
 
     store
-        .settle(
-            &k,
-            &next,
-            Outcome::Done {
-                result: "2",
-                ttl: LONG,
-            },
-        )
+        .settle(&k, &next, done_with("2"))
         .await
         .expect("complete");
     lease_lost(
@@ -181,14 +151,7 @@ pub async fn scan_pages_through_a_namespace<H: Harness>(h: &H) {
         let token = acquired(store.claim(&k, tool, &f, LONG).await);
         if i % 3 == 0 {
             store
-                .settle(
-                    &k,
-                    &token,
-                    Outcome::Done {
-                        result: "1",
-                        ttl: LONG,
-                    },
-                )
+                .settle(&k, &token, done_with("1"))
                 .await
                 .expect("complete");
         }

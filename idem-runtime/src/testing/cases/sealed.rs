@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::error::ToolError;
 use crate::registry::Registry;
-use crate::store::{IdemStore, Outcome};
+use crate::store::IdemStore;
 use crate::testing::fixtures::Counter;
 use crate::testing::harness::Harness;
 use crate::testing::helpers::*;
@@ -45,14 +45,7 @@ async fn plant<H: Harness>(h: &H, registry: &Registry<()>, args: Value, payload:
     let store = h.store();
     let token = acquired(store.claim(&key, TOOL, &fingerprint, LONG).await);
     store
-        .settle(
-            &key,
-            &token,
-            Outcome::Done {
-                result: payload,
-                ttl: LONG,
-            },
-        )
+        .settle(&key, &token, done_with(payload))
         .await
         .expect("complete");
 }

@@ -33,14 +33,7 @@ pub async fn claim_complete_replay<H: Harness>(h: &H) {
         }))
     );
     store
-        .settle(
-            &k,
-            &token,
-            Outcome::Done {
-                result: r#"{"ok":true}"#,
-                ttl: LONG,
-            },
-        )
+        .settle(&k, &token, done_with(r#"{"ok":true}"#))
         .await
         .expect("complete");
     let done = Entry::Done {
@@ -51,16 +44,7 @@ pub async fn claim_complete_replay<H: Harness>(h: &H) {
     assert_eq!(existing(store.claim(&k, TOOL, &f, LONG).await), done);
     assert_eq!(store.get(&k).await.ok(), Some(Some(done)));
     lease_lost(
-        store
-            .settle(
-                &k,
-                &token,
-                Outcome::Done {
-                    result: "1",
-                    ttl: LONG,
-                },
-            )
-            .await,
+        store.settle(&k, &token, done_with("1")).await,
         "complete after complete",
     );
     lease_lost(
@@ -129,14 +113,7 @@ pub async fn renew_keeps_the_lease<H: Harness>(h: &H) {
         Entry::Running { attempt: 0, .. }
     ));
     store
-        .settle(
-            &k,
-            &token,
-            Outcome::Done {
-                result: "1",
-                ttl: LONG,
-            },
-        )
+        .settle(&k, &token, done_with("1"))
         .await
         .expect("the holder records");
 }
@@ -150,29 +127,11 @@ pub async fn stale_token_is_fenced<H: Harness>(h: &H) {
     past_short().await;
     let owner = acquired(store.claim(&k, TOOL, &f, LONG).await);
     lease_lost(
-        store
-            .settle(
-                &k,
-                &stale,
-                Outcome::Done {
-                    result: r#""stale""#,
-                    ttl: LONG,
-                },
-            )
-            .await,
+        store.settle(&k, &stale, done_with(r#""stale""#)).await,
         "stale complete",
     );
     lease_lost(
-        store
-            .settle(
-                &k,
-                &stale,
-                Outcome::Failed {
-                    error: "stale",
-                    ttl: LONG,
-                },
-            )
-            .await,
+        store.settle(&k, &stale, failed_with("stale")).await,
         "stale fail",
     );
     lease_lost(store.renew(&k, &stale, LONG).await, "stale renew");
@@ -189,27 +148,11 @@ pub async fn stale_token_is_fenced<H: Harness>(h: &H) {
         "the stale worker changed the owner's record"
     );
     store
-        .settle(
-            &k,
-            &owner,
-            Outcome::Done {
-                result: r#""owner""#,
-                ttl: LONG,
-            },
-        )
+        .settle(&k, &owner, done_with(r#""owner""#))
         .await
         .expect("owner completes");
     lease_lost(
-        store
-            .settle(
-                &k,
-                &stale,
-                Outcome::Done {
-                    result: r#""stale""#,
-                    ttl: LONG,
-                },
-            )
-            .await,
+        store.settle(&k, &stale, done_with(r#""stale""#)).await,
         "stale complete after owner",
     );
     assert_eq!(
@@ -237,14 +180,7 @@ pub async fn lapsed_but_unclaimed_may_still_record<H: Harness>(h: &H) {
         Entry::Running { .. }
     ));
     store
-        .settle(
-            &k,
-            &token,
-            Outcome::Done {
-                result: "7",
-                ttl: LONG,
-            },
-        )
+        .settle(&k, &token, done_with("7"))
         .await
         .expect("late complete");
     assert_eq!(
@@ -258,14 +194,7 @@ pub async fn lapsed_but_unclaimed_may_still_record<H: Harness>(h: &H) {
     let token = acquired(store.claim(&k2, TOOL, &f, SHORT).await);
     past_short().await;
     store
-        .settle(
-            &k2,
-            &token,
-            Outcome::Done {
-                result: "8",
-                ttl: LONG,
-            },
-        )
+        .settle(&k2, &token, done_with("8"))
         .await
         .expect("late complete without renewal");
 }
@@ -286,16 +215,7 @@ pub async fn release_counts_the_attempt<H: Harness>(h: &H) {
         "a released key holds no entry"
     );
     lease_lost(
-        store
-            .settle(
-                &k,
-                &t0,
-                Outcome::Done {
-                    result: "1",
-                    ttl: LONG,
-                },
-            )
-            .await,
+        store.settle(&k, &t0, done_with("1")).await,
         "complete after release",
     );
     let t1 = acquired(store.claim(&k, TOOL, &f, LONG).await);
@@ -306,14 +226,7 @@ pub async fn release_counts_the_attempt<H: Harness>(h: &H) {
     let t2 = acquired(store.claim(&k, TOOL, &f, LONG).await);
     assert_eq!((t0.attempt(), t1.attempt(), t2.attempt()), (0, 1, 2));
     store
-        .settle(
-            &k,
-            &t2,
-            Outcome::Done {
-                result: "2",
-                ttl: LONG,
-            },
-        )
+        .settle(&k, &t2, done_with("2"))
         .await
         .expect("complete");
 }
@@ -328,10 +241,7 @@ pub async fn permanent_failure_is_replayed<H: Harness>(h: &H) {
         .settle(
             &k,
             &token,
-            Outcome::Failed {
-                error: "card declined: \"insufficient funds\"",
-                ttl: LONG,
-            },
+            failed_with("card declined: \"insufficient funds\""),
         )
         .await
         .expect("fail");
@@ -376,14 +286,7 @@ pub async fn purge_removes_only_expired_records<H: Harness>(h: &H) {
     let (live, dead) = (key(&ns, "live"), key(&ns, "dead"));
     let t = acquired(store.claim(&live, TOOL, &f, LONG).await);
     store
-        .settle(
-            &live,
-            &t,
-            Outcome::Done {
-                result: "1",
-                ttl: LONG,
-            },
-        )
+        .settle(&live, &t, done_with("1"))
         .await
         .expect("complete");
     let t = acquired(store.claim(&dead, TOOL, &f, LONG).await);
@@ -427,32 +330,8 @@ pub async fn absent_key_refuses_token_ops<H: Harness>(h: &H) {
     let store = h.store();
     let k = key(&namespace(), "absent");
     let token = LeaseToken::generate(0);
-    lease_lost(
-        store
-            .settle(
-                &k,
-                &token,
-                Outcome::Done {
-                    result: "1",
-                    ttl: LONG,
-                },
-            )
-            .await,
-        "complete",
-    );
-    lease_lost(
-        store
-            .settle(
-                &k,
-                &token,
-                Outcome::Failed {
-                    error: "x",
-                    ttl: LONG,
-                },
-            )
-            .await,
-        "fail",
-    );
+    lease_lost(store.settle(&k, &token, done_with("1")).await, "complete");
+    lease_lost(store.settle(&k, &token, failed_with("x")).await, "fail");
     lease_lost(store.renew(&k, &token, LONG).await, "renew");
     lease_lost(store.settle(&k, &token, Outcome::Released).await, "release");
     assert_eq!(
@@ -476,14 +355,7 @@ pub async fn fingerprint_is_kept<H: Harness>(h: &H) {
         }
     );
     store
-        .settle(
-            &k,
-            &token,
-            Outcome::Done {
-                result: "1",
-                ttl: LONG,
-            },
-        )
+        .settle(&k, &token, done_with("1"))
         .await
         .expect("complete");
     assert_eq!(
@@ -501,14 +373,7 @@ pub async fn fingerprint_is_kept<H: Harness>(h: &H) {
         digest
     );
     store
-        .settle(
-            &k,
-            &token,
-            Outcome::Done {
-                result: "2",
-                ttl: LONG,
-            },
-        )
+        .settle(&k, &token, done_with("2"))
         .await
         .expect("complete");
     let entry = store.get(&k).await.expect("get").expect("recorded");
@@ -521,14 +386,7 @@ pub async fn fingerprint_is_kept<H: Harness>(h: &H) {
     let running = existing(store.claim(&k, TOOL, &fp(2), LONG).await);
     assert_eq!(running.fingerprint().to_hex(), tagged.to_hex());
     store
-        .settle(
-            &k,
-            &token,
-            Outcome::Done {
-                result: "3",
-                ttl: LONG,
-            },
-        )
+        .settle(&k, &token, done_with("3"))
         .await
         .expect("complete");
     let entry = store.get(&k).await.expect("get").expect("recorded");
@@ -572,64 +430,25 @@ pub async fn settle_repeated_by_its_token_succeeds<H: Harness>(h: &H) {
     let k = key(&ns, "repeat-done");
     let token = acquired(store.claim(&k, TOOL, &f, LONG).await);
     store
-        .settle(
-            &k,
-            &token,
-            Outcome::Done {
-                result: "1",
-                ttl: LONG,
-            },
-        )
+        .settle(&k, &token, done_with("1"))
         .await
         .expect("complete");
     store
-        .settle(
-            &k,
-            &token,
-            Outcome::Done {
-                result: "1",
-                ttl: LONG,
-            },
-        )
+        .settle(&k, &token, done_with("1"))
         .await
         .expect("the same complete again");
     lease_lost(
-        store
-            .settle(
-                &k,
-                &token,
-                Outcome::Done {
-                    result: "2",
-                    ttl: LONG,
-                },
-            )
-            .await,
+        store.settle(&k, &token, done_with("2")).await,
         "another result",
     );
     lease_lost(
-        store
-            .settle(
-                &k,
-                &token,
-                Outcome::Failed {
-                    error: "1",
-                    ttl: LONG,
-                },
-            )
-            .await,
+        store.settle(&k, &token, failed_with("1")).await,
         "fail after complete",
     );
     lease_lost(store.renew(&k, &token, LONG).await, "renew after complete");
     lease_lost(
         store
-            .settle(
-                &k,
-                &LeaseToken::generate(0),
-                Outcome::Done {
-                    result: "1",
-                    ttl: LONG,
-                },
-            )
+            .settle(&k, &LeaseToken::generate(0), done_with("1"))
             .await,
         "another token",
     );
@@ -642,38 +461,15 @@ pub async fn settle_repeated_by_its_token_succeeds<H: Harness>(h: &H) {
     let k = key(&ns, "repeat-fail");
     let token = acquired(store.claim(&k, TOOL, &f, LONG).await);
     store
-        .settle(
-            &k,
-            &token,
-            Outcome::Failed {
-                error: "no",
-                ttl: LONG,
-            },
-        )
+        .settle(&k, &token, failed_with("no"))
         .await
         .expect("fail");
     store
-        .settle(
-            &k,
-            &token,
-            Outcome::Failed {
-                error: "no",
-                ttl: LONG,
-            },
-        )
+        .settle(&k, &token, failed_with("no"))
         .await
         .expect("the same fail again");
     lease_lost(
-        store
-            .settle(
-                &k,
-                &token,
-                Outcome::Done {
-                    result: "no",
-                    ttl: LONG,
-                },
-            )
-            .await,
+        store.settle(&k, &token, done_with("no")).await,
         "complete after fail",
     );
 

@@ -1,17 +1,73 @@
-//! OpenAI's tool formats, Chat Completions' and the Responses API's, plain
-//! and strict (structured outputs): the strict form closes every object and
-//! makes every property required, or says which field it cannot express.
+//! OpenAI's formats, Chat Completions' and the Responses API's: the tools,
+//! plain and strict (structured outputs: the strict form closes every
+//! object and makes every property required, or says which field it cannot
+//! express), a call as each sends it, and the message answering it.
 
 use serde_json::{Map, Value, json};
 
-use super::RenderError;
-use super::walk::{join, type_includes};
+use super::call::{Call, MalformedCall, kind, outcome_text, string};
+use super::walk::{RenderError, join, type_includes};
+use crate::error::ToolError;
 use crate::tool::ToolDef;
+
+/// A Chat Completions `tool_calls` entry; its arguments arrive as JSON
+/// text, as OpenAI sends them.
+pub(super) fn read_chat<'a>(
+    call: &'a Value,
+    shape: &'static str,
+) -> Result<(Call<'a>, Value), MalformedCall> {
+    kind(call, "function", shape)?;
+    let id = string(call, &["id"], shape)?;
+    let name = string(call, &["function", "name"], shape)?;
+    let args = call
+        .pointer("/function/arguments")
+        .cloned()
+        .unwrap_or(Value::Null);
+    Ok((
+        Call {
+            raw: call,
+            id: Some(id),
+            name,
+        },
+        args,
+    ))
+}
+
+/// The `role: "tool"` message answering a Chat Completions call.
+pub(super) fn answer_chat(call: &Call<'_>, outcome: &Result<Value, ToolError>) -> Value {
+    let (content, _) = outcome_text(outcome);
+    json!({ "role": "tool", "tool_call_id": call.id, "content": content })
+}
+
+/// A Responses API `function_call` output item.
+pub(super) fn read_responses<'a>(
+    item: &'a Value,
+    shape: &'static str,
+) -> Result<(Call<'a>, Value), MalformedCall> {
+    kind(item, "function_call", shape)?;
+    let call_id = string(item, &["call_id"], shape)?;
+    let name = string(item, &["name"], shape)?;
+    let args = item.get("arguments").cloned().unwrap_or(Value::Null);
+    Ok((
+        Call {
+            raw: item,
+            id: Some(call_id),
+            name,
+        },
+        args,
+    ))
+}
+
+/// The `function_call_output` input item answering a Responses API call.
+pub(super) fn answer_responses(call: &Call<'_>, outcome: &Result<Value, ToolError>) -> Value {
+    let (output, _) = outcome_text(outcome);
+    json!({ "type": "function_call_output", "call_id": call.id, "output": output })
+}
 
 impl ToolDef {
     /// OpenAI Chat Completions: `{"type": "function", "function": {name,
     /// description, parameters}}`.
-    pub fn openai(&self) -> Value {
+    pub(super) fn openai(&self) -> Value {
         json!({
             "type": "function",
             "function": {
@@ -28,7 +84,7 @@ impl ToolDef {
     /// strict mode rejects are dropped. Fails, naming the field, where strict
     /// mode cannot express the schema: a map with free-form keys, a value of
     /// any type, `allOf`.
-    pub fn openai_strict(&self) -> Result<Value, RenderError> {
+    pub(super) fn openai_strict(&self) -> Result<Value, RenderError> {
         Ok(json!({
             "type": "function",
             "function": {
@@ -44,7 +100,7 @@ impl ToolDef {
     /// parameters, "strict": false}` (the API's default is strict, which
     /// the plain schema may not meet; see
     /// [`openai_responses_strict`](Self::openai_responses_strict)).
-    pub fn openai_responses(&self) -> Value {
+    pub(super) fn openai_responses(&self) -> Value {
         json!({
             "type": "function",
             "name": self.name,
@@ -57,7 +113,7 @@ impl ToolDef {
     /// The OpenAI Responses API with `"strict": true`: the parameters as
     /// [`openai_strict`](Self::openai_strict) makes them, or why they
     /// cannot be.
-    pub fn openai_responses_strict(&self) -> Result<Value, RenderError> {
+    pub(super) fn openai_responses_strict(&self) -> Result<Value, RenderError> {
         Ok(json!({
             "type": "function",
             "name": self.name,

@@ -1,13 +1,57 @@
-//! Gemini's function declarations: the schema rewritten into the OpenAPI
-//! subset Gemini's `parameters` accepts, references inlined, or refused
-//! naming the field where that subset cannot express it; or the JSON Schema
-//! as it is, under `parametersJsonSchema`.
+//! Gemini's format: function declarations (the schema rewritten into the
+//! OpenAPI subset Gemini's `parameters` accepts, references inlined, or
+//! refused naming the field where that subset cannot express it; or the
+//! JSON Schema as it is, under `parametersJsonSchema`), a `functionCall`
+//! part, and the `functionResponse` part answering it.
 
 use serde_json::{Map, Value, json};
 
-use super::RenderError;
-use super::walk::join;
+use super::call::{Call, MalformedCall, string};
+use super::walk::{RenderError, join};
+use crate::error::ToolError;
 use crate::tool::ToolDef;
+
+/// A `functionCall` part; its `id`, when it has one, names the call.
+pub(super) fn read<'a>(
+    part: &'a Value,
+    shape: &'static str,
+) -> Result<(Call<'a>, Value), MalformedCall> {
+    let name = string(part, &["functionCall", "name"], shape)?;
+    let args = part
+        .pointer("/functionCall/args")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let id = part.pointer("/functionCall/id").and_then(Value::as_str);
+    Ok((
+        Call {
+            raw: part,
+            id,
+            name,
+        },
+        args,
+    ))
+}
+
+/// The `functionResponse` part answering a call: `response.output` holds
+/// the result, `response.error` the failure; the call's `id`, when it has
+/// one, is echoed.
+pub(super) fn answer(call: &Call<'_>, outcome: &Result<Value, ToolError>) -> Value {
+    let response = match outcome {
+        Ok(value) => json!({ "output": value }),
+        Err(e) => json!({ "error": e.model_message() }),
+    };
+    let mut reply = Map::new();
+    reply.insert("name".into(), Value::String(call.name.to_owned()));
+    if let Some(id) = call
+        .raw
+        .pointer("/functionCall/id")
+        .filter(|id| !id.is_null())
+    {
+        reply.insert("id".into(), id.clone());
+    }
+    reply.insert("response".into(), response);
+    json!({ "functionResponse": reply })
+}
 
 impl ToolDef {
     /// A Gemini function declaration, `{name, description, parameters}`,
@@ -21,7 +65,7 @@ impl ToolDef {
     /// tuple of several element types, a struct that denies unknown fields
     /// and has optional ones ([`gemini_json_schema`](Self::gemini_json_schema)
     /// takes them all).
-    pub fn gemini(&self) -> Result<Value, RenderError> {
+    pub(super) fn gemini(&self) -> Result<Value, RenderError> {
         let defs = self
             .input_schema
             .get("$defs")
@@ -53,7 +97,7 @@ impl ToolDef {
     /// A Gemini function declaration with the arguments' JSON Schema as it
     /// is, `{name, description, parametersJsonSchema}`: every schema fits,
     /// maps and recursive types included.
-    pub fn gemini_json_schema(&self) -> Value {
+    pub(super) fn gemini_json_schema(&self) -> Value {
         json!({
             "name": self.name,
             "description": self.description,
@@ -107,7 +151,7 @@ impl Walk<'_> {
         let Value::Object(map) = schema else {
             return fail(
                 "it accepts any JSON value (a `serde_json::Value`?), which Gemini's `parameters` \
-                 cannot express; use gemini_tools_json_schema",
+                 cannot express; use Provider::GeminiJsonSchema",
             );
         };
         if let Some(target) = map.get("$ref").and_then(Value::as_str) {
@@ -117,7 +161,7 @@ impl Walk<'_> {
         if !definite.iter().any(|k| map.contains_key(*k)) {
             return fail(
                 "it accepts any JSON value (a `serde_json::Value`?), which Gemini's `parameters` \
-                 cannot express; use gemini_tools_json_schema",
+                 cannot express; use Provider::GeminiJsonSchema",
             );
         }
         if map
@@ -127,7 +171,7 @@ impl Walk<'_> {
         {
             return fail(
                 "it is a map with free-form keys, which Gemini's `parameters` cannot express \
-                 (use a struct, or gemini_tools_json_schema)",
+                 (use a struct, or Provider::GeminiJsonSchema)",
             );
         }
         let mut out = Map::new();
@@ -147,7 +191,7 @@ impl Walk<'_> {
                 return fail(
                     "it refuses members it does not declare (`#[serde(deny_unknown_fields)]`) \
                      and has optional ones, which Gemini's `parameters` cannot express (use \
-                     gemini_tools_json_schema)",
+                     Provider::GeminiJsonSchema)",
                 );
             }
             out.insert("maxProperties".into(), declared.into());
@@ -176,7 +220,7 @@ impl Walk<'_> {
                 path.to_owned(),
                 format!(
                     "`{name}` contains itself, and Gemini's `parameters` inline every \
-                     reference; use gemini_tools_json_schema"
+                     reference; use Provider::GeminiJsonSchema"
                 ),
             ));
         }
@@ -228,7 +272,7 @@ impl Walk<'_> {
                     return Err((
                         path.to_owned(),
                         "it is a tuple of several element types, which Gemini's `parameters` \
-                         cannot express (use a struct, or gemini_tools_json_schema)"
+                         cannot express (use a struct, or Provider::GeminiJsonSchema)"
                             .to_owned(),
                     ));
                 };

@@ -1,0 +1,81 @@
+//! MCP's format: a `Tool` (the schema as it is, and annotations saying
+//! what a call does: read-only, or idempotent and maybe destructive),
+//! `tools/call`'s params, and the `CallToolResult` answering them.
+
+use serde_json::{Value, json};
+
+use super::call::{Call, MalformedCall, result_text, string};
+use crate::error::ToolError;
+use crate::key::ScopeKind;
+use crate::tool::{ToolDef, ToolKind};
+
+/// `tools/call`'s params, `{"name", "arguments"}`; the JSON-RPC request's
+/// id is outside them.
+pub(super) fn read<'a>(
+    params: &'a Value,
+    shape: &'static str,
+) -> Result<(Call<'a>, Value), MalformedCall> {
+    let name = string(params, &["name"], shape)?;
+    let args = params.get("arguments").cloned().unwrap_or(Value::Null);
+    Ok((
+        Call {
+            raw: params,
+            id: None,
+            name,
+        },
+        args,
+    ))
+}
+
+/// The `CallToolResult` answering a call: the result's JSON as text, and as
+/// `structuredContent` when it is an object (the only shape MCP's
+/// `structuredContent` takes); a failure as text with `isError: true`.
+pub(crate) fn answer(outcome: &Result<Value, ToolError>) -> Value {
+    match outcome {
+        Ok(value) => {
+            let mut result = json!({
+                "content": [{ "type": "text", "text": result_text(value) }],
+                "isError": false,
+            });
+            if value.is_object() {
+                result["structuredContent"] = value.clone();
+            }
+            result
+        }
+        Err(e) => json!({
+            "content": [{ "type": "text", "text": e.model_message() }],
+            "isError": true,
+        }),
+    }
+}
+
+impl ToolDef {
+    /// An MCP `Tool`: `{name, description, inputSchema, annotations}`. Read
+    /// tools are `readOnlyHint: true`; write tools `readOnlyHint: false`,
+    /// `destructiveHint` / `openWorldHint` from their settings, and
+    /// `idempotentHint` only where it holds for any caller: a `global`
+    /// tool's repeat is replayed whatever run it comes in, a run-scoped
+    /// tool's only within its run (a client that reconnects into a new
+    /// session runs it again).
+    pub(crate) fn mcp(&self) -> Value {
+        let annotations = match self.kind {
+            ToolKind::Read => json!({ "readOnlyHint": true }),
+            ToolKind::Write => json!({
+                "readOnlyHint": false,
+                "destructiveHint": self.destructive,
+                "idempotentHint": self.scope == Some(ScopeKind::Global),
+                "openWorldHint": self.open_world,
+            }),
+        };
+        let mut tool = json!({
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "annotations": annotations,
+        });
+        if let Some(schema) = &self.output_schema {
+            tool["outputSchema"] = schema.clone();
+        }
+        tool
+    }
+}
