@@ -24,7 +24,7 @@ use quote::quote;
 use syn::{ItemFn, ReturnType};
 
 use crate::kind::Kind;
-use crate::krate::PRIVATE;
+use crate::krate::Private;
 
 /// Turns an `async fn` into a read tool. See the `idem` crate.
 #[proc_macro_attribute]
@@ -48,7 +48,6 @@ fn expand_tool(
     attr: TokenStream2,
     item: TokenStream2,
 ) -> TokenStream2 {
-    krate::set(None);
     if let Some(block) = block {
         // Said first and alone: what the expansion would add inside the
         // block is about items the user never wrote.
@@ -62,19 +61,24 @@ fn expand_tool(
             return quote!(#item #error);
         }
     };
-    match try_expand(kind, attr, &item) {
+    let mut cx = ctxt::Ctxt::default();
+    let attrs = attr::Attrs::parse(&mut cx, kind, attr);
+    // The path every step writes, the stub's included.
+    let private = Private::of(attrs.krate.as_ref());
+    match try_expand(kind, cx, &attrs, &item) {
         Ok(tokens) => tokens,
-        Err(e) => stub(&item, e),
+        Err(e) => stub(&item, e, &private),
     }
 }
 
-fn try_expand(kind: Kind, attr: TokenStream2, item: &ItemFn) -> Result<TokenStream2, syn::Error> {
-    let mut cx = ctxt::Ctxt::default();
-    let attrs = attr::Attrs::parse(&mut cx, kind, attr);
-    // For the rest of this expansion, the stub's included.
-    krate::set(attrs.krate.clone());
+fn try_expand(
+    kind: Kind,
+    mut cx: ctxt::Ctxt,
+    attrs: &attr::Attrs,
+    item: &ItemFn,
+) -> Result<TokenStream2, syn::Error> {
     let tool = ast::ToolFn::from_item(item);
-    valid::check(&mut cx, kind, &tool, &attrs);
+    valid::check(&mut cx, kind, &tool, attrs);
     cx.check()?;
     let ReturnType::Type(_, ret) = &item.sig.output else {
         return Err(syn::Error::new_spanned(
@@ -82,7 +86,7 @@ fn try_expand(kind: Kind, attr: TokenStream2, item: &ItemFn) -> Result<TokenStre
             "a tool must return `Result<T, E>`",
         ));
     };
-    Ok(expand::expand(kind, &tool, &attrs, ret))
+    Ok(expand::expand(kind, &tool, attrs, ret))
 }
 
 /// A tool inside an `impl` block or a trait: the error saying where it
@@ -106,7 +110,7 @@ fn misplaced(kind: Kind, block: place::Block, item: TokenStream2) -> TokenStream
     );
     let error = syn::Error::new(proc_macro2::Span::call_site(), message);
     match parsed {
-        Ok(item) => stub(&item, error),
+        Ok(item) => stub(&item, error, &Private::of(None)),
         Err(_) => {
             let error = error.into_compile_error();
             quote!(#item #error)
@@ -116,7 +120,7 @@ fn misplaced(kind: Kind, block: place::Block, item: TokenStream2) -> TokenStream
 
 /// On error: the errors, plus a function of the same name that registers
 /// as a tool, so that `registry.tool(name)` adds no error of its own.
-fn stub(item: &ItemFn, error: syn::Error) -> TokenStream2 {
+fn stub(item: &ItemFn, error: syn::Error, private: &Private) -> TokenStream2 {
     let vis = &item.vis;
     let ident = &item.sig.ident;
     let error = error.into_compile_error();
@@ -126,7 +130,7 @@ fn stub(item: &ItemFn, error: syn::Error) -> TokenStream2 {
         #error
         #[allow(dead_code)]
         #vis fn #ident(
-            __idem_token: #PRIVATE::CallThroughRegistry<#PRIVATE::InvalidTool>,
+            __idem_token: #private::CallThroughRegistry<#private::InvalidTool>,
         ) -> ::core::convert::Infallible {
             __idem_token.unreachable()
         }

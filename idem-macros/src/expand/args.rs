@@ -8,7 +8,7 @@ use syn::spanned::Spanned;
 
 use crate::ast::{Param, ToolFn};
 use crate::kind::Kind;
-use crate::krate::PRIVATE;
+use crate::krate::Private;
 
 /// The arguments struct of a tool with flat parameters, and the pattern
 /// that takes it apart into the parameters, as the inner function's first
@@ -20,7 +20,11 @@ use crate::krate::PRIVATE;
 /// that type. A parameter with serde or schemars attributes (`with`,
 /// `default = ".."`) or a `#[cfg]` gets its own type instead, which those
 /// need.
-pub(super) fn flat_args(kind: Kind, tool: &ToolFn<'_>) -> (TokenStream, TokenStream, TokenStream) {
+pub(super) fn flat_args(
+    private: &Private,
+    kind: Kind,
+    tool: &ToolFn<'_>,
+) -> (TokenStream, TokenStream, TokenStream) {
     let assert_param = match kind {
         Kind::Read => quote!(assert_read_param),
         Kind::Write => quote!(assert_write_param),
@@ -71,11 +75,11 @@ pub(super) fn flat_args(kind: Kind, tool: &ToolFn<'_>) -> (TokenStream, TokenStr
         });
         checks.push(quote_spanned! {ty.span()=>
             #(#cfgs)*
-            #PRIVATE::#assert_param::<#ty>();
+            #private::#assert_param::<#ty>();
         });
         pattern.push(quote!(#(#cfgs)* #mutability #ident));
     }
-    let def = args_struct(kind, &params, &fields, &checks);
+    let def = args_struct(private, kind, &params, &fields, &checks);
     let args_ty = quote!(__IdemArgs<#(#concrete),*>);
     let pattern = quote!(__IdemArgs { #(#pattern,)* }: #args_ty);
     (args_ty, def, pattern)
@@ -84,14 +88,15 @@ pub(super) fn flat_args(kind: Kind, tool: &ToolFn<'_>) -> (TokenStream, TokenStr
 /// The arguments struct `__IdemArgs<params>` with `fields`, and the
 /// spanned `checks` of its parameters' types.
 fn args_struct(
+    private: &Private,
     kind: Kind,
     params: &[syn::Ident],
     fields: &[TokenStream],
     checks: &[TokenStream],
 ) -> TokenStream {
-    let derives = args_derives(kind);
-    let serde_crate = crate::krate::private_str("serde");
-    let schemars_crate = crate::krate::private_str("schemars");
+    let derives = args_derives(private, kind);
+    let serde_crate = private.module_str("serde");
+    let schemars_crate = private.module_str("schemars");
     // The bounds serde would infer, but for `Default`, which it asks of
     // the type inside an `Option` field with `default`: an `Option<Order>`
     // parameter is optional whether `Order` has a default or not.
@@ -117,16 +122,16 @@ fn args_struct(
 
 /// What the arguments struct derives: a read tool's arguments are only
 /// read, a write tool's also re-serialized to derive the key.
-fn args_derives(kind: Kind) -> TokenStream {
+fn args_derives(private: &Private, kind: Kind) -> TokenStream {
     match kind {
         Kind::Read => quote! {
-            #PRIVATE::serde::Deserialize,
-            #PRIVATE::schemars::JsonSchema
+            #private::serde::Deserialize,
+            #private::schemars::JsonSchema
         },
         Kind::Write => quote! {
-            #PRIVATE::serde::Serialize,
-            #PRIVATE::serde::Deserialize,
-            #PRIVATE::schemars::JsonSchema
+            #private::serde::Serialize,
+            #private::serde::Deserialize,
+            #private::schemars::JsonSchema
         },
     }
 }

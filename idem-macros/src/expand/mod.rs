@@ -17,7 +17,7 @@ use self::settings::{is_permanent, split_result, write_options};
 use crate::ast::ToolFn;
 use crate::attr::Attrs;
 use crate::kind::Kind;
-use crate::krate::PRIVATE;
+use crate::krate::Private;
 
 /// Generated code for a checked tool function: a hidden unit type that is
 /// the tool, the stand-in function under the user's name, and (in an
@@ -28,6 +28,7 @@ use crate::krate::PRIVATE;
 /// without one).
 pub(crate) fn expand(kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs, ret: &Type) -> TokenStream {
     let parts = Parts::new(kind, tool, attrs, ret);
+    let private = &parts.private;
     let tool_impl = match kind {
         Kind::Read => parts.read_impl(),
         Kind::Write => parts.write_impl(tool, attrs),
@@ -71,7 +72,7 @@ pub(crate) fn expand(kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs, ret: &Type) -
         #struct_doc
         #(#deprecated)*
         #vis fn #ident(
-            __idem_token: #PRIVATE::CallThroughRegistry<#tool_ty>,
+            __idem_token: #private::CallThroughRegistry<#tool_ty>,
         ) -> ::core::convert::Infallible {
             __idem_token.unreachable()
         }
@@ -90,6 +91,8 @@ pub(crate) fn expand(kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs, ret: &Type) -
 /// The pieces both kinds of tool are generated from.
 struct Parts<'a> {
     item: &'a ItemFn,
+    /// The facade's `__private`, as every generated path starts.
+    private: Private,
     /// The hidden unit type that is the tool.
     tool_ty: Ident,
     name: String,
@@ -113,6 +116,7 @@ struct Parts<'a> {
 impl<'a> Parts<'a> {
     fn new(kind: Kind, tool: &ToolFn<'a>, attrs: &Attrs, ret: &Type) -> Self {
         let item = tool.item;
+        let private = Private::of(attrs.krate.as_ref());
         let ident = &item.sig.ident;
         let name = attrs
             .name
@@ -129,7 +133,7 @@ impl<'a> Parts<'a> {
         let alias = ctx.and_then(|c| c.alias);
         let generic = alias.is_none() && ctx.is_none_or(|c| c.state.is_none());
         let state = match (alias, ctx.and_then(|c| c.state)) {
-            (Some(alias), _) => quote!(<#alias as #PRIVATE::ContextOf>::State),
+            (Some(alias), _) => quote!(<#alias as #private::ContextOf>::State),
             (None, Some(ty)) => quote!(#ty),
             (None, None) => quote!(__S),
         };
@@ -149,7 +153,7 @@ impl<'a> Parts<'a> {
         // The arguments: the `#[args]` type, or a struct of the flat parameters.
         let (args_ty, args_struct, pattern) = match tool.args_param() {
             Some(ty) => (quote!(#ty), quote!(), quote!()),
-            None => flat_args(kind, tool),
+            None => flat_args(&private, kind, tool),
         };
         let generic_state = (generic && ctx.is_some()).then_some(&state_bound);
         let body_fn = inner_fn(tool, generic_state, &pattern);
@@ -163,9 +167,10 @@ impl<'a> Parts<'a> {
                 Output = ::core::result::Result<Self::Output, Self::Error>,
             > + ::core::marker::Send
         };
-        let (ok_ty, err_ty) = split_result(ret);
+        let (ok_ty, err_ty) = split_result(&private, ret);
         Parts {
             item,
+            private,
             tool_ty: tool_type(ident),
             name,
             description,
@@ -204,15 +209,16 @@ impl<'a> Parts<'a> {
 
     fn info(&self) -> TokenStream {
         let Parts {
+            private,
             name,
             description,
             ok_ty,
             ..
         } = self;
         quote! {
-            fn info(&self) -> #PRIVATE::ToolInfo {
-                #PRIVATE::ToolInfo::new(#name, #description)
-                    .with_output_schema(#PRIVATE::output_schema!(#ok_ty))
+            fn info(&self) -> #private::ToolInfo {
+                #private::ToolInfo::new(#name, #description)
+                    .with_output_schema(#private::output_schema!(#ok_ty))
             }
         }
     }
@@ -224,21 +230,21 @@ impl<'a> Parts<'a> {
             Kind::Read => (quote!(assert_read_args), quote!(assert_read_output)),
             Kind::Write => (quote!(assert_write_args), quote!(assert_write_output)),
         };
-        let (ok_ty, err_ty) = (&self.ok_ty, &self.err_ty);
+        let (private, ok_ty, err_ty) = (&self.private, &self.ok_ty, &self.err_ty);
         let args_check = tool.args_param().map(|ty| {
-            quote_spanned! {ty.span()=> #PRIVATE::#assert_args::<#ty>(); }
+            quote_spanned! {ty.span()=> #private::#assert_args::<#ty>(); }
         });
         let assert_ctx = match kind {
             Kind::Read => quote!(assert_read_ctx),
             Kind::Write => quote!(assert_write_ctx),
         };
         let ctx_check = tool.ctx().and_then(|c| c.alias).map(|alias| {
-            quote_spanned! {alias.span()=> #PRIVATE::#assert_ctx::<#alias>(); }
+            quote_spanned! {alias.span()=> #private::#assert_ctx::<#alias>(); }
         });
-        let ok_check = quote_spanned! {ok_ty.span()=> #PRIVATE::#assert_output::<#ok_ty>(); };
+        let ok_check = quote_spanned! {ok_ty.span()=> #private::#assert_output::<#ok_ty>(); };
         let err_check = quote_spanned! {err_ty.span()=>
-            #PRIVATE::assert_failure::<#err_ty>();
-            #PRIVATE::assert_send_failure::<#err_ty>();
+            #private::assert_failure::<#err_ty>();
+            #private::assert_send_failure::<#err_ty>();
         };
         quote! {
             const _: () = {
@@ -255,10 +261,11 @@ impl<'a> Parts<'a> {
     }
 
     fn write_impl(&self, tool: &ToolFn<'_>, attrs: &Attrs) -> TokenStream {
-        let options = write_options(tool, attrs);
+        let private = &self.private;
+        let options = write_options(private, tool, attrs);
         let permanent = is_permanent(attrs);
         let settings = quote! {
-            fn options(&self) -> #PRIVATE::WriteOptions {
+            fn options(&self) -> #private::WriteOptions {
                 #options
             }
 
@@ -293,6 +300,7 @@ impl<'a> Parts<'a> {
             ),
         };
         let Parts {
+            private,
             tool_ty,
             state,
             impl_generics,
@@ -315,13 +323,13 @@ impl<'a> Parts<'a> {
         let where_clause = quote! {
             where
                 #(#predicates,)*
-                for<'__idem> #args_ty: #PRIVATE::#args_bound + ::core::marker::Send,
-                for<'__idem> #ok_ty: #PRIVATE::#output_bound + ::core::marker::Send,
-                for<'__idem> #err_ty: #PRIVATE::ToolFailure + ::core::marker::Send,
+                for<'__idem> #args_ty: #private::#args_bound + ::core::marker::Send,
+                for<'__idem> #ok_ty: #private::#output_bound + ::core::marker::Send,
+                for<'__idem> #err_ty: #private::ToolFailure + ::core::marker::Send,
         };
         let info = self.info();
         quote! {
-            impl #impl_generics #PRIVATE::#trait_name<#state> for #tool_ty #where_clause {
+            impl #impl_generics #private::#trait_name<#state> for #tool_ty #where_clause {
                 type Args = #args_ty;
                 type Output = #ok_ty;
                 type Error = #err_ty;
@@ -333,7 +341,7 @@ impl<'a> Parts<'a> {
                 fn call(
                     &self,
                     __idem_args: Self::Args,
-                    __idem_ctx: &#PRIVATE::#ctx_ty<#state>,
+                    __idem_ctx: &#private::#ctx_ty<#state>,
                 ) -> #future {
                     #call_body
                 }

@@ -9,7 +9,7 @@ use syn::{PathArguments, Type};
 
 use crate::ast::ToolFn;
 use crate::attr::{Attrs, FieldList, InFlight, Scope, StoreErrorPolicy};
-use crate::krate::PRIVATE;
+use crate::krate::Private;
 
 /// The body of `is_permanent`: the `permanent_errors` predicate (checked
 /// against the error type where the user wrote it), or never.
@@ -34,10 +34,10 @@ pub(super) fn is_permanent(attrs: &Attrs) -> TokenStream {
 /// The result and error types: written out when the return type is spelled
 /// `Result<T, E>` (so errors point at `T` or `E`), projected through
 /// `ToolResult` for an alias such as `anyhow::Result<T>`.
-pub(super) fn split_result(ret: &Type) -> (TokenStream, TokenStream) {
+pub(super) fn split_result(private: &Private, ret: &Type) -> (TokenStream, TokenStream) {
     // A type a `macro_rules!` passed as `$ret:ty` arrives in a group.
     if let Type::Group(group) = ret {
-        return split_result(&group.elem);
+        return split_result(private, &group.elem);
     }
     if let Type::Path(tp) = ret
         && tp.qself.is_none()
@@ -52,14 +52,14 @@ pub(super) fn split_result(ret: &Type) -> (TokenStream, TokenStream) {
     }
     let span = ret.span();
     (
-        quote_spanned!(span=> <#ret as #PRIVATE::ToolResult>::Ok),
-        quote_spanned!(span=> <#ret as #PRIVATE::ToolResult>::Err),
+        quote_spanned!(span=> <#ret as #private::ToolResult>::Ok),
+        quote_spanned!(span=> <#ret as #private::ToolResult>::Err),
     )
 }
 
-pub(super) fn write_options(tool: &ToolFn<'_>, attrs: &Attrs) -> TokenStream {
+pub(super) fn write_options(private: &Private, tool: &ToolFn<'_>, attrs: &Attrs) -> TokenStream {
     let millis = |ms: u64| quote!(::core::time::Duration::from_millis(#ms));
-    let mut chain = quote!(#PRIVATE::WriteOptions::new());
+    let mut chain = quote!(#private::WriteOptions::new());
     if let Some(d) = &attrs.lease {
         let d = millis(d.millis);
         chain = quote!(#chain.lease(#d));
@@ -77,8 +77,8 @@ pub(super) fn write_options(tool: &ToolFn<'_>, attrs: &Attrs) -> TokenStream {
     }
     if let Some(scope) = &attrs.scope {
         let scope = match scope {
-            Scope::Run => quote!(#PRIVATE::ScopeKind::Run),
-            Scope::Global => quote!(#PRIVATE::ScopeKind::Global),
+            Scope::Run => quote!(#private::ScopeKind::Run),
+            Scope::Global => quote!(#private::ScopeKind::Global),
         };
         chain = quote!(#chain.scope(#scope));
     }
@@ -99,18 +99,18 @@ pub(super) fn write_options(tool: &ToolFn<'_>, attrs: &Attrs) -> TokenStream {
     }
     if let Some(on) = &attrs.on_in_flight {
         let on = match on {
-            InFlight::Reject => quote!(#PRIVATE::OnInFlight::Reject),
+            InFlight::Reject => quote!(#private::OnInFlight::Reject),
             InFlight::Wait(d) => {
                 let d = millis(d.millis);
-                quote!(#PRIVATE::OnInFlight::Wait(#d))
+                quote!(#private::OnInFlight::Wait(#d))
             }
         };
         chain = quote!(#chain.on_in_flight(#on));
     }
     if let Some(policy) = &attrs.on_store_error {
         let policy = match policy {
-            StoreErrorPolicy::FailClosed => quote!(#PRIVATE::OnStoreError::FailClosed),
-            StoreErrorPolicy::Run => quote!(#PRIVATE::OnStoreError::Run),
+            StoreErrorPolicy::FailClosed => quote!(#private::OnStoreError::FailClosed),
+            StoreErrorPolicy::Run => quote!(#private::OnStoreError::Run),
         };
         chain = quote!(#chain.on_store_error(#policy));
     }
