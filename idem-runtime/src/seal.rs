@@ -21,18 +21,18 @@ use crate::key::IdemKey;
 
 /// What a payload holds: part of what its seal authenticates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Holds {
+pub(crate) enum PayloadKind {
     /// A result's JSON.
     Result,
     /// A recorded failure's text.
     Error,
 }
 
-impl Holds {
+impl PayloadKind {
     fn as_str(self) -> &'static str {
         match self {
-            Holds::Result => "result",
-            Holds::Error => "error",
+            PayloadKind::Result => "result",
+            PayloadKind::Error => "error",
         }
     }
 }
@@ -72,14 +72,19 @@ pub use self::keys::{InvalidKeyId, ResultKeys};
 pub(crate) enum ResultKeys {}
 
 /// `text`, sealed under the current key when there are keys.
-pub(crate) fn seal(keys: Option<&ResultKeys>, key: &IdemKey, holds: Holds, text: String) -> String {
+pub(crate) fn seal(
+    keys: Option<&ResultKeys>,
+    key: &IdemKey,
+    kind: PayloadKind,
+    text: String,
+) -> String {
     match keys {
         #[cfg(feature = "encryption")]
-        Some(keys) => keys.seal(key, holds, &text),
+        Some(keys) => keys.seal(key, kind, &text),
         #[cfg(not(feature = "encryption"))]
         Some(never) => match *never {},
         None => {
-            let _ = (key, holds);
+            let _ = (key, kind);
             plain(text)
         }
     }
@@ -90,12 +95,12 @@ pub(crate) fn seal(keys: Option<&ResultKeys>, key: &IdemKey, holds: Holds, text:
 pub(crate) fn open(
     keys: Option<&ResultKeys>,
     key: &IdemKey,
-    holds: Holds,
+    kind: PayloadKind,
     text: String,
 ) -> Result<String, StoreError> {
     match keys {
         #[cfg(feature = "encryption")]
-        Some(keys) => keys.open(key, holds, text),
+        Some(keys) => keys.open(key, kind, text),
         #[cfg(not(feature = "encryption"))]
         Some(never) => match *never {},
         None if text.starts_with(SEALED) => Err(StoreError::corrupt(
@@ -103,7 +108,7 @@ pub(crate) fn open(
             format!(
                 "the recorded {} is encrypted, and this registry has no keys to read it \
                  (RegistryBuilder::encrypt_results)",
-                holds.as_str()
+                kind.as_str()
             ),
         )),
         None => Ok(unplain(text)),
@@ -119,7 +124,7 @@ mod keys {
     use chacha20poly1305::aead::{Aead, KeyInit, Payload};
     use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 
-    use super::{Holds, SEALED, unplain};
+    use super::{PayloadKind, SEALED, unplain};
     use crate::error::StoreError;
     use crate::key::IdemKey;
 
@@ -207,11 +212,11 @@ mod keys {
             self
         }
 
-        pub(crate) fn seal(&self, key: &IdemKey, holds: Holds, text: &str) -> String {
+        pub(crate) fn seal(&self, key: &IdemKey, kind: PayloadKind, text: &str) -> String {
             let (id, cipher) = &self.current;
             let mut nonce = [0u8; NONCE];
             crate::unique::fill_random(&mut nonce);
-            let aad = associated(key, holds, id);
+            let aad = associated(key, kind, id);
             let sealed = cipher
                 .encrypt(
                     &XNonce::from(nonce),
@@ -230,10 +235,10 @@ mod keys {
         pub(crate) fn open(
             &self,
             key: &IdemKey,
-            holds: Holds,
+            kind: PayloadKind,
             text: String,
         ) -> Result<String, StoreError> {
-            let what = holds.as_str();
+            let what = kind.as_str();
             let corrupt = |reason: String| StoreError::corrupt(key.as_str(), reason);
             let Some(rest) = text.strip_prefix(SEALED) else {
                 return match self.accept_plaintext {
@@ -263,7 +268,7 @@ mod keys {
                 .ok_or_else(|| corrupt(format!("the recorded {what} is a malformed seal")))?;
             let (nonce, sealed) = bytes.split_at(NONCE);
             let nonce: [u8; NONCE] = nonce.try_into().expect("split at NONCE");
-            let aad = associated(key, holds, id);
+            let aad = associated(key, kind, id);
             let opened = cipher
                 .decrypt(
                     &XNonce::from(nonce),
@@ -284,9 +289,9 @@ mod keys {
     }
 
     /// What a seal authenticates besides the text: where it belongs.
-    fn associated(key: &IdemKey, holds: Holds, id: &str) -> Vec<u8> {
+    fn associated(key: &IdemKey, kind: PayloadKind, id: &str) -> Vec<u8> {
         let mut aad = Vec::with_capacity(64 + key.as_str().len());
-        for part in ["idem/v1/sealed", key.as_str(), holds.as_str(), id] {
+        for part in ["idem/v1/sealed", key.as_str(), kind.as_str(), id] {
             aad.extend_from_slice(&(part.len() as u64).to_be_bytes());
             aad.extend_from_slice(part.as_bytes());
         }
@@ -314,13 +319,13 @@ mod plain_tests {
             "idem-plain:idem-sealed:v1:",
             "",
         ] {
-            let stored = seal(None, &key, Holds::Error, text.to_owned());
+            let stored = seal(None, &key, PayloadKind::Error, text.to_owned());
             assert!(!stored.starts_with(SEALED), "{stored}");
-            let read = open(None, &key, Holds::Error, stored).expect("reads");
+            let read = open(None, &key, PayloadKind::Error, stored).expect("reads");
             assert_eq!(read, text);
         }
         let sealed = "idem-sealed:v1:k1:AAAA".to_owned();
-        assert!(open(None, &key, Holds::Error, sealed).is_err());
+        assert!(open(None, &key, PayloadKind::Error, sealed).is_err());
     }
 }
 
@@ -339,14 +344,14 @@ mod tests {
     fn seals_open_only_where_they_were_made() {
         let keys = ResultKeys::new("k1", [9; 32]).expect("keys");
         let text = r#"{"card":"4111"}"#.to_owned();
-        let sealed = seal(Some(&keys), &key(1), Holds::Result, text.clone());
+        let sealed = seal(Some(&keys), &key(1), PayloadKind::Result, text.clone());
         assert!(sealed.starts_with("idem-sealed:v1:k1:") && !sealed.contains("4111"));
-        let again = seal(Some(&keys), &key(1), Holds::Result, text.clone());
+        let again = seal(Some(&keys), &key(1), PayloadKind::Result, text.clone());
         assert_ne!(sealed, again, "a fresh nonce per seal");
         let open_as = |k: u64, holds| open(Some(&keys), &key(k), holds, sealed.clone());
-        assert_eq!(open_as(1, Holds::Result).expect("opens"), text);
-        assert!(open_as(2, Holds::Result).is_err(), "another record");
-        assert!(open_as(1, Holds::Error).is_err(), "another kind");
+        assert_eq!(open_as(1, PayloadKind::Result).expect("opens"), text);
+        assert!(open_as(2, PayloadKind::Result).is_err(), "another record");
+        assert!(open_as(1, PayloadKind::Error).is_err(), "another kind");
         // Altered in any way: refused.
         let body = sealed.rsplit(':').next().expect("body");
         for bad in [
@@ -358,7 +363,7 @@ mod tests {
             sealed.replacen("k1", "k2", 1),
         ] {
             assert!(
-                open(Some(&keys), &key(1), Holds::Result, bad.clone()).is_err(),
+                open(Some(&keys), &key(1), PayloadKind::Result, bad.clone()).is_err(),
                 "{bad}"
             );
         }

@@ -14,7 +14,7 @@ use super::task::bounded;
 use super::trace::{CallTrace, How, note};
 use crate::error::{StoreError, ToolError};
 use crate::key::IdemKey;
-use crate::seal::{Holds, open};
+use crate::seal::{PayloadKind, open};
 use crate::store::{Claim, Entry, LeaseToken};
 use crate::tool::OnInFlight;
 
@@ -152,13 +152,13 @@ fn replay_settled<O: DeserializeOwned>(
     match entry {
         Entry::Done { result, .. } => {
             tracing::info!(tool = name, key = %key, "replayed recorded result");
-            open(site.keys, key, Holds::Result, result)
+            open(site.keys, key, PayloadKind::Result, result)
                 .and_then(|result| replay::<O>(key, &result))
                 .map_err(store_err)
         }
         Entry::Failed { error, .. } => {
             tracing::info!(tool = name, key = %key, "replayed recorded failure");
-            match open(site.keys, key, Holds::Error, error) {
+            match open(site.keys, key, PayloadKind::Error, error) {
                 Ok(message) => Err(ToolError::Failed {
                     tool: name.to_owned(),
                     message,

@@ -22,7 +22,7 @@ use super::settings::{Resolved, StoreMeta};
 use super::task::bounded;
 use crate::error::StoreError;
 use crate::key::IdemKey;
-use crate::seal::{Holds, ResultKeys, seal};
+use crate::seal::{PayloadKind, ResultKeys, seal};
 use crate::store::{IdemStore, LeaseToken, Outcome};
 
 /// The first pause between two tries of a failed store operation.
@@ -89,8 +89,8 @@ impl<'a> Hold<'a> {
     }
 
     /// `text` as the payload to write: sealed when the registry has keys.
-    pub(crate) fn sealed(&self, holds: Holds, text: String) -> String {
-        seal(self.site.keys, self.key, holds, text)
+    pub(crate) fn sealed(&self, kind: PayloadKind, text: String) -> String {
+        seal(self.site.keys, self.key, kind, text)
     }
 
     pub(crate) fn key(&self) -> &'a IdemKey {

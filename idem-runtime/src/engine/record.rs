@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::hold::Hold;
 use super::task::panicked;
 use crate::error::{StoreError, ToolError};
-use crate::seal::Holds;
+use crate::seal::PayloadKind;
 use crate::store::Outcome;
 use crate::tool::WriteTool;
 
@@ -88,7 +88,7 @@ async fn record_result(hold: &Hold<'_>, value: Value) -> Result<Value, ToolError
         return Ok(value);
     }
     let ttl = hold.ttl();
-    let payload = hold.sealed(Holds::Result, text);
+    let payload = hold.sealed(PayloadKind::Result, text);
     match hold
         .settle(Outcome::Done {
             result: &payload,
@@ -130,7 +130,7 @@ async fn record_result(hold: &Hold<'_>, value: Value) -> Result<Value, ToolError
 /// could not be done.
 async fn record_failure(hold: &Hold<'_>, message: &str) {
     let (name, key, ttl) = (hold.tool(), hold.key(), hold.ttl());
-    let payload = hold.sealed(Holds::Error, message.to_owned());
+    let payload = hold.sealed(PayloadKind::Error, message.to_owned());
     match hold
         .settle(Outcome::Failed {
             error: &payload,

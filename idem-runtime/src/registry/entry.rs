@@ -35,13 +35,13 @@ pub(super) trait ErasedTool<S>: Send + Sync {
     ) -> Result<Option<(IdemKey, Fingerprint)>, ToolError>;
 }
 
-pub(super) struct ReadEntry<S, T> {
+pub(super) struct RegisteredRead<S, T> {
     pub(super) tool: T,
     pub(super) info: ToolInfo,
     pub(super) _state: PhantomData<fn() -> S>,
 }
 
-pub(super) struct WriteEntry<S, T> {
+pub(super) struct RegisteredWrite<S, T> {
     pub(super) tool: T,
     pub(super) info: ToolInfo,
     pub(super) options: WriteOptions,
@@ -50,13 +50,13 @@ pub(super) struct WriteEntry<S, T> {
     pub(super) _state: PhantomData<fn() -> S>,
 }
 
-impl<S, T> WriteEntry<S, T> {
+impl<S, T> RegisteredWrite<S, T> {
     fn learnt(&self) -> Option<&Learnt> {
         self.learnt.get()
     }
 }
 
-impl<S: Send + Sync + 'static, T: ReadTool<S>> ErasedTool<S> for ReadEntry<S, T> {
+impl<S: Send + Sync + 'static, T: ReadTool<S>> ErasedTool<S> for RegisteredRead<S, T> {
     fn prepare(&self, _: &Defaults) -> Result<ToolDef, RegistryError> {
         check_info(&self.info)?;
         Ok(ToolDef {
@@ -96,7 +96,7 @@ impl<S: Send + Sync + 'static, T: ReadTool<S>> ErasedTool<S> for ReadEntry<S, T>
     }
 }
 
-impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for WriteEntry<S, T> {
+impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for RegisteredWrite<S, T> {
     fn prepare(&self, defaults: &Defaults) -> Result<ToolDef, RegistryError> {
         check_info(&self.info)?;
         let name = &self.info.name;

@@ -5,7 +5,7 @@
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
-use super::entry::{ErasedTool, ReadEntry, WriteEntry};
+use super::entry::{ErasedTool, RegisteredRead, RegisteredWrite};
 use crate::tool::{ReadTool, WriteTool};
 
 /// A tool ready to be registered; made by [`IntoTool`].
@@ -101,7 +101,7 @@ where
 impl<S: Send + Sync + 'static, T: ReadTool<S>> IntoTool<S, marker::Read> for T {
     fn into_erased(self) -> Registration<S> {
         let info = self.info();
-        Registration(Box::new(ReadEntry {
+        Registration(Box::new(RegisteredRead {
             tool: self,
             info,
             _state: PhantomData,
@@ -113,7 +113,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> IntoTool<S, marker::Write> for T
     fn into_erased(self) -> Registration<S> {
         let info = self.info();
         let options = self.options();
-        Registration(Box::new(WriteEntry {
+        Registration(Box::new(RegisteredWrite {
             tool: self,
             info,
             options,

@@ -100,7 +100,7 @@ impl Proxy {
         self.control.flow.send_replace(flow);
     }
 
-    /// Holds the bytes until [`forward`](Self::forward).
+    /// PayloadKind the bytes until [`forward`](Self::forward).
     pub fn stall(&self) {
         self.set(Flow::Stall);
     }

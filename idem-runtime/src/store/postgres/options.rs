@@ -9,26 +9,14 @@ use crate::error::StoreError;
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct PostgresOptions {
-    /// The schema of the table; `None` for the connection's `search_path`.
-    pub schema: Option<String>,
-    /// The table: `idem_records`. Its version lives in `<table>_schema`.
-    pub table: String,
-    /// Connections in the pool: 16.
-    pub pool_size: u32,
-    /// Bound on getting a connection (connecting included): 1 s.
-    pub connect_timeout: Duration,
-    /// Create the table when missing (the default); when off, run
-    /// [`PostgresStore::schema_sql`](super::PostgresStore::schema_sql) as a migration yourself.
-    pub create_schema: bool,
-    /// How often a background task deletes expired rows (1 min); `None`
-    /// to leave it to [`IdemStore::purge_expired`](crate::IdemStore::purge_expired) on a schedule of
-    /// your own. The task stops when the store is dropped.
-    pub purge_interval: Option<Duration>,
-    /// Root certificates (PEM) to check the server's against, for
-    /// `sslmode=verify-ca` and `verify-full` (feature `postgres-tls`);
-    /// else the URL's `sslrootcert`, else the platform's roots.
+    pub(crate) schema: Option<String>,
+    pub(crate) table: String,
+    pub(crate) pool_size: u32,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) create_schema: bool,
+    pub(crate) purge_interval: Option<Duration>,
     #[cfg(feature = "postgres-tls")]
-    pub tls_root_ca: Option<Vec<u8>>,
+    pub(crate) tls_root_ca: Option<Vec<u8>>,
 }
 
 impl Default for PostgresOptions {
@@ -52,43 +40,48 @@ impl PostgresOptions {
         PostgresOptions::default()
     }
 
-    /// Sets [`schema`](Self::schema).
+    /// The schema of the table; `None` for the connection's `search_path`.
     pub fn schema(mut self, schema: impl Into<String>) -> Self {
         self.schema = Some(schema.into());
         self
     }
 
-    /// Sets [`table`](Self::table).
+    /// The table: `idem_records`. Its version lives in `<table>_schema`.
     pub fn table(mut self, table: impl Into<String>) -> Self {
         self.table = table.into();
         self
     }
 
-    /// Sets [`pool_size`](Self::pool_size).
+    /// Connections in the pool: 16.
     pub fn pool_size(mut self, size: u32) -> Self {
         self.pool_size = size;
         self
     }
 
-    /// Sets [`connect_timeout`](Self::connect_timeout).
+    /// Bound on getting a connection (connecting included): 1 s.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
     }
 
-    /// Sets [`create_schema`](Self::create_schema).
+    /// Create the table when missing (the default); when off, run
+    /// [`PostgresStore::schema_sql`](super::PostgresStore::schema_sql) as a
+    /// migration yourself.
     pub fn create_schema(mut self, create: bool) -> Self {
         self.create_schema = create;
         self
     }
 
-    /// Sets [`purge_interval`](Self::purge_interval).
+    /// How often a background task deletes expired rows (1 min); `None` to
+    /// leave it to
+    /// [`IdemStore::purge_expired`](crate::IdemStore::purge_expired) on a
+    /// schedule of your own. The task stops when the store is dropped.
     pub fn purge_interval(mut self, interval: Option<Duration>) -> Self {
         self.purge_interval = interval;
         self
     }
 
-    /// Sets [`tls_root_ca`](Self::tls_root_ca): trust the CA in this PEM.
+    /// trust the CA in this PEM.
     #[cfg(feature = "postgres-tls")]
     pub fn tls_root_ca(mut self, pem: impl Into<Vec<u8>>) -> Self {
         self.tls_root_ca = Some(pem.into());

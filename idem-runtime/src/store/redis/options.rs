@@ -11,27 +11,14 @@ use crate::error::StoreError;
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RedisOptions {
-    /// Bound on connecting (and reconnecting) to a node: 1 s.
-    pub connection_timeout: Duration,
-    /// Bound on one command's answer: 1 s.
-    pub response_timeout: Duration,
-    /// How often a lost connection is retried before commands fail: 2.
-    pub reconnect_retries: usize,
-    /// Wait for this many replicas to acknowledge every write, up to the
-    /// duration (`WAIT`): `None` by default. See
-    /// [`wait_for_replicas`](Self::wait_for_replicas).
-    pub wait_for_replicas: Option<(usize, Duration)>,
-    /// The record format written: 2, the newest, by default. See
-    /// [`record_format`](Self::record_format).
-    pub record_format: u32,
-    /// Whether a claim asks for a taken key's record in its own round
-    /// trip (`SET .. NX GET`): `true` by default. See
-    /// [`claim_reads_back`](Self::claim_reads_back).
-    pub claim_reads_back: bool,
-    /// For `rediss://`: the PEM certificate(s) of the CA that signed the
-    /// server's certificate, instead of the platform's roots.
+    pub(crate) connection_timeout: Duration,
+    pub(crate) response_timeout: Duration,
+    pub(crate) reconnect_retries: usize,
+    pub(crate) wait_for_replicas: Option<(usize, Duration)>,
+    pub(crate) record_format: u32,
+    pub(crate) claim_reads_back: bool,
     #[cfg(feature = "redis-tls")]
-    pub tls_root_ca: Option<Vec<u8>>,
+    pub(crate) tls_root_ca: Option<Vec<u8>>,
 }
 
 impl RedisOptions {
@@ -40,13 +27,13 @@ impl RedisOptions {
         RedisOptions::default()
     }
 
-    /// Sets [`connection_timeout`](Self::connection_timeout).
+    /// Bound on connecting (and reconnecting) to a node: 1 s.
     pub fn connection_timeout(mut self, timeout: Duration) -> Self {
         self.connection_timeout = timeout;
         self
     }
 
-    /// Sets [`response_timeout`](Self::response_timeout).
+    /// Bound on one command's answer: 1 s.
     pub fn response_timeout(mut self, timeout: Duration) -> Self {
         self.response_timeout = timeout;
         self
@@ -93,7 +80,9 @@ impl RedisOptions {
     /// `ERR syntax error`) is detected at the first claim, which the store
     /// logs at `INFO`, and from then on a claim sends `SET .. NX` and, for
     /// a taken key, runs its script: two round trips for a duplicate, as
-    /// in idem 0.1. `false` sends the older form from the start.
+    /// in idem 0.1. `false` sends the older form from the start (the tests
+    /// use it to run that path on any server).
+    #[doc(hidden)]
     pub fn claim_reads_back(mut self, on: bool) -> Self {
         self.claim_reads_back = on;
         self
@@ -109,13 +98,13 @@ impl RedisOptions {
         }
     }
 
-    /// Sets [`reconnect_retries`](Self::reconnect_retries).
+    /// How often a lost connection is retried before commands fail: 2.
     pub fn reconnect_retries(mut self, retries: usize) -> Self {
         self.reconnect_retries = retries;
         self
     }
 
-    /// Sets [`tls_root_ca`](Self::tls_root_ca): trust the CA in this PEM
+    /// trust the CA in this PEM
     /// for `rediss://` servers.
     #[cfg(feature = "redis-tls")]
     pub fn tls_root_ca(mut self, pem: impl Into<Vec<u8>>) -> Self {

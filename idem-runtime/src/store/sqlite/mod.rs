@@ -32,13 +32,8 @@ pub const SCHEMA_VERSION: i64 = 2;
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct SqliteOptions {
-    /// How long a write waits for another process's lock: 5 s.
-    pub busy_timeout: Duration,
-    /// `PRAGMA synchronous = FULL`: survive power loss, at the price of an
-    /// fsync per operation. The default, `NORMAL` in WAL mode, survives any
-    /// crash of the process (the agent crashing is the case idem is for) and
-    /// may lose the last operations on a power loss or OS crash.
-    pub synchronous_full: bool,
+    pub(crate) busy_timeout: Duration,
+    pub(crate) synchronous_full: bool,
 }
 
 impl Default for SqliteOptions {
@@ -56,13 +51,16 @@ impl SqliteOptions {
         SqliteOptions::default()
     }
 
-    /// Sets [`busy_timeout`](Self::busy_timeout).
+    /// How long a write waits for another process's lock: 5 s.
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
         self.busy_timeout = timeout;
         self
     }
 
-    /// Sets [`synchronous_full`](Self::synchronous_full).
+    /// `PRAGMA synchronous = FULL`: survive power loss, at the price of an
+    /// fsync per operation. The default, `NORMAL` in WAL mode, survives any
+    /// crash of the process (the agent crashing is the case idem is for) and
+    /// may lose the last operations on a power loss or OS crash.
     pub fn synchronous_full(mut self, full: bool) -> Self {
         self.synchronous_full = full;
         self
