@@ -62,7 +62,7 @@ mod keepalive;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
-#[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod record;
 #[cfg(feature = "redis")]
 pub mod redis;

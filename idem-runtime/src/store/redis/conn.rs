@@ -24,7 +24,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::io::tcp::{TcpSettings, socket2::TcpKeepalive};
 use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, RedisResult, Value};
 
-use super::errors::connection_lost;
+use super::error::connection_lost;
 use crate::store::answers::{Clock, LastAnswer};
 use crate::store::keepalive;
 

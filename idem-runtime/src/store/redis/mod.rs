@@ -36,8 +36,9 @@
 //!   when a running record is found).
 
 mod conn;
-mod errors;
+mod error;
 mod options;
+mod record;
 mod scan;
 mod scripts;
 
@@ -49,16 +50,16 @@ use redis::cluster::ClusterClient;
 use redis::{AsyncConnectionConfig, Cmd, ErrorKind, RedisError, ServerErrorKind, Value as RValue};
 
 use self::conn::{Connections, Dialer, tcp_settings};
-use self::errors::{as_text, rejects_set_get, script_error, store_error};
+use self::error::{as_text, rejects_set_get, script_error, store_error};
 pub use self::options::RedisOptions;
 #[cfg(feature = "redis-tls")]
 use self::options::install_crypto_provider;
 use self::options::url_error;
+use self::record::{RunningLine, State};
 use self::scripts::{Script, scripts};
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::store::hashing::PassThroughMap;
-use crate::store::record::{self, RunningLine, State};
 use crate::store::{
     BoxFuture, CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, Outcome, RecordInfo,
     ScanFilter, ScanPage,

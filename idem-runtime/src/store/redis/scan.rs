@@ -8,12 +8,12 @@ use redis::Value as RValue;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 
 use super::conn::Conn;
-use super::errors::{as_text, connection_lost, store_error};
+use super::error::{as_text, connection_lost, store_error};
+use super::record::State;
 use super::scripts::scripts;
 use super::{RedisStore, millis};
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
-use crate::store::record::State;
 use crate::store::{CLAIM_RETENTION, LeaseToken, RecordInfo, ScanFilter, ScanPage};
 
 impl RedisStore {

@@ -6,8 +6,11 @@
 //! transaction, keeping blocking I/O off the async runtime, and never
 //! applies an operation whose caller gave up.
 
+mod options;
 mod sql;
 mod worker;
+
+pub use self::options::SqliteOptions;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -27,45 +30,6 @@ use crate::store::{
 
 /// The schema this code writes (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = 2;
-
-/// How [`SqliteStore`] opens its database.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct SqliteOptions {
-    pub(crate) busy_timeout: Duration,
-    pub(crate) synchronous_full: bool,
-}
-
-impl Default for SqliteOptions {
-    fn default() -> Self {
-        SqliteOptions {
-            busy_timeout: Duration::from_secs(5),
-            synchronous_full: false,
-        }
-    }
-}
-
-impl SqliteOptions {
-    /// The defaults.
-    pub fn new() -> SqliteOptions {
-        SqliteOptions::default()
-    }
-
-    /// How long a write waits for another process's lock: 5 s.
-    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
-        self.busy_timeout = timeout;
-        self
-    }
-
-    /// `PRAGMA synchronous = FULL`: survive power loss, at the price of an
-    /// fsync per operation. The default, `NORMAL` in WAL mode, survives any
-    /// crash of the process (the agent crashing is the case idem is for) and
-    /// may lose the last operations on a power loss or OS crash.
-    pub fn synchronous_full(mut self, full: bool) -> Self {
-        self.synchronous_full = full;
-        self
-    }
-}
 
 /// An embedded store in one SQLite file, durable across restarts and
 /// shareable by several processes on one machine.

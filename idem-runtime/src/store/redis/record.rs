@@ -1,0 +1,243 @@
+//! The Redis record: one line of text, parsed by the Lua scripts on the
+//! server. [`RunningLine`] writes the one a claim sets without a script and
+//! the settled one that replaces it, [`settled_entry`] reads a recorded
+//! outcome a claim gets back, and [`State::parse`] reads the state tags the
+//! scripts answer. The layout is in `docs/spec.md` ("Record formats").
+
+use crate::key::Fingerprint;
+use crate::store::contract::Entry;
+use crate::store::token::LeaseToken;
+
+/// Where a record is in its life: the public `RecordState`, by the short
+/// name the scripts' answers are read with.
+pub(super) use crate::store::inspect::RecordState as State;
+
+/// The Redis record of a running claim, as the claim writes it, and the
+/// settled record its holder writes over it: `2|running|<fingerprint
+/// hex>|<attempt>|<tool>|<life>|<token hex>|` in format 2,
+/// `1|running|<fingerprint hex>|<attempt>|<token hex>|` in format 1
+/// (`scripts/prelude.lua` writes the same bytes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RunningLine {
+    text: String,
+    /// Where the life's digits are (format 2).
+    life: Option<std::ops::Range<usize>>,
+}
+
+impl RunningLine {
+    /// The record of `token`'s claim in `format`, of tool `tool`,
+    /// expiring in `life` ms.
+    pub(crate) fn new(
+        format: u32,
+        fingerprint: &Fingerprint,
+        tool: &str,
+        life: u64,
+        token: &LeaseToken,
+    ) -> RunningLine {
+        // Built piece by piece: this is on every claim's path.
+        let mut text = String::with_capacity(128 + tool.len());
+        text.push_str(if format == 1 { "1|" } else { "2|" });
+        text.push_str(State::Running.as_str());
+        text.push('|');
+        push_fingerprint(&mut text, format, fingerprint);
+        text.push('|');
+        text.push_str(itoa::Buffer::new().format(token.attempt()));
+        text.push('|');
+        let mut life_at = None;
+        if format != 1 {
+            text.push_str(tool);
+            text.push('|');
+            let start = text.len();
+            text.push_str(itoa::Buffer::new().format(life));
+            life_at = Some(start..text.len());
+            text.push('|');
+        }
+        token.push_id_hex(&mut text);
+        text.push('|');
+        RunningLine {
+            text,
+            life: life_at,
+        }
+    }
+
+    /// The record as stored.
+    pub(crate) fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The record that settles this one into `state` (done, failed,
+    /// released), kept `keep_ms`, all but its payload: the same
+    /// fingerprint, attempt, tool and token, the life replaced by
+    /// `keep_ms`.
+    pub(crate) fn settled_head(&self, state: State, keep_ms: u64) -> String {
+        // Both formats start with the version, then `|running|`.
+        const RUNNING: usize = "1|running|".len();
+        let mut head = String::with_capacity(self.text.len() + 8);
+        head.push_str(&self.text[..2]);
+        head.push_str(state.as_str());
+        head.push('|');
+        match &self.life {
+            None => head.push_str(&self.text[RUNNING..]),
+            Some(life) => {
+                head.push_str(&self.text[RUNNING..life.start]);
+                head.push_str(itoa::Buffer::new().format(keep_ms));
+                head.push_str(&self.text[life.end..]);
+            }
+        }
+        head
+    }
+}
+
+/// Appends `fingerprint` as a Redis record of `format` holds it: whole in
+/// format 2; format 1's readers take 64 digits only, so there its field
+/// tags are left out (and a conflict names no field).
+pub(crate) fn push_fingerprint(out: &mut String, format: u32, fingerprint: &Fingerprint) {
+    if format == 1 {
+        crate::key::push_hex(out, fingerprint.digest());
+    } else {
+        fingerprint.push_hex(out);
+    }
+}
+
+/// The outcome a Redis record holds, read back by a claim's `SET .. NX
+/// GET`: the entry to replay when `line` is a well-formed `done` or
+/// `failed` record of format 1 or 2, else `None`. A running or released
+/// record, a format this version does not know or anything malformed goes
+/// to the CLAIM script, which reads it with every check
+/// (`scripts/prelude.lua`): this reader accepts a subset of what the
+/// script accepts, never more, so it can only save a round trip, never
+/// decide differently.
+pub(crate) fn settled_entry(line: &[u8]) -> Option<Entry> {
+    let line = std::str::from_utf8(line).ok()?;
+    let (version, rest) = line.split_once('|')?;
+    // Format 1: state|fp|attempt|token|payload; format 2 adds the tool
+    // and the life after the attempt.
+    let fields = match version {
+        "1" => 4,
+        "2" => 6,
+        _ => return None,
+    };
+    let mut parts = rest.splitn(fields + 1, '|');
+    let state = State::parse(parts.next()?)?;
+    let fingerprint = parts.next()?;
+    if version == "1" && fingerprint.len() != 64 {
+        return None; // format 1 has no field tags
+    }
+    let fingerprint = Fingerprint::from_hex(fingerprint)?;
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    let hex = |s: &str| s.bytes().all(|b| b.is_ascii_hexdigit());
+    if !digits(parts.next()?) {
+        return None;
+    }
+    if version == "2" {
+        parts.next()?; // the tool: anything but `|`
+        if !digits(parts.next()?) {
+            return None;
+        }
+    }
+    if !hex(parts.next()?) {
+        return None;
+    }
+    let payload = parts.next()?.to_owned();
+    match state {
+        State::Done => Some(Entry::Done {
+            result: payload,
+            fingerprint,
+        }),
+        State::Failed => Some(Entry::Failed {
+            error: payload,
+            fingerprint,
+        }),
+        State::Running | State::Released => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FP: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+    const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+    /// One field tag: 4 bytes of the path's hash, 4 of the value's.
+    const TAG: &str = "a1b2c3d4e5f60718";
+
+    #[test]
+    fn a_settled_redis_record_is_replayed_from_its_line() {
+        let fingerprint = Fingerprint::from_hex(FP).unwrap();
+        let done = format!("2|done|{FP}|0|charge|8000|{TOKEN}|{{\"id\":1}}");
+        assert_eq!(
+            settled_entry(done.as_bytes()),
+            Some(Entry::Done {
+                result: "{\"id\":1}".into(),
+                fingerprint: fingerprint.clone()
+            })
+        );
+        // Format 1, a payload holding `|`, a record settled before tokens.
+        let failed = format!("1|failed|{FP}|3||declined | code 51");
+        assert_eq!(
+            settled_entry(failed.as_bytes()),
+            Some(Entry::Failed {
+                error: "declined | code 51".into(),
+                fingerprint
+            })
+        );
+        // Field tags after the digest (format 2).
+        let tagged = format!("2|done|{FP}{TAG}|0|charge|8000|{TOKEN}|r");
+        let entry = settled_entry(tagged.as_bytes()).expect("a tagged record");
+        assert_eq!(entry.fingerprint().to_hex(), format!("{FP}{TAG}"));
+    }
+
+    /// The settled record a holder writes is the claim's with the state,
+    /// the life and the payload changed, as `scripts/settle.lua` writes it.
+    #[test]
+    fn a_running_line_settles_into_the_scripts_record() {
+        let fingerprint = Fingerprint::from_hex(FP).unwrap();
+        let token = LeaseToken::from_parts(0x0123456789abcdef0123456789abcdef, 3);
+        let running = RunningLine::new(2, &fingerprint, "charge", 30_030_000, &token);
+        assert_eq!(
+            running.as_str(),
+            format!("2|running|{FP}|3|charge|30030000|{TOKEN}|")
+        );
+        assert_eq!(
+            running.settled_head(State::Done, 86_400_000),
+            format!("2|done|{FP}|3|charge|86400000|{TOKEN}|")
+        );
+        let old = RunningLine::new(1, &fingerprint, "charge", 30_030_000, &token);
+        assert_eq!(old.as_str(), format!("1|running|{FP}|3|{TOKEN}|"));
+        // Field tags follow the digest in format 2; format 1 leaves them out.
+        let tagged = Fingerprint::from_hex(&format!("{FP}{TAG}")).unwrap();
+        let running = RunningLine::new(2, &tagged, "charge", 8000, &token);
+        assert_eq!(
+            running.as_str(),
+            format!("2|running|{FP}{TAG}|3|charge|8000|{TOKEN}|")
+        );
+        let running = RunningLine::new(1, &tagged, "charge", 8000, &token);
+        assert_eq!(running.as_str(), format!("1|running|{FP}|3|{TOKEN}|"));
+        assert_eq!(
+            old.settled_head(State::Released, 60_000),
+            format!("1|released|{FP}|3|{TOKEN}|")
+        );
+    }
+
+    /// Whatever the reader does not fully recognise goes to the script.
+    #[test]
+    fn anything_else_is_left_to_the_claim_script() {
+        for line in [
+            format!("2|running|{FP}|0|charge|8000|{TOKEN}|"),
+            format!("2|released|{FP}|1|charge|8000|{TOKEN}|"),
+            format!("3|done|{FP}|0|charge|8000|{TOKEN}|r"),
+            format!("2|done|{}|0|charge|8000|{TOKEN}|r", &FP[1..]),
+            format!("2|done|{FP}|x|charge|8000|{TOKEN}|r"),
+            format!("2|done|{FP}|0|charge|8s|{TOKEN}|r"),
+            format!("2|done|{FP}|0|charge|8000|{TOKEN}"),
+            format!("2|finished|{FP}|0|charge|8000|{TOKEN}|r"),
+            format!("1|done|{FP}|0|not-hex|r"),
+            format!("1|done|{FP}{TAG}|0|{TOKEN}|r"),
+            format!("2|done|{FP}{}|0|charge|8000|{TOKEN}|r", &TAG[1..]),
+            "garbage".to_owned(),
+        ] {
+            assert_eq!(settled_entry(line.as_bytes()), None, "{line}");
+        }
+        assert_eq!(settled_entry(b"2|done|\xff"), None);
+    }
+}
