@@ -251,43 +251,52 @@ async fn async_openai_typed_calls_run_once_and_get_typed_tool_messages() {
     assert_eq!(executions(&registry), 1);
 }
 
-/// MCP's `tools/call` params are answered as the MCP server answers them:
-/// the result as text and as structured content, a tool's error as text
-/// flagged `isError`.
+/// MCP's `tools/call` params are answered with the `CallToolResult` the
+/// MCP SDK's own constructors make: the result as text and as structured
+/// content, a tool's error as text flagged `isError`; and the MCP server
+/// answers the same.
 #[cfg(feature = "mcp")]
 #[tokio::test]
-async fn mcp_calls_are_answered_as_the_mcp_server_answers_them() {
+async fn mcp_calls_are_answered_with_the_sdks_tool_results() {
+    use idem::mcp::rmcp::model::{CallToolResult, ContentBlock};
     let registry = registry();
     let server = shop::registry().into_mcp_server();
-    let calls = [
-        json!({"name": "charge_card", "arguments": {"order_id": "o-1", "amount": 4200}}),
-        json!({"name": "charge_card", "arguments": {"order_id": "o-1"}}),
-        json!({"name": "lookup_order", "arguments": {"order_id": "o-1001"}}),
+    let receipt = json!({"charge_id": "ch_0001", "order_id": "o-1", "amount": 4200});
+    let mut charged = CallToolResult::success(vec![ContentBlock::text(receipt.to_string())]);
+    charged.structured_content = Some(receipt);
+    let missing =
+        "Error: invalid arguments: missing field `amount`. Fix the arguments and call again.";
+    let cases = [
+        (
+            json!({"name": "charge_card", "arguments": {"order_id": "o-1", "amount": 4200}}),
+            charged,
+        ),
+        (
+            json!({"name": "charge_card", "arguments": {"order_id": "o-1"}}),
+            CallToolResult::error(vec![ContentBlock::text(missing)]),
+        ),
+        (
+            json!({"name": "lookup_order", "arguments": {"order_id": "o-1001"}}),
+            CallToolResult::success(vec![ContentBlock::text("o-1001: awaiting payment")]),
+        ),
     ];
-    for call in &calls {
+    for (call, expected) in cases {
+        let expected = serde_json::to_value(expected).expect("JSON");
         let reply = registry
-            .reply(Provider::Mcp, "run-42", call)
+            .reply(Provider::Mcp, "run-42", &call)
             .await
             .expect("well formed");
-        let arguments = call["arguments"].as_object().cloned();
+        assert_eq!(reply.message, expected, "{call}");
         let name = call["name"].as_str().expect("a name");
         let served = server
-            .call(name, arguments, Some("run-42"))
+            .call(name, call["arguments"].as_object().cloned(), Some("run-42"))
             .await
             .expect("a tool result");
         assert_eq!(
-            reply.message,
             serde_json::to_value(served).expect("JSON"),
+            expected,
             "{call}"
         );
     }
-    assert_eq!(
-        registry
-            .reply(Provider::Mcp, "run-42", &calls[0])
-            .await
-            .expect("well formed")
-            .message["structuredContent"]["charge_id"],
-        "ch_0001"
-    );
     assert_eq!(executions(&registry), 1);
 }

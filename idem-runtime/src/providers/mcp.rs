@@ -30,10 +30,13 @@ pub(super) fn read<'a>(
 /// The `CallToolResult` answering a call: the result's JSON as text, and as
 /// `structuredContent` when it is an object (the only shape MCP's
 /// `structuredContent` takes); a failure as text with `isError: true`.
+/// `resultType` is the protocol's of 2026-07-28; an MCP server drops it for
+/// a client of an older version.
 pub(crate) fn answer(outcome: &Result<Value, ToolError>) -> Value {
     match outcome {
         Ok(value) => {
             let mut result = json!({
+                "resultType": "complete",
                 "content": [{ "type": "text", "text": result_text(value) }],
                 "isError": false,
             });
@@ -43,6 +46,7 @@ pub(crate) fn answer(outcome: &Result<Value, ToolError>) -> Value {
             result
         }
         Err(e) => json!({
+            "resultType": "complete",
             "content": [{ "type": "text", "text": e.model_message() }],
             "isError": true,
         }),

@@ -84,6 +84,11 @@
 //! failure of the tool itself, an unreachable store (the write did not
 //! run).
 
+mod caller;
+#[cfg(feature = "mcp-http")]
+mod streamable;
+
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -96,7 +101,9 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
+use self::caller::Caller;
 use crate::error::ToolError;
+use crate::key::ScopeKind;
 use crate::registry::{CallContext, Registry};
 
 /// The MCP SDK this module is built on, for its transports and
@@ -132,6 +139,8 @@ pub enum StatelessWrites {
 pub struct McpServer<S> {
     registry: Registry<S>,
     tools: Arc<[Tool]>,
+    /// The run-scoped write tools: those a call without a run refuses.
+    run_scoped: Arc<HashSet<String>>,
     info: ServerConfig,
     /// The run of calls that name none.
     run_id: Arc<str>,
@@ -154,23 +163,6 @@ pub struct McpServer<S> {
 /// What [`McpServer::with_principal`] installs.
 #[cfg(feature = "mcp-http")]
 type PrincipalHook = Arc<dyn Fn(&::http::request::Parts) -> Option<String> + Send + Sync>;
-
-impl<S> Clone for McpServer<S> {
-    /// A handler serving the same registry in a new run of its own.
-    fn clone(&self) -> Self {
-        McpServer {
-            registry: self.registry.clone(),
-            tools: self.tools.clone(),
-            info: self.info.clone(),
-            run_id: new_run_id(),
-            tenant: self.tenant.clone(),
-            stateless: self.stateless,
-            in_session: AtomicBool::new(false),
-            #[cfg(feature = "mcp-http")]
-            principal: self.principal.clone(),
-        }
-    }
-}
 
 impl<S> std::fmt::Debug for McpServer<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -197,11 +189,18 @@ impl<S: Send + Sync + 'static> Registry<S> {
                 }
             })
             .collect();
+        let run_scoped = self
+            .definitions()
+            .iter()
+            .filter(|d| d.scope == Some(ScopeKind::Run))
+            .map(|d| d.name.clone())
+            .collect();
         let info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("idem", env!("CARGO_PKG_VERSION")));
         McpServer {
             registry: self,
             tools,
+            run_scoped: Arc::new(run_scoped),
             info,
             run_id: new_run_id(),
             tenant: None,
@@ -378,10 +377,11 @@ impl<S: Send + Sync + 'static> ServerHandler for McpServer<S> {
         };
         let named = meta(RUN_ID_META);
         let operation_key = meta(OPERATION_KEY_META);
-        let Bound { tenant, run } = self.bind(named, &context);
-        let run = match run {
+        let caller = self.caller(&context);
+        let tenant = caller.tenant(self.tenant.as_deref());
+        let run = match caller.run(named, &self.run_id, self.stateless) {
             Ok(run) => run,
-            Err(why) if self.needs_run(&request.name) => {
+            Err(why) if self.run_scoped.contains(request.name.as_ref()) => {
                 let text = format!(
                     "Error: `{}` changes things and {why}, so a repeat of it could not be \
                      recognised; it did not run.",
@@ -406,51 +406,23 @@ impl<S: Send + Sync + 'static> ServerHandler for McpServer<S> {
     }
 }
 
-/// A call's tenant, and its run or why it has none a write could use.
-struct Bound {
-    tenant: Option<String>,
-    run: Result<String, &'static str>,
-}
-
-impl<S: Send + Sync + 'static> McpServer<S> {
-    /// Whether tool `name` keys on its run: a run-scoped write tool.
-    fn needs_run(&self, name: &str) -> bool {
-        self.registry
-            .definitions()
-            .iter()
-            .any(|d| d.name == name && d.scope == Some(crate::key::ScopeKind::Run))
-    }
-
-    /// The tenant and run of a request that names run `named`, as in
-    /// [Runs and callers](self#runs-and-callers).
-    fn bind(&self, named: Option<&str>, context: &RequestContext<RoleServer>) -> Bound {
-        let tenant = self.tenant.as_deref().map(str::to_owned);
+impl<S> McpServer<S> {
+    /// What the request shows of its caller (see [`Caller`]).
+    fn caller(&self, context: &RequestContext<RoleServer>) -> Caller {
         #[cfg(feature = "mcp-http")]
         if let Some(request) = context.extensions.get::<::http::request::Parts>() {
-            return self.bind_http(named, request, tenant);
+            return self.http_caller(request);
         }
         #[cfg(not(feature = "mcp-http"))]
         let _ = context;
-        let run = Ok(named.unwrap_or(&self.run_id).to_owned());
-        Bound { tenant, run }
+        Caller::Connection
     }
 
+    /// The caller of an HTTP request: its principal, as the hook names it,
+    /// and its MCP session, which only a session's own handler trusts
+    /// (rmcp checked that it issued the id and that the session is live).
     #[cfg(feature = "mcp-http")]
-    fn bind_http(
-        &self,
-        named: Option<&str>,
-        request: &::http::request::Parts,
-        tenant: Option<String>,
-    ) -> Bound {
-        const NO_RUN: &str = "this request belongs to no MCP session and names no run in \
-                              `_meta[\"idem/run_id\"]`, and this server does not scope such \
-                              calls to their caller";
-        // The run of stateless calls scoped to their caller.
-        let caller_run = || match self.stateless {
-            StatelessWrites::CallerScope => Ok("mcp-caller".to_owned()),
-            StatelessWrites::Refuse => Err(NO_RUN),
-        };
-        // Only a session's own handler trusts the id: rmcp checked it.
+    fn http_caller(&self, request: &::http::request::Parts) -> Caller {
         let session = request
             .headers
             .get("mcp-session-id")
@@ -458,58 +430,13 @@ impl<S: Send + Sync + 'static> McpServer<S> {
             .and_then(|id| id.to_str().ok())
             .filter(|id| !id.is_empty())
             .map(|id| format!("mcp-session-{id}"));
-        if let Some(principal) = self.principal.as_ref().and_then(|hook| hook(request)) {
-            let run = match named.map(str::to_owned).or(session) {
-                Some(run) => Ok(run),
-                None => caller_run(),
-            };
-            return Bound {
-                tenant: Some(principal),
-                run,
-            };
-        }
-        let run = match (named, session) {
-            // The server issued the id (rmcp refuses on the session path
-            // ids it did not issue) and it holds no `/`: the scoped run
-            // is unambiguous.
-            (Some(named), Some(session)) => Ok(format!("{session}/{named}")),
-            (None, Some(session)) => Ok(session),
-            (Some(_), None) => Err(
-                "the run it names in `_meta[\"idem/run_id\"]` cannot be bound to a caller: \
-                 the request belongs to no MCP session and the server authenticated no \
-                 principal. Use a session, or a server that authenticates its callers",
-            ),
-            (None, None) => caller_run(),
-        };
-        Bound { tenant, run }
-    }
-}
-
-#[cfg(feature = "mcp-http")]
-mod streamable {
-    use std::sync::Arc;
-
-    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService,
-    };
-
-    use super::McpServer;
-
-    impl<S: Send + Sync + 'static> McpServer<S> {
-        /// This server as a streamable HTTP endpoint (feature `mcp-http`):
-        /// a `tower` service to mount in axum, hyper or any tower stack.
-        /// Calls run in their MCP session's run unless they name one (see
-        /// the [module docs](super)).
-        pub fn streamable_http(
-            self,
-            config: StreamableHttpServerConfig,
-        ) -> StreamableHttpService<McpServer<S>, LocalSessionManager> {
-            StreamableHttpService::new(
-                move || Ok(self.clone()),
-                Arc::new(LocalSessionManager::default()),
-                config,
-            )
+        match (
+            self.principal.as_ref().and_then(|hook| hook(request)),
+            session,
+        ) {
+            (Some(principal), session) => Caller::Principal { principal, session },
+            (None, Some(session)) => Caller::Session(session),
+            (None, None) => Caller::Anonymous,
         }
     }
 }
