@@ -3,7 +3,19 @@
 //! policy per kind of caller, and for each a tenant and a run, computed
 //! from what the request shows and nothing else.
 
-use super::StatelessWrites;
+/// What a run-scoped write tool called over HTTP without a session or a
+/// run id does (see [Runs and callers](crate::mcp#runs-and-callers)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum StatelessWrites {
+    /// The caller is the scope: the call runs in the one run of its
+    /// principal, or of all anonymous callers; a repeat is replayed.
+    #[default]
+    CallerScope,
+    /// Refused with an error result that asks for a run id or a session;
+    /// nothing runs.
+    Refuse,
+}
 
 /// What a request shows of its caller.
 #[derive(Debug, Clone, PartialEq, Eq)]

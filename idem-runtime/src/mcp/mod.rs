@@ -102,6 +102,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
 use self::caller::Caller;
+pub use self::caller::StatelessWrites;
 use crate::error::ToolError;
 use crate::key::ScopeKind;
 use crate::registry::{CallContext, Registry};
@@ -120,20 +121,6 @@ pub const RUN_ID_META: &str = "idem/run_id";
 /// with [`CallContext::operation_key`]:
 /// `{"_meta": {"idem/operation_key": "order-42-refund"}}`.
 pub const OPERATION_KEY_META: &str = "idem/operation_key";
-
-/// What a run-scoped write tool called over HTTP without a session or a
-/// run id does (see [Runs and callers](self#runs-and-callers)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum StatelessWrites {
-    /// The caller is the scope: the call runs in the one run of its
-    /// principal, or of all anonymous callers; a repeat is replayed.
-    #[default]
-    CallerScope,
-    /// Refused with an error result that asks for a run id or a session;
-    /// nothing runs.
-    Refuse,
-}
 
 /// An MCP server over a [`Registry`]: see the [module docs](self).
 pub struct McpServer<S> {
