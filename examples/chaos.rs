@@ -306,7 +306,7 @@ impl Server {
             StoreKind::Postgres => {
                 let url = std::env::var("IDEM_POSTGRES_URL")
                     .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-                let tag = format!("{:x}", idem::LeaseToken::generate(0).id() as u64);
+                let tag = format!("{:x}", idem::store::LeaseToken::generate(0).id() as u64);
                 Server::Postgres {
                     url,
                     schema: format!("idem_chaos_{tag}"),

@@ -145,7 +145,7 @@ fn main() -> Result<(), BoxError> {
 }
 
 async fn run(config: Config) -> Result<(), BoxError> {
-    let run_id = format!("{:x}", idem::LeaseToken::generate(0).id() as u64);
+    let run_id = format!("{:x}", idem::store::LeaseToken::generate(0).id() as u64);
     let plan = Arc::new(plan(&config.mode, config.calls));
     let distinct = plan.iter().max().map_or(0, |m| m + 1) as usize;
     let counts = Counts {

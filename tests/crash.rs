@@ -289,7 +289,7 @@ fn redis_crash_and_resume() {
     for point in POINTS {
         let ns = format!(
             "idem-test-crash-{:x}",
-            idem::LeaseToken::generate(0).id() as u64
+            idem::store::LeaseToken::generate(0).id() as u64
         );
         crash_and_resume(&format!("redis:{ns}"), point);
     }

@@ -283,7 +283,10 @@ async fn terminated_backends_lose_nothing() {
     };
     // The store's connections carry a name of their own, so that only
     // they are terminated.
-    let app = format!("idem_fault_{:x}", idem::LeaseToken::generate(0).id() as u64);
+    let app = format!(
+        "idem_fault_{:x}",
+        idem::store::LeaseToken::generate(0).id() as u64
+    );
     let url = format!("{}?application_name={app}", support::postgres_url());
     let options = PostgresOptions::new()
         .schema(&h.schema)

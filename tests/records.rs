@@ -20,7 +20,8 @@ mod support;
 use std::time::Duration;
 
 use idem::store::Outcome;
-use idem::{Claim, Entry, Fingerprint, IdemKey, IdemStore, LeaseToken};
+use idem::store::{Claim, Entry, LeaseToken};
+use idem::{Fingerprint, IdemKey, IdemStore};
 
 /// The fingerprint and token every golden record holds.
 const GOLDEN_FINGERPRINT: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
@@ -378,7 +379,7 @@ async fn sqlite_records_of_every_schema_are_read() {
         let now: i64 = conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .expect("user_version");
-        assert_eq!(now, idem::store::sqlite::SCHEMA_VERSION);
+        assert_eq!(now, idem::SqliteStore::SCHEMA_VERSION);
         for (key, want) in written {
             assert_eq!(sqlite_v1(&conn, key.as_str()), want);
         }

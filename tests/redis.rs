@@ -146,14 +146,14 @@ async fn writing_format_1_keeps_the_contract() {
     let lease = Duration::from_secs(5);
     let claimed = store.claim(&key, "format-1", &tagged, lease).await;
     assert!(
-        matches!(claimed, Ok(idem::Claim::Acquired(_))),
+        matches!(claimed, Ok(idem::store::Claim::Acquired(_))),
         "{claimed:?}"
     );
     match store
         .claim(&key, "format-1", &Fingerprint::of(&json!(1)), lease)
         .await
     {
-        Ok(idem::Claim::Existing(entry)) => {
+        Ok(idem::store::Claim::Existing(entry)) => {
             assert_eq!(entry.fingerprint().to_hex(), digest);
             assert!(entry.fingerprint().matches(&tagged));
         }
@@ -350,7 +350,7 @@ async fn records_carry_a_format_version() {
         .store(h.store())
         .namespace(format!(
             "idem-test-v-{:x}",
-            idem::LeaseToken::generate(0).id() as u64
+            idem::store::LeaseToken::generate(0).id() as u64
         ))
         .tool(Counter::default())
         .build()
@@ -773,7 +773,7 @@ async fn processes_hammering_the_same_keys_run_each_once() {
     }
     let ns = format!(
         "idem-test-procs-{:x}",
-        idem::LeaseToken::generate(0).id() as u64
+        idem::store::LeaseToken::generate(0).id() as u64
     );
     let children: Vec<_> = (0..4)
         .map(|_| {
@@ -835,7 +835,7 @@ async fn a_worker_paused_past_its_lease_is_fenced() {
     }
     let ns = format!(
         "idem-test-pause-{:x}",
-        idem::LeaseToken::generate(0).id() as u64
+        idem::store::LeaseToken::generate(0).id() as u64
     );
     let mut child = support::child("child_slow_worker")
         .arg("--ignored")
@@ -1023,7 +1023,7 @@ async fn the_conformance_suite_passes_as_a_least_privileged_acl_user() {
     }
     let scan = app
         .store
-        .scan(&idem::ScanFilter::namespace("idem-test-x"), "", 10)
+        .scan(&idem::store::ScanFilter::namespace("idem-test-x"), "", 10)
         .await;
     assert!(
         scan.as_ref()

@@ -10,8 +10,9 @@ mod support;
 use std::sync::Arc;
 
 use idem::prelude::*;
+use idem::store::Entry;
 use idem::store::Outcome;
-use idem::{Entry, IdemStore, MemoryStore};
+use idem::{IdemStore, MemoryStore};
 use serde_json::json;
 
 const MARKER: &str = "SECRET-7f3a";
@@ -67,7 +68,7 @@ async fn secrets_appear_only_at_debug_and_below() {
         .identify("r", "count", args.clone())
         .expect("identify")
         .expect("a write tool");
-    let idem::Claim::Acquired(token) = store
+    let idem::store::Claim::Acquired(token) = store
         .claim(
             &key,
             "charge_card",

@@ -186,7 +186,7 @@ async fn store_get_reads_what_the_registry_wrote() {
         .expect("id")
         .expect("write");
     match h.store.get(&key).await.expect("get") {
-        Some(idem::Entry::Done { fingerprint, .. }) => assert_eq!(fingerprint, fp),
+        Some(idem::store::Entry::Done { fingerprint, .. }) => assert_eq!(fingerprint, fp),
         other => panic!("{other:?}"),
     }
 }

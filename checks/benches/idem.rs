@@ -67,7 +67,7 @@ fn memory_store(c: &mut Criterion) {
                 let claim = store
                     .claim(&key, "bench", &fp, std::time::Duration::from_secs(30))
                     .await;
-                if let Ok(idem::Claim::Acquired(token)) = claim {
+                if let Ok(idem::store::Claim::Acquired(token)) = claim {
                     let _ = store
                         .settle(
                             &key,

@@ -15,8 +15,9 @@
 use std::time::Duration;
 
 use clap::Parser;
+use idem::store::Claim;
 use idem::store::Outcome;
-use idem::{Claim, Fingerprint, IdemKey, IdemStore, MemoryStore, Scope};
+use idem::{Fingerprint, IdemKey, IdemStore, MemoryStore, Scope};
 use serde_json::json;
 
 fn resident_bytes() -> Option<u64> {

@@ -14,7 +14,8 @@ mod store;
 use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
-use idem::{IdemKey, RecordState, ScanFilter, Scope};
+use idem::store::{RecordState, ScanFilter};
+use idem::{IdemKey, Scope};
 use serde_json::Value;
 
 use crate::release::Holder;

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use idem::{RecordInfo, RecordState};
+use idem::store::{RecordInfo, RecordState};
 use serde_json::{Value, json};
 
 /// A record as one JSON object; the payload only if read.

@@ -8,7 +8,8 @@
 use std::io::{BufRead, IsTerminal, Write};
 
 use idem::store::Outcome;
-use idem::{IdemKey, IdemStore, LeaseToken, RecordState, StoreError};
+use idem::store::{LeaseToken, RecordState};
+use idem::{IdemKey, IdemStore, StoreError};
 
 use crate::record::human;
 

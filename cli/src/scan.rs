@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use idem::{IdemStore, RecordInfo, RecordState, ScanFilter};
+use idem::IdemStore;
+use idem::store::{RecordInfo, RecordState, ScanFilter};
 use serde_json::json;
 
 use crate::record::{self, HEADER};

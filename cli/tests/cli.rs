@@ -13,9 +13,10 @@ mod skip;
 use std::process::{Command, Output};
 
 use idem::prelude::*;
+use idem::store::Claim;
 use idem::store::Outcome;
 use idem::{
-    Claim, IdemKey, IdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore, StoreError,
+    IdemKey, IdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore, StoreError,
 };
 use serde_json::{Value, json};
 

@@ -297,7 +297,7 @@ pub(crate) struct Options {
     #[arg(long, default_value = ".", hide = true)]
     dir: PathBuf,
     /// The scene's key namespace (likewise).
-    #[arg(long, hide = true, default_value_t = format!("demo-{:x}", idem::LeaseToken::generate(0).id() as u32))]
+    #[arg(long, hide = true, default_value_t = format!("demo-{:x}", idem::store::LeaseToken::generate(0).id() as u32))]
     namespace: String,
     /// Which agent process this is (likewise).
     #[arg(long, hide = true)]
@@ -420,7 +420,10 @@ pub(crate) async fn main(mut options: Options) -> Result<(), BoxError> {
 async fn scene_dir(options: &mut Options, scratch: &Path, n: u32) -> Result<(), BoxError> {
     options.dir = scratch.join(format!("scene-{n}"));
     std::fs::create_dir_all(&options.dir)?;
-    options.namespace = format!("demo-{:x}-{n}", idem::LeaseToken::generate(0).id() as u32);
+    options.namespace = format!(
+        "demo-{:x}-{n}",
+        idem::store::LeaseToken::generate(0).id() as u32
+    );
     Ok(())
 }
 

@@ -65,6 +65,7 @@ pub use crate::providers::{MalformedCall, Provider, RenderError, ToolReply};
 pub use crate::registry::{CallContext, IntoTool, Registry, RegistryBuilder, valid_tool_name};
 #[cfg(feature = "encryption")]
 pub use crate::seal::{InvalidKeyId, ResultKeys};
+pub use crate::store::contract::IdemStore;
 pub use crate::store::memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use crate::store::postgres::{PostgresOptions, PostgresStore};
@@ -72,9 +73,6 @@ pub use crate::store::postgres::{PostgresOptions, PostgresStore};
 pub use crate::store::redis::{RedisOptions, RedisStore};
 #[cfg(feature = "sqlite")]
 pub use crate::store::sqlite::{SqliteOptions, SqliteStore};
-pub use crate::store::{
-    Claim, Entry, IdemStore, LeaseToken, RecordInfo, RecordState, ScanFilter, ScanPage,
-};
 pub use crate::tool::{
     OnInFlight, OnStoreError, ReadTool, ToolDef, ToolInfo, ToolKind, WriteOptions, WriteTool,
 };

@@ -80,7 +80,10 @@ pub(crate) async fn postgres_schema() -> Option<(tokio_postgres::Client, String)
         }
     };
     tokio::spawn(connection);
-    let schema = format!("idem_test_{:x}", idem::LeaseToken::generate(0).id() as u64);
+    let schema = format!(
+        "idem_test_{:x}",
+        idem::store::LeaseToken::generate(0).id() as u64
+    );
     client
         .batch_execute(&format!("CREATE SCHEMA {schema}"))
         .await

@@ -45,7 +45,7 @@ impl TempDir {
         let dir = std::env::temp_dir().join(format!(
             "idem-{tag}-{}-{:x}",
             std::process::id(),
-            idem::LeaseToken::generate(0).id() as u64
+            idem::store::LeaseToken::generate(0).id() as u64
         ));
         std::fs::create_dir_all(&dir).expect("create temp dir");
         TempDir(dir)

@@ -129,7 +129,7 @@ impl RecordInfo {
     /// );
     /// record.tool = Some("charge_card".into());
     /// record.payload = Some(r#"{"charge":"ch_1"}"#.into());
-    /// assert!(idem_runtime::ScanFilter::namespace("").tool("charge_card").admits(&record));
+    /// assert!(idem_runtime::store::ScanFilter::namespace("").tool("charge_card").admits(&record));
     /// ```
     pub fn new(
         key: IdemKey,

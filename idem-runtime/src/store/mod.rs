@@ -54,22 +54,23 @@
 
 #[cfg(any(feature = "postgres", feature = "redis"))]
 mod answers;
-mod contract;
+pub(crate) mod contract;
 mod hashing;
 mod inspect;
 #[cfg(any(feature = "postgres", feature = "redis"))]
 mod keepalive;
-pub mod memory;
+pub(crate) mod memory;
 #[cfg(feature = "postgres")]
-pub mod postgres;
+pub(crate) mod postgres;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod record;
 #[cfg(feature = "redis")]
-pub mod redis;
+pub(crate) mod redis;
 #[cfg(feature = "sqlite")]
-pub mod sqlite;
+pub(crate) mod sqlite;
 mod token;
 
-pub use self::contract::{BoxFuture, CLAIM_RETENTION, Claim, Entry, IdemStore, Outcome};
+pub(crate) use self::contract::IdemStore;
+pub use self::contract::{BoxFuture, CLAIM_RETENTION, Claim, Entry, Outcome};
 pub use self::inspect::{RecordInfo, RecordState, ScanFilter, ScanPage, UnknownState};
 pub use self::token::LeaseToken;

@@ -36,9 +36,6 @@ use crate::store::{
     ScanFilter, ScanPage,
 };
 
-/// The schema version this code writes.
-pub const SCHEMA_VERSION: i32 = 2;
-
 /// A store in PostgreSQL: a pool of connections with prepared statements,
 /// one statement per operation, expiry by the database's clock.
 pub struct PostgresStore {
@@ -105,6 +102,9 @@ macro_rules! with_conn {
 }
 
 impl PostgresStore {
+    /// The schema version this code writes.
+    pub const SCHEMA_VERSION: i32 = 2;
+
     /// Connects to `postgres://user:password@host:port/database` (or a
     /// `host=… user=…` string), with TLS as its `sslmode` says (feature
     /// `postgres-tls`; README, "PostgreSQL over TLS"), and
@@ -131,7 +131,7 @@ impl PostgresStore {
                 migrate(&mut setup, &table, &options).await?;
                 check_version(&setup, &table).await?;
             }
-            Ok(Some(older)) if options.create_schema && older < SCHEMA_VERSION => {
+            Ok(Some(older)) if options.create_schema && older < Self::SCHEMA_VERSION => {
                 migrate(&mut setup, &table, &options).await?;
                 check_version(&setup, &table).await?;
             }
@@ -201,7 +201,7 @@ impl PostgresStore {
     pub fn schema_sql(options: &PostgresOptions) -> Result<String, StoreError> {
         let t = options.qualified()?;
         let index = format!("{}_expires_at", options.table);
-        Ok(sql::schema(&t, &index, SCHEMA_VERSION))
+        Ok(sql::schema(&t, &index, Self::SCHEMA_VERSION))
     }
 
     /// Runs raw SQL on a pooled connection (to plant a malformed record in a
@@ -288,14 +288,15 @@ fn checked_version(
             PgError::from(e)
         ))
     })?;
+    const WRITTEN: i32 = PostgresStore::SCHEMA_VERSION;
     match version {
-        Some(SCHEMA_VERSION) => Ok(()),
-        Some(older @ 1..SCHEMA_VERSION) => Err(StoreError::backend(format!(
-            "the table {table} has idem schema version {older}, older than this idem's ({SCHEMA_VERSION}); \
+        Some(WRITTEN) => Ok(()),
+        Some(older @ 1..WRITTEN) => Err(StoreError::backend(format!(
+            "the table {table} has idem schema version {older}, older than this idem's ({WRITTEN}); \
              run PostgresStore::migrate (or the SQL of PostgresStore::schema_sql) first"
         ))),
-        Some(newer) if newer > SCHEMA_VERSION => Err(StoreError::backend(format!(
-            "the table {table} has idem schema version {newer}, newer than this idem understands ({SCHEMA_VERSION}); upgrade idem"
+        Some(newer) if newer > WRITTEN => Err(StoreError::backend(format!(
+            "the table {table} has idem schema version {newer}, newer than this idem understands ({WRITTEN}); upgrade idem"
         ))),
         other => Err(StoreError::backend(format!(
             "the table {table} has an unknown idem schema version ({other:?})"

@@ -28,9 +28,6 @@ use crate::store::{
     ScanFilter, ScanPage,
 };
 
-/// The schema this code writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 2;
-
 /// An embedded store in one SQLite file, durable across restarts and
 /// shareable by several processes on one machine.
 ///
@@ -50,6 +47,9 @@ impl std::fmt::Debug for SqliteStore {
 }
 
 impl SqliteStore {
+    /// The schema this code writes (`PRAGMA user_version`).
+    pub const SCHEMA_VERSION: i64 = 2;
+
     /// Opens (creating if needed) the database at `path`.
     pub async fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
         Self::open_with(path, SqliteOptions::default()).await
@@ -113,16 +113,17 @@ fn open_connection(path: &Path, options: &SqliteOptions) -> Result<Connection, S
 /// Creates the schema in a new database and brings one of version 1 to
 /// this code's; refuses one newer than this code.
 fn migrate(conn: &Connection) -> Result<(), StoreError> {
+    const WRITTEN: i64 = SqliteStore::SCHEMA_VERSION;
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .map_err(sql_error)?;
     let step = match version {
         0 => sql::SCHEMA,
         1 => sql::MIGRATE_1_TO_2,
-        SCHEMA_VERSION => return Ok(()),
+        WRITTEN => return Ok(()),
         newer => {
             return Err(StoreError::backend(format!(
-                "the SQLite database has idem schema version {newer}, newer than this idem understands ({SCHEMA_VERSION}); upgrade idem"
+                "the SQLite database has idem schema version {newer}, newer than this idem understands ({WRITTEN}); upgrade idem"
             )));
         }
     };
@@ -133,14 +134,12 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .map_err(sql_error)?;
     let done = if again == version {
-        conn.execute_batch(&format!(
-            "{step} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
-        ))
+        conn.execute_batch(&format!("{step} PRAGMA user_version = {WRITTEN}; COMMIT;"))
     } else {
         conn.execute_batch("COMMIT")
     };
     done.map_err(sql_error)?;
-    if again == version || again == SCHEMA_VERSION {
+    if again == version || again == WRITTEN {
         Ok(())
     } else {
         migrate(conn)
