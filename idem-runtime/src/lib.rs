@@ -26,9 +26,11 @@
 //! Imports run one way (a test fails on any file importing one that imports
 //! it back): the macros' output → `__private` → `registry` (building,
 //! checking, dispatching) → `engine` (a call's stages: operation, claim,
-//! hold, record) → `store` (the contract, one record codec, a folder per
-//! backend) and `key` (with `canonical`) → `error`. `providers` reads tool
-//! definitions and dispatches through the registry. The specification is the repository's `docs/spec.md`.
+//! hold, record) → `store` (the contract, the SQL rows' codec, a folder per
+//! backend with its options, errors and record format) and `key` (with
+//! `canonical`) → `error`. `providers` (a module per provider) reads tool
+//! definitions and dispatches through the registry. The specification is
+//! the repository's `docs/spec.md`.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod canonical;
