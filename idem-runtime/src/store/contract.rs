@@ -149,10 +149,8 @@ impl<'a> Outcome<'a> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use idem_runtime::store::{BoxFuture, Outcome};
-/// use idem_runtime::{
-///     Claim, Entry, Fingerprint, IdemKey, IdemStore, LeaseToken, MemoryStore, StoreError,
-/// };
+/// use idem_runtime::store::{BoxFuture, Claim, Entry, LeaseToken, Outcome};
+/// use idem_runtime::{Fingerprint, IdemKey, IdemStore, MemoryStore, StoreError};
 ///
 /// /// A store that counts the claims it forwards.
 /// #[derive(Default)]

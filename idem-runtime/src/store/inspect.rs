@@ -118,7 +118,8 @@ impl RecordInfo {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use idem_runtime::{Fingerprint, IdemKey, RecordInfo, RecordState};
+    /// use idem_runtime::store::{RecordInfo, RecordState};
+    /// use idem_runtime::{Fingerprint, IdemKey};
     ///
     /// let mut record = RecordInfo::new(
     ///     IdemKey::from_raw("idem:00"),
