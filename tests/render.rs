@@ -255,6 +255,7 @@ fn gemini_refuses_what_its_subset_cannot_express_and_takes_it_as_json_schema() {
         .expect_err("a free-form map");
     assert_eq!((err.tool.as_str(), err.field.as_str()), ("tag", "labels"));
     assert!(err.reason.contains("map"), "{err}");
+    assert!(err.to_string().contains("in Gemini's schema subset"), "{err}");
     // A tuple of one element type is a sized array; of several, refused.
     let pins = Registry::builder(()).tool(pin).build().expect("registry");
     let tools = pins.tools(Provider::Gemini).expect("a pair of floats");
@@ -438,6 +439,7 @@ fn strict_mode_drops_keywords_outside_its_subset_and_refuses_tuples() {
     let err = pins.tools(Provider::OpenAiChatStrict).expect_err("a tuple");
     assert_eq!((err.tool.as_str(), err.field.as_str()), ("pin", "at"));
     assert!(err.reason.contains("tuple"), "{err}");
+    assert!(err.to_string().contains("in OpenAI strict mode"), "{err}");
 }
 
 /// Mark a spot.

@@ -78,11 +78,7 @@ impl ToolDef {
         };
         let parameters = walk
             .schema(&self.input_schema, ".")
-            .map_err(|(field, reason)| RenderError {
-                tool: self.name.clone(),
-                field,
-                reason,
-            })?;
+            .map_err(|why| RenderError::new("Gemini's schema subset", &self.name, why))?;
         let mut declaration = json!({ "name": self.name, "description": self.description });
         let no_arguments = parameters
             .get("properties")

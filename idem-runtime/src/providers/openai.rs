@@ -126,18 +126,11 @@ impl ToolDef {
     /// The input schema made strict, its `$defs` too.
     fn strict_parameters(&self) -> Result<Value, RenderError> {
         let mut parameters = self.input_schema.clone();
-        strict(&mut parameters, ".").map_err(|(field, reason)| RenderError {
-            tool: self.name.clone(),
-            field,
-            reason,
-        })?;
+        let refused = |why| RenderError::new("OpenAI strict mode", &self.name, why);
+        strict(&mut parameters, ".").map_err(refused)?;
         if let Some(Value::Object(defs)) = parameters.get_mut("$defs") {
             for (name, def) in defs.iter_mut() {
-                strict(def, &format!("$defs.{name}")).map_err(|(field, reason)| RenderError {
-                    tool: self.name.clone(),
-                    field,
-                    reason,
-                })?;
+                strict(def, &format!("$defs.{name}")).map_err(refused)?;
             }
         }
         Ok(parameters)

@@ -27,13 +27,31 @@ pub(super) fn type_includes(t: &Value, name: &str) -> bool {
 
 /// Why a schema could not be rendered in a stricter dialect.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("tool `{tool}`: field `{field}` cannot be rendered in OpenAI strict mode: {reason}")]
+#[error("tool `{tool}`: field `{field}` cannot be rendered in {dialect}: {reason}")]
 #[non_exhaustive]
 pub struct RenderError {
     /// The tool.
     pub tool: String,
     /// The offending field as a path (`lines[].sku`), `.` for the root.
     pub field: String,
-    /// What strict mode cannot express, and what to do.
+    /// What the dialect cannot express, and what to do.
     pub reason: String,
+    /// The dialect: `OpenAI strict mode`, or Gemini's.
+    dialect: &'static str,
+}
+
+impl RenderError {
+    /// `field` of `tool` cannot be written in `dialect`, for `reason`.
+    pub(super) fn new(
+        dialect: &'static str,
+        tool: &str,
+        (field, reason): (String, String),
+    ) -> Self {
+        RenderError {
+            tool: tool.to_owned(),
+            field,
+            reason,
+            dialect,
+        }
+    }
 }
