@@ -255,7 +255,10 @@ fn gemini_refuses_what_its_subset_cannot_express_and_takes_it_as_json_schema() {
         .expect_err("a free-form map");
     assert_eq!((err.tool.as_str(), err.field.as_str()), ("tag", "labels"));
     assert!(err.reason.contains("map"), "{err}");
-    assert!(err.to_string().contains("in Gemini's schema subset"), "{err}");
+    assert!(
+        err.to_string().contains("in Gemini's schema subset"),
+        "{err}"
+    );
     // A tuple of one element type is a sized array; of several, refused.
     let pins = Registry::builder(()).tool(pin).build().expect("registry");
     let tools = pins.tools(Provider::Gemini).expect("a pair of floats");
