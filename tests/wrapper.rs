@@ -384,6 +384,35 @@ async fn null_and_empty_arguments_mean_no_arguments_and_reads_skip_the_store() {
     );
 }
 
+/// A store chosen at run time, `Arc<dyn IdemStore>`, is held as it is,
+/// not wrapped again: registries given the same one share its records, and
+/// each hands back that very store.
+#[tokio::test]
+async fn an_erased_store_is_shared_as_it_is() {
+    let erased: Arc<dyn IdemStore> = Arc::new(MemoryStore::new());
+    let counter = Counter::default();
+    let registry = |store: Arc<dyn IdemStore>| {
+        Registry::builder(())
+            .store(store)
+            .tool(counter.clone())
+            .build()
+            .expect("registry")
+    };
+    let (one, two) = (registry(erased.clone()), registry(erased.clone()));
+    assert!(Arc::ptr_eq(one.store(), &erased));
+    assert!(Arc::ptr_eq(two.store(), &erased));
+    let first = one
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("runs");
+    let again = two
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("replays");
+    assert_eq!(first, again);
+    assert_eq!(counter.total(), 1);
+}
+
 #[tokio::test]
 async fn unknown_tools_and_empty_run_ids_are_rejected() {
     let registry = build(Counter::default());

@@ -280,10 +280,12 @@ impl<'a> Parts<'a> {
     /// beside `info` and `call`.
     ///
     /// Its `where` clause repeats the trait's bounds on the argument,
-    /// result and error types under a binder. A bound with a binder is never judged on its own, so when a
-    /// type lacks a trait the implementation does not hold, rather than
-    /// being an error of its own: the spanned checks report that type once,
-    /// and a registration of the tool says the tool is not one yet.
+    /// result and error types under a binder (`for<'__idem>`). The
+    /// compiler does not reject a bound with a binder that cannot hold, as
+    /// it does one on concrete types: the implementation just does not
+    /// hold. So a type that lacks a trait is reported once, by the spanned
+    /// check at that type, and a registration of the tool says the tool is
+    /// not one yet.
     fn tool_impl(&self, kind: Kind, items: TokenStream) -> TokenStream {
         let (trait_name, ctx_ty, args_bound, output_bound) = match kind {
             Kind::Read => (

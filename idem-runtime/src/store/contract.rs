@@ -285,80 +285,70 @@ pub trait IdemStore: Send + Sync + 'static {
     }
 }
 
-/// Forwards every operation through a pointer: a shared store
-/// (`Arc<MemoryStore>`, to inspect what the registry wrote) and an erased
-/// one (`Arc<dyn IdemStore>`) are stores.
-macro_rules! forward_through {
-    ($pointer:ident) => {
-        impl<T: IdemStore + ?Sized> IdemStore for $pointer<T> {
-            fn claim<'a>(
-                &'a self,
-                key: &'a IdemKey,
-                tool: &'a str,
-                fingerprint: &'a Fingerprint,
-                lease: Duration,
-            ) -> BoxFuture<'a, Result<Claim, StoreError>> {
-                (**self).claim(key, tool, fingerprint, lease)
-            }
+/// A shared store (`Arc<MemoryStore>`, to inspect what the registry
+/// wrote) and an erased one (`Arc<dyn IdemStore>`) are stores: every
+/// operation goes through the pointer.
+impl<T: IdemStore + ?Sized> IdemStore for Arc<T> {
+    fn claim<'a>(
+        &'a self,
+        key: &'a IdemKey,
+        tool: &'a str,
+        fingerprint: &'a Fingerprint,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<Claim, StoreError>> {
+        (**self).claim(key, tool, fingerprint, lease)
+    }
 
-            fn settle<'a>(
-                &'a self,
-                key: &'a IdemKey,
-                token: &'a LeaseToken,
-                outcome: Outcome<'a>,
-            ) -> BoxFuture<'a, Result<(), StoreError>> {
-                (**self).settle(key, token, outcome)
-            }
+    fn settle<'a>(
+        &'a self,
+        key: &'a IdemKey,
+        token: &'a LeaseToken,
+        outcome: Outcome<'a>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        (**self).settle(key, token, outcome)
+    }
 
-            fn renew<'a>(
-                &'a self,
-                key: &'a IdemKey,
-                token: &'a LeaseToken,
-                lease: Duration,
-            ) -> BoxFuture<'a, Result<(), StoreError>> {
-                (**self).renew(key, token, lease)
-            }
+    fn renew<'a>(
+        &'a self,
+        key: &'a IdemKey,
+        token: &'a LeaseToken,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        (**self).renew(key, token, lease)
+    }
 
-            fn get<'a>(
-                &'a self,
-                key: &'a IdemKey,
-            ) -> BoxFuture<'a, Result<Option<Entry>, StoreError>> {
-                (**self).get(key)
-            }
+    fn get<'a>(&'a self, key: &'a IdemKey) -> BoxFuture<'a, Result<Option<Entry>, StoreError>> {
+        (**self).get(key)
+    }
 
-            fn backend(&self) -> &'static str {
-                (**self).backend()
-            }
+    fn backend(&self) -> &'static str {
+        (**self).backend()
+    }
 
-            fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
-                (**self).purge_expired()
-            }
+    fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        (**self).purge_expired()
+    }
 
-            fn count_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
-                (**self).count_expired()
-            }
+    fn count_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        (**self).count_expired()
+    }
 
-            fn inspect<'a>(
-                &'a self,
-                key: &'a IdemKey,
-            ) -> BoxFuture<'a, Result<Option<RecordInfo>, StoreError>> {
-                (**self).inspect(key)
-            }
+    fn inspect<'a>(
+        &'a self,
+        key: &'a IdemKey,
+    ) -> BoxFuture<'a, Result<Option<RecordInfo>, StoreError>> {
+        (**self).inspect(key)
+    }
 
-            fn scan<'a>(
-                &'a self,
-                filter: &'a ScanFilter,
-                cursor: &'a str,
-                limit: usize,
-            ) -> BoxFuture<'a, Result<ScanPage, StoreError>> {
-                (**self).scan(filter, cursor, limit)
-            }
-        }
-    };
+    fn scan<'a>(
+        &'a self,
+        filter: &'a ScanFilter,
+        cursor: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<ScanPage, StoreError>> {
+        (**self).scan(filter, cursor, limit)
+    }
 }
-
-forward_through!(Arc);
-forward_through!(Box);
 
 /// The error of an operation a store does not offer.
 fn unsupported(backend: &'static str, op: &'static str) -> StoreError {
