@@ -20,7 +20,9 @@
 //!   as a failover behind a virtual IP leaves); `restart` the server (Redis, private,
 //!   AOF `appendfsync always`) or terminate the store's backends
 //!   (PostgreSQL); `sigstop` a worker past its lease; `sigkill` a worker
-//!   and start it again. SQLite has no network: only the worker faults.
+//!   and start it again. SQLite has no network: only the worker faults,
+//!   and a worker paused inside a write transaction keeps the database
+//!   locked, so a `sigstop` there is the store away for every worker.
 //! - **Verdict.** Operations never completed, operations whose callers got
 //!   different results, and body runs beyond the first that no injected
 //!   fault explains (a lease can lapse only while a fault lasts: the
@@ -629,7 +631,8 @@ async fn orchestrate(cli: &Cli) -> Result<(), BoxError> {
         .lock()
         .map(|r| r.clone())
         .unwrap_or_default();
-    let verdict = analyse(&std::fs::read_to_string(&ledger)?, &reports, &faults);
+    let ledger = std::fs::read_to_string(&ledger)?;
+    let verdict = analyse(cli.store, &ledger, &reports, &faults);
     server.stop().await;
     let _ = std::fs::remove_dir_all(&dir);
     verdict.print(cli, seed);
@@ -726,7 +729,7 @@ impl Verdict {
     }
 }
 
-fn analyse(ledger: &str, reports: &[Value], faults: &[FaultEvent]) -> Verdict {
+fn analyse(store: StoreKind, ledger: &str, reports: &[Value], faults: &[FaultEvent]) -> Verdict {
     let mut v = Verdict::default();
     for f in faults {
         *v.faults.entry(f.kind).or_default() += 1;
@@ -807,12 +810,13 @@ fn analyse(ledger: &str, reports: &[Value], faults: &[FaultEvent]) -> Verdict {
                     "op {op}: two runs with attempt {}: two claims held one lease",
                     later.attempt
                 ));
-            } else if lapsed(faults, earlier, later) {
+            } else if lapsed(store, faults, earlier, later) {
                 v.extra_runs_explained += 1;
             } else {
                 v.unexplained.push(format!(
-                    "op {op}: attempt {} at {} and attempt {} at {} with no lapsing fault between",
-                    earlier.attempt, earlier.at, later.attempt, later.at
+                    "op {op}: attempt {} on worker {} at {} and attempt {} at {} with no lapsing fault between (faults then: {})",
+                    earlier.attempt, earlier.worker, earlier.at, later.attempt, later.at,
+                    faults_near(faults, earlier, later)
                 ));
             }
         }
@@ -820,16 +824,42 @@ fn analyse(ledger: &str, reports: &[Value], faults: &[FaultEvent]) -> Verdict {
     v
 }
 
+/// The faults that lasted between two runs, whichever they hit: what an
+/// unexplained extra run is reported with.
+fn faults_near(faults: &[FaultEvent], earlier: &Run, later: &Run) -> String {
+    let (from, to) = (earlier.at.min(later.at), earlier.at.max(later.at));
+    let slack = LEASE.as_millis() as u64;
+    let near: Vec<String> = faults
+        .iter()
+        .filter(|f| f.start <= to && f.end + slack >= from)
+        .map(|f| match f.worker {
+            Some(w) => format!("{} of worker {w} {}..{}", f.kind, f.start, f.end),
+            None => format!("{} {}..{}", f.kind, f.start, f.end),
+        })
+        .collect();
+    if near.is_empty() {
+        "none".to_owned()
+    } else {
+        near.join(", ")
+    }
+}
+
 /// Whether a fault that can make a lease lapse lasted between two runs: the
 /// network or the server away (not a mere cut, after which the client
 /// reconnects at once), or the worker of the earlier run paused or killed.
-fn lapsed(faults: &[FaultEvent], earlier: &Run, later: &Run) -> bool {
+///
+/// On SQLite a paused worker of any id counts: stopped inside a write
+/// transaction, it keeps the database's write lock, and every other worker
+/// waits for it, unable to settle or extend its lease, until it resumes.
+/// (A killed one's lock goes with it.)
+fn lapsed(store: StoreKind, faults: &[FaultEvent], earlier: &Run, later: &Run) -> bool {
     let (from, to) = (earlier.at.min(later.at), earlier.at.max(later.at));
     let slack = LEASE.as_millis() as u64;
+    let holds_the_store = |f: &FaultEvent| store == StoreKind::Sqlite && f.kind == "sigstop";
     faults.iter().any(|f| {
         f.kind != "cut"
             && f.start <= to
             && f.end + slack >= from
-            && f.worker.is_none_or(|w| w == earlier.worker)
+            && (f.worker.is_none_or(|w| w == earlier.worker) || holds_the_store(f))
     })
 }
