@@ -32,7 +32,10 @@ use crate::store::{
 /// shareable by several processes on one machine.
 ///
 /// SQLite is bundled: nothing to install. Time is this machine's wall clock
-/// (every process on the file shares it).
+/// (every process on the file shares it). Processes on one file take turns
+/// at its write lock: one paused (SIGSTOP, a debugger) inside an operation
+/// holds up the others' for as long, and leases longer than such a pause
+/// keep its bodies from running again.
 pub struct SqliteStore {
     worker: Worker,
     path: PathBuf,
