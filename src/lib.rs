@@ -75,6 +75,7 @@ pub use idem_macros::read_tool;
 /// | `max_result_bytes = 1048576` | the largest result recorded |
 /// | `on_in_flight = "reject"` or `"wait(5s)"` | what a duplicate gets while the first call runs |
 /// | `on_store_error = "fail_closed"` or `"run"` | whether the body runs unclaimed when the store is unreachable |
+/// | `on_uncertain = "rerun"` or `"refuse"` | whether the body runs again when an earlier attempt's claim lapsed before it recorded anything ([`OnUncertain`]) |
 /// | `permanent_errors = path::to::fn` | a `fn(&E) -> bool`: errors recorded and replayed, not retried |
 /// | `destructive`, `open_world` (or `= bool`) | MCP annotations |
 /// | `crate = "my_idem"` | the path idem is known by where it is not `::idem` |

@@ -129,12 +129,12 @@ pub(crate) async fn stats(
         return Ok(());
     }
     println!(
-        "{:<20} {:>9} {:>9} {:>9} {:>9}",
-        "TOOL", "running", "released", "done", "failed"
+        "{:<20} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "TOOL", "running", "released", "done", "failed", "unknown"
     );
     let print = |name: &str, counts: &BTreeMap<RecordState, u64>| {
-        let [r, l, d, f] = RecordState::ALL.map(|s| count(counts, s));
-        println!("{name:<20} {r:>9} {l:>9} {d:>9} {f:>9}");
+        let [r, l, d, f, u] = RecordState::ALL.map(|s| count(counts, s));
+        println!("{name:<20} {r:>9} {l:>9} {d:>9} {f:>9} {u:>9}");
     };
     for (tool, counts) in &by_tool {
         print(tool, counts);

@@ -34,6 +34,13 @@ pub(crate) enum StoreErrorPolicy {
     Run,
 }
 
+/// `on_uncertain = "rerun" | "refuse"`.
+#[derive(Clone, Copy)]
+pub(crate) enum UncertainPolicy {
+    Rerun,
+    Refuse,
+}
+
 /// One entry of `key = [..]`, `check = [..]` or `ignore = [..]`: a field,
 /// or a path into nested objects (`order.id`), as the user wrote it.
 pub(crate) struct KeyPath {
@@ -100,6 +107,7 @@ pub(crate) struct Attrs {
     pub(crate) version: Option<u32>,
     pub(crate) on_in_flight: Option<InFlight>,
     pub(crate) on_store_error: Option<StoreErrorPolicy>,
+    pub(crate) on_uncertain: Option<UncertainPolicy>,
     pub(crate) permanent_errors: Option<syn::Expr>,
     pub(crate) destructive: Option<LitBool>,
     pub(crate) open_world: Option<LitBool>,
@@ -163,6 +171,7 @@ impl Attrs {
             VERSION => self.version = Some(parse_version(meta)?),
             ON_IN_FLIGHT => self.on_in_flight = Some(parse_on_in_flight(meta)?),
             ON_STORE_ERROR => self.on_store_error = Some(parse_on_store_error(meta)?),
+            ON_UNCERTAIN => self.on_uncertain = Some(parse_on_uncertain(meta)?),
             PERMANENT_ERRORS => self.permanent_errors = Some(meta.value()?.parse()?),
             DESTRUCTIVE => self.destructive = Some(parse_flag(meta)?),
             OPEN_WORLD => self.open_world = Some(parse_flag(meta)?),
@@ -236,6 +245,17 @@ fn parse_on_store_error(meta: &ParseNestedMeta<'_>) -> syn::Result<StoreErrorPol
             ("run", StoreErrorPolicy::Run),
         ],
         "`on_store_error` is \"fail_closed\" (when the store cannot be reached, do not run: the default) or \"run\" (run without a claim, recording nothing: a duplicate may run again)",
+    )
+}
+
+fn parse_on_uncertain(meta: &ParseNestedMeta<'_>) -> syn::Result<UncertainPolicy> {
+    parse_choice(
+        meta,
+        &[
+            ("rerun", UncertainPolicy::Rerun),
+            ("refuse", UncertainPolicy::Refuse),
+        ],
+        "`on_uncertain` is \"rerun\" (when an earlier attempt may or may not have taken effect, run again with the same key: the default) or \"refuse\" (at most once: never run again on its own; an operator resolves it)",
     )
 }
 

@@ -13,6 +13,7 @@ pub(crate) const IGNORE: &str = "ignore";
 pub(crate) const VERSION: &str = "version";
 pub(crate) const ON_IN_FLIGHT: &str = "on_in_flight";
 pub(crate) const ON_STORE_ERROR: &str = "on_store_error";
+pub(crate) const ON_UNCERTAIN: &str = "on_uncertain";
 pub(crate) const PERMANENT_ERRORS: &str = "permanent_errors";
 pub(crate) const DESTRUCTIVE: &str = "destructive";
 pub(crate) const OPEN_WORLD: &str = "open_world";
@@ -39,6 +40,7 @@ pub(crate) const WRITE_KEYS: &[&str] = &[
     VERSION,
     ON_IN_FLIGHT,
     ON_STORE_ERROR,
+    ON_UNCERTAIN,
     PERMANENT_ERRORS,
     DESTRUCTIVE,
     OPEN_WORLD,

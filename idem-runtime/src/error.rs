@@ -1,6 +1,6 @@
 //! Errors of tool calls, stores and registry construction.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A boxed error from a store backend.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -241,6 +241,50 @@ pub enum ToolError {
         /// The operation's key.
         key: String,
     },
+    /// Nobody knows whether the operation took effect (an earlier claim
+    /// lapsed before recording anything), and the tool may not run it again
+    /// on its own ([`OnUncertain::Refuse`](crate::OnUncertain::Refuse)).
+    /// Nothing ran now. Every duplicate gets this until an operator
+    /// resolves the record ([`Registry::resolve`](crate::Registry::resolve),
+    /// `idem resolve`).
+    #[error(
+        "`{tool}`: nobody knows whether operation {key} took effect (attempt {attempt}, unknown since {}); it will not run again until an operator resolves it (idem pending, idem resolve)",
+        utc(*.since)
+    )]
+    OutcomeUnknown {
+        /// The tool.
+        tool: String,
+        /// The operation's key.
+        key: String,
+        /// The record's attempt: how many claims of the operation ended
+        /// without a recorded outcome before the one that found it
+        /// uncertain.
+        attempt: u32,
+        /// Since when, by the store's clock as this process reckons it.
+        since: SystemTime,
+    },
+}
+
+/// `at` as an RFC 3339 UTC time to the second (`2026-12-03T06:10:00Z`).
+pub(crate) fn utc(at: SystemTime) -> String {
+    let secs = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Civil from days (Howard Hinnant's algorithm), days since 1970-01-01.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
 }
 
 /// `fields` as `` `a`, `b` and `c` `` (with `or` for `and` where asked).
@@ -317,6 +361,10 @@ impl ToolError {
                 "The operation was carried out, but another worker took it over before its result was saved. Calling it again returns the recorded result."
                     .to_owned()
             }
+            ToolError::OutcomeUnknown { .. } => {
+                "Error: it is not known whether this operation was carried out: an earlier attempt was interrupted before it could report. Do not call it again, and do not try another way to do the same thing. Tell the user that the outcome is unknown and that a person must check it; it will not be repeated automatically."
+                    .to_owned()
+            }
         }
     }
 
@@ -324,7 +372,8 @@ impl ToolError {
     ///
     /// `InFlight`, `Store`, `LeaseLost` (a retry replays the recorded result)
     /// and transient `Failed` errors are retryable; unknown tools, invalid
-    /// arguments, key conflicts and permanent failures are not.
+    /// arguments, key conflicts, permanent failures and unknown outcomes are
+    /// not.
     pub fn is_retryable(&self) -> bool {
         match self {
             ToolError::UnknownTool { .. }
@@ -333,7 +382,8 @@ impl ToolError {
             | ToolError::InvalidOperationKey
             | ToolError::InvalidTenant
             | ToolError::TenantRequired
-            | ToolError::KeyConflict { .. } => false,
+            | ToolError::KeyConflict { .. }
+            | ToolError::OutcomeUnknown { .. } => false,
             ToolError::InFlight { .. } | ToolError::LeaseLost { .. } => true,
             ToolError::Failed { permanent, .. } => !permanent,
             ToolError::Store { source, .. } => !matches!(source, StoreError::Corrupt { .. }),
@@ -356,8 +406,55 @@ impl ToolError {
             ToolError::Failed { .. } => "failed",
             ToolError::Store { .. } => "store",
             ToolError::LeaseLost { .. } => "lease_lost",
+            ToolError::OutcomeUnknown { .. } => "outcome_unknown",
         }
     }
+}
+
+/// Why [`Registry::resolve`](crate::Registry::resolve) changed nothing.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResolveError {
+    /// No record under the key: it expired, was never written, or the key
+    /// is mistyped.
+    #[error("no record under key {key} (expired, never written, or mistyped)")]
+    NotFound {
+        /// The key.
+        key: String,
+    },
+    /// The record's outcome is not unknown: only an unknown one is
+    /// resolved (a stuck running claim is released instead: `idem
+    /// release`).
+    #[error(
+        "the record under key {key} is {state}, not unknown: only an unknown outcome is resolved"
+    )]
+    NotUnknown {
+        /// The key.
+        key: String,
+        /// What the record is.
+        state: crate::store::RecordState,
+    },
+    /// The record changed while it was being resolved: another resolution
+    /// came first.
+    #[error(
+        "the record under key {key} changed while it was being resolved (another resolution came first); look at it again"
+    )]
+    Raced {
+        /// The key.
+        key: String,
+    },
+    /// A [`Resolution::Done`](crate::Resolution::Done) result the tool
+    /// could not replay: not of its result type, or too large.
+    #[error("the result cannot be recorded for `{tool}`: {message}")]
+    InvalidResult {
+        /// The record's tool.
+        tool: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// Why a [`Registry`](crate::Registry) could not be built.
@@ -410,4 +507,21 @@ pub enum RegistryError {
         /// What is wrong.
         message: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_written_in_utc_to_the_second() {
+        for (secs, text) in [
+            (0, "1970-01-01T00:00:00Z"),
+            (951_782_400, "2000-02-29T00:00:00Z"),
+            (1_796_276_465, "2026-12-03T05:41:05Z"),
+            (4_102_444_799, "2099-12-31T23:59:59Z"),
+        ] {
+            assert_eq!(utc(UNIX_EPOCH + Duration::from_secs(secs)), text);
+        }
+    }
 }

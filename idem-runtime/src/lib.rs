@@ -61,10 +61,12 @@ pub mod testing;
 pub use crate::canonical::canonical_json;
 pub use crate::ctx::{Ctx, WriteCtx};
 pub use crate::engine::DEFAULT_MAX_RESULT_BYTES;
-pub use crate::error::{BoxError, RegistryError, StoreError, ToolError};
+pub use crate::error::{BoxError, RegistryError, ResolveError, StoreError, ToolError};
 pub use crate::key::{Fingerprint, IdemKey, Scope, ScopeKind};
 pub use crate::providers::{MalformedCall, Provider, RenderError, ToolReply};
-pub use crate::registry::{CallContext, IntoTool, Registry, RegistryBuilder, valid_tool_name};
+pub use crate::registry::{
+    CallContext, IntoTool, Registry, RegistryBuilder, Resolution, valid_tool_name,
+};
 #[cfg(feature = "encryption")]
 pub use crate::seal::{InvalidKeyId, ResultKeys};
 pub use crate::store::contract::IdemStore;
@@ -76,7 +78,8 @@ pub use crate::store::redis::{RedisOptions, RedisStore};
 #[cfg(feature = "sqlite")]
 pub use crate::store::sqlite::{SqliteOptions, SqliteStore};
 pub use crate::tool::{
-    OnInFlight, OnStoreError, ReadTool, ToolDef, ToolInfo, ToolKind, WriteOptions, WriteTool,
+    OnInFlight, OnStoreError, OnUncertain, ReadTool, ToolDef, ToolInfo, ToolKind, WriteOptions,
+    WriteTool,
 };
 // The bounds of the tool traits' types, named where the compiler explains
 // an unmet one; not an API of their own.

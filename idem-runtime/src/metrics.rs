@@ -7,8 +7,8 @@
 //! | metric | kind | labels | what |
 //! |---|---|---|---|
 //! | `gen_ai.execute_tool.duration` | histogram, seconds | `gen_ai.tool.name`, `gen_ai.tool.type`, `idem.outcome`, `error.type` (on errors) | one tool call, as the registry saw it |
-//! | `idem.calls` | counter | `gen_ai.tool.name`, `idem.outcome` | calls by outcome (`ran`, `replayed`, `waited`, `in_flight`, `conflict`, `failed`, `lease_lost`, `store_error`, `ran_without_claim`, `rejected`) |
-//! | `idem.store.duration` | histogram, seconds | `db.system.name`, `db.operation.name`, `idem.store.result` (`ok`, `error`) | one store operation (`claim`; `complete`, `fail` or `release`, a settle by its outcome; `renew`) |
+//! | `idem.calls` | counter | `gen_ai.tool.name`, `idem.outcome` | calls by outcome (`ran`, `replayed`, `waited`, `in_flight`, `conflict`, `failed`, `lease_lost`, `store_error`, `ran_without_claim`, `unknown`, `rejected`) |
+//! | `idem.store.duration` | histogram, seconds | `db.system.name`, `db.operation.name`, `idem.store.result` (`ok`, `error`) | one store operation (`claim`; `complete`, `fail`, `release` or `mark_unknown`, a settle by its outcome; `renew`) |
 //! | `idem.lease.renewals` | counter | `gen_ai.tool.name` | leases renewed while a body ran |
 //! | `idem.lease.lost` | counter | `gen_ai.tool.name` | bodies told their lease was lost |
 //! | `idem.records.too_large` | counter | `gen_ai.tool.name` | results larger than `max_result_bytes`, recorded as failures |
@@ -39,7 +39,7 @@ static METADATA: Metadata<'static> =
     Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
 
 /// Every `idem.outcome`.
-const OUTCOMES: [&str; 10] = [
+const OUTCOMES: [&str; 11] = [
     "ran",
     "replayed",
     "waited",
@@ -49,12 +49,13 @@ const OUTCOMES: [&str; 10] = [
     "lease_lost",
     "store_error",
     "ran_without_claim",
+    "unknown",
     "rejected",
 ];
 
 /// The outcome and error kind pairs a call of a registered tool can end
 /// with.
-const ENDINGS: [(&str, Option<&str>); 17] = [
+const ENDINGS: [(&str, Option<&str>); 18] = [
     ("ran", None),
     ("replayed", None),
     ("replayed", Some("failed")),
@@ -67,6 +68,7 @@ const ENDINGS: [(&str, Option<&str>); 17] = [
     ("store_error", Some("store")),
     ("ran_without_claim", None),
     ("ran_without_claim", Some("failed")),
+    ("unknown", Some("outcome_unknown")),
     ("rejected", Some("invalid_args")),
     ("rejected", Some("invalid_run_id")),
     ("rejected", Some("invalid_operation_key")),
@@ -174,7 +176,14 @@ pub(crate) struct StoreKeys {
 }
 
 /// The store operations a call makes.
-const STORE_OPERATIONS: [&str; 5] = ["claim", "complete", "release", "fail", "renew"];
+const STORE_OPERATIONS: [&str; 6] = [
+    "claim",
+    "complete",
+    "release",
+    "fail",
+    "mark_unknown",
+    "renew",
+];
 
 impl StoreKeys {
     pub(crate) fn new(backend: &'static str) -> StoreKeys {

@@ -106,6 +106,29 @@ pub enum OnStoreError {
     Run,
 }
 
+/// What a write tool does when an earlier attempt's outcome is uncertain:
+/// its claim lapsed before it recorded anything (the worker crashed, hung,
+/// or lost the store for longer than its lease), so its side effect may or
+/// may not have happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum OnUncertain {
+    /// Run the body again, with the same
+    /// [`idem_key`](crate::WriteCtx::idem_key) and
+    /// [`attempt`](crate::WriteCtx::attempt) one higher, for a downstream
+    /// that deduplicates on the key (the default).
+    #[default]
+    Rerun,
+    /// At most once: never run the body again on its own. The record is
+    /// kept as *unknown*, every caller is answered
+    /// [`ToolError::OutcomeUnknown`](crate::ToolError::OutcomeUnknown) until
+    /// an operator resolves it
+    /// ([`Registry::resolve`](crate::Registry::resolve), `idem resolve`),
+    /// and the body runs again only if they say so. For a downstream that
+    /// cannot deduplicate (an email, an SMS, a shell command).
+    Refuse,
+}
+
 /// The settings of a write tool; unset ones take the registry's defaults.
 ///
 /// Built with `const` methods, so the macros (and hand-written tools) can
@@ -131,6 +154,7 @@ pub struct WriteOptions {
     pub(crate) version: u32,
     pub(crate) roles: Roles,
     pub(crate) on_store_error: OnStoreError,
+    pub(crate) on_uncertain: OnUncertain,
     pub(crate) destructive: bool,
     pub(crate) open_world: bool,
 }
@@ -153,6 +177,7 @@ impl WriteOptions {
                 ignore: None,
             },
             on_store_error: OnStoreError::FailClosed,
+            on_uncertain: OnUncertain::Rerun,
             destructive: true,
             open_world: true,
         }
@@ -243,6 +268,13 @@ impl WriteOptions {
     /// (the default) or run without a claim ([`OnStoreError`]).
     pub const fn on_store_error(mut self, policy: OnStoreError) -> Self {
         self.on_store_error = policy;
+        self
+    }
+
+    /// What the tool does when an earlier attempt's outcome is uncertain:
+    /// run again (the default) or refuse ([`OnUncertain`]).
+    pub const fn on_uncertain(mut self, policy: OnUncertain) -> Self {
+        self.on_uncertain = policy;
         self
     }
 

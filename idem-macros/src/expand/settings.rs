@@ -8,7 +8,7 @@ use syn::spanned::Spanned;
 use syn::{PathArguments, Type};
 
 use crate::ast::ToolFn;
-use crate::attr::{Attrs, FieldList, InFlight, Scope, StoreErrorPolicy};
+use crate::attr::{Attrs, FieldList, InFlight, Scope, StoreErrorPolicy, UncertainPolicy};
 use crate::krate::Private;
 
 /// The body of `is_permanent`: the `permanent_errors` predicate (checked
@@ -113,6 +113,13 @@ pub(super) fn write_options(private: &Private, tool: &ToolFn<'_>, attrs: &Attrs)
             StoreErrorPolicy::Run => quote!(#private::OnStoreError::Run),
         };
         chain = quote!(#chain.on_store_error(#policy));
+    }
+    if let Some(policy) = &attrs.on_uncertain {
+        let policy = match policy {
+            UncertainPolicy::Rerun => quote!(#private::OnUncertain::Rerun),
+            UncertainPolicy::Refuse => quote!(#private::OnUncertain::Refuse),
+        };
+        chain = quote!(#chain.on_uncertain(#policy));
     }
     if let Some(b) = &attrs.destructive {
         chain = quote!(#chain.destructive(#b));

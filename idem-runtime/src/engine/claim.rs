@@ -20,8 +20,10 @@ use crate::tool::OnInFlight;
 
 /// What the claim step ended with.
 pub(super) enum Claimed {
-    /// The key is ours: the token, and when the claim was sent.
-    Acquired(LeaseToken, Instant),
+    /// The key is ours: the token, when the claim was sent, and whether it
+    /// was taken over from a claim whose lease lapsed (whose outcome is
+    /// uncertain).
+    Acquired(LeaseToken, Instant, bool),
     /// A recorded outcome replayed, or why the call cannot run.
     Answered(Result<Value, ToolError>),
 }
@@ -62,7 +64,8 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
         )
         .await;
         let entry = match claim {
-            Ok(Claim::Acquired(token)) => return Ok(Claimed::Acquired(token, sent)),
+            Ok(Claim::Acquired(token)) => return Ok(Claimed::Acquired(token, sent, false)),
+            Ok(Claim::TakenOver(token)) => return Ok(Claimed::Acquired(token, sent, true)),
             Ok(Claim::Existing(entry)) => entry,
             Err(e) => {
                 tracing::warn!(tool = name, key = %key, error = %e, "claim failed; the tool did not run");
@@ -133,7 +136,9 @@ async fn recorded_in_a_full_store(
     }
     let read = bounded(site.meta, site.limit, "get", site.store.get(key)).await;
     match read {
-        Ok(Some(entry @ (Entry::Done { .. } | Entry::Failed { .. }))) => Some(entry),
+        Ok(Some(entry @ (Entry::Done { .. } | Entry::Failed { .. } | Entry::Unknown { .. }))) => {
+            Some(entry)
+        }
         _ => None,
     }
 }
@@ -166,6 +171,17 @@ fn replay_settled<O: DeserializeOwned>(
                 }),
                 Err(e) => Err(store_err(e)),
             }
+        }
+        Entry::Unknown { attempt, age, .. } => {
+            tracing::info!(tool = name, key = %key, attempt, "the outcome is unknown; refused until an operator resolves it");
+            Err(ToolError::OutcomeUnknown {
+                tool: name.to_owned(),
+                key: key.to_string(),
+                attempt,
+                since: std::time::SystemTime::now()
+                    .checked_sub(age)
+                    .unwrap_or(std::time::UNIX_EPOCH),
+            })
         }
         // Waited for by the caller; were it handed here, it is in flight.
         Entry::Running { .. } => Err(ToolError::InFlight {

@@ -1,8 +1,8 @@
 //! Holding a claim from the moment it is acquired until its outcome is
 //! recorded: the heartbeat that renews the lease beside the body (never
 //! blocking it), the signal the body sees when its lease is lost, and the
-//! settling operations (complete, fail, release), retried while the lease can
-//! be held.
+//! settling operations (complete, fail, release, mark unknown), retried
+//! while the lease can be held.
 //!
 //! The lease is *known held* until the send time of the last successful
 //! claim or renewal plus the lease: a renewal that fails leaves that
@@ -270,6 +270,7 @@ impl<'a> Hold<'a> {
             Outcome::Done { .. } => "complete",
             Outcome::Failed { .. } => "fail",
             Outcome::Released => "release",
+            Outcome::Unknown { .. } => "mark_unknown",
         };
         let mut backoff = FIRST_BACKOFF;
         loop {

@@ -126,6 +126,39 @@ async fn record_result(hold: &Hold<'_>, value: Value) -> Result<Value, ToolError
     }
 }
 
+/// Records that the operation's outcome is unknown (`reason` says why),
+/// retried within `max_hold`, and answers the caller: every duplicate is
+/// refused the same way until an operator resolves the record. Logs with
+/// the key, never the arguments.
+pub(super) async fn record_unknown(hold: &Hold<'_>, reason: &str) -> ToolError {
+    let (name, key, ttl) = (hold.tool(), hold.key(), hold.ttl());
+    let payload = hold.sealed(PayloadKind::Error, reason.to_owned());
+    let attempt = hold.token().attempt();
+    match hold
+        .settle(Outcome::Unknown {
+            reason: &payload,
+            ttl,
+        })
+        .await
+    {
+        Ok(()) => {
+            tracing::warn!(tool = name, key = %key, attempt, reason, "the outcome is unknown: the tool will not run it again; resolve it with `idem resolve` or Registry::resolve");
+        }
+        Err(StoreError::LeaseLost) => {
+            tracing::warn!(tool = name, key = %key, attempt, "lease lost before the unknown outcome was recorded; the worker that took the key over decides");
+        }
+        Err(e) => {
+            tracing::error!(tool = name, key = %key, attempt, error = %e, "the unknown outcome could not be recorded; the claim lapses, and the next duplicate finds the outcome uncertain again");
+        }
+    }
+    ToolError::OutcomeUnknown {
+        tool: name.to_owned(),
+        key: key.to_string(),
+        attempt,
+        since: std::time::SystemTime::now(),
+    }
+}
+
 /// Records a permanent failure, retried within `max_hold`; logs what
 /// could not be done.
 async fn record_failure(hold: &Hold<'_>, message: &str) {

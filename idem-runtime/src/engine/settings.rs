@@ -9,7 +9,7 @@ use super::trace::CallTrace;
 use crate::key::ScopeKind;
 use crate::seal::ResultKeys;
 use crate::store::IdemStore;
-use crate::tool::{OnInFlight, OnStoreError, Roles, WriteOptions};
+use crate::tool::{OnInFlight, OnStoreError, OnUncertain, Roles, WriteOptions};
 
 /// The default [`RegistryBuilder::max_result_bytes`](crate::RegistryBuilder::max_result_bytes): 1 MiB.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
@@ -98,6 +98,7 @@ pub(crate) struct Resolved {
     pub(crate) version: u32,
     pub(crate) roles: Roles,
     pub(crate) on_store_error: OnStoreError,
+    pub(crate) on_uncertain: OnUncertain,
     pub(crate) max_result_bytes: usize,
     pub(crate) args: ArgLimits,
 }
@@ -114,6 +115,7 @@ impl Resolved {
             version: options.version,
             roles: options.roles,
             on_store_error: options.on_store_error,
+            on_uncertain: options.on_uncertain,
             max_result_bytes: options
                 .max_result_bytes
                 .unwrap_or(defaults.max_result_bytes),

@@ -11,14 +11,14 @@ use super::claim::{Claimed, claim_or_replay};
 use super::hold::{Hold, Site};
 use super::operation::operation;
 use super::read::unrecorded;
-use super::record::record;
+use super::record::{record, record_unknown};
 use super::settings::{Caller, Resolved, Shared};
 use super::task::{beside, catch_panic};
 use super::trace::{How, note};
 use crate::ctx::{Ctx, WriteCtx};
 use crate::error::{StoreError, ToolError};
 use crate::key::IdemKey;
-use crate::tool::{OnStoreError, WriteTool};
+use crate::tool::{OnStoreError, OnUncertain, WriteTool};
 
 /// Runs a write tool through the idempotent wrapper: claim or replay, run
 /// once beside the heartbeat, record the outcome (the README's "What a
@@ -56,8 +56,8 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
             other => other,
         };
     }
-    let (token, claimed_at) = match claimed {
-        Ok(Claimed::Acquired(token, at)) => (token, at),
+    let (token, claimed_at, lapsed) = match claimed {
+        Ok(Claimed::Acquired(token, at, lapsed)) => (token, at, lapsed),
         Ok(Claimed::Answered(answer)) => return answer,
         Err(ToolError::Store { source, .. })
             if cfg.on_store_error == OnStoreError::Run && source.is_unreachable() =>
@@ -68,9 +68,21 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
     };
     tracing::debug!(tool = name, key = %key, attempt = token.attempt(), "claim acquired");
     if let Some(trace) = caller.trace {
-        trace.answered(How::Ran);
         trace.attempt(token.attempt());
     }
+    if lapsed {
+        match cfg.on_uncertain {
+            OnUncertain::Refuse => {
+                let (lost, _) = tokio::sync::watch::channel(false);
+                let hold = Hold::new(site, &key, token, claimed_at, lost);
+                return Err(record_unknown(&hold, &lapsed_reason(token.attempt())).await);
+            }
+            _ => {
+                tracing::warn!(tool = name, key = %key, attempt = token.attempt(), "an earlier attempt's claim lapsed before it recorded an outcome, which may or may not have taken effect; running again (on_uncertain = rerun)");
+            }
+        }
+    }
+    note(caller.trace, How::Ran);
 
     // The context owns the key from here; the hold borrows it back.
     let (lost_tx, lost_rx) = tokio::sync::watch::channel(false);
@@ -86,6 +98,15 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
         record(tool, &hold, outcome).await
     };
     beside(work, hold.heartbeat()).await
+}
+
+/// Why an operation whose claim of attempt `attempt` was taken over from a
+/// lapsed one has an unknown outcome, as its record says.
+fn lapsed_reason(attempt: u32) -> String {
+    format!(
+        "the claim of attempt {} lapsed before it recorded an outcome (its worker crashed, hung, or lost the store for longer than its lease): its side effect may or may not have happened",
+        attempt.saturating_sub(1)
+    )
 }
 
 /// For a tool with [`OnStoreError::Run`] whose claim failed with `first`

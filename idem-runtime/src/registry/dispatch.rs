@@ -192,7 +192,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
     }
 
     /// The tool named `name`, or why there is none.
-    fn tool(&self, name: &str) -> Result<&dyn ErasedTool<S>, ToolError> {
+    pub(super) fn tool(&self, name: &str) -> Result<&dyn ErasedTool<S>, ToolError> {
         self.index(name).map(|index| &*self.inner.tools[index])
     }
 

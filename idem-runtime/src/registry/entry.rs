@@ -4,6 +4,7 @@
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::checks::{check_info, check_settings};
@@ -25,6 +26,14 @@ pub(super) trait ErasedTool<S>: Send + Sync {
         caller: Caller<'a>,
         args: Value,
     ) -> BoxFuture<'a, Result<Value, ToolError>>;
+
+    /// For a write tool, how an operator's resolution of one of its
+    /// records is written: how long it is kept, and the largest result
+    /// recorded. `None` for read tools.
+    fn resolution_terms(&self, defaults: &Defaults) -> Option<(std::time::Duration, usize)>;
+
+    /// Whether `result` fits the tool's result type (what a replay checks).
+    fn fits_output(&self, result: &Value) -> Result<(), String>;
 
     /// The key and fingerprint a call would use; `None` for read tools.
     fn identify(
@@ -86,6 +95,14 @@ impl<S: Send + Sync + 'static, T: ReadTool<S>> ErasedTool<S> for RegisteredRead<
         ))
     }
 
+    fn resolution_terms(&self, _: &Defaults) -> Option<(std::time::Duration, usize)> {
+        None
+    }
+
+    fn fits_output(&self, _: &Value) -> Result<(), String> {
+        Err("a read tool records nothing".to_owned())
+    }
+
     fn identify(
         &self,
         _: &Shared<S>,
@@ -135,6 +152,17 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for RegisteredWrit
             let (tool, name, learnt) = (&self.tool, &self.info.name, self.learnt());
             engine::call_write(tool, name, &cfg, learnt, shared, caller, args).await
         })
+    }
+
+    fn resolution_terms(&self, defaults: &Defaults) -> Option<(std::time::Duration, usize)> {
+        let cfg = Resolved::new(&self.options, defaults);
+        Some((cfg.ttl, cfg.max_result_bytes))
+    }
+
+    fn fits_output(&self, result: &Value) -> Result<(), String> {
+        T::Output::deserialize(result)
+            .map(drop)
+            .map_err(|e| e.to_string())
     }
 
     fn identify(

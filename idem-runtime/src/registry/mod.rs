@@ -5,7 +5,7 @@
 //! `dispatch` table; `entry` puts each tool behind one object-safe face;
 //! `into_tool` is what `RegistryBuilder::tool` accepts, the macros'
 //! generated functions included; `observe` gives every call its span and
-//! metrics.
+//! metrics; `resolve` writes an operator's answer for an unknown outcome.
 
 mod builder;
 mod checks;
@@ -14,9 +14,11 @@ mod dispatch;
 mod entry;
 mod into_tool;
 mod observe;
+mod resolve;
 
 pub use self::builder::RegistryBuilder;
 pub use self::checks::valid_tool_name;
 pub use self::context::CallContext;
 pub use self::dispatch::Registry;
 pub use self::into_tool::{CallThroughRegistry, IntoTool, InvalidTool, Registration, marker};
+pub use self::resolve::Resolution;

@@ -60,6 +60,7 @@ pub(crate) fn outcome(result: &Result<Value, ToolError>, how: How) -> &'static s
         (Err(ToolError::KeyConflict { .. }), _) => "conflict",
         (Err(ToolError::LeaseLost { .. }), _) => "lease_lost",
         (Err(ToolError::Store { .. }), _) => "store_error",
+        (Err(ToolError::OutcomeUnknown { .. }), _) => "unknown",
         // Refused before anything ran: bad arguments, an unknown tool, no
         // run id or tenant.
         (Err(_), _) => "rejected",

@@ -56,6 +56,17 @@ pub enum Entry {
         /// The fingerprint of the arguments that produced it.
         fingerprint: Fingerprint,
     },
+    /// An outcome nobody knows, kept until an operator resolves it.
+    Unknown {
+        /// Why it is unknown (sealed, when the registry encrypts results).
+        reason: String,
+        /// The fingerprint of the arguments of the operation.
+        fingerprint: Fingerprint,
+        /// The attempt whose outcome is unknown.
+        attempt: u32,
+        /// How long ago it became unknown, by the store's clock.
+        age: Duration,
+    },
 }
 
 impl Entry {
@@ -64,7 +75,8 @@ impl Entry {
         match self {
             Entry::Running { fingerprint, .. }
             | Entry::Done { fingerprint, .. }
-            | Entry::Failed { fingerprint, .. } => fingerprint,
+            | Entry::Failed { fingerprint, .. }
+            | Entry::Unknown { fingerprint, .. } => fingerprint,
         }
     }
 }
@@ -74,8 +86,25 @@ impl Entry {
 pub enum Claim {
     /// The caller now holds the key; run the operation.
     Acquired(LeaseToken),
+    /// The caller now holds the key, taken over from an earlier claim
+    /// whose lease lapsed before it settled: that attempt may or may not
+    /// have taken effect. The tool's policy for an uncertain outcome
+    /// decides what the new holder does (run again, verify, or settle the
+    /// record as [`Outcome::Unknown`]).
+    TakenOver(LeaseToken),
     /// Someone else holds it or it has a recorded outcome.
     Existing(Entry),
+}
+
+impl Claim {
+    /// The token of an acquired claim, taken over or not; `None` for an
+    /// existing record.
+    pub fn token(&self) -> Option<&LeaseToken> {
+        match self {
+            Claim::Acquired(token) | Claim::TakenOver(token) => Some(token),
+            Claim::Existing(_) => None,
+        }
+    }
 }
 
 /// A boxed, `Send` future: what every [`IdemStore`] operation answers, so
@@ -84,7 +113,12 @@ pub enum Claim {
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// How [`IdemStore::settle`] ends a claim: with a result, with a permanent
-/// failure, or by giving the key up so that the next claim runs again.
+/// failure, by giving the key up so that the next claim runs again, or
+/// with an outcome nobody knows.
+///
+/// The same call resolves an unknown record: settled with the token that
+/// made it unknown ([`RecordInfo::holder`]), it becomes done, failed or
+/// released.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome<'a> {
     /// A result (JSON text, sealed when the registry encrypts results),
@@ -106,6 +140,15 @@ pub enum Outcome<'a> {
     /// No result: the key is claimable at once, and the record is kept for
     /// [`CLAIM_RETENTION`] so that the next claim counts the attempt.
     Released,
+    /// Nobody knows whether the operation took effect, and it may not run
+    /// again on its own: kept for `ttl`, every claim answers
+    /// [`Entry::Unknown`] until it is resolved.
+    Unknown {
+        /// Why (sealed, when the registry encrypts results).
+        reason: &'a str,
+        /// How long the store keeps it.
+        ttl: Duration,
+    },
 }
 
 impl<'a> Outcome<'a> {
@@ -115,14 +158,16 @@ impl<'a> Outcome<'a> {
             Outcome::Done { .. } => RecordState::Done,
             Outcome::Failed { .. } => RecordState::Failed,
             Outcome::Released => RecordState::Released,
+            Outcome::Unknown { .. } => RecordState::Unknown,
         }
     }
 
-    /// The result or error text it records; `None` when released.
+    /// The result, error or reason text it records; `None` when released.
     pub fn payload(&self) -> Option<&'a str> {
         match *self {
             Outcome::Done { result, .. } => Some(result),
             Outcome::Failed { error, .. } => Some(error),
+            Outcome::Unknown { reason, .. } => Some(reason),
             Outcome::Released => None,
         }
     }
@@ -131,7 +176,9 @@ impl<'a> Outcome<'a> {
     /// [`CLAIM_RETENTION`] when released.
     pub fn kept_for(&self) -> Duration {
         match *self {
-            Outcome::Done { ttl, .. } | Outcome::Failed { ttl, .. } => ttl,
+            Outcome::Done { ttl, .. }
+            | Outcome::Failed { ttl, .. }
+            | Outcome::Unknown { ttl, .. } => ttl,
             Outcome::Released => CLAIM_RETENTION,
         }
     }
@@ -210,9 +257,11 @@ pub trait IdemStore: Send + Sync + 'static {
         lease: Duration,
     ) -> BoxFuture<'a, Result<Claim, StoreError>>;
 
-    /// Ends the holder's claim with `outcome`: records a result or a
-    /// permanent failure, kept for its TTL and replayed, or releases the
-    /// key so that the next claim runs again.
+    /// Ends the holder's claim with `outcome`: records a result, a
+    /// permanent failure or an unknown outcome, kept for its TTL, or
+    /// releases the key so that the next claim runs again. An unknown
+    /// record is settled (resolved) the same way with the token that made
+    /// it unknown, into any other outcome.
     fn settle<'a>(
         &'a self,
         key: &'a IdemKey,

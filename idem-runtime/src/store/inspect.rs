@@ -26,25 +26,32 @@ pub enum RecordState {
     Done,
     /// A recorded permanent failure.
     Failed,
+    /// Nobody knows whether the operation took effect (a claim lapsed, or
+    /// the tool's error left it uncertain), and the tool may not run it
+    /// again on its own: every caller is told so until an operator
+    /// resolves it.
+    Unknown,
 }
 
 impl RecordState {
     /// Every state, in the order of a record's life.
-    pub const ALL: [RecordState; 4] = [
+    pub const ALL: [RecordState; 5] = [
         RecordState::Running,
         RecordState::Released,
         RecordState::Done,
         RecordState::Failed,
+        RecordState::Unknown,
     ];
 
     /// The state's name as every backend stores it: `running`,
-    /// `released`, `done`, `failed`.
+    /// `released`, `done`, `failed`, `unknown`.
     pub const fn as_str(self) -> &'static str {
         match self {
             RecordState::Running => "running",
             RecordState::Released => "released",
             RecordState::Done => "done",
             RecordState::Failed => "failed",
+            RecordState::Unknown => "unknown",
         }
     }
 
@@ -64,7 +71,7 @@ impl fmt::Display for RecordState {
 
 /// The error of parsing a [`RecordState`] from a name that is none.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown record state {0:?} (expected running, released, done or failed)")]
+#[error("unknown record state {0:?} (expected running, released, done, failed or unknown)")]
 pub struct UnknownState(pub String);
 
 impl FromStr for RecordState {
@@ -103,11 +110,12 @@ pub struct RecordInfo {
     /// For a running record, the holder's lease token, with which
     /// [`IdemStore::settle`](crate::IdemStore::settle) with
     /// [`Outcome::Released`](crate::store::Outcome::Released) ends the claim;
-    /// `None` otherwise.
+    /// for an unknown one, the token that settled it, with which an
+    /// operator resolves it; `None` otherwise.
     pub holder: Option<LeaseToken>,
-    /// The recorded result (done) or error (failed), as stored (sealed when
-    /// the registry encrypts results). Filled by `inspect`; `None` from
-    /// `scan`, which never reads payloads.
+    /// The recorded result (done), error (failed) or reason the outcome is
+    /// unknown, as stored (sealed when the registry encrypts results).
+    /// Filled by `inspect`; `None` from `scan`, which never reads payloads.
     pub payload: Option<String>,
 }
 

@@ -138,6 +138,11 @@ enum State {
         attempt: u32,
         error: Box<str>,
     },
+    Unknown {
+        token: [u8; 16],
+        attempt: u32,
+        reason: Box<str>,
+    },
 }
 
 impl State {
@@ -157,10 +162,90 @@ impl State {
                 },
                 Outcome::Failed { error: e, .. },
             ) => t == token && **error == *e,
+            (
+                State::Unknown {
+                    token: t, reason, ..
+                },
+                Outcome::Unknown { reason: r, .. },
+            ) => t == token && **reason == *r,
+            _ => false,
+        }
+    }
+
+    /// What an operator sees of the state at `now`: its name, attempt,
+    /// payload, lease left (ms) and the token that holds or made it.
+    fn view(&self, now: u64) -> View {
+        match self {
+            State::Running {
+                token,
+                lease_until,
+                attempt,
+            } => (
+                RecordState::Running,
+                *attempt,
+                None,
+                Some(lease_until.saturating_sub(now)),
+                Some(LeaseToken::from_parts(
+                    u128::from_le_bytes(*token),
+                    *attempt,
+                )),
+            ),
+            State::Released { attempt, .. } => (RecordState::Released, *attempt, None, None, None),
+            State::Done {
+                attempt, result, ..
+            } => (
+                RecordState::Done,
+                *attempt,
+                Some(result.to_string()),
+                None,
+                None,
+            ),
+            State::Failed { attempt, error, .. } => (
+                RecordState::Failed,
+                *attempt,
+                Some(error.to_string()),
+                None,
+                None,
+            ),
+            State::Unknown {
+                token,
+                attempt,
+                reason,
+            } => (
+                RecordState::Unknown,
+                *attempt,
+                Some(reason.to_string()),
+                None,
+                Some(LeaseToken::from_parts(
+                    u128::from_le_bytes(*token),
+                    *attempt,
+                )),
+            ),
+        }
+    }
+
+    /// Whether `token` may settle this state with `outcome`: the holder of
+    /// a running record, or the settler of an unknown one resolving it.
+    fn settleable_by(&self, outcome: Option<Outcome<'_>>, token: &[u8; 16]) -> bool {
+        match self {
+            State::Running { token: t, .. } => t == token,
+            State::Unknown { token: t, .. } => {
+                t == token && outcome.is_some_and(|o| o.state() != RecordState::Unknown)
+            }
             _ => false,
         }
     }
 }
+
+/// What an operator sees of a state: its name, attempt, payload, lease
+/// left (ms) and the token that holds or made it.
+type View = (
+    RecordState,
+    u32,
+    Option<String>,
+    Option<u64>,
+    Option<LeaseToken>,
+);
 
 /// Shards are a power of two; enough that 2 × cores tasks rarely meet.
 const SHARDS: usize = 64;
@@ -185,6 +270,22 @@ fn keep(fingerprint: &Fingerprint, digest: Option<[u8; 32]>) -> Option<Box<Finge
 }
 
 impl Record {
+    /// The entry of this record, which is unknown, at `now`.
+    fn unknown_entry(&self, digest: Option<[u8; 32]>, now: u64) -> Entry {
+        let (attempt, reason) = match &self.state {
+            State::Unknown {
+                attempt, reason, ..
+            } => (*attempt, reason.to_string()),
+            _ => (0, String::new()),
+        };
+        Entry::Unknown {
+            reason,
+            fingerprint: self.fingerprint(digest),
+            attempt,
+            age: Duration::from_secs(u64::from(secs(now).saturating_sub(self.since))),
+        }
+    }
+
     /// The fingerprint kept by [`keep`], for the key ending with `digest`.
     fn fingerprint(&self, digest: Option<[u8; 32]>) -> Fingerprint {
         // `None` is only kept for a key that ends with a digest.
@@ -264,9 +365,9 @@ impl MemoryStore {
     }
 
     /// Applies `f` to the live record under `key`, if it is running with
-    /// `token`. If settling with `outcome` by `token` already made it what
-    /// it is (a repeat whose reply was lost), succeeds without a change;
-    /// otherwise `LeaseLost`.
+    /// `token` (or, for a resolution, unknown by `token`). If settling with
+    /// `outcome` by `token` already made it what it is (a repeat whose
+    /// reply was lost), succeeds without a change; otherwise `LeaseLost`.
     fn with_holder(
         &self,
         key: &IdemKey,
@@ -282,7 +383,7 @@ impl MemoryStore {
         };
         let id = token.id().to_le_bytes();
         match &record.state {
-            State::Running { token: t, .. } if *t == id => {
+            held if held.settleable_by(outcome, &id) => {
                 f(record, now);
                 shard.wrote(now);
                 Ok(())
@@ -386,6 +487,7 @@ impl IdemStore for MemoryStore {
             let now = self.now();
             let (slot, digest) = Slot::of(key, self.seed);
             let mut shard = self.shard(&slot);
+            let mut lapsed = false;
             let attempt = match shard.live_mut(&slot, now) {
                 None => 0,
                 Some(record) => match &record.state {
@@ -399,9 +501,11 @@ impl IdemStore for MemoryStore {
                             attempt: *attempt,
                         }));
                     }
-                    State::Running { attempt, .. } | State::Released { attempt, .. } => {
+                    State::Running { attempt, .. } => {
+                        lapsed = true;
                         attempt.saturating_add(1)
                     }
+                    State::Released { attempt, .. } => attempt.saturating_add(1),
                     State::Done { result, .. } => {
                         return Ok(Claim::Existing(Entry::Done {
                             result: result.to_string(),
@@ -414,6 +518,9 @@ impl IdemStore for MemoryStore {
                             fingerprint: record.fingerprint(digest),
                         }));
                     }
+                    State::Unknown { .. } => {
+                        return Ok(Claim::Existing(record.unknown_entry(digest, now)));
+                    }
                 },
             };
             let token = LeaseToken::generate(attempt);
@@ -423,7 +530,11 @@ impl IdemStore for MemoryStore {
                 running(keep(fingerprint, digest), tool, &token, lease, now),
                 now,
             );
-            Ok(Claim::Acquired(token))
+            Ok(if lapsed {
+                Claim::TakenOver(token)
+            } else {
+                Claim::Acquired(token)
+            })
         })
     }
 
@@ -448,6 +559,11 @@ impl IdemStore for MemoryStore {
                         error: error.into(),
                     },
                     Outcome::Released => State::Released { token: id, attempt },
+                    Outcome::Unknown { reason, .. } => State::Unknown {
+                        token: id,
+                        attempt,
+                        reason: reason.into(),
+                    },
                 };
                 record.since = secs(now);
                 record.expires_at = now.saturating_add(ms(outcome.kept_for()));
@@ -515,41 +631,7 @@ impl IdemStore for MemoryStore {
             let Some(record) = shard.live_mut(&slot, now) else {
                 return Ok(None);
             };
-            let (state, attempt, payload, lease_left, holder) = match &record.state {
-                State::Running {
-                    token,
-                    lease_until,
-                    attempt,
-                } => (
-                    RecordState::Running,
-                    *attempt,
-                    None,
-                    Some(lease_until.saturating_sub(now)),
-                    Some(LeaseToken::from_parts(
-                        u128::from_le_bytes(*token),
-                        *attempt,
-                    )),
-                ),
-                State::Released { attempt, .. } => {
-                    (RecordState::Released, *attempt, None, None, None)
-                }
-                State::Done {
-                    attempt, result, ..
-                } => (
-                    RecordState::Done,
-                    *attempt,
-                    Some(result.to_string()),
-                    None,
-                    None,
-                ),
-                State::Failed { attempt, error, .. } => (
-                    RecordState::Failed,
-                    *attempt,
-                    Some(error.to_string()),
-                    None,
-                    None,
-                ),
-            };
+            let (state, attempt, payload, lease_left, holder) = record.state.view(now);
             let (fingerprint, since, expires_at, tool) = (
                 record.fingerprint(digest),
                 record.since,
@@ -609,6 +691,7 @@ impl IdemStore for MemoryStore {
                         error: error.to_string(),
                         fingerprint,
                     }),
+                    State::Unknown { .. } => Some(record.unknown_entry(digest, now)),
                 }
             }))
         })

@@ -6,23 +6,27 @@
 //!   lapses (renewable);
 //! - **released**: given up after a transient failure; claimable at once;
 //! - **done** / **failed**: a recorded result or permanent error, replayed to
-//!   every duplicate until the result TTL expires.
+//!   every duplicate until the result TTL expires;
+//! - **unknown**: nobody knows whether the operation took effect, and its
+//!   tool may not run it again on its own (its policy for an uncertain
+//!   outcome); answered to every claim until an operator resolves it or
+//!   its TTL expires.
 //!
 //! Every operation is one atomic step in the store, and every time is judged
 //! by the store's own clock.
 //!
 //! # Semantics every backend implements
 //!
-//! | operation | absent or expired | running, lease live | running, lease lapsed | released | done / failed |
-//! |---|---|---|---|---|---|
-//! | `claim` | `Acquired`, attempt 0 | `Existing(Running)` | `Acquired`, attempt + 1 | `Acquired`, attempt + 1 | `Existing(Done / Failed)` |
-//! | `settle` (any [`Outcome`]), `renew` with the holder's token | `LeaseLost` | applied | applied (nobody claimed since) | `LeaseLost` | `LeaseLost` |
+//! | operation | absent or expired | running, lease live | running, lease lapsed | released | done / failed | unknown |
+//! |---|---|---|---|---|---|---|
+//! | `claim` | `Acquired`, attempt 0 | `Existing(Running)` | `TakenOver`, attempt + 1 | `Acquired`, attempt + 1 | `Existing(Done / Failed)` | `Existing(Unknown)` |
+//! | `settle` (any [`Outcome`]), `renew` with the holder's token | `LeaseLost` | applied | applied (nobody claimed since) | `LeaseLost` | `LeaseLost` | `settle` to done, failed or released with the token that made it unknown: applied (resolved); else `LeaseLost` |
 //!
 //! Either with a token that is not the current holder's is
 //! refused with [`StoreError::LeaseLost`](crate::StoreError::LeaseLost) and changes nothing. A running or
 //! released record is kept for [`CLAIM_RETENTION`] after its lease ends so
-//! that the next claim can count the attempt; a done or failed record for
-//! its TTL.
+//! that the next claim can count the attempt; a done, failed or unknown
+//! record for its TTL.
 //!
 //! # Operations sent twice
 //!
@@ -49,8 +53,10 @@
 //! [`IdemStore::count_expired`] counts what a purge would delete; none of
 //! them changes anything. An operator ends a stuck claim with
 //! [`IdemStore::settle`] ([`Outcome::Released`]) and the holder's token `inspect` shows, which
-//! fences the worker still holding it. The `idem` command-line tool is
-//! built on these.
+//! fences the worker still holding it, and resolves an unknown record the
+//! same way, with the token that made it unknown: of two operators
+//! resolving one record at once, one wins and the other is told
+//! `LeaseLost`. The `idem` command-line tool is built on these.
 
 #[cfg(any(feature = "postgres", feature = "redis"))]
 mod answers;

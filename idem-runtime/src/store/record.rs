@@ -26,6 +26,9 @@ pub(crate) struct Row {
     /// Whether a running record's lease is still live; `None` when the row
     /// has no lease.
     pub(crate) lease_live: Option<bool>,
+    /// Since the record entered its state, by the store's clock; `None`
+    /// in a row of schema 1.
+    pub(crate) age_ms: Option<i64>,
 }
 
 /// What a live (unexpired) record means.
@@ -46,6 +49,12 @@ pub(crate) enum Live {
     Failed {
         fingerprint: Fingerprint,
         error: String,
+    },
+    Unknown {
+        fingerprint: Fingerprint,
+        attempt: u32,
+        reason: String,
+        age: Duration,
     },
 }
 
@@ -77,7 +86,25 @@ impl Live {
                 fingerprint,
                 error: row.payload.ok_or_else(|| missing("an error"))?,
             },
+            State::Unknown => Live::Unknown {
+                fingerprint,
+                attempt,
+                reason: row.payload.ok_or_else(|| missing("a reason"))?,
+                age: row.age_ms.map(positive_ms).unwrap_or_default(),
+            },
         })
+    }
+
+    /// Whether a claim of this record takes over a lapsed claim, whose
+    /// outcome nobody knows.
+    pub(crate) fn lapsed(&self) -> bool {
+        matches!(
+            self,
+            Live::Running {
+                lease_live: false,
+                ..
+            }
+        )
     }
 
     /// The attempt number a new claim of this record takes, or `None`
@@ -114,6 +141,17 @@ impl Live {
                 fingerprint,
             }),
             Live::Failed { fingerprint, error } => Some(Entry::Failed { error, fingerprint }),
+            Live::Unknown {
+                fingerprint,
+                attempt,
+                reason,
+                age,
+            } => Some(Entry::Unknown {
+                reason,
+                fingerprint,
+                attempt,
+                age,
+            }),
         }
     }
 }
@@ -155,14 +193,16 @@ impl InfoRow {
             .ok_or_else(|| corrupt(format!("unknown state {:?}", self.state)))?;
         let attempt = attempt(&key, self.attempt)?;
         let holder = match (state, self.token) {
-            (State::Running, Some(token)) => Some(LeaseToken::from_parts(
+            (State::Running | State::Unknown, Some(token)) => Some(LeaseToken::from_parts(
                 u128::from_be_bytes(
                     <[u8; 16]>::try_from(token.as_slice())
                         .map_err(|_| corrupt("the token is not 16 bytes".into()))?,
                 ),
                 attempt,
             )),
-            (State::Running, None) => return Err(corrupt("running without a token".into())),
+            (State::Running | State::Unknown, None) => {
+                return Err(corrupt(format!("{state} without a token")));
+            }
             _ => None,
         };
         if state == State::Running && self.lease_ms.is_none() {

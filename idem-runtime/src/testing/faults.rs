@@ -24,6 +24,8 @@ pub enum Op {
     Release,
     /// `settle` with [`Outcome::Failed`]
     Fail,
+    /// `settle` with [`Outcome::Unknown`]
+    MarkUnknown,
     /// `renew`
     Renew,
     /// `get`
@@ -58,7 +60,7 @@ impl Fault {
 /// to the real backend underneath.
 pub struct FaultyStore<S> {
     inner: S,
-    faults: [AtomicU8; 6],
+    faults: [AtomicU8; 7],
 }
 
 impl<S: IdemStore> FaultyStore<S> {
@@ -124,6 +126,7 @@ impl<S: IdemStore> IdemStore for FaultyStore<S> {
             Outcome::Done { .. } => Op::Complete,
             Outcome::Failed { .. } => Op::Fail,
             Outcome::Released => Op::Release,
+            Outcome::Unknown { .. } => Op::MarkUnknown,
         };
         self.gate(op, self.inner.settle(key, token, outcome))
     }

@@ -62,6 +62,14 @@ pub(super) fn acquired(claim: Result<Claim, StoreError>) -> LeaseToken {
     }
 }
 
+/// The token of a claim that took a lapsed one over.
+pub(super) fn taken_over(claim: Result<Claim, StoreError>) -> LeaseToken {
+    match claim {
+        Ok(Claim::TakenOver(token)) => token,
+        other => panic!("a claim after a lapse must say it took over, got {other:?}"),
+    }
+}
+
 pub(super) fn existing(claim: Result<Claim, StoreError>) -> Entry {
     match claim {
         Ok(Claim::Existing(entry)) => entry,

@@ -72,6 +72,8 @@ macro_rules! __idem_with_cases {
             registry_fences_a_worker_that_lost_its_lease,
             settle_repeated_by_its_token_succeeds,
             claims_after_a_release_have_one_winner,
+            unknown_outcome_is_kept_until_resolved_once,
+            registry_refuses_an_uncertain_operation_until_resolved,
             registry_records_any_error_text,
             registry_longest_settings_are_kept,
             registry_conflict_names_the_differing_fields,

@@ -514,7 +514,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
             .await
             .map_err(store_error)?
         {
-            crate::store::Claim::Acquired(_) => Ok(key),
+            crate::store::Claim::Acquired(_) | crate::store::Claim::TakenOver(_) => Ok(key),
             crate::store::Claim::Existing(_) => Err(ToolError::InFlight {
                 tool: self.name.clone(),
                 key: key.to_string(),

@@ -24,3 +24,6 @@ INSERT INTO {table} VALUES ('released', 'released', '\x9f86d081884c7d659a2feaa0c
 INSERT INTO {table} VALUES ('done', 'done', '\x9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08', 0, '\x0123456789abcdef0123456789abcdef', NULL, '{"charge":"ch_1","amount":1250}', '2100-01-01Z', 'charge_card', '2000-01-01Z');
 INSERT INTO {table} VALUES ('failed', 'failed', '\x9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08', 0, '\x0123456789abcdef0123456789abcdef', NULL, 'card declined | code 51', '2100-01-01Z', 'charge_card', '2000-01-01Z');
 INSERT INTO {table} VALUES ('done_without_token', 'done', '\x9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08', 3, NULL, NULL, '{"legacy":true}', '2100-01-01Z', 'charge_card', '2000-01-01Z');
+-- The unknown state (a tool that refuses to rerun an uncertain operation):
+-- the reason is the payload, the token the one that made it unknown.
+INSERT INTO {table} VALUES ('unknown', 'unknown', '\x9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08', 1, '\x0123456789abcdef0123456789abcdef', NULL, 'the claim of attempt 0 lapsed', '2100-01-01Z', 'charge_card', '2000-01-01Z');

@@ -24,3 +24,6 @@ INSERT INTO idem_records VALUES ('released', 'released', X'9f86d081884c7d659a2fe
 INSERT INTO idem_records VALUES ('done', 'done', X'9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08', 0, X'0123456789abcdef0123456789abcdef', NULL, '{"charge":"ch_1","amount":1250}', 4102444800000, 'charge_card', 1);
 INSERT INTO idem_records VALUES ('failed', 'failed', X'9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08', 0, X'0123456789abcdef0123456789abcdef', NULL, 'card declined | code 51', 4102444800000, 'charge_card', 1);
 INSERT INTO idem_records VALUES ('done_without_token', 'done', X'9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08', 3, NULL, NULL, '{"legacy":true}', 4102444800000, 'charge_card', 1);
+-- The unknown state (a tool that refuses to rerun an uncertain operation):
+-- the reason is the payload, the token the one that made it unknown.
+INSERT INTO idem_records VALUES ('unknown', 'unknown', X'9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08', 1, X'0123456789abcdef0123456789abcdef', NULL, 'the claim of attempt 0 lapsed', 4102444800000, 'charge_card', 1);

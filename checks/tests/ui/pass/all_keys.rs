@@ -35,6 +35,7 @@ struct ChargeArgs {
     version = 2,
     on_in_flight = "wait(5s)",
     on_store_error = "fail_closed",
+    on_uncertain = "refuse",
     permanent_errors = declined,
     destructive = true,
     open_world = false
@@ -51,7 +52,8 @@ async fn charge(#[args] a: ChargeArgs, ctx: &WriteCtx) -> Result<u64, PaymentErr
 #[write_tool(
     permanent_errors = |e: &String| e.starts_with("no"),
     on_in_flight = "reject",
-    on_store_error = "run"
+    on_store_error = "run",
+    on_uncertain = "rerun"
 )]
 /// Cancel an order.
 async fn cancel(order_id: String, ctx: &WriteCtx<()>) -> Result<(), String> {

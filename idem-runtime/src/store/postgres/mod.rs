@@ -304,7 +304,8 @@ fn checked_version(
     }
 }
 
-/// Decodes a row of (state, fingerprint, attempt, payload, lease live).
+/// Decodes a row of (state, fingerprint, attempt, payload, lease live, age
+/// ms).
 fn read_row(key: &IdemKey, row: &tokio_postgres::Row) -> Result<Live, StoreError> {
     let corrupt = |e: tokio_postgres::Error| StoreError::corrupt(key.as_str(), e.to_string());
     let row = Row {
@@ -313,6 +314,7 @@ fn read_row(key: &IdemKey, row: &tokio_postgres::Row) -> Result<Live, StoreError
         attempt: i64::from(row.try_get::<_, i32>(2).map_err(corrupt)?),
         payload: row.try_get(3).map_err(corrupt)?,
         lease_live: row.try_get(4).map_err(corrupt)?,
+        age_ms: row.try_get(5).map_err(corrupt)?,
     };
     Live::decode(key.as_str(), row)
 }
@@ -355,7 +357,13 @@ impl IdemStore for PostgresStore {
                 if state == "acquired" {
                     let attempt: i32 = row.try_get(2).map_err(|e| corrupt(e.to_string()))?;
                     let attempt = record::attempt(key.as_str(), attempt)?;
-                    return Ok(Claim::Acquired(LeaseToken::from_parts(token.id(), attempt)));
+                    let lapsed: bool = row.try_get(4).map_err(|e| corrupt(e.to_string()))?;
+                    let token = LeaseToken::from_parts(token.id(), attempt);
+                    return Ok(if lapsed {
+                        Claim::TakenOver(token)
+                    } else {
+                        Claim::Acquired(token)
+                    });
                 }
                 let live = read_row(key, &row)?;
                 if live.next_attempt().is_none()

@@ -10,13 +10,13 @@
 //! | field | meaning |
 //! |---|---|
 //! | `2` | the format version |
-//! | state | `running`, `released`, `done` or `failed` |
+//! | state | `running`, `released`, `done`, `failed` or `unknown` |
 //! | fingerprint | the arguments' fingerprint, 64 hex digits |
 //! | attempt | the holder's attempt number |
 //! | tool | the tool whose call it is (empty in a record first written in format 1) |
 //! | life | ms from when the record entered its state (its claim, for a running one) to its expiry: its age is `life − PTTL` |
-//! | token | the lease token of the holder (running), or of the worker that settled it (released, done, failed; empty in records written before idem 0.2) |
-//! | payload | the result or error, verbatim (done / failed only; last, so it may hold `|`) |
+//! | token | the lease token of the holder (running), or of the worker that settled it (released, done, failed, unknown; empty in records written before idem 0.2) |
+//! | payload | the result, error or reason, verbatim (done / failed / unknown only; last, so it may hold `|`) |
 //!
 //! Time is the key's own expiry, kept by the server: a running record
 //! expires [`CLAIM_RETENTION`] after its lease ends, so its lease is live
@@ -418,12 +418,14 @@ impl RedisStore {
             return match self.write(&first, self.wait).await {
                 // Without GET a new key answers OK; with it, nil (there
                 // was no old value), and a taken one its value.
-                Ok((RValue::Okay, acked)) if !with_get => {
-                    self.acquired(key, token, line, acked).await.map(Some)
-                }
-                Ok((RValue::Nil, acked)) if with_get => {
-                    self.acquired(key, token, line, acked).await.map(Some)
-                }
+                Ok((RValue::Okay, acked)) if !with_get => self
+                    .acquired(key, token, line, acked, false)
+                    .await
+                    .map(Some),
+                Ok((RValue::Nil, acked)) if with_get => self
+                    .acquired(key, token, line, acked, false)
+                    .await
+                    .map(Some),
                 Ok((RValue::Nil, _)) => Ok(None),
                 Ok((RValue::BulkString(held), _)) if with_get => {
                     Ok(record::settled_entry(&held).map(Claim::Existing))
@@ -455,6 +457,7 @@ impl RedisStore {
         token: &LeaseToken,
         line: RunningLine,
         acked: usize,
+        lapsed: bool,
     ) -> Result<Claim, StoreError> {
         self.remember(token, line);
         if let Err(e) = self.replicated(acked) {
@@ -467,7 +470,11 @@ impl RedisStore {
             }
             return Err(e);
         }
-        Ok(Claim::Acquired(*token))
+        Ok(if lapsed {
+            Claim::TakenOver(*token)
+        } else {
+            Claim::Acquired(*token)
+        })
     }
 
     /// The CLAIM script, for a key that exists: claimed with `token` (at
@@ -517,7 +524,8 @@ impl RedisStore {
             // The script wrote what a first claim at this attempt writes.
             let token = LeaseToken::from_parts(token.id(), attempt);
             let line = RunningLine::new(self.format, fingerprint, tool, claim_life(lease), &token);
-            return self.acquired(key, &token, line, acked).await;
+            let lapsed = parts.get(2).and_then(as_text).as_deref() == Some("lapsed");
+            return self.acquired(key, &token, line, acked, lapsed).await;
         }
         parse_entry(key, &parts).map(Claim::Existing)
     }
@@ -533,7 +541,8 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
-/// Parses `{'tag', fp, value}` replies of CLAIM and GET.
+/// Parses `{'tag', fp, value}` replies of CLAIM and GET (`{'unknown', fp,
+/// reason, attempt, age ms}` for an unknown record).
 fn parse_entry(key: &IdemKey, parts: &[RValue]) -> Result<Entry, StoreError> {
     let corrupt = |why: &str| StoreError::corrupt(key.as_str(), why.to_owned());
     let field = |i: usize| parts.get(i).and_then(as_text);
@@ -554,6 +563,19 @@ fn parse_entry(key: &IdemKey, parts: &[RValue]) -> Result<Entry, StoreError> {
             error: value,
             fingerprint,
         }),
+        Some(State::Unknown) => {
+            let number = |i: usize| -> Result<u64, StoreError> {
+                field(i)
+                    .and_then(|n| n.parse().ok())
+                    .ok_or_else(|| corrupt("bad number"))
+            };
+            Ok(Entry::Unknown {
+                reason: value,
+                fingerprint,
+                attempt: u32::try_from(number(3)?).map_err(|_| corrupt("bad attempt"))?,
+                age: Duration::from_millis(number(4)?),
+            })
+        }
         Some(State::Released) | None => Err(corrupt("unexpected reply")),
     }
 }

@@ -148,7 +148,7 @@ pub(crate) fn settled_entry(line: &[u8]) -> Option<Entry> {
             error: payload,
             fingerprint,
         }),
-        State::Running | State::Released => None,
+        State::Running | State::Released | State::Unknown => None,
     }
 }
 

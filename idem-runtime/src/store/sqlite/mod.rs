@@ -168,6 +168,7 @@ fn live(conn: &Connection, key: &str, now: i64) -> Result<Option<Live>, StoreErr
             stmt.query_row(params![key], |r| {
                 let lease_until: Option<i64> = r.get(3)?;
                 let expires_at: i64 = r.get(5)?;
+                let changed_at: Option<i64> = r.get(6)?;
                 Ok((
                     Row {
                         state: r.get(0)?,
@@ -175,6 +176,7 @@ fn live(conn: &Connection, key: &str, now: i64) -> Result<Option<Live>, StoreErr
                         attempt: r.get(2)?,
                         payload: r.get(4)?,
                         lease_live: lease_until.map(|until| until > now),
+                        age_ms: changed_at.map(|at| now.saturating_sub(at)),
                     },
                     expires_at,
                 ))
@@ -199,10 +201,14 @@ fn claim(
     lease: Duration,
 ) -> Result<Claim, StoreError> {
     let now = now_ms();
+    let mut lapsed = false;
     let attempt = match live(tx, key, now)? {
         None => 0,
         Some(record) => match record.next_attempt() {
-            Some(attempt) => attempt,
+            Some(attempt) => {
+                lapsed = record.lapsed();
+                attempt
+            }
             // A live lease or a recorded outcome: report it.
             None => {
                 return record
@@ -230,7 +236,12 @@ fn claim(
     tx.prepare_cached(sql::SWEEP)
         .and_then(|mut stmt| stmt.execute(params![now, SWEEP_PER_CLAIM]))
         .map_err(sql_error)?;
-    Ok(Claim::Acquired(LeaseToken::from_parts(token.id(), attempt)))
+    let token = LeaseToken::from_parts(token.id(), attempt);
+    Ok(if lapsed {
+        Claim::TakenOver(token)
+    } else {
+        Claim::Acquired(token)
+    })
 }
 
 /// How many expired rows each claim deletes on the side.

@@ -2,8 +2,9 @@
 //! violation: `store` (the operations of the contract), `inspect` (what
 //! operators read), `registry` (write
 //! tools over the store), `sealed` (records encrypted at rest),
-//! `network` (real network faults between store and server) and `full` (a
-//! store out of memory or space, which its backend's test fills for real).
+//! `network` (real network faults between store and server), `full` (a
+//! store out of memory or space, which its backend's test fills for real)
+//! and `uncertain` (lapsed claims, unknown outcomes and their resolution).
 
 mod full;
 mod inspect;
@@ -11,6 +12,7 @@ mod network;
 mod registry;
 mod sealed;
 mod store;
+mod uncertain;
 
 pub use self::full::*;
 pub use self::inspect::*;
@@ -18,3 +20,4 @@ pub use self::network::*;
 pub use self::registry::*;
 pub use self::sealed::*;
 pub use self::store::*;
+pub use self::uncertain::*;

@@ -77,7 +77,8 @@ pub async fn concurrent_claims_acquire_once<H: Harness>(h: &H) {
     }
 }
 
-/// A lapsed lease lets the next claim in, one attempt higher.
+/// A lapsed lease lets the next claim in, one attempt higher, taken over
+/// (the lapsed attempt's outcome is uncertain).
 pub async fn lapsed_lease_lets_a_new_claim_in<H: Harness>(h: &H) {
     let store = h.store();
     let (ns, f) = (namespace(), fp(1));
@@ -88,7 +89,7 @@ pub async fn lapsed_lease_lets_a_new_claim_in<H: Harness>(h: &H) {
         Entry::Running { .. }
     ));
     past_short().await;
-    let second = acquired(store.claim(&k, TOOL, &f, LONG).await);
+    let second = taken_over(store.claim(&k, TOOL, &f, LONG).await);
     assert_eq!((first.attempt(), second.attempt()), (0, 1));
     assert_ne!(first, second);
 }
@@ -125,10 +126,23 @@ pub async fn stale_token_is_fenced<H: Harness>(h: &H) {
     let k = key(&ns, "fence");
     let stale = acquired(store.claim(&k, TOOL, &f, SHORT).await);
     past_short().await;
-    let owner = acquired(store.claim(&k, TOOL, &f, LONG).await);
+    let owner = taken_over(store.claim(&k, TOOL, &f, LONG).await);
     lease_lost(
         store.settle(&k, &stale, done_with(r#""stale""#)).await,
         "stale complete",
+    );
+    lease_lost(
+        store
+            .settle(
+                &k,
+                &stale,
+                Outcome::Unknown {
+                    reason: "stale",
+                    ttl: LONG,
+                },
+            )
+            .await,
+        "stale unknown",
     );
     lease_lost(
         store.settle(&k, &stale, failed_with("stale")).await,

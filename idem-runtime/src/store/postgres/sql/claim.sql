@@ -9,10 +9,18 @@
 -- row the insert conflicted with: missing, released or lapsed. Then the
 -- claim asks again (see `PostgresStore::claim`).
 --
--- Answers one row of (state, fingerprint, attempt, payload, lease live):
--- state 'acquired' with the attempt taken, or the record found.
+-- Answers one row of (state, fingerprint, attempt, payload, lease live,
+-- age ms): state 'acquired' with the attempt taken and, as "lease live",
+-- whether it took over a lapsed claim; or the record found.
+--
+-- Whether the row taken over was a lapsed claim is read from the
+-- statement's snapshot, with the same now(): a row another transaction
+-- changed since can only have been released or purged meanwhile (a live
+-- or settled one is not taken over), so the answer errs towards "lapsed",
+-- the cautious side.
 WITH done AS (
-    SELECT state, fingerprint, attempt, payload, NULL::boolean AS lease_live FROM {table}
+    SELECT state, fingerprint, attempt, payload, NULL::boolean AS lease_live,
+           NULL::bigint AS age_ms FROM {table}
     WHERE key = $1 AND state IN ('done', 'failed') AND expires_at > now()
 ), taken AS (
     INSERT INTO {table} AS r (key, state, fingerprint, attempt, token, lease_until, payload, expires_at, tool, changed_at)
@@ -29,12 +37,17 @@ WITH done AS (
                        ELSE r.attempt + 1 END
     WHERE r.expires_at <= now() OR r.state = 'released'
        OR (r.state = 'running' AND (r.lease_until <= now() OR r.token = EXCLUDED.token))
-    RETURNING r.attempt
+    RETURNING r.attempt, (
+        SELECT p.state = 'running' AND p.lease_until <= now() AND p.token <> $3
+        FROM {table} p WHERE p.key = $1 AND p.expires_at > now()
+    ) AS lapsed
 )
-SELECT 'acquired'::text, NULL::bytea, attempt, NULL::text, NULL::boolean FROM taken
+SELECT 'acquired'::text, NULL::bytea, attempt, NULL::text, coalesce(lapsed, false), NULL::bigint
+FROM taken
 UNION ALL
-SELECT state, fingerprint, attempt, payload, lease_live FROM done
+SELECT state, fingerprint, attempt, payload, lease_live, age_ms FROM done
 UNION ALL
-SELECT state, fingerprint, attempt, payload, lease_until > now() FROM {table}
+SELECT state, fingerprint, attempt, payload, lease_until > now(),
+       (extract(epoch FROM now() - changed_at) * 1000)::bigint FROM {table}
 WHERE key = $1 AND expires_at > now()
   AND NOT EXISTS (SELECT 1 FROM taken) AND NOT EXISTS (SELECT 1 FROM done)

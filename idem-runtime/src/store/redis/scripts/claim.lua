@@ -1,11 +1,14 @@
 -- CLAIM: the claim of a key that exists (a first claim is a plain SET NX).
 -- KEYS[1]; ARGV: fingerprint, token, lease ms, retention ms, tool, the
 -- format to write ('1' or '2').
--- Returns {'acquired', attempt} | {'running', fp, attempt} |
--- {'done', fp, result} | {'failed', fp, error}.
+-- Returns {'acquired', attempt} | {'acquired', attempt, 'lapsed'} (taken
+-- over from a claim whose lease lapsed) | {'running', fp, attempt} |
+-- {'done', fp, result} | {'failed', fp, error} |
+-- {'unknown', fp, reason, attempt, age}.
 local rec = load(KEYS[1])
 local retention = tonumber(ARGV[4])
 local attempt = 0
+local lapsed = nil
 if rec then
   if rec.state == 'running' and rec.token == ARGV[2] then
     -- Our own claim, sent again after its reply was lost. Written again so
@@ -16,12 +19,15 @@ if rec then
     -- The lease is live while more than the retention is left.
     if redis.call('PTTL', KEYS[1]) > retention then return {'running', rec.fp, tostring(rec.attempt)} end
     attempt = rec.attempt + 1
+    lapsed = 'lapsed'
   elseif rec.state == 'released' then
     attempt = rec.attempt + 1
+  elseif rec.state == 'unknown' then
+    return unknown(KEYS[1], rec)
   else
     return {rec.state, rec.fp, rec.payload}
   end
 end
 local px = tonumber(ARGV[3]) + retention
 store(KEYS[1], ARGV[6], 'running', ARGV[1], attempt, ARGV[5], px, ARGV[2], '', px)
-return {'acquired', string.format('%d', attempt)}
+return {'acquired', string.format('%d', attempt), lapsed}

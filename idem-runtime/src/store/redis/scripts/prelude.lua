@@ -7,6 +7,8 @@
 -- life - PTTL, on the server's clock).
 -- Returns the record, nil when absent, or raises 'corrupt: ..'. A key of
 -- another type fails the GET (WRONGTYPE).
+-- States: running, released, done, failed, unknown (idem 0.3: readers
+-- before it refuse an unknown record as corrupt, never misread it).
 local function load(key)
   local raw = redis.call('GET', key)
   if not raw then return nil end
@@ -32,6 +34,8 @@ local function load(key)
     if not rec.attempt or #token ~= 32 then return error('corrupt: incomplete running record') end
   elseif state == 'released' then
     if not rec.attempt then return error('corrupt: incomplete released record') end
+  elseif state == 'unknown' then
+    if not rec.attempt or #token ~= 32 then return error('corrupt: incomplete unknown record') end
   elseif state ~= 'done' and state ~= 'failed' then
     return error('corrupt: unknown state ' .. state)
   end
@@ -48,4 +52,11 @@ local function store(key, v, state, fp, attempt, tool, life, token, payload, px)
       .. '|' .. string.format('%d', life) .. '|' .. token .. '|' .. payload
   end
   redis.call('SET', key, line, 'PX', string.format('%d', px))
+end
+-- The answer to a claim or read that finds an unknown record: its
+-- fingerprint, reason, attempt and age (ms; 0 when the record does not
+-- say, in format 1).
+local function unknown(key, rec)
+  local age = rec.life and math.max(0, rec.life - redis.call('PTTL', key)) or 0
+  return {'unknown', rec.fp, rec.payload, tostring(rec.attempt), string.format('%d', age)}
 end

@@ -1,5 +1,8 @@
--- SETTLE: complete, fail, release and renew, on the holder's token.
--- KEYS[1]; ARGV: token, op ('done' | 'failed' | 'released' | 'renew'),
+-- SETTLE: complete, fail, release, unknown and renew, on the holder's
+-- token; and the resolution of an unknown record (to done, failed or
+-- released) with the token that made it unknown.
+-- KEYS[1]; ARGV: token, op ('done' | 'failed' | 'released' | 'unknown' |
+-- 'renew'),
 -- payload (result, error, or lease ms), ms to keep the record (for renew:
 -- the retention after the lease), the format to write ('1' or '2'), the
 -- running record this store's claim wrote, byte for byte, and the record
@@ -35,7 +38,8 @@ if rec and rec.token == ARGV[1] and rec.state == op and (op == 'released' or rec
   redis.call('SET', KEYS[1], redis.call('GET', KEYS[1]), 'KEEPTTL')
   return 'ok'
 end
-if not rec or rec.state ~= 'running' or rec.token ~= ARGV[1] then return 'lost' end
+local resolving = rec and rec.state == 'unknown' and op ~= 'unknown' and op ~= 'renew'
+if not rec or (rec.state ~= 'running' and not resolving) or rec.token ~= ARGV[1] then return 'lost' end
 if op == 'renew' then
   -- The claim's age carries over: life counts from the claim.
   local px = tonumber(ARGV[3]) + tonumber(ARGV[4])

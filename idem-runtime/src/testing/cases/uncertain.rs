@@ -1,0 +1,239 @@
+//! Uncertain outcomes: a claim taken over from a lapsed one is told so, an
+//! unknown record is answered to every claim until it is resolved, and of
+//! two resolutions at once exactly one lands; through the registry, a tool
+//! that refuses to run an uncertain operation again does not, until an
+//! operator resolves it.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::error::{ResolveError, StoreError, ToolError};
+use crate::registry::Resolution;
+use crate::store::{Entry, IdemStore, LeaseToken, Outcome, RecordState};
+use crate::testing::fixtures::Counter;
+use crate::testing::harness::Harness;
+use crate::testing::helpers::*;
+use crate::tool::{OnUncertain, WriteOptions};
+
+/// The reason a case records an outcome unknown with.
+const WHY: &str = "attempt 0 lapsed | the worker crashed";
+
+/// A lapsed claim is taken over (and said to be); settled unknown, the
+/// record answers every claim and read with its attempt and reason, and
+/// refuses every token operation but a resolution by the token that made
+/// it unknown; two resolutions at once have one winner, whose outcome is
+/// then replayed; a resolution to rerun lets the next claim in, one
+/// attempt higher and not taken over.
+pub async fn unknown_outcome_is_kept_until_resolved_once<H: Harness>(h: &H) {
+    let store = h.store();
+    let (ns, f) = (namespace(), fp(1));
+    let k = key(&ns, "unknown");
+    let token = mark_unknown_after_a_lapse(&*store, &k).await;
+    assert!(
+        matches!(
+            existing(store.claim(&k, TOOL, &f, LONG).await),
+            Entry::Unknown { attempt: 1, ref reason, ref fingerprint, .. }
+                if reason == WHY && *fingerprint == f
+        ),
+        "an unknown record answers a claim with its attempt, reason and fingerprint"
+    );
+    assert!(matches!(
+        store.get(&k).await,
+        Ok(Some(Entry::Unknown { attempt: 1, .. }))
+    ));
+    let info = store.inspect(&k).await.expect("inspect").expect("a record");
+    assert_eq!(info.state, RecordState::Unknown);
+    assert_eq!(info.holder, Some(token), "the token that made it unknown");
+    assert_eq!(info.payload.as_deref(), Some(WHY));
+    store
+        .settle(&k, &token, unknown_with(WHY))
+        .await
+        .expect("the same settle repeated");
+    lease_lost(
+        store
+            .settle(&k, &token, unknown_with("another reason"))
+            .await,
+        "unknown again with another reason",
+    );
+    lease_lost(
+        store.renew(&k, &token, LONG).await,
+        "renew of an unknown record",
+    );
+    let stranger = LeaseToken::generate(1);
+    lease_lost(
+        store.settle(&k, &stranger, done_with("1")).await,
+        "a resolution with another token",
+    );
+    // Two resolutions at once: one lands, the other is fenced.
+    let (a, b) = tokio::join!(
+        store.settle(&k, &token, done_with(r#""sent""#)),
+        store.settle(&k, &token, failed_with("never sent")),
+    );
+    let winner = match (a, b) {
+        (Ok(()), Err(StoreError::LeaseLost)) => Entry::Done {
+            result: r#""sent""#.into(),
+            fingerprint: f.clone(),
+        },
+        (Err(StoreError::LeaseLost), Ok(())) => Entry::Failed {
+            error: "never sent".into(),
+            fingerprint: f.clone(),
+        },
+        other => panic!("exactly one of two resolutions must land, got {other:?}"),
+    };
+    assert_eq!(existing(store.claim(&k, TOOL, &f, LONG).await), winner);
+    lease_lost(
+        store.settle(&k, &token, Outcome::Released).await,
+        "a resolution of a record no longer unknown",
+    );
+
+    let k = key(&ns, "rerun");
+    let token = mark_unknown_after_a_lapse(&*store, &k).await;
+    store
+        .settle(&k, &token, Outcome::Released)
+        .await
+        .expect("resolved to run again");
+    let next = acquired(store.claim(&k, TOOL, &f, LONG).await);
+    assert_eq!(next.attempt(), 2, "the next claim counts the attempts");
+    store
+        .settle(&k, &next, done_with("2"))
+        .await
+        .expect("complete");
+}
+
+/// Claims `k` for a [`SHORT`] lease, lets it lapse, takes it over and
+/// settles it unknown; returns the token that did.
+async fn mark_unknown_after_a_lapse(store: &dyn IdemStore, k: &crate::IdemKey) -> LeaseToken {
+    let f = fp(1);
+    acquired(store.claim(k, TOOL, &f, SHORT).await);
+    past_short().await;
+    let token = taken_over(store.claim(k, TOOL, &f, LONG).await);
+    assert_eq!(token.attempt(), 1);
+    store
+        .settle(k, &token, unknown_with(WHY))
+        .await
+        .expect("settled unknown by the new holder");
+    token
+}
+
+fn unknown_with(reason: &str) -> Outcome<'_> {
+    Outcome::Unknown { reason, ttl: LONG }
+}
+
+/// A tool that refuses to run an uncertain operation again: after a crash
+/// (a claim left to lapse), every call is `OutcomeUnknown` and nothing
+/// runs; of two resolutions at once one lands (the operator's result
+/// replayed, or the body run once more, one attempt higher); a resolution
+/// of anything but an unknown record, or with a result the tool cannot
+/// replay, is refused; a failure resolved is replayed. The default policy
+/// runs the body again.
+pub async fn registry_refuses_an_uncertain_operation_until_resolved<H: Harness>(h: &H) {
+    let ns = namespace();
+    let refuse = WriteOptions::new().on_uncertain(OnUncertain::Refuse);
+    let counter = Counter::new(Duration::ZERO, refuse);
+    let registry = registry(h.store(), &ns, &counter);
+    let k = crash(&registry, 1).await;
+    for _ in 0..2 {
+        match registry.call("r", "counter", json!({"n": 1})).await {
+            Err(ToolError::OutcomeUnknown {
+                attempt: 1, key, ..
+            }) => {
+                assert_eq!(key, k.to_string());
+            }
+            other => panic!("expected OutcomeUnknown, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        counter.total(),
+        0,
+        "an uncertain operation never runs again by itself"
+    );
+    resolutions_race(&registry, &counter, &k).await;
+    assert!(matches!(
+        registry.resolve(&k, Resolution::Rerun).await,
+        Err(ResolveError::NotUnknown {
+            state: RecordState::Done,
+            ..
+        })
+    ));
+    let k2 = crash(&registry, 2).await;
+    assert!(
+        registry
+            .call("r", "counter", json!({"n": 2}))
+            .await
+            .is_err()
+    );
+    assert!(matches!(
+        registry
+            .resolve(&k2, Resolution::Done(json!("not a CounterOut")))
+            .await,
+        Err(ResolveError::InvalidResult { .. })
+    ));
+    registry
+        .resolve(&k2, Resolution::Failed("the card was declined".into()))
+        .await
+        .expect("resolved failed");
+    assert!(matches!(
+        registry.call("r", "counter", json!({"n": 2})).await,
+        Err(ToolError::Failed { permanent: true, ref message, .. }) if message == "the card was declined"
+    ));
+    assert!(matches!(
+        registry
+            .resolve(&key(&ns, "never"), Resolution::Rerun)
+            .await,
+        Err(ResolveError::NotFound { .. })
+    ));
+
+    let rerun = Counter::new(Duration::ZERO, WriteOptions::new());
+    let registry = crate::testing::helpers::registry(h.store(), &namespace(), &rerun);
+    crash(&registry, 3).await;
+    let out = registry
+        .call("r", "counter", json!({"n": 3}))
+        .await
+        .expect("run again by default");
+    assert_eq!((rerun.total(), out["attempt"].clone()), (1, json!(1)));
+}
+
+/// A worker that claimed the counter's operation `n` and crashed: its
+/// claim left to lapse. Returns the operation's key.
+async fn crash(registry: &crate::Registry<()>, n: u64) -> crate::IdemKey {
+    let (k, f) = registry
+        .identify("r", "counter", json!({ "n": n }))
+        .expect("identify")
+        .expect("a write tool");
+    acquired(registry.store().claim(&k, "counter", &f, SHORT).await);
+    past_short().await;
+    k
+}
+
+/// Two operators resolve `k` at once, one done with a result and one to
+/// rerun: exactly one lands, and the next call gets what it said.
+async fn resolutions_race(registry: &crate::Registry<()>, counter: &Counter, k: &crate::IdemKey) {
+    let by_hand =
+        json!({"n": 1, "key": "by hand", "attempt": 0, "unclaimed": false, "padding": ""});
+    let (a, b) = tokio::join!(
+        registry.resolve(k, Resolution::Done(by_hand)),
+        registry.resolve(k, Resolution::Rerun),
+    );
+    // The loser finds the record changed under it, or no longer unknown.
+    let lost = |r: &Result<(), ResolveError>| {
+        matches!(
+            r,
+            Err(ResolveError::Raced { .. } | ResolveError::NotUnknown { .. })
+        )
+    };
+    let ran_again = match (a, b) {
+        (Ok(()), b) if lost(&b) => false,
+        (a, Ok(())) if lost(&a) => true,
+        other => panic!("exactly one of two resolutions must land, got {other:?}"),
+    };
+    let out = registry
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("answered after the resolution");
+    if ran_again {
+        assert_eq!((counter.total(), out["attempt"].clone()), (1, json!(2)));
+    } else {
+        assert_eq!((counter.total(), out["key"].clone()), (0, json!("by hand")));
+    }
+}
