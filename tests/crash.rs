@@ -11,6 +11,14 @@
 //! claim or the body, the retry waits out the lease and runs with the same
 //! `idem_key()` and `attempt()` one higher; after a crash past `complete`,
 //! the retry replays without running. One downstream effect in every case.
+//!
+//! Then a downstream that cannot deduplicate (an email gateway: every
+//! request it gets is sent), under each policy for an uncertain outcome:
+//! `rerun` sends twice after a crash in the body; `refuse` sends zero times
+//! (a crash after the claim) or once (in the body), answers the retry
+//! `OutcomeUnknown`, and sends nothing more until an operator resolves it:
+//! done (the retry gets the operator's result) or rerun (the retry sends,
+//! one attempt higher).
 #![cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
 
 mod support;
@@ -21,7 +29,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use idem::prelude::*;
-use idem::{IdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore};
+use idem::{IdemStore, PostgresOptions, PostgresStore, RedisStore, Resolution, SqliteStore};
 use serde_json::{Value, json};
 use support::TempDir;
 
@@ -62,6 +70,20 @@ impl Downstream {
             .unwrap_or(0)
     }
 
+    /// An email gateway: every request is an email sent, keyed or not.
+    fn send(&self, to: &str, attempt: u32) -> std::io::Result<()> {
+        let mut log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.0.join("sent.log"))?;
+        writeln!(log, "{to} attempt={attempt}")?;
+        log.sync_all()
+    }
+
+    fn sent(dir: &Path) -> usize {
+        std::fs::read_to_string(dir.join("sent.log")).map_or(0, |s| s.lines().count())
+    }
+
     fn requests(dir: &Path) -> Vec<String> {
         std::fs::read_to_string(dir.join("requests.log"))
             .map(|s| s.lines().map(str::to_owned).collect())
@@ -95,6 +117,45 @@ async fn charge(order_id: String, amount: u64, ctx: &WriteCtx<Shop>) -> Result<V
         .map_err(|e| e.to_string())?;
     crash_point(&shop.crash_at, "in-body");
     Ok(json!({ "order_id": order_id, "key": ctx.idem_key().as_str(), "attempt": ctx.attempt() }))
+}
+
+/// Send an email, at most once.
+#[write_tool(lease = "1s", on_in_flight = "wait(30s)", on_uncertain = "refuse")]
+async fn send_refuse(to: String, ctx: &WriteCtx<Shop>) -> Result<Value, String> {
+    send(to, ctx)
+}
+
+/// Send an email, again after a crash.
+#[write_tool(lease = "1s", on_in_flight = "wait(30s)")]
+async fn send_rerun(to: String, ctx: &WriteCtx<Shop>) -> Result<Value, String> {
+    send(to, ctx)
+}
+
+/// The body both email tools share.
+fn send(to: String, ctx: &WriteCtx<Shop>) -> Result<Value, String> {
+    let shop = ctx.state();
+    crash_point(&shop.crash_at, "after-claim");
+    shop.downstream
+        .send(&to, ctx.attempt())
+        .map_err(|e| e.to_string())?;
+    crash_point(&shop.crash_at, "in-body");
+    Ok(json!({ "to": to, "attempt": ctx.attempt() }))
+}
+
+/// The registry every process of a scenario builds: the store of `spec`,
+/// the downstream in `downstream`, stopping at `crash_at`.
+async fn shop(spec: &str, downstream: &Path, crash_at: &str) -> Registry<Shop> {
+    Registry::builder(Shop {
+        downstream: Downstream(downstream.to_owned()),
+        crash_at: crash_at.to_owned(),
+    })
+    .store(open_store(spec).await)
+    .namespace(namespace(spec))
+    .tool(charge)
+    .tool(send_refuse)
+    .tool(send_rerun)
+    .build()
+    .expect("registry")
 }
 
 /// The store a child opens, from `IDEM_STORE`.
@@ -134,22 +195,16 @@ async fn child_crash_worker() {
     let env = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} is not set"));
     let spec = env("IDEM_STORE");
     let crash_at = env("IDEM_CRASH_AT");
-    let registry = Registry::builder(Shop {
-        downstream: Downstream(PathBuf::from(env("IDEM_DOWNSTREAM"))),
-        crash_at: crash_at.clone(),
-    })
-    .store(open_store(&spec).await)
-    .namespace(namespace(&spec))
-    .tool(charge)
-    .build()
-    .expect("registry");
-    let out = registry
-        .call(
-            "run-7",
-            "charge",
+    let downstream = PathBuf::from(env("IDEM_DOWNSTREAM"));
+    let registry = shop(&spec, &downstream, &crash_at).await;
+    let (tool, args) = match std::env::var("IDEM_TOOL") {
+        Ok(tool) => (tool, json!({ "to": env("IDEM_TO") })),
+        Err(_) => (
+            "charge".to_owned(),
             json!({ "order_id": "o-1", "amount": 4200 }),
-        )
-        .await;
+        ),
+    };
+    let out = registry.call("run-7", &tool, args).await;
     crash_point(&crash_at, "after-complete");
     match out {
         Ok(v) => println!("RESULT {v}"),
@@ -158,16 +213,29 @@ async fn child_crash_worker() {
 }
 
 /// Runs the child to `point` (or to the end for `none`) and returns the
-/// line it printed there.
+/// line it printed there: the charge, or with `email` (tool, recipient)
+/// an email tool.
 fn run_child(spec: &str, point: &str, downstream: &Path) -> String {
-    let mut child = support::child("child_crash_worker")
+    run_child_with(spec, point, downstream, None)
+}
+
+fn run_child_with(
+    spec: &str,
+    point: &str,
+    downstream: &Path,
+    email: Option<(&str, &str)>,
+) -> String {
+    let mut command = support::child("child_crash_worker");
+    command
         .arg("--ignored")
         .env("IDEM_STORE", spec)
         .env("IDEM_CRASH_AT", point)
         .env("IDEM_DOWNSTREAM", downstream)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn child");
+        .stdout(Stdio::piped());
+    if let Some((tool, to)) = email {
+        command.env("IDEM_TOOL", tool).env("IDEM_TO", to);
+    }
+    let mut child = command.spawn().expect("spawn child");
     let stdout = child.stdout.take().expect("stdout");
     let marker = if point == "none" {
         "RESULT"
@@ -252,6 +320,62 @@ fn crash_and_resume(spec: &str, point: &str) {
 
 const POINTS: [&str; 3] = ["after-claim", "in-body", "after-complete"];
 
+/// The email scenarios on the store of `spec`: `rerun` after a crash in
+/// the body sends twice; `refuse` after a crash after the claim or in the
+/// body sends zero or one, refuses the retry, and sends nothing more until
+/// it is resolved (to run again, or done).
+fn emails_under_each_policy(spec: &str) {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let downstream = TempDir::new("emails");
+    let dir = &downstream.0;
+    let child =
+        |point: &str, tool: &str, to: &str| run_child_with(spec, point, dir, Some((tool, to)));
+    let result = |line: String| -> Value {
+        serde_json::from_str(
+            line.strip_prefix("RESULT ")
+                .unwrap_or_else(|| panic!("{spec}: the call failed: {line}")),
+        )
+        .expect("result JSON")
+    };
+
+    child("in-body", "send_rerun", "rerun@example.com");
+    let again = result(child("none", "send_rerun", "rerun@example.com"));
+    assert_eq!(again["attempt"], 1);
+    assert_eq!(Downstream::sent(dir), 2, "{spec}: rerun sends again");
+
+    let registry = rt.block_on(shop(spec, dir, "none"));
+    for (point, sent) in [("after-claim", 0), ("in-body", 1)] {
+        let to = format!("{point}@example.com");
+        let before = Downstream::sent(dir);
+        child(point, "send_refuse", &to);
+        let refused = child("none", "send_refuse", &to);
+        assert!(
+            refused.starts_with("ERROR") && refused.contains("nobody knows whether"),
+            "{spec} {point}: {refused}"
+        );
+        assert_eq!(Downstream::sent(dir) - before, sent, "{spec} {point}");
+        let (key, _) = registry
+            .identify("run-7", "send_refuse", json!({ "to": to }))
+            .expect("identify")
+            .expect("a write tool");
+        if sent == 0 {
+            // Nothing went out: the operator lets it run again.
+            rt.block_on(registry.resolve(&key, Resolution::Rerun))
+                .expect("resolved to rerun");
+            let ran = result(child("none", "send_refuse", &to));
+            assert_eq!(ran["attempt"], 2, "{spec} {point}");
+            assert_eq!(Downstream::sent(dir) - before, 1, "{spec} {point}");
+        } else {
+            // It went out: the operator records it as done.
+            let by_hand = json!({ "to": to, "attempt": 0 });
+            rt.block_on(registry.resolve(&key, Resolution::Done(by_hand.clone())))
+                .expect("resolved done");
+            assert_eq!(result(child("none", "send_refuse", &to)), by_hand);
+            assert_eq!(Downstream::sent(dir) - before, 1, "{spec} {point}");
+        }
+    }
+}
+
 #[test]
 fn sqlite_crash_and_resume() {
     for point in POINTS {
@@ -261,6 +385,8 @@ fn sqlite_crash_and_resume() {
             point,
         );
     }
+    let dir = TempDir::new("crash-sqlite");
+    emails_under_each_policy(&format!("sqlite:{}", dir.0.join("idem.db").display()));
 }
 
 #[test]
@@ -276,6 +402,7 @@ fn postgres_crash_and_resume() {
         .expect("fresh table");
         crash_and_resume(&format!("postgres:{schema}"), point);
     }
+    emails_under_each_policy(&format!("postgres:{schema}"));
     rt.block_on(client.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")))
         .expect("drop schema");
 }
@@ -293,4 +420,9 @@ fn redis_crash_and_resume() {
         );
         crash_and_resume(&format!("redis:{ns}"), point);
     }
+    let ns = format!(
+        "idem-test-crash-{:x}",
+        idem::store::LeaseToken::generate(0).id() as u64
+    );
+    emails_under_each_policy(&format!("redis:{ns}"));
 }

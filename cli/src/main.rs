@@ -1,13 +1,16 @@
 //! `idem`: an operator's view of idem's records. `key` derives an
 //! operation's key with the function the runtime uses; `show` prints a
 //! record; `list` and `stats` scan a namespace (`scan.rs`); `release` ends
-//! a stuck claim (`release.rs`); `purge` deletes expired records. Every
+//! a stuck claim (`release.rs`); `pending` lists the operations whose
+//! outcome is unknown and `resolve` answers one (`resolve.rs`); `purge`
+//! deletes expired records. Every
 //! command that reads a store takes it by URL (`--store`, or
 //! `IDEM_STORE`): `redis://`, `rediss://`, `postgres://` or a SQLite file's
 //! path. Nothing here can run a tool.
 
 mod record;
 mod release;
+mod resolve;
 mod scan;
 mod store;
 
@@ -19,6 +22,7 @@ use idem::{IdemKey, Scope};
 use serde_json::Value;
 
 use crate::release::Holder;
+use crate::resolve::Answer;
 use crate::store::StoreUrl;
 
 /// Look at idem's records: the key of an operation, the record a store
@@ -93,6 +97,46 @@ enum Command {
         #[arg(long, requires = "force")]
         yes: bool,
     },
+    /// List the operations whose outcome is unknown (a tool that refuses to
+    /// rerun an uncertain operation), oldest first, with tool, tenant, age
+    /// and why.
+    Pending {
+        #[command(flatten)]
+        store: StoreUrl,
+        /// The registry's namespace, if it has one.
+        #[arg(long, default_value = "")]
+        namespace: String,
+        /// Only records of this tool.
+        #[arg(long)]
+        tool: Option<String>,
+        /// One JSON object a line instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Resolve an operation whose outcome is unknown with what you found
+    /// out: it happened (--done with its result), it failed (--failed), or
+    /// it did not happen and may run again (--rerun). Refused for a record
+    /// that is not unknown, or that another resolution changed first.
+    #[command(group(clap::ArgGroup::new("answer").required(true).args(["done", "failed", "rerun"])))]
+    Resolve {
+        #[command(flatten)]
+        store: StoreUrl,
+        /// The record's key, as `pending` lists it.
+        key: String,
+        /// It happened: the result (JSON) every duplicate is answered.
+        #[arg(long, value_name = "JSON")]
+        done: Option<String>,
+        /// It failed: the error every duplicate is answered.
+        #[arg(long, value_name = "TEXT")]
+        failed: Option<String>,
+        /// It did not happen: the next duplicate runs the tool.
+        #[arg(long)]
+        rerun: bool,
+        /// How long a result or error is kept, in seconds (the tool's TTL;
+        /// 24 h by default, as the registry's).
+        #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
+        ttl_secs: u64,
+    },
     /// Delete the expired records now (stores whose records do not expire
     /// by themselves: SQLite, PostgreSQL).
     Purge {
@@ -149,7 +193,8 @@ struct Filter {
     /// The registry's namespace, if it has one.
     #[arg(long, default_value = "")]
     namespace: String,
-    /// Only records in this state: running, released, done or failed.
+    /// Only records in this state: running, released, done, failed or
+    /// unknown.
     #[arg(long)]
     state: Option<RecordState>,
     /// Only records of this tool.
@@ -274,6 +319,36 @@ async fn run(command: Command) -> Result<(), String> {
             };
             let store = store.open().await?;
             release::release(&*store, &IdemKey::from_raw(key), holder).await
+        }
+        Command::Pending {
+            store,
+            namespace,
+            tool,
+            json,
+        } => {
+            let mut filter = ScanFilter::namespace(namespace);
+            if let Some(tool) = tool {
+                filter = filter.tool(tool);
+            }
+            let store = store.open().await?;
+            resolve::pending(&*store, filter, json).await
+        }
+        Command::Resolve {
+            store,
+            key,
+            done,
+            failed,
+            rerun: _,
+            ttl_secs,
+        } => {
+            let answer = match (done, failed) {
+                (Some(result), _) => Answer::Done(result),
+                (None, Some(error)) => Answer::Failed(error),
+                (None, None) => Answer::Rerun,
+            };
+            let ttl = std::time::Duration::from_secs(ttl_secs);
+            let store = store.open().await?;
+            resolve::resolve(&*store, &IdemKey::from_raw(key), answer, ttl).await
         }
         Command::Purge { store, dry_run } => purge(store, dry_run).await,
         Command::Completions { shell } => {

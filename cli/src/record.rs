@@ -21,6 +21,8 @@ pub(crate) fn to_json(record: &RecordInfo) -> Value {
     });
     if record.state == RecordState::Running {
         out["lease_left_ms"] = record.lease_left.map(ms).into();
+    }
+    if matches!(record.state, RecordState::Running | RecordState::Unknown) {
         out["holder"] = record.holder.map(|t| t.id_hex()).into();
     }
     if let Some(payload) = &record.payload {
@@ -40,6 +42,8 @@ pub(crate) fn print_full(record: &RecordInfo) {
     line("age", &record.age.map_or("-".into(), human));
     if record.state == RecordState::Running {
         line("lease", &lease(record));
+    }
+    if matches!(record.state, RecordState::Running | RecordState::Unknown) {
         line("holder", &record.holder.map_or("-".into(), |t| t.id_hex()));
     }
     line("expires in", &human(record.expires_in));
@@ -89,16 +93,17 @@ fn lease(record: &RecordInfo) -> String {
 }
 
 fn payload_name(state: RecordState) -> &'static str {
-    if state == RecordState::Failed {
-        "error"
-    } else {
-        "result"
+    match state {
+        RecordState::Failed => "error",
+        RecordState::Unknown => "why",
+        _ => "result",
     }
 }
 
-/// A result as the JSON it is (an error, or a sealed payload, as text).
+/// A result or an unknown record's note as the JSON it is (an error, or a
+/// sealed payload, as text).
 fn payload_value(state: RecordState, text: &str) -> Value {
-    if state == RecordState::Done
+    if matches!(state, RecordState::Done | RecordState::Unknown)
         && !text.starts_with("idem-sealed:")
         && let Ok(value) = serde_json::from_str(text)
     {

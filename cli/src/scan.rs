@@ -18,7 +18,7 @@ const PAGE: usize = 500;
 
 /// Calls `each` with every record `filter` admits, up to `limit`; shows
 /// progress on a terminal.
-async fn scan(
+pub(crate) async fn scan(
     store: &dyn IdemStore,
     filter: &ScanFilter,
     limit: Option<usize>,

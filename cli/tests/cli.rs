@@ -2,8 +2,9 @@
 //! in real stores (a SQLite file, Redis, PostgreSQL): the key it derives is
 //! the registry's, `show` prints the record found by key or by operation,
 //! `list` and `stats` scan a namespace, `release` ends a stuck claim and
-//! fences its worker, `purge` deletes, and every failure is one line and a
-//! non-zero exit.
+//! fences its worker, `pending` lists the unknown outcomes and `resolve`
+//! answers them (one of two racing resolutions landing), `purge` deletes,
+//! and every failure is one line and a non-zero exit.
 
 #[path = "../../tests/support/servers.rs"]
 mod servers;
@@ -124,6 +125,7 @@ async fn shows_what_the_registry_recorded(
     let err = failure(&idem(&missing));
     assert!(err.contains("no record under idem:0000"), "{err}");
     lists_and_releases(url, extra, registry, ns, &key).await;
+    pending_and_resolved(url, extra, registry.store().clone(), ns).await;
 }
 
 /// With a done record (`done`) and a claim left stuck by a crashed worker:
@@ -238,6 +240,169 @@ async fn lists_and_releases(
         extra,
     )));
     assert!(err.contains("is done, not running"), "{err}");
+}
+
+/// Send the customer an email: at most once.
+#[write_tool(on_uncertain = "refuse")]
+async fn send_email(to: String, ctx: &WriteCtx) -> Result<Value, String> {
+    Ok(json!({"sent_to": to, "attempt": ctx.attempt()}))
+}
+
+/// Leaves the email to `to` unknown: a worker claims it and crashes (its
+/// claim lapses), and the next call, for tenant `acme`, refuses to send
+/// it again. Returns its key.
+async fn unknown_email(registry: &Registry<()>, to: &str) -> IdemKey {
+    let context = idem::CallContext::run("run-42").tenant("acme");
+    let (key, fingerprint) = registry
+        .identify(context, "send_email", json!({ "to": to }))
+        .expect("identify")
+        .expect("a write tool");
+    let short = std::time::Duration::from_millis(100);
+    let claimed = registry
+        .store()
+        .claim(&key, "send_email", &fingerprint, short)
+        .await;
+    assert!(matches!(claimed, Ok(Claim::Acquired(_))), "{claimed:?}");
+    tokio::time::sleep(short * 3).await;
+    let refused = registry
+        .call(context, "send_email", json!({ "to": to }))
+        .await;
+    assert!(
+        matches!(refused, Err(ToolError::OutcomeUnknown { .. })),
+        "{refused:?}"
+    );
+    key
+}
+
+/// What every store must show of unknown outcomes: `pending` lists them,
+/// oldest first, with tool, tenant, attempt and reason; `resolve` answers
+/// one done (its result then replayed) and one to run again (the tool then
+/// runs), refuses a record that is not unknown, and of two `idem resolve`
+/// racing on one record exactly one lands; `stats` counts them.
+async fn pending_and_resolved(
+    url: &str,
+    extra: &[&str],
+    store: std::sync::Arc<dyn IdemStore>,
+    ns: &str,
+) {
+    let registry = Registry::builder(())
+        .store(store)
+        .namespace(ns)
+        .tool(send_email)
+        .build()
+        .expect("registry");
+    let keys = [
+        unknown_email(&registry, "a@example.com").await,
+        unknown_email(&registry, "b@example.com").await,
+        unknown_email(&registry, "c@example.com").await,
+    ];
+    let cmd = |args: &[&str]| idem(&[args, extra].concat());
+    let listed = stdout(&cmd(&[
+        "pending",
+        "--store",
+        url,
+        "--namespace",
+        ns,
+        "--json",
+    ]));
+    let rows: Vec<Value> = listed
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(rows.len(), 3, "{listed}");
+    for row in &rows {
+        assert_eq!(
+            (&row["tool"], &row["tenant"], &row["attempt"]),
+            (&json!("send_email"), &json!("acme"), &json!(1)),
+            "{row}"
+        );
+        assert!(
+            row["reason"].as_str().is_some_and(|r| r.contains("lapsed")),
+            "{row}"
+        );
+    }
+    let ages: Vec<u64> = rows
+        .iter()
+        .map(|r| r["age_ms"].as_u64().expect("an age"))
+        .collect();
+    assert!(
+        ages.windows(2).all(|w| w[0] >= w[1]),
+        "oldest first: {ages:?}"
+    );
+    let stats: Value = serde_json::from_str(&stdout(&cmd(&[
+        "stats",
+        "--store",
+        url,
+        "--namespace",
+        ns,
+        "--json",
+    ])))
+    .expect("one JSON object");
+    assert_eq!(stats["tools"]["send_email"]["unknown"], 3);
+
+    let [sent, unsent, raced] = &keys;
+    let resolved = cmd(&[
+        "resolve",
+        "--store",
+        url,
+        sent.as_str(),
+        "--done",
+        r#"{"sent_to":"by hand"}"#,
+    ]);
+    stdout(&resolved);
+    assert!(String::from_utf8_lossy(&resolved.stderr).contains("resolved"));
+    let context = idem::CallContext::run("run-42").tenant("acme");
+    let replayed = registry
+        .call(context, "send_email", json!({"to": "a@example.com"}))
+        .await
+        .expect("the operator's result");
+    assert_eq!(replayed, json!({"sent_to": "by hand"}));
+    let err = failure(&cmd(&["resolve", "--store", url, sent.as_str(), "--rerun"]));
+    assert!(err.contains("is done, not unknown"), "{err}");
+    stdout(&cmd(&[
+        "resolve",
+        "--store",
+        url,
+        unsent.as_str(),
+        "--rerun",
+    ]));
+    let ran = registry
+        .call(context, "send_email", json!({"to": "b@example.com"}))
+        .await
+        .expect("runs again");
+    assert_eq!(ran["attempt"], 2);
+
+    // Both started before either is waited for: they race.
+    let racing: Vec<_> = [["--done", "{}"], ["--failed", "bounced"]]
+        .iter()
+        .map(|answer| {
+            let args = [
+                &["resolve", "--store", url, raced.as_str()][..],
+                answer,
+                extra,
+            ]
+            .concat();
+            Command::new(env!("CARGO_BIN_EXE_idem"))
+                .args(args)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("start idem")
+        })
+        .collect();
+    let outcomes: Vec<Output> = racing
+        .into_iter()
+        .map(|child| child.wait_with_output().expect("idem ends"))
+        .collect();
+    let landed = outcomes.iter().filter(|out| out.status.success()).count();
+    for lost in outcomes.iter().filter(|out| !out.status.success()) {
+        let err = String::from_utf8_lossy(&lost.stderr);
+        assert!(
+            err.contains("was not resolved") || err.contains("not unknown"),
+            "the loser is told: {err}"
+        );
+    }
+    assert_eq!(landed, 1, "exactly one of two resolutions lands");
 }
 
 #[tokio::test]

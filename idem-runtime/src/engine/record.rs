@@ -7,7 +7,7 @@ use super::hold::Hold;
 use super::task::panicked;
 use crate::error::{StoreError, ToolError};
 use crate::seal::PayloadKind;
-use crate::store::Outcome;
+use crate::store::{Outcome, UnknownNote};
 use crate::tool::WriteTool;
 
 /// Records what the body did and answers the caller.
@@ -126,13 +126,18 @@ async fn record_result(hold: &Hold<'_>, value: Value) -> Result<Value, ToolError
     }
 }
 
-/// Records that the operation's outcome is unknown (`reason` says why),
-/// retried within `max_hold`, and answers the caller: every duplicate is
-/// refused the same way until an operator resolves the record. Logs with
-/// the key, never the arguments.
-pub(super) async fn record_unknown(hold: &Hold<'_>, reason: &str) -> ToolError {
+/// Records that the operation's outcome is unknown (`reason` says why, for
+/// a call of `tenant`), retried within `max_hold`, and answers the caller:
+/// every duplicate is refused the same way until an operator resolves the
+/// record. Logs with the key, never the arguments.
+pub(super) async fn record_unknown(
+    hold: &Hold<'_>,
+    tenant: Option<&str>,
+    reason: &str,
+) -> ToolError {
     let (name, key, ttl) = (hold.tool(), hold.key(), hold.ttl());
-    let payload = hold.sealed(PayloadKind::Error, reason.to_owned());
+    let note = UnknownNote::new(tenant, reason).to_payload();
+    let payload = hold.sealed(PayloadKind::Error, note);
     let attempt = hold.token().attempt();
     match hold
         .settle(Outcome::Unknown {

@@ -75,7 +75,8 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
             OnUncertain::Refuse => {
                 let (lost, _) = tokio::sync::watch::channel(false);
                 let hold = Hold::new(site, &key, token, claimed_at, lost);
-                return Err(record_unknown(&hold, &lapsed_reason(token.attempt())).await);
+                let reason = lapsed_reason(token.attempt());
+                return Err(record_unknown(&hold, caller.tenant, &reason).await);
             }
             _ => {
                 tracing::warn!(tool = name, key = %key, attempt = token.attempt(), "an earlier attempt's claim lapsed before it recorded an outcome, which may or may not have taken effect; running again (on_uncertain = rerun)");

@@ -58,7 +58,9 @@ pub enum Entry {
     },
     /// An outcome nobody knows, kept until an operator resolves it.
     Unknown {
-        /// Why it is unknown (sealed, when the registry encrypts results).
+        /// Why it is unknown: the registry writes an
+        /// [`UnknownNote`](super::UnknownNote) (sealed, when it encrypts
+        /// results).
         reason: String,
         /// The fingerprint of the arguments of the operation.
         fingerprint: Fingerprint,
@@ -144,7 +146,8 @@ pub enum Outcome<'a> {
     /// again on its own: kept for `ttl`, every claim answers
     /// [`Entry::Unknown`] until it is resolved.
     Unknown {
-        /// Why (sealed, when the registry encrypts results).
+        /// Why: the registry writes an [`UnknownNote`](super::UnknownNote)
+        /// (sealed, when it encrypts results); a store keeps any text.
         reason: &'a str,
         /// How long the store keeps it.
         ttl: Duration,

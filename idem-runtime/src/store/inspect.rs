@@ -82,6 +82,49 @@ impl FromStr for RecordState {
     }
 }
 
+/// What an unknown record says of itself, in its payload (a JSON object,
+/// sealed like an error when the registry encrypts results): why the
+/// outcome is unknown, and the tenant of the call that found it so, for
+/// the operator who resolves it (`idem pending` lists both). Records do not
+/// otherwise keep the tenant, which only the key's digest holds.
+///
+/// ```
+/// use idem_runtime::store::UnknownNote;
+/// let note = UnknownNote::new(Some("acme"), "the claim of attempt 0 lapsed");
+/// let payload = note.to_payload();
+/// assert_eq!(UnknownNote::parse(&payload), Some(note));
+/// assert_eq!(UnknownNote::parse("idem-sealed:v1:k1:..."), None);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct UnknownNote {
+    /// Why the outcome is unknown.
+    pub reason: String,
+    /// The tenant of the call, if it named one.
+    pub tenant: Option<String>,
+}
+
+impl UnknownNote {
+    /// A note of `reason`, for a call of `tenant`.
+    pub fn new(tenant: Option<&str>, reason: impl Into<String>) -> UnknownNote {
+        UnknownNote {
+            reason: reason.into(),
+            tenant: tenant.map(str::to_owned),
+        }
+    }
+
+    /// The payload an unknown record keeps: the note as JSON.
+    pub fn to_payload(&self) -> String {
+        serde_json::json!({ "reason": self.reason, "tenant": self.tenant }).to_string()
+    }
+
+    /// The note an unknown record's payload holds; `None` when it holds
+    /// none (sealed, or written by hand).
+    pub fn parse(payload: &str) -> Option<UnknownNote> {
+        serde_json::from_str(payload).ok()
+    }
+}
+
 /// One record as an operator sees it. Times are durations on the store's
 /// own clock, measured when the store answered.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -78,5 +78,5 @@ mod token;
 
 pub(crate) use self::contract::IdemStore;
 pub use self::contract::{BoxFuture, CLAIM_RETENTION, Claim, Entry, Outcome};
-pub use self::inspect::{RecordInfo, RecordState, ScanFilter, ScanPage, UnknownState};
+pub use self::inspect::{RecordInfo, RecordState, ScanFilter, ScanPage, UnknownNote, UnknownState};
 pub use self::token::LeaseToken;

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::error::{ResolveError, StoreError, ToolError};
 use crate::registry::Resolution;
-use crate::store::{Entry, IdemStore, LeaseToken, Outcome, RecordState};
+use crate::store::{Entry, IdemStore, LeaseToken, Outcome, RecordState, UnknownNote};
 use crate::testing::fixtures::Counter;
 use crate::testing::harness::Harness;
 use crate::testing::helpers::*;
@@ -148,6 +148,19 @@ pub async fn registry_refuses_an_uncertain_operation_until_resolved<H: Harness>(
         0,
         "an uncertain operation never runs again by itself"
     );
+    let info = registry
+        .store()
+        .inspect(&k)
+        .await
+        .expect("inspect")
+        .expect("a record");
+    let note = info
+        .payload
+        .as_deref()
+        .and_then(UnknownNote::parse)
+        .expect("a note");
+    assert!(note.reason.contains("attempt 0 lapsed"), "{note:?}");
+    assert_eq!(note.tenant, None);
     resolutions_race(&registry, &counter, &k).await;
     assert!(matches!(
         registry.resolve(&k, Resolution::Rerun).await,

@@ -1,0 +1,153 @@
+//! `pending` and `resolve`: the operations whose outcome is unknown (a
+//! tool with `on_uncertain = "refuse"` whose earlier attempt's claim
+//! lapsed), oldest first, and an operator's answer for one: it happened
+//! (`--done` with the result duplicates are to get), it failed
+//! (`--failed`), or it did not happen and may run again (`--rerun`). A
+//! resolution is the store's fenced settle on the token that made the
+//! record unknown, so of two at once one lands and the other is told; it
+//! is logged on stderr.
+
+use std::time::Duration;
+
+use idem::store::{Outcome, RecordInfo, RecordState, ScanFilter, UnknownNote};
+use idem::{IdemKey, IdemStore, StoreError};
+use serde_json::{Value, json};
+
+use crate::record::human;
+
+/// What an operator found out (one of `--done`, `--failed`, `--rerun`).
+pub(crate) enum Answer {
+    /// It happened, with this result (JSON text).
+    Done(String),
+    /// It failed, with this error.
+    Failed(String),
+    /// It did not happen: the next duplicate runs it.
+    Rerun,
+}
+
+/// `pending`: every unknown record of the namespace `filter` names, oldest
+/// first, with its tool, tenant, age and reason; `json`, one object a line.
+pub(crate) async fn pending(
+    store: &dyn IdemStore,
+    filter: ScanFilter,
+    json: bool,
+) -> Result<(), String> {
+    let mut records = Vec::new();
+    let filter = filter.state(RecordState::Unknown);
+    crate::scan::scan(store, &filter, None, |record| records.push(record)).await?;
+    // Oldest first; a record of format 1 says no age, and goes last.
+    records.sort_by_key(|r| std::cmp::Reverse(r.age.unwrap_or(Duration::ZERO)));
+    if !json {
+        println!(
+            "{:<8} {:<20} {:<16} {:<7} {:<60} REASON",
+            "AGE", "TOOL", "TENANT", "ATTEMPT", "KEY"
+        );
+    }
+    for record in &records {
+        // The scan reads no payloads: the note is read record by record.
+        let note = store
+            .inspect(&record.key)
+            .await
+            .map_err(|e| format!("cannot read {}: {e}", record.key))?
+            .and_then(|full| full.payload)
+            .map(|payload| UnknownNote::parse(&payload).ok_or(payload));
+        print_pending(record, note, json);
+    }
+    if !json {
+        let n = records.len();
+        eprintln!("{n} unknown outcome{}", if n == 1 { "" } else { "s" });
+    }
+    Ok(())
+}
+
+/// One pending record: its note, or the payload that is none (sealed).
+fn print_pending(record: &RecordInfo, note: Option<Result<UnknownNote, String>>, json: bool) {
+    let (tenant, reason) = match &note {
+        Some(Ok(note)) => (note.tenant.clone(), note.reason.clone()),
+        Some(Err(payload)) if payload.starts_with("idem-sealed:") => {
+            (None, "(sealed: the application's keys read it)".to_owned())
+        }
+        Some(Err(payload)) => (None, payload.clone()),
+        None => (None, "(gone since the scan)".to_owned()),
+    };
+    let age = record
+        .age
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    if json {
+        let line = json!({
+            "key": record.key.as_str(), "tool": record.tool, "tenant": tenant,
+            "attempt": record.attempt, "age_ms": age, "reason": reason,
+        });
+        println!("{line}");
+        return;
+    }
+    println!(
+        "{:<8} {:<20} {:<16} {:<7} {:<60} {reason}",
+        record.age.map_or("-".into(), human),
+        record.tool.as_deref().unwrap_or("-"),
+        tenant.as_deref().unwrap_or("-"),
+        record.attempt,
+        record.key,
+    );
+}
+
+/// `resolve`: settles the unknown record under `key` with `answer`, kept
+/// for `ttl` (done or failed), on the token that made it unknown.
+pub(crate) async fn resolve(
+    store: &dyn IdemStore,
+    key: &IdemKey,
+    answer: Answer,
+    ttl: Duration,
+) -> Result<(), String> {
+    let record = store
+        .inspect(key)
+        .await
+        .map_err(|e| format!("cannot read {key}: {e}"))?
+        .ok_or_else(|| format!("no record under {key} (expired, never written, or mistyped)"))?;
+    if record.state != RecordState::Unknown {
+        return Err(format!(
+            "{key} is {}, not unknown: only an unknown outcome is resolved",
+            record.state
+        ));
+    }
+    let token = record
+        .holder
+        .ok_or_else(|| format!("{key} is unknown without the token that made it so"))?;
+    if !matches!(answer, Answer::Rerun)
+        && record
+            .payload
+            .as_deref()
+            .is_some_and(|p| p.starts_with("idem-sealed:"))
+    {
+        return Err(format!(
+            "{key}'s records are sealed (the registry encrypts results), and a result or error \
+             written here would not be: resolve it with Registry::resolve in the application, \
+             which has the keys, or give --rerun"
+        ));
+    }
+    let (outcome, what) = match &answer {
+        Answer::Done(result) => {
+            serde_json::from_str::<Value>(result)
+                .map_err(|e| format!("--done is not JSON: {e}"))?;
+            (Outcome::Done { result, ttl }, "done")
+        }
+        Answer::Failed(error) => (Outcome::Failed { error, ttl }, "failed"),
+        Answer::Rerun => (Outcome::Released, "to run again"),
+    };
+    match store.settle(key, &token, outcome).await {
+        Ok(()) => {
+            eprintln!(
+                "idem: resolved {key} {what} (tool {}, attempt {}, unknown for {})",
+                record.tool.as_deref().unwrap_or("-"),
+                record.attempt,
+                record.age.map_or("-".into(), human),
+            );
+            Ok(())
+        }
+        Err(StoreError::LeaseLost) => Err(format!(
+            "{key} was not resolved: it changed meanwhile (another resolution came first); \
+             look at it again with `idem show`"
+        )),
+        Err(e) => Err(format!("cannot resolve {key}: {e}")),
+    }
+}
