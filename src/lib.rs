@@ -75,7 +75,9 @@ pub use idem_macros::read_tool;
 /// | `max_result_bytes = 1048576` | the largest result recorded |
 /// | `on_in_flight = "reject"` or `"wait(5s)"` | what a duplicate gets while the first call runs |
 /// | `on_store_error = "fail_closed"` or `"run"` | whether the body runs unclaimed when the store is unreachable |
-/// | `on_uncertain = "rerun"` or `"refuse"` | whether the body runs again when an earlier attempt's claim lapsed before it recorded anything ([`OnUncertain`]) |
+/// | `on_uncertain = "rerun"` or `"refuse"` | whether the body runs again when an earlier attempt's outcome is uncertain (its claim lapsed before it recorded anything, or an uncertain error) ([`OnUncertain`]) |
+/// | `verify = path` | asks the downstream first: an `async fn` taking the tool's parameters and context, returning `Result<Verified<T>, E>` ([`WriteTool::verify`]) |
+/// | `uncertain_errors = path` | a `fn(&E) -> bool` saying which errors leave the outcome unknown ([`WriteTool::is_uncertain`]) |
 /// | `permanent_errors = path::to::fn` | a `fn(&E) -> bool`: errors recorded and replayed, not retried |
 /// | `destructive`, `open_world` (or `= bool`) | MCP annotations |
 /// | `crate = "my_idem"` | the path idem is known by where it is not `::idem` |
@@ -133,7 +135,8 @@ pub use idem_macros::write_tool;
 pub mod prelude {
     pub use idem_macros::{read_tool, write_tool};
     pub use idem_runtime::{
-        CallContext, Ctx, IdemKey, MemoryStore, Provider, Registry, Scope, ToolError, WriteCtx,
+        CallContext, Ctx, IdemKey, MemoryStore, Provider, Registry, Scope, ToolError, Verified,
+        WriteCtx,
     };
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};

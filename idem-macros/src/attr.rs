@@ -107,8 +107,12 @@ pub(crate) struct Attrs {
     pub(crate) version: Option<u32>,
     pub(crate) on_in_flight: Option<InFlight>,
     pub(crate) on_store_error: Option<StoreErrorPolicy>,
-    pub(crate) on_uncertain: Option<UncertainPolicy>,
+    /// `on_uncertain = ".."`, and where it was written.
+    pub(crate) on_uncertain: Option<(UncertainPolicy, Span)>,
+    /// `verify = path`: the function that asks the downstream.
+    pub(crate) verify: Option<syn::Expr>,
     pub(crate) permanent_errors: Option<syn::Expr>,
+    pub(crate) uncertain_errors: Option<syn::Expr>,
     pub(crate) destructive: Option<LitBool>,
     pub(crate) open_world: Option<LitBool>,
     /// The facade's path, when not `::idem`.
@@ -171,8 +175,12 @@ impl Attrs {
             VERSION => self.version = Some(parse_version(meta)?),
             ON_IN_FLIGHT => self.on_in_flight = Some(parse_on_in_flight(meta)?),
             ON_STORE_ERROR => self.on_store_error = Some(parse_on_store_error(meta)?),
-            ON_UNCERTAIN => self.on_uncertain = Some(parse_on_uncertain(meta)?),
+            ON_UNCERTAIN => {
+                self.on_uncertain = Some((parse_on_uncertain(meta)?, meta.path.span()));
+            }
+            VERIFY => self.verify = Some(meta.value()?.parse()?),
             PERMANENT_ERRORS => self.permanent_errors = Some(meta.value()?.parse()?),
+            UNCERTAIN_ERRORS => self.uncertain_errors = Some(meta.value()?.parse()?),
             DESTRUCTIVE => self.destructive = Some(parse_flag(meta)?),
             OPEN_WORLD => self.open_world = Some(parse_flag(meta)?),
             CRATE => self.krate = Some(parse_crate(meta)?),
@@ -255,7 +263,7 @@ fn parse_on_uncertain(meta: &ParseNestedMeta<'_>) -> syn::Result<UncertainPolicy
             ("rerun", UncertainPolicy::Rerun),
             ("refuse", UncertainPolicy::Refuse),
         ],
-        "`on_uncertain` is \"rerun\" (when an earlier attempt may or may not have taken effect, run again with the same key: the default) or \"refuse\" (at most once: never run again on its own; an operator resolves it)",
+        "`on_uncertain` is \"rerun\" (when an earlier attempt may or may not have taken effect, run again with the same key: the default) or \"refuse\" (at most once: never run again on its own; an operator resolves it); to ask the downstream first, write `verify = path::to::fn` instead",
     )
 }
 

@@ -15,6 +15,8 @@ pub(crate) const ON_IN_FLIGHT: &str = "on_in_flight";
 pub(crate) const ON_STORE_ERROR: &str = "on_store_error";
 pub(crate) const ON_UNCERTAIN: &str = "on_uncertain";
 pub(crate) const PERMANENT_ERRORS: &str = "permanent_errors";
+pub(crate) const UNCERTAIN_ERRORS: &str = "uncertain_errors";
+pub(crate) const VERIFY: &str = "verify";
 pub(crate) const DESTRUCTIVE: &str = "destructive";
 pub(crate) const OPEN_WORLD: &str = "open_world";
 pub(crate) const CRATE: &str = "crate";
@@ -41,7 +43,9 @@ pub(crate) const WRITE_KEYS: &[&str] = &[
     ON_IN_FLIGHT,
     ON_STORE_ERROR,
     ON_UNCERTAIN,
+    VERIFY,
     PERMANENT_ERRORS,
+    UNCERTAIN_ERRORS,
     DESTRUCTIVE,
     OPEN_WORLD,
     CRATE,

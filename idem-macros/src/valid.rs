@@ -66,6 +66,12 @@ pub(crate) fn check(cx: &mut Ctxt, kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs)
     }
     check_params(cx, kind, tool);
     check_roles(cx, tool, attrs);
+    if let (Some(_), Some((_, span))) = (&attrs.verify, &attrs.on_uncertain) {
+        cx.error_at(
+            *span,
+            "`verify = ..` is this tool's policy for an uncertain outcome (ask the downstream; refuse if it cannot tell): remove `on_uncertain`",
+        );
+    }
 }
 
 fn check_return(cx: &mut Ctxt, attr: &str, output: &ReturnType) {

@@ -8,8 +8,8 @@ pub use serde_json;
 pub use crate::registry::{CallThroughRegistry, InvalidTool, Registration, marker};
 pub use crate::tool::{ReadArgs, ReadOutput, ToolFailure, WriteArgs, WriteOutput};
 pub use crate::{
-    Ctx, IntoTool, OnInFlight, OnStoreError, OnUncertain, ReadTool, ScopeKind, ToolInfo, WriteCtx,
-    WriteOptions, WriteTool,
+    Ctx, IntoTool, OnInFlight, OnStoreError, OnUncertain, ReadTool, ScopeKind, ToolInfo, Verified,
+    WriteCtx, WriteOptions, WriteTool,
 };
 
 /// The result type of a tool, for [`OutputSchemaKnown`] /

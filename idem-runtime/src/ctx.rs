@@ -97,6 +97,23 @@ impl<S> WriteCtx<S> {
     /// A context for a body run without a claim
     /// ([`OnStoreError::Run`](crate::OnStoreError::Run)): attempt 0, a lease
     /// that is never lost.
+    /// This context without its state, for the `verify` of a tool that
+    /// works with any state (and so cannot use it): what the macros pass.
+    #[doc(hidden)]
+    pub fn stateless(&self) -> WriteCtx<()> {
+        WriteCtx {
+            ctx: Ctx {
+                run_id: self.ctx.run_id.clone(),
+                tenant: self.ctx.tenant.clone(),
+                state: Arc::new(()),
+            },
+            key: self.key.clone(),
+            attempt: self.attempt,
+            lease: self.lease.clone(),
+            claimed: self.claimed,
+        }
+    }
+
     pub(crate) fn unclaimed(ctx: Ctx<S>, key: IdemKey) -> WriteCtx<S> {
         let (_, lease) = watch::channel(false);
         WriteCtx {

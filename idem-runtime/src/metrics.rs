@@ -7,7 +7,7 @@
 //! | metric | kind | labels | what |
 //! |---|---|---|---|
 //! | `gen_ai.execute_tool.duration` | histogram, seconds | `gen_ai.tool.name`, `gen_ai.tool.type`, `idem.outcome`, `error.type` (on errors) | one tool call, as the registry saw it |
-//! | `idem.calls` | counter | `gen_ai.tool.name`, `idem.outcome` | calls by outcome (`ran`, `replayed`, `waited`, `in_flight`, `conflict`, `failed`, `lease_lost`, `store_error`, `ran_without_claim`, `unknown`, `rejected`) |
+//! | `idem.calls` | counter | `gen_ai.tool.name`, `idem.outcome` | calls by outcome (`ran`, `replayed`, `waited`, `in_flight`, `conflict`, `failed`, `lease_lost`, `store_error`, `ran_without_claim`, `verified`, `unknown`, `rejected`) |
 //! | `idem.store.duration` | histogram, seconds | `db.system.name`, `db.operation.name`, `idem.store.result` (`ok`, `error`) | one store operation (`claim`; `complete`, `fail`, `release` or `mark_unknown`, a settle by its outcome; `renew`) |
 //! | `idem.lease.renewals` | counter | `gen_ai.tool.name` | leases renewed while a body ran |
 //! | `idem.lease.lost` | counter | `gen_ai.tool.name` | bodies told their lease was lost |
@@ -39,7 +39,7 @@ static METADATA: Metadata<'static> =
     Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
 
 /// Every `idem.outcome`.
-const OUTCOMES: [&str; 11] = [
+const OUTCOMES: [&str; 12] = [
     "ran",
     "replayed",
     "waited",
@@ -49,13 +49,14 @@ const OUTCOMES: [&str; 11] = [
     "lease_lost",
     "store_error",
     "ran_without_claim",
+    "verified",
     "unknown",
     "rejected",
 ];
 
 /// The outcome and error kind pairs a call of a registered tool can end
 /// with.
-const ENDINGS: [(&str, Option<&str>); 18] = [
+const ENDINGS: [(&str, Option<&str>); 19] = [
     ("ran", None),
     ("replayed", None),
     ("replayed", Some("failed")),
@@ -68,6 +69,7 @@ const ENDINGS: [(&str, Option<&str>); 18] = [
     ("store_error", Some("store")),
     ("ran_without_claim", None),
     ("ran_without_claim", Some("failed")),
+    ("verified", None),
     ("unknown", Some("outcome_unknown")),
     ("rejected", Some("invalid_args")),
     ("rejected", Some("invalid_run_id")),

@@ -106,10 +106,12 @@ pub enum OnStoreError {
     Run,
 }
 
-/// What a write tool does when an earlier attempt's outcome is uncertain:
-/// its claim lapsed before it recorded anything (the worker crashed, hung,
-/// or lost the store for longer than its lease), so its side effect may or
-/// may not have happened.
+/// What a write tool does when an operation's outcome is uncertain: an
+/// earlier attempt's claim lapsed before it recorded anything (the worker
+/// crashed, hung, or lost the store for longer than its lease), or the body
+/// failed with an error that leaves it unknown
+/// ([`WriteTool::is_uncertain`], `uncertain_errors = path`), so its side
+/// effect may or may not have happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum OnUncertain {
@@ -119,6 +121,10 @@ pub enum OnUncertain {
     /// that deduplicates on the key (the default).
     #[default]
     Rerun,
+    /// Ask the downstream first ([`WriteTool::verify`], `verify = path`):
+    /// record what it says happened, run the body if it says nothing did,
+    /// and refuse as [`Refuse`](Self::Refuse) does if it cannot tell.
+    Verify,
     /// At most once: never run the body again on its own. The record is
     /// kept as *unknown*, every caller is answered
     /// [`ToolError::OutcomeUnknown`](crate::ToolError::OutcomeUnknown) until
@@ -405,12 +411,55 @@ pub trait WriteTool<S>: Send + Sync + 'static {
         false
     }
 
+    /// Whether `error` leaves the operation's outcome unknown (a timeout
+    /// talking to the downstream: the request may have landed), so the
+    /// tool's [`OnUncertain`] policy decides what happens next, as after a
+    /// lapsed claim. Default: no error does. Asked before
+    /// [`is_permanent`](Self::is_permanent).
+    fn is_uncertain(&self, error: &Self::Error) -> bool {
+        let _ = error;
+        false
+    }
+
+    /// Asks the downstream whether the operation with these arguments
+    /// took effect, when an earlier attempt's outcome is uncertain and the
+    /// tool's policy is [`OnUncertain::Verify`]: [`Verified::Done`] with
+    /// the result to record (the body does not run), [`Verified::NotDone`]
+    /// (it runs), or [`Verified::Unknown`] (the record is left unknown for
+    /// an operator, as with [`OnUncertain::Refuse`]). An error (the
+    /// downstream could not be asked) settles nothing: the claim lapses
+    /// with its lease and the next duplicate verifies again. `args` are a
+    /// copy of the call's (the body gets its own); `ctx` is the claim the
+    /// verification runs under (the key, its attempt, the tenant and
+    /// state). Default: cannot tell.
+    fn verify(
+        &self,
+        args: Self::Args,
+        ctx: &WriteCtx<S>,
+    ) -> impl Future<Output = Result<Verified<Self::Output>, String>> + Send {
+        let _ = (args, ctx);
+        std::future::ready(Ok(Verified::Unknown))
+    }
+
     /// Runs the operation. Pass `ctx.idem_key()` downstream.
     fn call(
         &self,
         args: Self::Args,
         ctx: &WriteCtx<S>,
     ) -> impl Future<Output = Result<Self::Output, Self::Error>> + Send;
+}
+
+/// What a downstream says of an operation whose outcome was uncertain
+/// ([`WriteTool::verify`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verified<T> {
+    /// It happened, with this result: recorded and answered to every
+    /// duplicate; the body does not run.
+    Done(T),
+    /// It did not happen (and will not): the body runs.
+    NotDone,
+    /// It cannot tell: the record is left unknown for an operator.
+    Unknown,
 }
 
 /// Whether a tool only reads or also writes.

@@ -13,7 +13,7 @@ use syn::{Ident, ItemFn, Type};
 
 use self::args::flat_args;
 use self::call::{call_expr, inner_fn, tool_type};
-use self::settings::{is_permanent, split_result, write_options};
+use self::settings::{error_predicate, split_result, verify, write_options};
 use crate::ast::ToolFn;
 use crate::attr::Attrs;
 use crate::kind::Kind;
@@ -100,11 +100,17 @@ struct Parts<'a> {
     description: TokenStream,
     /// The application state type: the one the context names, or `__S`.
     state: TokenStream,
+    /// The tool works with any state (`__S`, not a parameter of the
+    /// user's): it cannot use the state.
+    any_state: bool,
     /// `<__S: ..>` when the tool works with any state, else nothing.
     impl_generics: TokenStream,
     args_ty: TokenStream,
     /// The struct of the flat parameters (nothing for an `#[args]` type).
     args_struct: TokenStream,
+    /// The typed pattern that takes the flat parameters' struct apart
+    /// (nothing for an `#[args]` type).
+    flat_pattern: TokenStream,
     /// The body of `call`: the user's function and the call.
     call_body: TokenStream,
     /// The future `call` returns, spanned at the user's function.
@@ -157,6 +163,7 @@ impl<'a> Parts<'a> {
         };
         let generic_state = (generic && ctx.is_some()).then_some(&state_bound);
         let body_fn = inner_fn(tool, generic_state, &pattern);
+        let flat_pattern = pattern.clone();
         let call = call_expr(tool);
         // A read tool's context is unused when the function takes none.
         let discard_ctx =
@@ -175,9 +182,11 @@ impl<'a> Parts<'a> {
             name,
             description,
             state,
+            any_state: generic && tool.state_param().is_none(),
             impl_generics,
             args_ty,
             args_struct,
+            flat_pattern,
             call_body: quote! {
                 #body_fn
                 #discard_ctx
@@ -263,7 +272,19 @@ impl<'a> Parts<'a> {
     fn write_impl(&self, tool: &ToolFn<'_>, attrs: &Attrs) -> TokenStream {
         let private = &self.private;
         let options = write_options(private, tool, attrs);
-        let permanent = is_permanent(attrs);
+        let permanent = error_predicate(attrs.permanent_errors.as_ref());
+        let uncertain = error_predicate(attrs.uncertain_errors.as_ref());
+        let verify = attrs.verify.as_ref().map(|path| {
+            let state = &self.state;
+            verify(
+                private,
+                tool,
+                path,
+                &self.flat_pattern,
+                state,
+                self.any_state,
+            )
+        });
         let settings = quote! {
             fn options(&self) -> #private::WriteOptions {
                 #options
@@ -272,6 +293,12 @@ impl<'a> Parts<'a> {
             fn is_permanent(&self, __idem_error: &Self::Error) -> bool {
                 #permanent
             }
+
+            fn is_uncertain(&self, __idem_error: &Self::Error) -> bool {
+                #uncertain
+            }
+
+            #verify
         };
         self.tool_impl(Kind::Write, settings)
     }

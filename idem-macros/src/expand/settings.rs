@@ -11,23 +11,82 @@ use crate::ast::ToolFn;
 use crate::attr::{Attrs, FieldList, InFlight, Scope, StoreErrorPolicy, UncertainPolicy};
 use crate::krate::Private;
 
-/// The body of `is_permanent`: the `permanent_errors` predicate (checked
-/// against the error type where the user wrote it), or never.
-pub(super) fn is_permanent(attrs: &Attrs) -> TokenStream {
-    match &attrs.permanent_errors {
+/// The body of `is_permanent` or `is_uncertain`: the `permanent_errors` or
+/// `uncertain_errors` predicate `expr` (checked against the error type
+/// where the user wrote it), or never.
+pub(super) fn error_predicate(expr: Option<&syn::Expr>) -> TokenStream {
+    match expr {
         Some(expr) => {
             let check = quote_spanned! {expr.span()=>
-                let __idem_permanent: fn(&Self::Error) -> bool = #expr;
+                let __idem_predicate: fn(&Self::Error) -> bool = #expr;
             };
             quote! {
                 #check
-                __idem_permanent(__idem_error)
+                __idem_predicate(__idem_error)
             }
         }
         None => quote! {
             let _ = __idem_error;
             false
         },
+    }
+}
+
+/// The `verify` method of a tool with `verify = path`: the user's function
+/// called with the tool's parameters (the flat ones taken out of the
+/// arguments struct by `flat`, its pattern) and the context, and its
+/// answer checked against the result type where the user wrote the path.
+/// A tool that works with any state (`&WriteCtx` without a state type)
+/// cannot use it, and its `verify` takes `&WriteCtx` as written: it is
+/// given the context without the state.
+pub(super) fn verify(
+    private: &Private,
+    tool: &ToolFn<'_>,
+    path: &syn::Expr,
+    flat: &TokenStream,
+    state: &TokenStream,
+    any_state: bool,
+) -> TokenStream {
+    let ctx = if any_state {
+        quote!(&__idem_ctx.stateless())
+    } else {
+        quote!(__idem_ctx)
+    };
+    let mut flat_taken = false;
+    let mut take_apart = quote!();
+    let call_args: Vec<TokenStream> = tool
+        .params
+        .iter()
+        .map(|p| match p {
+            crate::ast::Param::Flat { ident, .. } => {
+                if !flat_taken {
+                    flat_taken = true;
+                    take_apart = quote!(let #flat = __idem_args;);
+                }
+                quote!(#ident)
+            }
+            crate::ast::Param::Args { .. } => quote!(__idem_args),
+            _ => ctx.clone(),
+        })
+        .collect();
+    let call = quote_spanned! {path.span()=>
+        let __idem_verified: ::core::result::Result<#private::Verified<Self::Output>, _> =
+            (#path)(#(#call_args),*).await;
+    };
+    quote! {
+        fn verify(
+            &self,
+            __idem_args: Self::Args,
+            __idem_ctx: &#private::WriteCtx<#state>,
+        ) -> impl ::core::future::Future<
+            Output = ::core::result::Result<#private::Verified<Self::Output>, ::std::string::String>,
+        > + ::core::marker::Send {
+            async move {
+                #take_apart
+                #call
+                __idem_verified.map_err(|__idem_e| ::std::string::ToString::to_string(&__idem_e))
+            }
+        }
     }
 }
 
@@ -114,11 +173,13 @@ pub(super) fn write_options(private: &Private, tool: &ToolFn<'_>, attrs: &Attrs)
         };
         chain = quote!(#chain.on_store_error(#policy));
     }
-    if let Some(policy) = &attrs.on_uncertain {
-        let policy = match policy {
-            UncertainPolicy::Rerun => quote!(#private::OnUncertain::Rerun),
-            UncertainPolicy::Refuse => quote!(#private::OnUncertain::Refuse),
-        };
+    let policy = match (&attrs.verify, &attrs.on_uncertain) {
+        (Some(_), _) => Some(quote!(#private::OnUncertain::Verify)),
+        (None, Some((UncertainPolicy::Rerun, _))) => Some(quote!(#private::OnUncertain::Rerun)),
+        (None, Some((UncertainPolicy::Refuse, _))) => Some(quote!(#private::OnUncertain::Refuse)),
+        (None, None) => None,
+    };
+    if let Some(policy) = policy {
         chain = quote!(#chain.on_uncertain(#policy));
     }
     if let Some(b) = &attrs.destructive {

@@ -7,8 +7,10 @@
 //! together. `read` runs read tools, `settings` holds what calls share,
 //! `args` makes the model's arguments typed and exact, `roles` says which
 //! fields are keyed, checked or ignored, `checked` what a duplicate must
-//! match beyond its key, `sets` puts set-like arguments in one order, `trace` tells the registry how a call was answered, and `task`
-//! the future combinators the stages are built from.
+//! match beyond its key, `sets` puts set-like arguments in one order,
+//! `uncertain` decides what an operation whose outcome is unknown does,
+//! `trace` tells the registry how a call was answered, and `task` the
+//! future combinators the stages are built from.
 
 mod args;
 mod checked;
@@ -22,6 +24,7 @@ mod sets;
 mod settings;
 mod task;
 mod trace;
+mod uncertain;
 mod write;
 
 pub(crate) use self::args::MAX_ARGS_DEPTH;

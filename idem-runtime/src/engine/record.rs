@@ -58,7 +58,7 @@ fn failed(hold: &Hold<'_>, message: String, permanent: bool) -> ToolError {
 
 /// The body failed: a permanent error is recorded, a transient one
 /// releases the key for a retry.
-async fn record_error(hold: &Hold<'_>, error: &str, permanent: bool) -> ToolError {
+pub(super) async fn record_error(hold: &Hold<'_>, error: &str, permanent: bool) -> ToolError {
     let message = hold.storable_error(error);
     if permanent {
         record_failure(hold, &message).await;
@@ -70,7 +70,7 @@ async fn record_error(hold: &Hold<'_>, error: &str, permanent: bool) -> ToolErro
 
 /// The body succeeded: its result is recorded (or, too large or refused by
 /// the store, a failure saying it ran) and returned.
-async fn record_result(hold: &Hold<'_>, value: Value) -> Result<Value, ToolError> {
+pub(super) async fn record_result(hold: &Hold<'_>, value: Value) -> Result<Value, ToolError> {
     let (name, key) = (hold.tool(), hold.key());
     let text = value.to_string();
     if text.len() > hold.max_result_bytes() {
@@ -147,7 +147,9 @@ pub(super) async fn record_unknown(
         .await
     {
         Ok(()) => {
-            tracing::warn!(tool = name, key = %key, attempt, reason, "the outcome is unknown: the tool will not run it again; resolve it with `idem resolve` or Registry::resolve");
+            tracing::warn!(tool = name, key = %key, attempt, "the outcome is unknown: the tool will not run it again; resolve it with `idem resolve` or Registry::resolve");
+            // The reason may quote the tool's error: debug only.
+            tracing::debug!(tool = name, key = %key, reason, "why the outcome is unknown");
         }
         Err(StoreError::LeaseLost) => {
             tracing::warn!(tool = name, key = %key, attempt, "lease lost before the unknown outcome was recorded; the worker that took the key over decides");

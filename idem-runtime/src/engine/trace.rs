@@ -23,6 +23,9 @@ pub(crate) enum How {
     Waited = 3,
     /// The body ran without a claim (`OnStoreError::Run`).
     RanWithoutClaim = 4,
+    /// `verify` said an uncertain operation took effect: its result was
+    /// recorded without running the body.
+    Verified = 5,
 }
 
 /// One call's span, how it was answered, and (feature `metrics`) its
@@ -75,6 +78,7 @@ impl<'a> CallTrace<'a> {
             2 => How::Replayed,
             3 => How::Waited,
             4 => How::RanWithoutClaim,
+            5 => How::Verified,
             _ => How::Unnoted,
         }
     }

@@ -11,10 +11,11 @@ use super::claim::{Claimed, claim_or_replay};
 use super::hold::{Hold, Site};
 use super::operation::operation;
 use super::read::unrecorded;
-use super::record::{record, record_unknown};
+use super::record::record;
 use super::settings::{Caller, Resolved, Shared};
 use super::task::{beside, catch_panic};
-use super::trace::{How, note};
+use super::trace::{CallTrace, How, note};
+use super::uncertain::{self, Next, copy_args};
 use crate::ctx::{Ctx, WriteCtx};
 use crate::error::{StoreError, ToolError};
 use crate::key::IdemKey;
@@ -70,21 +71,6 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
     if let Some(trace) = caller.trace {
         trace.attempt(token.attempt());
     }
-    if lapsed {
-        match cfg.on_uncertain {
-            OnUncertain::Refuse => {
-                let (lost, _) = tokio::sync::watch::channel(false);
-                let hold = Hold::new(site, &key, token, claimed_at, lost);
-                let reason = lapsed_reason(token.attempt());
-                return Err(record_unknown(&hold, caller.tenant, &reason).await);
-            }
-            _ => {
-                tracing::warn!(tool = name, key = %key, attempt = token.attempt(), "an earlier attempt's claim lapsed before it recorded an outcome, which may or may not have taken effect; running again (on_uncertain = rerun)");
-            }
-        }
-    }
-    note(caller.trace, How::Ran);
-
     // The context owns the key from here; the hold borrows it back.
     let (lost_tx, lost_rx) = tokio::sync::watch::channel(false);
     let ctx = WriteCtx::new(
@@ -95,19 +81,44 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
     );
     let hold = Hold::new(site, ctx.idem_key(), token, claimed_at, lost_tx);
     let work = async {
-        let outcome = catch_panic(tool.call(args, &ctx)).await;
-        record(tool, &hold, outcome).await
+        if lapsed {
+            let policy = cfg.on_uncertain;
+            let copy = (policy == OnUncertain::Verify)
+                .then(|| copy_args(&args))
+                .flatten();
+            let next = uncertain::after_lapse(tool, &hold, copy, &ctx, policy, caller.trace);
+            if let Next::Answer(answer) = next.await {
+                return answer;
+            }
+        }
+        note(caller.trace, How::Ran);
+        run_and_record(tool, &hold, args, &ctx, cfg.on_uncertain, caller.trace).await
     };
     beside(work, hold.heartbeat()).await
 }
 
-/// Why an operation whose claim of attempt `attempt` was taken over from a
-/// lapsed one has an unknown outcome, as its record says.
-fn lapsed_reason(attempt: u32) -> String {
-    format!(
-        "the claim of attempt {} lapsed before it recorded an outcome (its worker crashed, hung, or lost the store for longer than its lease): its side effect may or may not have happened",
-        attempt.saturating_sub(1)
-    )
+/// Runs the body and records what it did; an error its tool says leaves
+/// the outcome unknown goes to the tool's policy instead. A tool that
+/// verifies keeps a copy of the arguments for it.
+async fn run_and_record<S, T: WriteTool<S>>(
+    tool: &T,
+    hold: &Hold<'_>,
+    args: T::Args,
+    ctx: &WriteCtx<S>,
+    policy: OnUncertain,
+    trace: Option<&CallTrace<'_>>,
+) -> Result<Value, ToolError> {
+    let copy = (policy == OnUncertain::Verify)
+        .then(|| copy_args(&args))
+        .flatten();
+    let outcome = catch_panic(tool.call(args, ctx)).await;
+    match outcome {
+        Ok(Err(e)) if tool.is_uncertain(&e) => {
+            let error = e.to_string();
+            uncertain::after_error(tool, hold, copy, ctx, policy, &error, trace).await
+        }
+        outcome => record(tool, hold, outcome).await,
+    }
 }
 
 /// For a tool with [`OnStoreError::Run`] whose claim failed with `first`

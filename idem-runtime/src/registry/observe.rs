@@ -54,6 +54,7 @@ pub(crate) fn outcome(result: &Result<Value, ToolError>, how: How) -> &'static s
         (_, How::RanWithoutClaim) => "ran_without_claim",
         (Ok(_) | Err(ToolError::Failed { .. }), How::Replayed) => "replayed",
         (Ok(_) | Err(ToolError::Failed { .. }), How::Waited) => "waited",
+        (Ok(_), How::Verified) => "verified",
         (Ok(_), _) => "ran",
         (Err(ToolError::Failed { .. }), _) => "failed",
         (Err(ToolError::InFlight { .. }), _) => "in_flight",

@@ -1,7 +1,8 @@
 //! The write tool the suite calls: it counts its runs per operation,
-//! remembers the key and attempt each saw, and on request fails, returns a
-//! large result, runs a hook (to inject a fault mid-call) or stops when its
-//! lease is lost.
+//! remembers the key and attempt each saw, and on request fails (for good,
+//! for now, or leaving its outcome unknown), returns a large result, runs
+//! a hook (to inject a fault mid-call), stops when its lease is lost, or
+//! verifies as it is told.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,13 +12,16 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::ctx::WriteCtx;
-use crate::tool::{ToolInfo, WriteOptions, WriteTool};
+use crate::tool::{ToolInfo, Verified, WriteOptions, WriteTool};
 
 /// Per operation, the (key, attempt) of each run.
 type Runs = HashMap<u64, Vec<(String, u32)>>;
 
 /// Called at the start of every run of a [`Counter`].
 type Hook = Arc<dyn Fn() + Send + Sync>;
+
+/// What a [`Counter`]'s `verify` answers for the arguments it is given.
+type Verifier = Arc<dyn Fn(&CounterArgs) -> Result<Verified<CounterOut>, String> + Send + Sync>;
 
 /// A write tool that counts how often each argument set ran.
 #[derive(Clone, Default)]
@@ -30,6 +34,8 @@ pub struct Counter {
     options: WriteOptions,
     hook: Option<Hook>,
     stop_when_lease_lost: bool,
+    verifier: Option<Verifier>,
+    verifications: Arc<AtomicUsize>,
 }
 
 /// [`Counter`]'s arguments.
@@ -46,6 +52,9 @@ pub struct CounterArgs {
     /// Pad the result with this many bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pad: Option<usize>,
+    /// Fail with an error that leaves the outcome unknown (after running).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub uncertain: bool,
 }
 
 /// [`Counter`]'s result.
@@ -70,6 +79,7 @@ pub struct CounterOut {
 pub struct CounterError {
     message: String,
     permanent: bool,
+    uncertain: bool,
 }
 
 impl std::fmt::Display for CounterError {
@@ -95,6 +105,21 @@ impl Counter {
     pub fn on_run(mut self, hook: impl Fn() + Send + Sync + 'static) -> Counter {
         self.hook = Some(Arc::new(hook));
         self
+    }
+
+    /// Makes `verify` answer what `verifier` says for the arguments, after
+    /// sleeping the counter's delay (the downstream's answer takes time).
+    pub fn verifies_with(
+        mut self,
+        verifier: impl Fn(&CounterArgs) -> Result<Verified<CounterOut>, String> + Send + Sync + 'static,
+    ) -> Counter {
+        self.verifier = Some(Arc::new(verifier));
+        self
+    }
+
+    /// How many times `verify` was asked.
+    pub fn verifications(&self) -> usize {
+        self.verifications.load(Ordering::SeqCst)
     }
 
     /// Makes the body end its sleep early when its lease is lost, as a body
@@ -158,6 +183,23 @@ impl WriteTool<()> for Counter {
         error.permanent
     }
 
+    fn is_uncertain(&self, error: &CounterError) -> bool {
+        error.uncertain
+    }
+
+    async fn verify(
+        &self,
+        args: CounterArgs,
+        _: &WriteCtx<()>,
+    ) -> Result<Verified<CounterOut>, String> {
+        self.verifications.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(self.delay).await;
+        match &self.verifier {
+            Some(verifier) => verifier(&args),
+            None => Ok(Verified::Unknown),
+        }
+    }
+
     async fn call(
         &self,
         args: CounterArgs,
@@ -181,12 +223,18 @@ impl WriteTool<()> for Counter {
             return Err(CounterError {
                 message,
                 permanent: true,
+                uncertain: false,
             });
         }
-        if args.fail {
+        if args.fail || args.uncertain {
             return Err(CounterError {
-                message: "transient failure".into(),
+                message: if args.uncertain {
+                    "timed out waiting for the downstream".into()
+                } else {
+                    "transient failure".into()
+                },
                 permanent: false,
+                uncertain: args.uncertain,
             });
         }
         Ok(CounterOut {

@@ -74,6 +74,8 @@ macro_rules! __idem_with_cases {
             claims_after_a_release_have_one_winner,
             unknown_outcome_is_kept_until_resolved_once,
             registry_refuses_an_uncertain_operation_until_resolved,
+            registry_verifies_an_uncertain_operation,
+            registry_uncertain_errors_follow_the_policy,
             registry_records_any_error_text,
             registry_longest_settings_are_kept,
             registry_conflict_names_the_differing_fields,

@@ -61,7 +61,41 @@ async fn cancel(order_id: String, ctx: &WriteCtx<()>) -> Result<(), String> {
     Ok(())
 }
 
+fn timed_out(e: &PaymentError) -> bool {
+    matches!(e, PaymentError::Timeout)
+}
+
+/// Asks the payment provider whether the refund went through.
+async fn refunded(order_id: String, amount: u64, ctx: &WriteCtx) -> Result<Verified<u64>, std::io::Error> {
+    let _ = (order_id, ctx.idem_key(), ctx.attempt(), ctx.tenant());
+    Ok(if amount > 0 { Verified::Done(amount) } else { Verified::NotDone })
+}
+
+/// Refund an order.
+#[write_tool(verify = refunded, uncertain_errors = timed_out)]
+async fn refund(order_id: String, amount: u64, ctx: &WriteCtx) -> Result<u64, PaymentError> {
+    let _ = (order_id, ctx);
+    Ok(amount)
+}
+
+/// Asks whether the charge went through.
+async fn charged(a: ChargeArgs, _: &WriteCtx) -> Result<Verified<u64>, String> {
+    Ok(Verified::Done(a.amount))
+}
+
+/// Charge again.
+#[write_tool(verify = charged, uncertain_errors = |e: &PaymentError| matches!(e, PaymentError::Timeout))]
+async fn recharge(#[args] a: ChargeArgs, ctx: &WriteCtx) -> Result<u64, PaymentError> {
+    let _ = ctx;
+    Ok(a.amount)
+}
+
 fn main() {
-    let registry = Registry::builder(()).tool(charge).tool(cancel).build();
+    let registry = Registry::builder(())
+        .tool(charge)
+        .tool(cancel)
+        .tool(refund)
+        .tool(recharge)
+        .build();
     assert!(registry.is_ok());
 }

@@ -4,6 +4,8 @@
 //! that refuses to run an uncertain operation again does not, until an
 //! operator resolves it.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
@@ -11,10 +13,10 @@ use serde_json::json;
 use crate::error::{ResolveError, StoreError, ToolError};
 use crate::registry::Resolution;
 use crate::store::{Entry, IdemStore, LeaseToken, Outcome, RecordState, UnknownNote};
-use crate::testing::fixtures::Counter;
+use crate::testing::fixtures::{Counter, CounterOut};
 use crate::testing::harness::Harness;
 use crate::testing::helpers::*;
-use crate::tool::{OnUncertain, WriteOptions};
+use crate::tool::{OnInFlight, OnUncertain, Verified, WriteOptions};
 
 /// The reason a case records an outcome unknown with.
 const WHY: &str = "attempt 0 lapsed | the worker crashed";
@@ -210,13 +212,22 @@ pub async fn registry_refuses_an_uncertain_operation_until_resolved<H: Harness>(
 /// A worker that claimed the counter's operation `n` and crashed: its
 /// claim left to lapse. Returns the operation's key.
 async fn crash(registry: &crate::Registry<()>, n: u64) -> crate::IdemKey {
-    let (k, f) = registry
-        .identify("r", "counter", json!({ "n": n }))
-        .expect("identify")
-        .expect("a write tool");
-    acquired(registry.store().claim(&k, "counter", &f, SHORT).await);
+    crashed(registry, &[n]).await.remove(0)
+}
+
+/// [`crash`] for each of `ops`, with one wait for all their leases.
+async fn crashed(registry: &crate::Registry<()>, ops: &[u64]) -> Vec<crate::IdemKey> {
+    let mut keys = Vec::new();
+    for n in ops {
+        let (k, f) = registry
+            .identify("r", "counter", json!({ "n": n }))
+            .expect("identify")
+            .expect("a write tool");
+        acquired(registry.store().claim(&k, "counter", &f, SHORT).await);
+        keys.push(k);
+    }
     past_short().await;
-    k
+    keys
 }
 
 /// Two operators resolve `k` at once, one done with a result and one to
@@ -249,4 +260,132 @@ async fn resolutions_race(registry: &crate::Registry<()>, counter: &Counter, k: 
     } else {
         assert_eq!((counter.total(), out["key"].clone()), (0, json!("by hand")));
     }
+}
+
+/// What [`registry_verifies_an_uncertain_operation`]'s downstream says of
+/// operation `n`: 1, 5 and 6 happened, 2 did not, 3 it cannot tell, 4 it
+/// cannot be asked until `up`.
+fn downstream_says(n: u64, up: bool) -> Result<Verified<CounterOut>, String> {
+    let happened = || {
+        Verified::Done(CounterOut {
+            n,
+            key: "seen downstream".into(),
+            attempt: 0,
+            unclaimed: false,
+            padding: String::new(),
+        })
+    };
+    match n {
+        2 => Ok(Verified::NotDone),
+        3 => Ok(Verified::Unknown),
+        4 if !up => Err("the gateway is down".into()),
+        _ => Ok(happened()),
+    }
+}
+
+/// A tool that verifies an uncertain operation: after a crash, what the
+/// downstream says happened is recorded without running the body (and
+/// replayed); what did not happen runs; what it cannot tell is left
+/// unknown; a verification that fails settles nothing, and the next
+/// duplicate after the lease verifies again; two duplicates at once verify
+/// once; an error that leaves the outcome unknown is verified at once.
+pub async fn registry_verifies_an_uncertain_operation<H: Harness>(h: &H) {
+    let up = Arc::new(AtomicBool::new(false));
+    let seen = up.clone();
+    let options = WriteOptions::new()
+        .on_uncertain(OnUncertain::Verify)
+        .lease(SHORT)
+        .on_in_flight(OnInFlight::Wait(LONG));
+    let counter = Counter::new(Duration::from_millis(100), options)
+        .verifies_with(move |args| downstream_says(args.n, seen.load(Ordering::SeqCst)));
+    let registry = registry(h.store(), &namespace(), &counter);
+    let call = |n: u64| registry.call("r", "counter", json!({ "n": n }));
+    crashed(&registry, &[1, 2, 3, 4]).await;
+    let verified = call(1).await.expect("verified done");
+    assert_eq!(verified["key"], "seen downstream");
+    assert_eq!(call(1).await.expect("replayed"), verified);
+    assert_eq!(call(2).await.expect("verified not done")["attempt"], 1);
+    assert_eq!(
+        counter.total(),
+        1,
+        "only the operation that did not happen ran"
+    );
+    assert!(matches!(
+        call(3).await,
+        Err(ToolError::OutcomeUnknown { .. })
+    ));
+    let failed = call(4).await;
+    assert!(
+        matches!(
+            failed,
+            Err(ToolError::Failed {
+                permanent: false,
+                ..
+            })
+        ),
+        "{failed:?}"
+    );
+    up.store(true, Ordering::SeqCst);
+    past_short().await;
+    assert_eq!(
+        call(4).await.expect("verified again")["key"],
+        "seen downstream"
+    );
+    assert_eq!(counter.verifications(), 5, "1, 2, 3, and 4 twice");
+
+    crash(&registry, 5).await;
+    let (a, b) = tokio::join!(call(5), call(5));
+    assert_eq!(a.expect("first"), b.expect("second"), "both get one answer");
+    assert_eq!(
+        counter.verifications(),
+        6,
+        "two duplicates at once verify once"
+    );
+
+    let at_once = registry
+        .call("r", "counter", json!({ "n": 6, "uncertain": true }))
+        .await
+        .expect("verified after an uncertain error");
+    assert_eq!(at_once["key"], "seen downstream");
+    assert_eq!((counter.total(), counter.verifications()), (2, 7));
+}
+
+/// An error that leaves the outcome unknown, under the other two policies:
+/// refused (the record unknown, nothing more runs) or released (it runs
+/// again).
+pub async fn registry_uncertain_errors_follow_the_policy<H: Harness>(h: &H) {
+    let args = json!({ "n": 1, "uncertain": true });
+    let refuse = Counter::new(
+        Duration::ZERO,
+        WriteOptions::new().on_uncertain(OnUncertain::Refuse),
+    );
+    let registry = registry(h.store(), &namespace(), &refuse);
+    for _ in 0..2 {
+        let refused = registry.call("r", "counter", args.clone()).await;
+        assert!(
+            matches!(refused, Err(ToolError::OutcomeUnknown { attempt: 0, .. })),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(refuse.total(), 1, "it ran once, and never again");
+
+    let rerun = Counter::new(Duration::ZERO, WriteOptions::new());
+    let registry = crate::testing::helpers::registry(h.store(), &namespace(), &rerun);
+    for _ in 0..2 {
+        let failed = registry.call("r", "counter", args.clone()).await;
+        assert!(
+            matches!(
+                failed,
+                Err(ToolError::Failed {
+                    permanent: false,
+                    ..
+                })
+            ),
+            "{failed:?}"
+        );
+    }
+    assert_eq!(
+        rerun.runs(1).iter().map(|r| r.1).collect::<Vec<_>>(),
+        [0, 1]
+    );
 }
