@@ -14,7 +14,8 @@
 //!
 //! Then a downstream that cannot deduplicate (an email gateway: every
 //! request it gets is sent), under each policy for an uncertain outcome:
-//! `rerun` sends twice after a crash in the body; `refuse` sends zero times
+//! `rerun` sends twice after a crash in the body; `verify` sends once (the
+//! retry asks the gateway's log first); `refuse` sends zero times
 //! (a crash after the claim) or once (in the body), answers the retry
 //! `OutcomeUnknown`, and sends nothing more until an operator resolves it:
 //! done (the retry gets the operator's result) or rerun (the retry sends,
@@ -29,7 +30,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use idem::prelude::*;
-use idem::{IdemStore, PostgresOptions, PostgresStore, RedisStore, Resolution, SqliteStore};
+use idem::{
+    IdemStore, PostgresOptions, PostgresStore, RedisStore, Resolution, SqliteStore, Verified,
+};
 use serde_json::{Value, json};
 use support::TempDir;
 
@@ -131,7 +134,26 @@ async fn send_rerun(to: String, ctx: &WriteCtx<Shop>) -> Result<Value, String> {
     send(to, ctx)
 }
 
-/// The body both email tools share.
+/// Send an email, asking the gateway first after a crash.
+#[write_tool(lease = "1s", on_in_flight = "wait(30s)", verify = was_sent)]
+async fn send_verify(to: String, ctx: &WriteCtx<Shop>) -> Result<Value, String> {
+    send(to, ctx)
+}
+
+/// Asks the gateway whether an email to `to` went out: its log is the
+/// truth.
+async fn was_sent(to: String, ctx: &WriteCtx<Shop>) -> Result<Verified<Value>, String> {
+    let log =
+        std::fs::read_to_string(ctx.state().downstream.0.join("sent.log")).unwrap_or_default();
+    Ok(
+        match log.lines().find(|line| line.starts_with(&format!("{to} "))) {
+            Some(line) => Verified::Done(json!({ "to": to, "verified": line })),
+            None => Verified::NotDone,
+        },
+    )
+}
+
+/// The body the email tools share.
 fn send(to: String, ctx: &WriteCtx<Shop>) -> Result<Value, String> {
     let shop = ctx.state();
     crash_point(&shop.crash_at, "after-claim");
@@ -154,6 +176,7 @@ async fn shop(spec: &str, downstream: &Path, crash_at: &str) -> Registry<Shop> {
     .tool(charge)
     .tool(send_refuse)
     .tool(send_rerun)
+    .tool(send_verify)
     .build()
     .expect("registry")
 }
@@ -321,9 +344,10 @@ fn crash_and_resume(spec: &str, point: &str) {
 const POINTS: [&str; 3] = ["after-claim", "in-body", "after-complete"];
 
 /// The email scenarios on the store of `spec`: `rerun` after a crash in
-/// the body sends twice; `refuse` after a crash after the claim or in the
-/// body sends zero or one, refuses the retry, and sends nothing more until
-/// it is resolved (to run again, or done).
+/// the body sends twice; `verify` sends once either way (the retry asks
+/// the gateway); `refuse` after a crash after the claim or in the body
+/// sends zero or one, refuses the retry, and sends nothing more until it
+/// is resolved (to run again, or done).
 fn emails_under_each_policy(spec: &str) {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let downstream = TempDir::new("emails");
@@ -342,6 +366,22 @@ fn emails_under_each_policy(spec: &str) {
     let again = result(child("none", "send_rerun", "rerun@example.com"));
     assert_eq!(again["attempt"], 1);
     assert_eq!(Downstream::sent(dir), 2, "{spec}: rerun sends again");
+
+    for point in ["after-claim", "in-body"] {
+        let to = format!("verify-{point}@example.com");
+        let before = Downstream::sent(dir);
+        child(point, "send_verify", &to);
+        let answer = result(child("none", "send_verify", &to));
+        assert_eq!(
+            Downstream::sent(dir) - before,
+            1,
+            "{spec} {point}: verify sends once"
+        );
+        // Verified after a crash in the body; run (attempt 1) after one
+        // before the side effect.
+        let verified = answer.get("verified").is_some();
+        assert_eq!(verified, point == "in-body", "{spec} {point}: {answer}");
+    }
 
     let registry = rt.block_on(shop(spec, dir, "none"));
     for (point, sent) in [("after-claim", 0), ("in-body", 1)] {

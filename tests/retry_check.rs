@@ -260,3 +260,80 @@ async fn every_scenario_counts_its_effects() {
     let why = problem(&report, "4 concurrent duplicates").unwrap_or_default();
     assert!(why.contains("recorded 2 effects, not 1"), "{report}");
 }
+
+/// Asks the provider whether the charge went through: it counts one for
+/// any key (it cannot tell them apart, as a gateway without keys cannot).
+async fn charged(amount: u64, ctx: &WriteCtx<Provider>) -> Result<Verified<usize>, String> {
+    let _ = amount;
+    let n = ctx.state().count();
+    Ok(if n > 0 {
+        Verified::Done(n)
+    } else {
+        Verified::NotDone
+    })
+}
+
+/// Asks the provider, and always hears "not done": a wrong verify.
+async fn never_charged(amount: u64, ctx: &WriteCtx<Provider>) -> Result<Verified<usize>, String> {
+    let _ = (amount, ctx);
+    Ok(Verified::NotDone)
+}
+
+/// Charge a card without a key, at most once.
+#[write_tool(permanent_errors = declined, on_uncertain = "refuse")]
+async fn charge_at_most_once(amount: u64, ctx: &WriteCtx<Provider>) -> Result<usize, String> {
+    let _ = amount;
+    ctx.state().charge(None)
+}
+
+/// Charge a card without a key, asking the provider after a crash.
+#[write_tool(permanent_errors = declined, verify = charged)]
+async fn charge_verified(amount: u64, ctx: &WriteCtx<Provider>) -> Result<usize, String> {
+    let _ = amount;
+    ctx.state().charge(None)
+}
+
+/// Charge a card without a key, with a verify that is wrong.
+#[write_tool(permanent_errors = declined, verify = never_charged)]
+async fn charge_badly_verified(amount: u64, ctx: &WriteCtx<Provider>) -> Result<usize, String> {
+    let _ = amount;
+    ctx.state().charge(None)
+}
+
+/// Against a provider that cannot deduplicate, a crash after the side
+/// effect: `refuse` leaves one effect and answers `OutcomeUnknown` (and none
+/// after a crash before it); a right `verify` leaves exactly one effect
+/// and replays without running; a `verify` that says "not done" after the
+/// effect is caught.
+#[tokio::test]
+async fn a_crash_under_refuse_or_verify_leaves_one_effect_and_a_wrong_verify_is_caught() {
+    let refuse = check(charge_at_most_once).await;
+    refuse.assert_ok();
+    let row = |report: &RetryReport, scenario: &str| {
+        let row = report.rows.iter().find(|r| r.scenario == scenario);
+        row.cloned().expect("the scenario")
+    };
+    let crash = row(&refuse, "a crash after the side effect");
+    assert_eq!((crash.runs, crash.effects), (1, Some(1)), "{refuse}");
+    assert!(crash.callers[0].contains("outcome_unknown"), "{refuse}");
+    let before = row(&refuse, "a crash after the claim");
+    assert_eq!((before.runs, before.effects), (0, Some(0)), "{refuse}");
+
+    let verified = check(charge_verified).await;
+    verified.assert_ok();
+    let crash = row(&verified, "a crash after the side effect");
+    assert_eq!((crash.runs, crash.effects), (1, Some(1)), "{verified}");
+    let before = row(&verified, "a crash after the claim");
+    assert_eq!(
+        (before.runs, before.attempts.clone()),
+        (1, vec![1]),
+        "{verified}"
+    );
+
+    let wrong = check(charge_badly_verified).await;
+    let why = problem(&wrong, "a crash after the side effect").unwrap_or_default();
+    assert!(
+        why.contains("verify said the operation did not happen"),
+        "{wrong}"
+    );
+}

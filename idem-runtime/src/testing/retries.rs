@@ -17,7 +17,7 @@ use crate::ctx::{Ctx, WriteCtx};
 use crate::error::ToolError;
 use crate::key::IdemKey;
 use crate::registry::{CallContext, CallThroughRegistry, Registry, marker};
-use crate::tool::{ToolInfo, WriteOptions, WriteTool};
+use crate::tool::{OnUncertain, ToolInfo, Verified, WriteOptions, WriteTool};
 
 /// What [`RetryCheck::new`] accepts: a `#[write_tool]` function, or a
 /// type implementing [`WriteTool`]. `M` tells the two apart and is inferred.
@@ -70,6 +70,18 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> WriteTool<S> for Observed<T> {
 
     fn is_permanent(&self, error: &T::Error) -> bool {
         self.tool.is_permanent(error)
+    }
+
+    fn is_uncertain(&self, error: &T::Error) -> bool {
+        self.tool.is_uncertain(error)
+    }
+
+    async fn verify(
+        &self,
+        args: T::Args,
+        ctx: &WriteCtx<S>,
+    ) -> Result<Verified<T::Output>, String> {
+        self.tool.verify(args, ctx).await
     }
 
     async fn call(&self, args: T::Args, ctx: &WriteCtx<S>) -> Result<T::Output, T::Error> {
@@ -211,7 +223,8 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> RetryCheck<S, T> {
                 Scenario::Transient => play.after_a_failure(self.transient.as_deref(), false).await,
                 Scenario::Permanent => play.after_a_failure(self.permanent.as_deref(), true).await,
             };
-            counted(&mut row, scenario.effects());
+            let policy = self.tool.options().on_uncertain;
+            counted(&mut row, scenario.effects(policy));
             rows.push(row);
         }
         RetryReport { rows }
@@ -249,10 +262,11 @@ enum Scenario {
 
 impl Scenario {
     /// The effects a played scenario leaves downstream: one, or none after
-    /// a permanent error.
-    fn effects(self) -> usize {
-        match self {
-            Scenario::Permanent => 0,
+    /// a permanent error, or after a crash before the side effect for a
+    /// tool that refuses to run an uncertain operation again.
+    fn effects(self, policy: OnUncertain) -> usize {
+        match (self, policy) {
+            (Scenario::Permanent, _) | (Scenario::CrashAfterClaim, OnUncertain::Refuse) => 0,
             _ => 1,
         }
     }
@@ -380,15 +394,27 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
     }
 
     /// A worker claimed the operation and crashed before running it: the
-    /// call waits out the lease and runs, one attempt higher.
+    /// call waits out the lease and runs, one attempt higher (a tool that
+    /// verifies runs once its `verify` says nothing happened); a tool that
+    /// refuses answers `OutcomeUnknown` and runs nothing.
     async fn after_a_crash_after_the_claim(&self) -> Row {
         const SCENARIO: &str = "a crash after the claim";
         let start = self.start();
         let crashed = self.claim_and_abandon(SCENARIO).await;
         let retry = self.call_after_the_lease(SCENARIO).await;
         let mut row = self.row(SCENARIO, start);
+        let policy = self.tool.options().on_uncertain;
         row.verdict = match (&crashed, &retry) {
             (Err(e), _) => Verdict::CouldNotPlay(format!("could not stage the crash: {e}")),
+            (_, Err(ToolError::OutcomeUnknown { .. })) if policy != OnUncertain::Rerun => {
+                once(&row, 0)
+            }
+            (_, Ok(_)) if policy == OnUncertain::Refuse => {
+                unsafe_("the retry ran a tool that refuses to run an uncertain operation again")
+            }
+            (_, Ok(_)) if policy == OnUncertain::Verify && row.runs == 0 => unsafe_(
+                "verify said the operation happened, but the crashed worker never reached its side effect: it must answer NotDone",
+            ),
             // The crashed worker never ran the body: the retry is its first run.
             (_, Err(e)) => refused("the retry, the body's first run", e),
             _ if row.attempts.first() != Some(&1) => {
@@ -402,7 +428,9 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
 
     /// A worker ran the body (the side effect happened) and crashed before
     /// recording it: the retry runs the body again, under the same key, so
-    /// a downstream that deduplicates on the key records one effect.
+    /// a downstream that deduplicates on the key records one effect; a tool
+    /// that verifies answers what `verify` says happened without running
+    /// again; one that refuses answers `OutcomeUnknown`.
     async fn after_a_crash_after_the_effect(&self) -> Row {
         const SCENARIO: &str = "a crash after the side effect";
         let start = self.start();
@@ -412,11 +440,22 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
         };
         let retry = self.call_after_the_lease(SCENARIO).await;
         let mut row = self.row(SCENARIO, start);
+        let policy = self.tool.options().on_uncertain;
         row.verdict = match (&staged, &retry) {
             (Err(e), _) => Verdict::CouldNotPlay(format!("could not stage the crash: {e}")),
             (Ok(Some(refusal)), _) => Verdict::CouldNotPlay(format!(
                 "the fake downstream refused the crashed worker's run, on a fresh state: {refusal}"
             )),
+            (_, Err(ToolError::OutcomeUnknown { .. })) if policy != OnUncertain::Rerun => {
+                once(&row, 1)
+            }
+            (_, Ok(_)) if policy == OnUncertain::Refuse => {
+                unsafe_("the retry ran a tool that refuses to run an uncertain operation again")
+            }
+            (_, Ok(_)) if policy == OnUncertain::Verify && row.runs > 1 => unsafe_(
+                "verify said the operation did not happen, but the crashed worker had made its side effect: it must answer Done",
+            ),
+            (_, Ok(_)) if policy == OnUncertain::Verify => Verdict::Passed,
             (_, Err(e)) => Verdict::Unsafe(format!(
                 "the retry failed ({e}): a downstream that deduplicates on ctx.idem_key() answers a repeat of what it did with what it did"
             )),
