@@ -4,7 +4,7 @@
 //! checks what idem promises and prints a table and one JSON line.
 //!
 //! ```text
-//! cargo run --release --example chaos -- --store redis|postgres|sqlite [--seconds 30] [--workers 4]
+//! cargo run --release --example chaos -- --store redis|postgres|sqlite [--seconds 30] [--workers 4] [--verify]
 //! ```
 //!
 //! - **Operations.** Work comes in rounds of eight operations; every worker
@@ -32,6 +32,15 @@
 //!   claims would have held one lease). Runs are compared in claim order:
 //!   a worker frozen between its claim and its side effect writes its line
 //!   after the next attempt's, once it wakes.
+//!
+//! - **`--verify`**: the tool verifies an uncertain operation
+//!   (`verify = path`) against the downstream itself, which keeps, per
+//!   operation, its effect (and the result it answered) and the fencing
+//!   token of the latest attempt that asked: `verify` answers the recorded
+//!   result, or fences the operation for its attempt and answers "not done";
+//!   the body's effect is refused once a later attempt has fenced or made
+//!   it (a worker frozen before its side effect and woken after a takeover).
+//!   Then no operation may have a second effect at all, fault or not.
 //!
 //! RELIABILITY.md has the figures per store.
 
@@ -79,6 +88,10 @@ struct Cli {
     /// Seed of the fault schedule (random by default; printed).
     #[arg(long)]
     seed: Option<u64>,
+    /// The tool verifies an uncertain operation against the downstream:
+    /// every second effect is then a violation, whatever the faults.
+    #[arg(long)]
+    verify: bool,
     /// Redis only: run the server without AOF, so that a restart forgets
     /// every claim and result. A broken setup, to see that the run reports
     /// what it costs (operations run again at the same attempt).
@@ -130,15 +143,18 @@ mod worker {
     use super::*;
     use std::fs::{File, OpenOptions};
 
-    /// What the body sees: the ledger it appends each run to.
+    /// What the body sees: the ledger it appends each run to, and with
+    /// `--verify` the directory of the downstream's per-operation records.
     pub(super) struct Downstream {
         ledger: Mutex<File>,
         worker: usize,
+        ops: Option<PathBuf>,
     }
 
-    /// Charge an order: the side effect whose every run the ledger records.
-    #[write_tool(lease = "1s")]
-    async fn charge(op: u64, ctx: &WriteCtx<Downstream>) -> Result<Value, String> {
+    /// The body of both tools: the effect, written to the ledger (through
+    /// the fencing downstream with `--verify`), then a pause.
+    async fn effect(op: u64, ctx: &WriteCtx<Downstream>) -> Result<Value, String> {
+        let result = json!({ "op": op, "attempt": ctx.attempt(), "ran_on": ctx.state().worker });
         let line = format!(
             "{op} {} {} {} {}\n",
             ctx.idem_key(),
@@ -146,16 +162,47 @@ mod worker {
             ctx.state().worker,
             now_ms()
         );
-        // One write(2) on an O_APPEND file: whole lines, even across
-        // processes killed mid-run.
-        if let Ok(mut ledger) = ctx.state().ledger.lock() {
-            ledger
-                .write_all(line.as_bytes())
-                .map_err(|e| e.to_string())?;
+        match &ctx.state().ops {
+            Some(dir) => fenced::effect(dir, op, ctx.attempt(), &result, || {
+                ctx.state().append(&line)
+            })?,
+            None => ctx.state().append(&line)?,
         }
         let pause = 10 + fastrand::u64(..40);
         tokio::time::sleep(Duration::from_millis(pause)).await;
-        Ok(json!({ "op": op, "attempt": ctx.attempt(), "ran_on": ctx.state().worker }))
+        Ok(result)
+    }
+
+    impl Downstream {
+        /// One write(2) on an O_APPEND file: whole lines, even across
+        /// processes killed mid-run.
+        fn append(&self, line: &str) -> Result<(), String> {
+            if let Ok(mut ledger) = self.ledger.lock() {
+                ledger
+                    .write_all(line.as_bytes())
+                    .map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        }
+    }
+
+    /// Charge an order, asking the downstream first after an uncertain
+    /// outcome.
+    #[write_tool(name = "charge", lease = "1s", verify = charged)]
+    async fn charge_verified(op: u64, ctx: &WriteCtx<Downstream>) -> Result<Value, String> {
+        effect(op, ctx).await
+    }
+
+    /// What the downstream says of operation `op`.
+    async fn charged(op: u64, ctx: &WriteCtx<Downstream>) -> Result<Verified<Value>, String> {
+        let dir = ctx.state().ops.as_ref().ok_or("no downstream records")?;
+        fenced::verify(dir, op, ctx.attempt())
+    }
+
+    /// Charge an order: the side effect whose every run the ledger records.
+    #[write_tool(lease = "1s")]
+    async fn charge(op: u64, ctx: &WriteCtx<Downstream>) -> Result<Value, String> {
+        effect(op, ctx).await
     }
 
     async fn store(cli: &Cli) -> Result<Arc<dyn idem::IdemStore>, BoxError> {
@@ -191,14 +238,18 @@ mod worker {
             .create(true)
             .open(ledger_path)?;
         let stop = cli.stop_file.clone().ok_or("--stop-file")?;
-        let registry = Registry::builder(Downstream {
+        let ops = cli.verify.then(|| ledger_path.with_file_name("ops"));
+        let builder = Registry::builder(Downstream {
             ledger: Mutex::new(ledger),
             worker: id,
+            ops,
         })
         .store(store(cli).await?)
-        .namespace("chaos")
-        .tool(charge)
-        .build()?;
+        .namespace("chaos");
+        let registry = match cli.verify {
+            true => builder.tool(charge_verified).build()?,
+            false => builder.tool(charge).build()?,
+        };
         // The round a killed predecessor had reached, if there was one.
         let reached: Option<u64> = std::fs::read_to_string(&checkpoint)
             .ok()
@@ -254,6 +305,93 @@ mod worker {
             }
             return line;
         }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The downstream of `--verify`: one file per operation, read and written
+// under an exclusive lock, holding its effect and the attempts that fenced
+// it, as a payment provider keyed on the operation keeps them.
+
+mod fenced {
+    use std::fs::{File, OpenOptions};
+    use std::io::{Read, Seek, SeekFrom, Write};
+    use std::path::Path;
+
+    use idem::Verified;
+    use serde_json::Value;
+
+    /// The operation's file, locked; its lines: `effect <attempt> <result>`,
+    /// `fence <attempt>` (verified not done) and `verified <attempt>`
+    /// (verified done).
+    fn open(dir: &Path, op: u64) -> Result<(File, String), String> {
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(dir.join(op.to_string()))
+            .map_err(|e| e.to_string())?;
+        file.lock().map_err(|e| e.to_string())?;
+        let mut text = String::new();
+        file.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
+        file.read_to_string(&mut text).map_err(|e| e.to_string())?;
+        Ok((file, text))
+    }
+
+    /// The highest attempt that fenced or made the effect.
+    fn owner(text: &str) -> Option<u32> {
+        text.lines()
+            .filter_map(|l| l.split(' ').nth(1).and_then(|a| a.parse().ok()))
+            .max()
+    }
+
+    /// How many times `verify` answered done, and not done, over every
+    /// operation in `dir`.
+    pub(super) fn answers(dir: &Path) -> (usize, usize) {
+        let lines: Vec<String> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+            .flat_map(|t| t.lines().map(str::to_owned).collect::<Vec<_>>())
+            .collect();
+        let count = |tag: &str| lines.iter().filter(|l| l.starts_with(tag)).count();
+        (count("verified "), count("fence "))
+    }
+
+    /// Makes the effect for `attempt` with `result`, unless a later attempt
+    /// fenced the operation or an effect exists: `write` makes it.
+    pub(super) fn effect(
+        dir: &Path,
+        op: u64,
+        attempt: u32,
+        result: &Value,
+        write: impl FnOnce() -> Result<(), String>,
+    ) -> Result<(), String> {
+        let (mut file, text) = open(dir, op)?;
+        if text.lines().any(|l| l.starts_with("effect "))
+            || owner(&text).is_some_and(|o| o > attempt)
+        {
+            return Err(format!("fenced: a later attempt owns operation {op}"));
+        }
+        write()?;
+        writeln!(file, "effect {attempt} {result}").map_err(|e| e.to_string())
+    }
+
+    /// The recorded effect's result (noting `verified <attempt>`), or, for
+    /// none, a fence for `attempt` and "not done".
+    pub(super) fn verify(dir: &Path, op: u64, attempt: u32) -> Result<Verified<Value>, String> {
+        let (mut file, text) = open(dir, op)?;
+        if let Some(line) = text.lines().find(|l| l.starts_with("effect ")) {
+            let result = line.splitn(3, ' ').nth(2).unwrap_or("null");
+            writeln!(file, "verified {attempt}").map_err(|e| e.to_string())?;
+            return serde_json::from_str(result)
+                .map(Verified::Done)
+                .map_err(|e| e.to_string());
+        }
+        writeln!(file, "fence {attempt}").map_err(|e| e.to_string())?;
+        Ok(Verified::NotDone)
     }
 }
 
@@ -605,6 +743,9 @@ async fn orchestrate(cli: &Cli) -> Result<(), BoxError> {
         "--stop-file".to_owned(),
         stop_file.display().to_string(),
     ];
+    if cli.verify {
+        args.push("--verify".to_owned());
+    }
     if let Server::Postgres { schema, .. } = &server {
         args.extend(["--schema".to_owned(), schema.clone()]);
     }
@@ -632,7 +773,8 @@ async fn orchestrate(cli: &Cli) -> Result<(), BoxError> {
         .map(|r| r.clone())
         .unwrap_or_default();
     let ledger = std::fs::read_to_string(&ledger)?;
-    let verdict = analyse(cli.store, &ledger, &reports, &faults);
+    let mut verdict = analyse(cli, &ledger, &reports, &faults);
+    verdict.verified = fenced::answers(&dir.join("ops"));
     server.stop().await;
     let _ = std::fs::remove_dir_all(&dir);
     verdict.print(cli, seed);
@@ -665,6 +807,8 @@ struct Verdict {
     unexplained: Vec<String>,
     disagreements: Vec<String>,
     latencies: Vec<f64>,
+    /// With `--verify`: how many times `verify` answered done, not done.
+    verified: (usize, usize),
 }
 
 impl Verdict {
@@ -683,8 +827,9 @@ impl Verdict {
 
     fn print(&self, cli: &Cli, seed: u64) {
         let store = format!("{:?}", cli.store).to_lowercase();
+        let policy = if cli.verify { "verify" } else { "rerun" };
         println!(
-            "chaos run: {store}, {} s, {} workers, seed {seed}",
+            "chaos run: {store}, {} s, {} workers, on_uncertain {policy}, seed {seed}",
             cli.seconds, cli.workers
         );
         println!("  operations                     {:>8}", self.operations);
@@ -700,7 +845,15 @@ impl Verdict {
             "  callers given different results {:>7}   (must be 0)",
             self.different_results
         );
-        println!("  body runs beyond the first     {:>8}", self.extra_runs);
+        let must = if cli.verify {
+            "   (must be 0 with --verify)"
+        } else {
+            ""
+        };
+        println!(
+            "  body runs beyond the first     {:>8}{must}",
+            self.extra_runs
+        );
         println!(
             "    explained by a lapsing fault {:>8}",
             self.extra_runs_explained
@@ -709,6 +862,12 @@ impl Verdict {
             "    unexplained                  {:>8}   (must be 0)",
             self.unexplained.len()
         );
+        if cli.verify {
+            println!(
+                "  verified done / not done       {:>8} / {}",
+                self.verified.0, self.verified.1
+            );
+        }
         println!(
             "  latency p50 / p99              {:>8.1} / {:.1} ms",
             self.percentile(0.5),
@@ -719,9 +878,11 @@ impl Verdict {
         }
         let line = json!({
             "store": store, "seconds": cli.seconds, "workers": cli.workers, "seed": seed,
+            "on_uncertain": policy,
             "operations": self.operations, "calls": self.calls, "faults": self.faults,
             "never_completed": self.never_completed, "different_results": self.different_results,
             "extra_runs": self.extra_runs, "extra_runs_explained": self.extra_runs_explained,
+            "verified_done": self.verified.0, "verified_not_done": self.verified.1,
             "violations": self.violations(),
             "p50_ms": self.percentile(0.5), "p99_ms": self.percentile(0.99),
         });
@@ -729,7 +890,7 @@ impl Verdict {
     }
 }
 
-fn analyse(store: StoreKind, ledger: &str, reports: &[Value], faults: &[FaultEvent]) -> Verdict {
+fn analyse(cli: &Cli, ledger: &str, reports: &[Value], faults: &[FaultEvent]) -> Verdict {
     let mut v = Verdict::default();
     for f in faults {
         *v.faults.entry(f.kind).or_default() += 1;
@@ -810,7 +971,12 @@ fn analyse(store: StoreKind, ledger: &str, reports: &[Value], faults: &[FaultEve
                     "op {op}: two runs with attempt {}: two claims held one lease",
                     later.attempt
                 ));
-            } else if lapsed(store, faults, earlier, later) {
+            } else if cli.verify {
+                v.unexplained.push(format!(
+                    "op {op}: a second effect (attempt {} after attempt {}) although the tool verifies",
+                    later.attempt, earlier.attempt
+                ));
+            } else if lapsed(cli.store, faults, earlier, later) {
                 v.extra_runs_explained += 1;
             } else {
                 v.unexplained.push(format!(

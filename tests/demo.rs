@@ -1,6 +1,8 @@
 //! The demo (`cargo run --example agent`) is part of the contract: with
 //! idem every scene ends with one charge; with `--naive` every scene shows
-//! the double charge. `cargo test` builds the example; this runs it.
+//! the double charge; with `--no-idempotency-keys`, only `rerun` charges
+//! twice after a crash mid-charge. `cargo test` builds the example; this
+//! runs it.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -69,4 +71,20 @@ async fn the_demos_charge_card_is_safe_to_retry() {
     let played: Vec<_> = report.rows.iter().filter(|r| r.runs > 0).collect();
     assert_eq!(played.len(), 4, "{report}");
     assert!(played.iter().all(|r| r.effects == Some(1)), "{report}");
+}
+
+#[test]
+fn without_idempotency_keys_only_rerun_charges_twice_after_a_crash_in_the_body() {
+    let out = run(&["--no-idempotency-keys"]);
+    assert_eq!(out.matches("provider 1 charge ✔").count(), 4, "{out}");
+    assert_eq!(
+        out.matches("provider 2 charges ✗ DOUBLE CHARGE").count(),
+        1,
+        "only rerun double-charges: {out}"
+    );
+    assert!(out.contains("✔ verified"), "{out}");
+    assert!(
+        out.contains("it is not known whether this operation"),
+        "{out}"
+    );
 }

@@ -8,9 +8,17 @@
 //!    checkpoint taken before it (a real child process, killed and
 //!    restarted, on a SQLite file).
 //!
+//!
+//! With `--no-idempotency-keys` the provider takes no key, and scene 3 is
+//! played with the process killed right after the charge, before idem
+//! records it, under each policy for an uncertain outcome: `rerun` charges
+//! twice, `verify` asks the provider and charges once, `refuse` charges
+//! once and tells the model a person must check.
+//!
 //! ```text
 //! cargo run --example agent                  # with idem: one charge
 //! cargo run --example agent -- --naive       # without: watch the double charges
+//! cargo run --example agent -- --no-idempotency-keys   # a crash mid-charge, under each policy
 //! cargo run --example agent -- --store redis://127.0.0.1:6379
 //! cargo run --example agent -- --store postgres://postgres@127.0.0.1:5432/test
 //! ```

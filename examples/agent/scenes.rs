@@ -16,10 +16,13 @@ pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 // ---------------------------------------------------------------------------
 // The payment provider: a file, so that it outlives the agent process. Like
-// Stripe, it honours an `Idempotency-Key` when it is given one.
+// Stripe, it honours an `Idempotency-Key` when it is given one; with
+// `--no-idempotency-keys` it takes none, as many gateways do, but it can
+// still be asked for a customer's charges.
 
 struct Provider {
     dir: PathBuf,
+    keys: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -27,6 +30,8 @@ struct Charge {
     id: String,
     amount: u64,
     idempotency_key: Option<String>,
+    #[serde(default)]
+    customer: Option<String>,
 }
 
 impl Provider {
@@ -38,7 +43,13 @@ impl Provider {
             .collect()
     }
 
-    fn charge(&self, amount: u64, idempotency_key: Option<&str>) -> std::io::Result<String> {
+    fn charge(
+        &self,
+        amount: u64,
+        customer: Option<&str>,
+        idempotency_key: Option<&str>,
+    ) -> std::io::Result<String> {
+        let idempotency_key = idempotency_key.filter(|_| self.keys);
         let charges = self.charges();
         if let Some(key) = idempotency_key
             && let Some(seen) = charges
@@ -51,6 +62,7 @@ impl Provider {
             id: format!("ch_{:04}", charges.len() + 1),
             amount,
             idempotency_key: idempotency_key.map(str::to_owned),
+            customer: customer.map(str::to_owned),
         };
         let mut file = std::fs::OpenOptions::new()
             .create(true)
@@ -68,16 +80,31 @@ impl Provider {
 pub(crate) struct Shop {
     provider: Provider,
     body_runs: AtomicUsize,
+    /// The agent process dies right after the charge, before idem records
+    /// it (`--phase crash-in-body`).
+    crash_after_charge: bool,
 }
 
 impl Shop {
     /// A shop whose payment provider keeps its charges in `dir`.
+    #[allow(
+        dead_code,
+        reason = "the retry check in tests/demo.rs makes its shops with it"
+    )]
     pub(crate) fn at(dir: &Path) -> Shop {
+        Shop::with_provider(dir, true)
+    }
+
+    /// A shop whose payment provider keeps its charges in `dir`, taking
+    /// idempotency keys or not.
+    fn with_provider(dir: &Path, keys: bool) -> Shop {
         Shop {
             provider: Provider {
                 dir: dir.to_owned(),
+                keys,
             },
             body_runs: AtomicUsize::new(0),
+            crash_after_charge: false,
         }
     }
 
@@ -103,15 +130,65 @@ pub(crate) async fn charge_card(
     #[args] a: ChargeArgs,
     ctx: &WriteCtx<Shop>,
 ) -> Result<Value, String> {
+    charge(a, ctx)
+}
+
+/// Charge a customer's card; after a crash, ask the provider first.
+#[write_tool(name = "charge_card", lease = "2s", on_in_flight = "wait(10s)", verify = charged_already)]
+async fn charge_card_verified(
+    #[args] a: ChargeArgs,
+    ctx: &WriteCtx<Shop>,
+) -> Result<Value, String> {
+    charge(a, ctx)
+}
+
+/// Charge a customer's card at most once: after a crash, a person checks.
+#[write_tool(
+    name = "charge_card",
+    lease = "2s",
+    on_in_flight = "wait(10s)",
+    on_uncertain = "refuse"
+)]
+async fn charge_card_at_most_once(
+    #[args] a: ChargeArgs,
+    ctx: &WriteCtx<Shop>,
+) -> Result<Value, String> {
+    charge(a, ctx)
+}
+
+/// The charge every version of the tool makes.
+fn charge(a: ChargeArgs, ctx: &WriteCtx<Shop>) -> Result<Value, String> {
     let shop = ctx.state();
     shop.body_runs.fetch_add(1, Ordering::SeqCst);
     let charge = shop
         .provider
-        .charge(a.amount, Some(ctx.idem_key().as_str()))
+        .charge(
+            a.amount,
+            Some(&a.customer_id),
+            Some(ctx.idem_key().as_str()),
+        )
         .map_err(|e| format!("payment provider: {e}"))?;
+    if shop.crash_after_charge {
+        crash_here();
+    }
     Ok(
         json!({ "charge": charge, "amount": a.amount, "currency": a.currency, "customer": a.customer_id }),
     )
+}
+
+/// Asks the provider whether the customer was charged that amount.
+async fn charged_already(a: ChargeArgs, ctx: &WriteCtx<Shop>) -> Result<Verified<Value>, String> {
+    let charges = ctx.state().provider.charges();
+    let found = charges
+        .iter()
+        .find(|c| c.amount == a.amount && c.customer.as_deref() == Some(a.customer_id.as_str()));
+    Ok(match found {
+        Some(c) => Verified::Done(json!({
+            "charge": c.id, "amount": a.amount, "currency": a.currency,
+            "customer": a.customer_id, "verified_with_provider": true,
+        })),
+        None => Verified::NotDone,
+    })
 }
 
 /// What the agent calls tools through: idem's registry, or (`--naive`)
@@ -141,7 +218,7 @@ impl Tools {
                 let amount = args["amount"].as_f64().unwrap_or(0.0) as u64;
                 let charge = shop
                     .provider
-                    .charge(amount, None)
+                    .charge(amount, None, None)
                     .map_err(|e| e.to_string())?;
                 Ok(json!({ "charge": charge, "amount": amount }))
             }
@@ -181,6 +258,13 @@ impl Model {
             .iter()
             .filter(|m| matches!(m, Message::ToolResult { .. }))
             .count();
+        if let Some(Message::ToolResult { content, .. }) = conversation.last()
+            && content.starts_with("Error: it is not known")
+        {
+            return Ok(Message::Assistant(
+                "I cannot tell whether the payment went through, so I will not try again; a person will check it.".into(),
+            ));
+        }
         if results == 1 && self.timeout_once.swap(0, Ordering::SeqCst) == 1 {
             return Err("504 Gateway Timeout from the model provider");
         }
@@ -238,6 +322,9 @@ async fn run_turn(
                     };
                     let verdict = match (&out, ran) {
                         (Ok(_), true) => "✔ ran        ",
+                        (Ok(_), false) if content.contains("verified_with_provider") => {
+                            "✔ verified   "
+                        }
                         (Ok(_), false) => "↺ replayed   ",
                         (Err(_), _) => "… not run    ",
                     };
@@ -302,6 +389,14 @@ pub(crate) struct Options {
     /// Which agent process this is (likewise).
     #[arg(long, hide = true)]
     pub(crate) phase: Option<String>,
+    /// The payment provider takes no idempotency key: scene 3 is played
+    /// under each policy for an uncertain outcome (rerun, verify, refuse).
+    #[arg(long)]
+    no_idempotency_keys: bool,
+    /// The tool's policy for an uncertain outcome (the demo passes it to
+    /// its agent processes).
+    #[arg(long, hide = true, default_value = "rerun")]
+    policy: String,
 }
 
 async fn open_store(options: &Options) -> Result<Arc<dyn IdemStore>, BoxError> {
@@ -322,15 +417,19 @@ async fn open_store(options: &Options) -> Result<Arc<dyn IdemStore>, BoxError> {
 }
 
 async fn tools(options: &Options) -> Result<Tools, BoxError> {
-    let shop = Shop::at(&options.dir);
+    let mut shop = Shop::with_provider(&options.dir, !options.no_idempotency_keys);
+    shop.crash_after_charge = options.phase.as_deref() == Some("crash-in-body");
     if options.naive {
         return Ok(Tools::Naive(Arc::new(shop)));
     }
-    let registry = Registry::builder(shop)
+    let builder = Registry::builder(shop)
         .store(open_store(options).await?)
-        .namespace(&options.namespace)
-        .tool(charge_card)
-        .build()?;
+        .namespace(&options.namespace);
+    let registry = match options.policy.as_str() {
+        "verify" => builder.tool(charge_card_verified).build()?,
+        "refuse" => builder.tool(charge_card_at_most_once).build()?,
+        _ => builder.tool(charge_card).build()?,
+    };
     Ok(Tools::Idem(registry))
 }
 
@@ -353,17 +452,22 @@ async fn child(options: &Options, phase: &str) -> Result<(), BoxError> {
     let crash = phase == "crash";
     run_turn(&model, &tools, &checkpoint, || {
         if crash {
-            // The charge went through; the process dies before it can
-            // save the turn. The parent kills it here.
-            println!("CRASH-HERE");
-            let _ = std::io::stdout().flush();
-            loop {
-                std::thread::sleep(std::time::Duration::from_secs(60));
-            }
+            // The charge went through and was recorded; the process dies
+            // before it can save the turn.
+            crash_here();
         }
     })
     .await;
     Ok(())
+}
+
+/// Stops here for the parent to kill the process.
+fn crash_here() {
+    println!("CRASH-HERE");
+    let _ = std::io::stdout().flush();
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(60));
+    }
 }
 
 fn run_child(options: &Options, phase: &str) -> Result<(), BoxError> {
@@ -375,12 +479,17 @@ fn run_child(options: &Options, phase: &str) -> Result<(), BoxError> {
         &options.store,
         "--namespace",
         &options.namespace,
+        "--policy",
+        &options.policy,
     ])
     .arg("--dir")
     .arg(&options.dir)
     .stdout(Stdio::piped());
     if options.naive {
         cmd.arg("--naive");
+    }
+    if options.no_idempotency_keys {
+        cmd.arg("--no-idempotency-keys");
     }
     let mut child = cmd.spawn()?;
     let stdout = child.stdout.take().ok_or("no stdout")?;
@@ -389,10 +498,12 @@ fn run_child(options: &Options, phase: &str) -> Result<(), BoxError> {
         if line == "CRASH-HERE" {
             child.kill()?; // SIGKILL: no destructors, no goodbyes
             child.wait()?;
-            say(
-                "agent",
-                "☠ process killed after the charge, before its checkpoint",
-            );
+            let when = if phase == "crash" {
+                "☠ process killed after the charge, before its checkpoint"
+            } else {
+                "☠ process killed right after the charge, before idem recorded it"
+            };
+            say("agent", when);
             return Ok(());
         }
         println!("{line}");
@@ -402,6 +513,55 @@ fn run_child(options: &Options, phase: &str) -> Result<(), BoxError> {
         return Err(format!("the resumed agent failed: {status}").into());
     }
     Ok(())
+}
+
+/// Scene 3 (scene `n`): an agent process charges and is killed (`crash`:
+/// before its checkpoint; `crash-in-body`: before idem recorded the
+/// charge); a second resumes from the checkpoint. Returns the charges.
+async fn crash_scene(
+    options: &mut Options,
+    scratch: &Path,
+    (n, crash): (u32, &str),
+    user: &[Message],
+    title: &str,
+) -> Result<usize, BoxError> {
+    println!(
+        "\n── {}. {title}",
+        if n == 3 {
+            "3".into()
+        } else {
+            format!("3{}", (b'a' + (n - 30) as u8) as char)
+        }
+    );
+    scene_dir(options, scratch, n).await?;
+    std::fs::write(checkpoint_path(&options.dir), serde_json::to_string(user)?)?;
+    say("agent", "checkpoint saved; starting agent process #1");
+    run_child(options, crash)?;
+    say("agent", "starting agent process #2 from the checkpoint");
+    run_child(options, "resume")?;
+    Ok(report_charges(&Provider {
+        dir: options.dir.clone(),
+        keys: !options.no_idempotency_keys,
+    }))
+}
+
+/// The verdict of `--no-idempotency-keys`: only `rerun` may charge twice
+/// after the crash (scene 30); anything else is a bug.
+fn without_keys(total: &BTreeMap<u32, usize>) -> Result<(), BoxError> {
+    println!();
+    let doubled: Vec<_> = total
+        .iter()
+        .filter(|(_, n)| **n != 1)
+        .map(|(s, _)| *s)
+        .collect();
+    if doubled == [30] {
+        println!(
+            "Without idempotency keys downstream, rerun charged twice after the crash; verify asked the provider and refuse left it to a person: one charge each."
+        );
+        Ok(())
+    } else {
+        Err(format!("scenes {doubled:?} charged other than expected: this is a bug in idem").into())
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -459,18 +619,21 @@ async fn demo(options: &mut Options, scratch: &Path) -> Result<(), BoxError> {
     run_turn(&model, &tools2, &user, || {}).await;
     total.insert(2, report_charges(&tools2.shop().provider));
 
-    println!("\n── 3. The agent process crashes after the charge and resumes from its checkpoint");
-    scene_dir(options, scratch, 3).await?;
-    std::fs::write(checkpoint_path(&options.dir), serde_json::to_string(&user)?)?;
-    say("agent", "checkpoint saved; starting agent process #1");
-    run_child(options, "crash")?;
-    say("agent", "starting agent process #2 from the checkpoint");
-    run_child(options, "resume")?;
+    if options.no_idempotency_keys && !options.naive {
+        // The crash under each policy: scene 30 reruns, 31 verifies, 32
+        // refuses.
+        for (n, policy) in [(30, "rerun"), (31, "verify"), (32, "refuse")] {
+            options.policy = policy.to_owned();
+            let title = format!("on_uncertain {policy}, a provider without idempotency keys");
+            let scene = crash_scene(options, scratch, (n, "crash-in-body"), &user, &title);
+            total.insert(n, scene.await?);
+        }
+        return without_keys(&total);
+    }
+    let title = "The agent process crashes after the charge and resumes from its checkpoint";
     total.insert(
         3,
-        report_charges(&Provider {
-            dir: options.dir.clone(),
-        }),
+        crash_scene(options, scratch, (3, "crash"), &user, title).await?,
     );
 
     let doubled: Vec<_> = total
