@@ -112,6 +112,12 @@ pub enum OnStoreError {
 /// failed with an error that leaves it unknown
 /// ([`WriteTool::is_uncertain`], `uncertain_errors = path`), so its side
 /// effect may or may not have happened.
+///
+/// The window: a lapsed claim is found by the next duplicate that comes
+/// within [`CLAIM_RETENTION`](crate::store::CLAIM_RETENTION) (1 h) of the
+/// lease's end; one that comes later finds no record at all and runs as a
+/// first call, whatever the policy. An unknown record, once made, is kept
+/// for the tool's TTL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum OnUncertain {

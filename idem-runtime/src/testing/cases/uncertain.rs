@@ -127,8 +127,8 @@ fn unknown_with(reason: &str) -> Outcome<'_> {
 /// runs; of two resolutions at once one lands (the operator's result
 /// replayed, or the body run once more, one attempt higher); a resolution
 /// of anything but an unknown record, or with a result the tool cannot
-/// replay, is refused; a failure resolved is replayed. The default policy
-/// runs the body again.
+/// replay, is refused; a failure resolved is replayed; a resolution racing
+/// a call runs the operation once. The default policy runs the body again.
 pub async fn registry_refuses_an_uncertain_operation_until_resolved<H: Harness>(h: &H) {
     let ns = namespace();
     let refuse = WriteOptions::new().on_uncertain(OnUncertain::Refuse);
@@ -198,6 +198,7 @@ pub async fn registry_refuses_an_uncertain_operation_until_resolved<H: Harness>(
             .await,
         Err(ResolveError::NotFound { .. })
     ));
+    resolution_races_a_call(&registry, &counter).await;
 
     let rerun = Counter::new(Duration::ZERO, WriteOptions::new());
     let registry = crate::testing::helpers::registry(h.store(), &namespace(), &rerun);
@@ -228,6 +229,35 @@ async fn crashed(registry: &crate::Registry<()>, ops: &[u64]) -> Vec<crate::Idem
     }
     past_short().await;
     keys
+}
+
+/// An operator resolves operation 4 to run again while a duplicate of it
+/// comes in: the duplicate is refused (before) or runs (after), and the
+/// operation runs once in all.
+async fn resolution_races_a_call(registry: &crate::Registry<()>, counter: &Counter) {
+    let k = crash(registry, 4).await;
+    assert!(
+        registry
+            .call("r", "counter", json!({"n": 4}))
+            .await
+            .is_err()
+    );
+    let before = counter.total();
+    let (resolved, call) = tokio::join!(
+        registry.resolve(&k, Resolution::Rerun),
+        registry.call("r", "counter", json!({"n": 4})),
+    );
+    resolved.expect("resolved to run again");
+    match call {
+        Err(ToolError::OutcomeUnknown { .. }) | Ok(_) => {}
+        other => panic!("the racing call: {other:?}"),
+    }
+    let after = registry
+        .call("r", "counter", json!({"n": 4}))
+        .await
+        .expect("runs, or replays the run");
+    assert_eq!(after["attempt"], 2);
+    assert_eq!(counter.total() - before, 1, "one run after the resolution");
 }
 
 /// Two operators resolve `k` at once, one done with a result and one to
