@@ -59,57 +59,48 @@ impl Why<'_> {
     }
 }
 
-/// After a claim taken over from a lapsed one, under `policy`: run again,
-/// refuse, or verify first.
-pub(super) async fn after_lapse<S, T: WriteTool<S>>(
+/// An uncertain outcome (`why`), under `policy`: run (again), verify first,
+/// or refuse and leave the record unknown. `args` are a copy of the
+/// call's, for `verify`.
+pub(super) async fn decide<S, T: WriteTool<S>>(
     tool: &T,
     hold: &Hold<'_>,
     args: Option<T::Args>,
     ctx: &WriteCtx<S>,
-    policy: OnUncertain,
+    (policy, why): (OnUncertain, Why<'_>),
     trace: Option<&CallTrace<'_>>,
 ) -> Next {
     let (name, key, attempt) = (hold.tool(), hold.key(), hold.token().attempt());
     match policy {
         OnUncertain::Refuse => {
-            let reason = Why::Lapsed.reason(attempt, None);
+            let reason = why.reason(attempt, None);
             Next::Answer(Err(record_unknown(hold, ctx.tenant(), &reason).await))
         }
-        OnUncertain::Verify => verify(tool, hold, args, ctx, Why::Lapsed, trace).await,
+        OnUncertain::Verify => verify(tool, hold, args, ctx, why, trace).await,
         _ => {
-            tracing::warn!(tool = name, key = %key, attempt, "an earlier attempt's claim lapsed before it recorded an outcome, which may or may not have taken effect; running again (on_uncertain = rerun)");
+            if let Why::Lapsed = why {
+                tracing::warn!(tool = name, key = %key, attempt, "an earlier attempt's claim lapsed before it recorded an outcome, which may or may not have taken effect; running again (on_uncertain = rerun)");
+            }
             Next::Run
         }
     }
 }
 
-/// After the body failed with `error`, which leaves the outcome unknown,
-/// under `policy`: a transient failure (rerun), an unknown record
-/// (refuse), or what the downstream says (verify; `args` are the call's,
-/// kept for it).
+/// After the body failed with `error`, which leaves the outcome unknown:
+/// what [`decide`] says, where running again means a transient failure
+/// (the key released for a retry).
 pub(super) async fn after_error<S, T: WriteTool<S>>(
     tool: &T,
     hold: &Hold<'_>,
     args: Option<T::Args>,
     ctx: &WriteCtx<S>,
-    policy: OnUncertain,
-    error: &str,
+    (policy, error): (OnUncertain, &str),
     trace: Option<&CallTrace<'_>>,
 ) -> Result<Value, ToolError> {
     let message = hold.storable_error(error);
     let why = Why::Error(&message);
-    let next = match policy {
-        OnUncertain::Refuse => {
-            let reason = why.reason(hold.token().attempt(), None);
-            Next::Answer(Err(record_unknown(hold, ctx.tenant(), &reason).await))
-        }
-        OnUncertain::Verify => verify(tool, hold, args, ctx, why, trace).await,
-        _ => Next::Run,
-    };
-    match next {
+    match decide(tool, hold, args, ctx, (policy, why), trace).await {
         Next::Answer(answer) => answer,
-        // Nothing happened (or the tool reruns): a transient failure, the
-        // key released for a retry.
         Next::Run => Err(record_error(hold, &message, false).await),
     }
 }

@@ -15,7 +15,7 @@ use super::record::record;
 use super::settings::{Caller, Resolved, Shared};
 use super::task::{beside, catch_panic};
 use super::trace::{CallTrace, How, note};
-use super::uncertain::{self, Next, copy_args};
+use super::uncertain::{self, Next, Why, copy_args};
 use crate::ctx::{Ctx, WriteCtx};
 use crate::error::{StoreError, ToolError};
 use crate::key::IdemKey;
@@ -86,7 +86,8 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
             let copy = (policy == OnUncertain::Verify)
                 .then(|| copy_args(&args))
                 .flatten();
-            let next = uncertain::after_lapse(tool, &hold, copy, &ctx, policy, caller.trace);
+            let why = (policy, Why::Lapsed);
+            let next = uncertain::decide(tool, &hold, copy, &ctx, why, caller.trace);
             if let Next::Answer(answer) = next.await {
                 return answer;
             }
@@ -115,7 +116,7 @@ async fn run_and_record<S, T: WriteTool<S>>(
     match outcome {
         Ok(Err(e)) if tool.is_uncertain(&e) => {
             let error = e.to_string();
-            uncertain::after_error(tool, hold, copy, ctx, policy, &error, trace).await
+            uncertain::after_error(tool, hold, copy, ctx, (policy, &error), trace).await
         }
         outcome => record(tool, hold, outcome).await,
     }

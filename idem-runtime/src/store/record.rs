@@ -96,7 +96,9 @@ impl Live {
     }
 
     /// Whether a claim of this record takes over a lapsed claim, whose
-    /// outcome nobody knows.
+    /// outcome nobody knows (PostgreSQL's claim statement answers it
+    /// itself).
+    #[cfg(feature = "sqlite")]
     pub(crate) fn lapsed(&self) -> bool {
         matches!(
             self,

@@ -345,16 +345,7 @@ pub async fn registry_verifies_an_uncertain_operation<H: Harness>(h: &H) {
         Err(ToolError::OutcomeUnknown { .. })
     ));
     let failed = call(4).await;
-    assert!(
-        matches!(
-            failed,
-            Err(ToolError::Failed {
-                permanent: false,
-                ..
-            })
-        ),
-        "{failed:?}"
-    );
+    assert!(transient(&failed), "{failed:?}");
     up.store(true, Ordering::SeqCst);
     past_short().await;
     assert_eq!(
@@ -403,19 +394,21 @@ pub async fn registry_uncertain_errors_follow_the_policy<H: Harness>(h: &H) {
     let registry = crate::testing::helpers::registry(h.store(), &namespace(), &rerun);
     for _ in 0..2 {
         let failed = registry.call("r", "counter", args.clone()).await;
-        assert!(
-            matches!(
-                failed,
-                Err(ToolError::Failed {
-                    permanent: false,
-                    ..
-                })
-            ),
-            "{failed:?}"
-        );
+        assert!(transient(&failed), "{failed:?}");
     }
     assert_eq!(
         rerun.runs(1).iter().map(|r| r.1).collect::<Vec<_>>(),
         [0, 1]
     );
+}
+
+/// Whether a call failed transiently (a retry may run it).
+fn transient(outcome: &Result<serde_json::Value, ToolError>) -> bool {
+    matches!(
+        outcome,
+        Err(ToolError::Failed {
+            permanent: false,
+            ..
+        })
+    )
 }
