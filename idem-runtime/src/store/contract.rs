@@ -98,17 +98,6 @@ pub enum Claim {
     Existing(Entry),
 }
 
-impl Claim {
-    /// The token of an acquired claim, taken over or not; `None` for an
-    /// existing record.
-    pub fn token(&self) -> Option<&LeaseToken> {
-        match self {
-            Claim::Acquired(token) | Claim::TakenOver(token) => Some(token),
-            Claim::Existing(_) => None,
-        }
-    }
-}
-
 /// A boxed, `Send` future: what every [`IdemStore`] operation answers, so
 /// that the trait is object-safe and the registry holds any store as an
 /// `Arc<dyn IdemStore>`.
