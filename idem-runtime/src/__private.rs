@@ -12,6 +12,12 @@ pub use crate::{
     WriteCtx, WriteOptions, WriteTool,
 };
 
+/// `ctx` without its state: what the `verify` of a tool that works with any
+/// state is given.
+pub fn stateless<S>(ctx: &WriteCtx<S>) -> WriteCtx<()> {
+    ctx.stateless()
+}
+
 /// The result type of a tool, for [`OutputSchemaKnown`] /
 /// [`OutputSchemaUnknown`]: `(&&OutputType::<T>::new()).output_schema()`
 /// is `T`'s schema when `T: JsonSchema` (autoref specialisation picks

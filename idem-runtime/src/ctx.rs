@@ -99,8 +99,7 @@ impl<S> WriteCtx<S> {
     /// that is never lost.
     /// This context without its state, for the `verify` of a tool that
     /// works with any state (and so cannot use it): what the macros pass.
-    #[doc(hidden)]
-    pub fn stateless(&self) -> WriteCtx<()> {
+    pub(crate) fn stateless(&self) -> WriteCtx<()> {
         WriteCtx {
             ctx: Ctx {
                 run_id: self.ctx.run_id.clone(),

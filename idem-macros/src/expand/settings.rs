@@ -48,7 +48,7 @@ pub(super) fn verify(
     any_state: bool,
 ) -> TokenStream {
     let ctx = if any_state {
-        quote!(&__idem_ctx.stateless())
+        quote!(&#private::stateless(__idem_ctx))
     } else {
         quote!(__idem_ctx)
     };
