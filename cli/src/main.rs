@@ -371,11 +371,7 @@ async fn show(
         (None, None) => return Err("give a KEY, or the operation (--tool ..)".into()),
     };
     let store = store.open().await?;
-    let record = store
-        .inspect(&key)
-        .await
-        .map_err(|e| format!("cannot read {key}: {e}"))?
-        .ok_or_else(|| format!("no record under {key}"))?;
+    let record = record::inspected(&*store, &key).await?;
     if json {
         println!("{}", record::to_json(&record));
     } else {

@@ -7,6 +7,18 @@ use std::time::Duration;
 use idem::store::{RecordInfo, RecordState};
 use serde_json::{Value, json};
 
+/// The record under `key`, or why there is none to show.
+pub(crate) async fn inspected(
+    store: &dyn idem::IdemStore,
+    key: &idem::IdemKey,
+) -> Result<RecordInfo, String> {
+    store
+        .inspect(key)
+        .await
+        .map_err(|e| format!("cannot read {key}: {e}"))?
+        .ok_or_else(|| format!("no record under {key} (expired, never written, or mistyped)"))
+}
+
 /// A record as one JSON object; the payload only if read.
 pub(crate) fn to_json(record: &RecordInfo) -> Value {
     let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);

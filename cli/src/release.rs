@@ -11,7 +11,7 @@ use idem::store::Outcome;
 use idem::store::{LeaseToken, RecordState};
 use idem::{IdemKey, IdemStore, StoreError};
 
-use crate::record::human;
+use crate::record::{human, inspected};
 
 /// How the holder's token is known.
 pub(crate) enum Holder {
@@ -26,11 +26,7 @@ pub(crate) async fn release(
     key: &IdemKey,
     holder: Holder,
 ) -> Result<(), String> {
-    let record = store
-        .inspect(key)
-        .await
-        .map_err(|e| format!("cannot read {key}: {e}"))?
-        .ok_or_else(|| format!("no record under {key}"))?;
+    let record = inspected(store, key).await?;
     if record.state != RecordState::Running {
         return Err(format!(
             "{key} is {}, not running: there is no claim to release",

@@ -13,7 +13,7 @@ use idem::store::{Outcome, RecordInfo, RecordState, ScanFilter, UnknownNote};
 use idem::{IdemKey, IdemStore, StoreError};
 use serde_json::{Value, json};
 
-use crate::record::human;
+use crate::record::{human, inspected};
 
 /// What an operator found out (one of `--done`, `--failed`, `--rerun`).
 pub(crate) enum Answer {
@@ -99,11 +99,7 @@ pub(crate) async fn resolve(
     answer: Answer,
     ttl: Duration,
 ) -> Result<(), String> {
-    let record = store
-        .inspect(key)
-        .await
-        .map_err(|e| format!("cannot read {key}: {e}"))?
-        .ok_or_else(|| format!("no record under {key} (expired, never written, or mistyped)"))?;
+    let record = inspected(store, key).await?;
     if record.state != RecordState::Unknown {
         return Err(format!(
             "{key} is {}, not unknown: only an unknown outcome is resolved",
