@@ -6,8 +6,10 @@
 //! deletes expired records. Every
 //! command that reads a store takes it by URL (`--store`, or
 //! `IDEM_STORE`): `redis://`, `rediss://`, `postgres://` or a SQLite file's
-//! path. Nothing here can run a tool.
+//! path. `gateway` is the exception to "nothing here runs a tool": it
+//! serves an upstream MCP server's tools behind idem (`gateway/`).
 
+mod gateway;
 mod record;
 mod release;
 mod resolve;
@@ -146,6 +148,10 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Put idem in front of an MCP server: serve its tools on stdio, each
+    /// write tool claimed, run once upstream, recorded and replayed to
+    /// duplicates: `idem gateway --store FILE -- npx some-mcp-server`.
+    Gateway(gateway::GatewayArgs),
     /// Print a completion script for a shell.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -351,6 +357,7 @@ async fn run(command: Command) -> Result<(), String> {
             resolve::resolve(&*store, &IdemKey::from_raw(key), answer, ttl).await
         }
         Command::Purge { store, dry_run } => purge(store, dry_run).await,
+        Command::Gateway(args) => gateway::serve(args).await,
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "idem", &mut std::io::stdout());
             Ok(())

@@ -1,7 +1,8 @@
 //! The store a command reads, opened from its URL: Redis (`redis://`,
 //! `rediss://`), PostgreSQL (`postgres://`, `postgresql://`) or a SQLite
-//! file. Opened to read: a PostgreSQL table or a SQLite file that is not
-//! there is an error, never created.
+//! file. Opened to read, a PostgreSQL table or a SQLite file that is not
+//! there is an error, never created; opened to serve (`idem gateway`), it
+//! is created as a registry's store is.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -28,7 +29,19 @@ pub(crate) struct StoreUrl {
 }
 
 impl StoreUrl {
+    /// The store, to read: nothing is created.
     pub(crate) async fn open(&self) -> Result<Arc<dyn IdemStore>, String> {
+        self.open_to(false).await
+    }
+
+    /// The store, to serve calls: a SQLite file or a PostgreSQL table
+    /// that is not there is created, and PostgreSQL purges expired
+    /// records as a registry's store does.
+    pub(crate) async fn open_to_serve(&self) -> Result<Arc<dyn IdemStore>, String> {
+        self.open_to(true).await
+    }
+
+    async fn open_to(&self, serve: bool) -> Result<Arc<dyn IdemStore>, String> {
         let url = self.url.as_str();
         let unreachable =
             |e: &dyn std::fmt::Display| format!("cannot open the store at {}: {e}", redact(url));
@@ -46,8 +59,10 @@ impl StoreUrl {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             let mut options = PostgresOptions::new()
                 .table(self.table.clone())
-                .create_schema(false)
-                .purge_interval(None);
+                .create_schema(serve);
+            if !serve {
+                options = options.purge_interval(None);
+            }
             if let Some(schema) = &self.schema {
                 options = options.schema(schema.clone());
             }
@@ -62,7 +77,7 @@ impl StoreUrl {
                 redact(url)
             ));
         }
-        if !Path::new(url).is_file() {
+        if !serve && !Path::new(url).is_file() {
             return Err(format!("no SQLite file at {url}"));
         }
         let store = SqliteStore::open(url).await.map_err(|e| unreachable(&e))?;

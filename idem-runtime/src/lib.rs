@@ -65,7 +65,7 @@ pub use crate::error::{BoxError, RegistryError, ResolveError, StoreError, ToolEr
 pub use crate::key::{Fingerprint, IdemKey, Scope, ScopeKind};
 pub use crate::providers::{MalformedCall, Provider, RenderError, ToolReply};
 pub use crate::registry::{
-    CallContext, IntoTool, Registry, RegistryBuilder, Resolution, valid_tool_name,
+    Answer, CallContext, IntoTool, Registry, RegistryBuilder, Resolution, valid_tool_name,
 };
 #[cfg(feature = "encryption")]
 pub use crate::seal::{InvalidKeyId, ResultKeys};

@@ -27,6 +27,37 @@ pub(crate) fn input_schema<A: JsonSchema>(tool: &str, keyed: bool) -> Result<Val
     Ok(value)
 }
 
+/// The input schema of a tool: `given` (a tool known only at run time,
+/// [`ToolInfo::input_schema`](crate::ToolInfo::input_schema)) normalised
+/// as a generated one is, or else [`input_schema`] of `A`.
+pub(crate) fn tool_input_schema<A: JsonSchema>(
+    tool: &str,
+    given: Option<&Value>,
+    keyed: bool,
+) -> Result<Value, RegistryError> {
+    let Some(given) = given else {
+        return input_schema::<A>(tool, keyed);
+    };
+    let mut value = given.clone();
+    let Some(root) = value
+        .as_object_mut()
+        .filter(|root| root.get("type").and_then(Value::as_str) == Some("object"))
+    else {
+        return Err(RegistryError::InvalidSchema {
+            tool: tool.to_owned(),
+            message: "the given input schema must describe a JSON object (`\"type\": \"object\"`)"
+                .to_owned(),
+        });
+    };
+    root.remove("title");
+    root.remove("$schema");
+    root.entry("properties")
+        .or_insert_with(|| Value::Object(Default::default()));
+    root.entry("required")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    Ok(value)
+}
+
 /// The JSON Schema of a result type `T`, normalised as the arguments'
 /// are, when `T` is a JSON object; `None` for scalars, sequences and
 /// enums, which MCP's `outputSchema` cannot describe.

@@ -21,6 +21,13 @@ pub struct ToolInfo {
     pub name: Cow<'static, str>,
     /// What the tool does and when to call it.
     pub description: Cow<'static, str>,
+    /// The JSON Schema of the arguments, for a tool known only at run time
+    /// (a proxied MCP server's tool) whose `Args` type is any JSON
+    /// (`serde_json::Map<String, Value>`): it replaces the schema of
+    /// `Args`, so a write tool's sets (`"uniqueItems": true`) and field
+    /// roles are found in it. `None` (the default) takes the schema of
+    /// `Args`. It must describe a JSON object (`"type": "object"`).
+    pub input_schema: Option<Value>,
     /// The JSON Schema of the tool's result, when it is known and an
     /// object (MCP's `outputSchema`). The macros fill it in when the
     /// result type implements `JsonSchema`.
@@ -36,8 +43,16 @@ impl ToolInfo {
         ToolInfo {
             name: name.into(),
             description: description.into(),
+            input_schema: None,
             output_schema: None,
         }
+    }
+
+    /// The arguments' schema as given, for a tool known only at run time
+    /// (see [`input_schema`](Self::input_schema)).
+    pub fn with_input_schema(mut self, schema: Value) -> ToolInfo {
+        self.input_schema = Some(schema);
+        self
     }
 
     /// The result's schema, from `T`: kept when it describes a JSON object

@@ -75,6 +75,9 @@
 //! calls for which neither a principal nor [`McpServer::with_tenant`] names
 //! a tenant.
 //!
+//! A result replayed to a duplicate says so: `true` under
+//! [`REPLAYED_META`] in its `_meta`.
+//!
 //! # Errors
 //!
 //! A tool that is not registered is a protocol error (`-32602`, invalid
@@ -121,6 +124,12 @@ pub const RUN_ID_META: &str = "idem/run_id";
 /// with [`CallContext::operation_key`]:
 /// `{"_meta": {"idem/operation_key": "order-42-refund"}}`.
 pub const OPERATION_KEY_META: &str = "idem/operation_key";
+
+/// The `_meta` member of a `tools/call` result that is `true` when the
+/// result is the one an earlier call of the same operation recorded,
+/// replayed: the tool did not run for this call.
+/// `{"_meta": {"idem/replayed": true}}`.
+pub const REPLAYED_META: &str = "idem/replayed";
 
 /// An MCP server over a [`Registry`]: see the [module docs](self).
 pub struct McpServer<S> {
@@ -293,14 +302,31 @@ impl<S: Send + Sync + 'static> McpServer<S> {
         context: CallContext<'_>,
     ) -> Result<CallToolResult, ErrorData> {
         let args = arguments.map_or(Value::Null, Value::Object);
-        match self.registry.call(context, name, args).await {
+        let answer = self.registry.answer(context, name, args).await;
+        match answer.result {
             Err(ToolError::UnknownTool { name }) => Err(ErrorData::invalid_params(
                 format!("unknown tool `{name}`"),
                 None,
             )),
-            outcome => tool_result(&outcome),
+            outcome => {
+                let mut result = tool_result(&outcome)?;
+                if answer.replayed {
+                    mark_replayed(&mut result);
+                }
+                Ok(result)
+            }
         }
     }
+}
+
+/// Marks `result` as a recorded one, replayed: [`REPLAYED_META`] is
+/// `true` in its `_meta`.
+fn mark_replayed(result: &mut CallToolResult) {
+    result
+        .meta
+        .get_or_insert_with(Default::default)
+        .0
+        .insert(REPLAYED_META.to_owned(), Value::Bool(true));
 }
 
 /// The `CallToolResult` of `outcome`, as [`Provider::Mcp`](crate::Provider::Mcp)

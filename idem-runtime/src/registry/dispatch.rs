@@ -11,7 +11,7 @@ use super::entry::ErasedTool;
 use tracing::Instrument;
 
 use super::observe;
-use crate::engine::{CallTrace, Caller, Shared};
+use crate::engine::{CallTrace, Caller, How, Shared};
 use crate::error::ToolError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::store::IdemStore;
@@ -55,6 +55,19 @@ pub(super) struct Inner<S> {
     /// Each tool's metric keys, by index.
     #[cfg(feature = "metrics")]
     pub(super) tool_keys: Vec<crate::metrics::ToolKeys>,
+}
+
+/// What [`Registry::answer`] gives: a call's result, and how it was
+/// answered.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Answer {
+    /// What [`Registry::call`] returns.
+    pub result: Result<Value, ToolError>,
+    /// The result (a success or a permanent failure) is the one an earlier
+    /// call of the same operation recorded, replayed at once or after
+    /// waiting for that call to end: the body did not run for this call.
+    pub replayed: bool,
 }
 
 impl<S> Clone for Registry<S> {
@@ -129,6 +142,18 @@ impl<S: Send + Sync + 'static> Registry<S> {
         name: &str,
         args: Value,
     ) -> Result<Value, ToolError> {
+        self.answer(context, name, args).await.result
+    }
+
+    /// [`call`](Self::call), and how the call was answered: whether its
+    /// result is one an earlier call recorded, replayed (for a server that
+    /// marks replays to its clients, as the MCP server does).
+    pub async fn answer<'a>(
+        &self,
+        context: impl Into<CallContext<'a>>,
+        name: &str,
+        args: Value,
+    ) -> Answer {
         let context = context.into();
         let index = self.index(name);
         let trace = CallTrace::new(observe::call_span(name, &context));
@@ -149,7 +174,10 @@ impl<S: Send + Sync + 'static> Registry<S> {
             call.instrument(trace.span().clone()).await
         };
         observe::finish(&trace, name, &result, started);
-        result
+        Answer {
+            replayed: matches!(trace.how(), How::Replayed | How::Waited),
+            result,
+        }
     }
 
     /// A call of the tool at `index` (or the error of looking it up), with

@@ -72,7 +72,11 @@ impl<S: Send + Sync + 'static, T: ReadTool<S>> ErasedTool<S> for RegisteredRead<
             name: self.info.name.to_string(),
             description: self.info.description.to_string(),
             kind: ToolKind::Read,
-            input_schema: schema::input_schema::<T::Args>(&self.info.name, false)?,
+            input_schema: schema::tool_input_schema::<T::Args>(
+                &self.info.name,
+                self.info.input_schema.as_ref(),
+                false,
+            )?,
             scope: None,
             destructive: false,
             open_world: false,
@@ -126,7 +130,8 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for RegisteredWrit
             cfg.on_in_flight,
             cfg.max_result_bytes,
         )?;
-        let input_schema = schema::input_schema::<T::Args>(name, true)?;
+        let given = self.info.input_schema.as_ref();
+        let input_schema = schema::tool_input_schema::<T::Args>(name, given, true)?;
         cfg.roles.validate(name, &input_schema)?;
         let _ = self.learnt.set(Learnt::of(&input_schema, &cfg.roles));
         Ok(ToolDef {

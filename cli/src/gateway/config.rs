@@ -1,0 +1,281 @@
+//! The gateway's per-tool settings: a TOML file (`--config`) with a
+//! `[tools.NAME]` table for each tool whose treatment differs from what the
+//! upstream's annotations give (docs/gateway.md, "Configuration").
+//!
+//! ```toml
+//! [tools.charge_card]
+//! scope = "global"          # or "run" (the default)
+//! key = ["order_id"]        # or check = [..]; and ignore = [..]
+//! lease = "30s"
+//! ttl = "24h"
+//! on_uncertain = "refuse"   # or "rerun" (the default)
+//! error_results = "record"  # or "release" (the default)
+//!
+//! [tools.search]
+//! kind = "read"
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use idem::{OnInFlight, OnStoreError, OnUncertain, ScopeKind, WriteOptions};
+use serde::{Deserialize, Deserializer};
+
+/// The whole file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Config {
+    /// The settings of each tool that has any, by its name upstream.
+    #[serde(default)]
+    pub(crate) tools: BTreeMap<String, ToolConfig>,
+}
+
+/// Whether a tool is a read (passed through, never recorded) or a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Kind {
+    Read,
+    Write,
+}
+
+/// What an `isError` result of the upstream does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ErrorResults {
+    /// Answered, and not recorded: a duplicate runs the tool again (the
+    /// default, as the library treats a tool's errors as transient).
+    #[default]
+    Release,
+    /// Recorded and replayed to duplicates, as a success is.
+    Record,
+}
+
+/// One tool's settings; what is not given comes from the upstream's
+/// annotations and the registry's defaults.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ToolConfig {
+    pub(crate) kind: Option<Kind>,
+    #[serde(default, deserialize_with = "scope")]
+    pub(crate) scope: Option<ScopeKind>,
+    #[serde(default, deserialize_with = "fields")]
+    pub(crate) key: Option<&'static [&'static str]>,
+    #[serde(default, deserialize_with = "fields")]
+    pub(crate) check: Option<&'static [&'static str]>,
+    #[serde(default, deserialize_with = "fields")]
+    pub(crate) ignore: Option<&'static [&'static str]>,
+    #[serde(default, deserialize_with = "duration")]
+    pub(crate) lease: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    pub(crate) ttl: Option<Duration>,
+    /// A duplicate that arrives while the first call runs waits this long
+    /// for its result (default: it is answered "in flight" at once).
+    #[serde(default, deserialize_with = "duration")]
+    pub(crate) wait: Option<Duration>,
+    /// How long the upstream has to answer a call (the gateway's
+    /// `--timeout` by default); past it the outcome is uncertain.
+    #[serde(default, deserialize_with = "duration")]
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) version: Option<u32>,
+    #[serde(default, deserialize_with = "on_store_error")]
+    pub(crate) on_store_error: Option<OnStoreError>,
+    #[serde(default, deserialize_with = "on_uncertain")]
+    pub(crate) on_uncertain: Option<OnUncertain>,
+    pub(crate) error_results: Option<ErrorResults>,
+}
+
+impl Config {
+    /// The file at `path`, or why it cannot be read.
+    pub(crate) fn load(path: &Path) -> Result<Config, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the configuration {}: {e}", path.display()))?;
+        toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// The settings of tool `name` (all unset if the file names it not).
+    pub(crate) fn tool(&self, name: &str) -> ToolConfig {
+        self.tools.get(name).cloned().unwrap_or_default()
+    }
+}
+
+impl ToolConfig {
+    /// The write options these settings make, on top of `destructive` and
+    /// `open_world` (the upstream's hints).
+    pub(crate) fn write_options(&self, destructive: bool, open_world: bool) -> WriteOptions {
+        let mut options = WriteOptions::new()
+            .destructive(destructive)
+            .open_world(open_world);
+        if let Some(scope) = self.scope {
+            options = options.scope(scope);
+        }
+        if let Some(fields) = self.key {
+            options = options.key_fields(fields);
+        }
+        if let Some(fields) = self.check {
+            options = options.check_fields(fields);
+        }
+        if let Some(fields) = self.ignore {
+            options = options.ignore_fields(fields);
+        }
+        if let Some(lease) = self.lease {
+            options = options.lease(lease);
+        }
+        if let Some(ttl) = self.ttl {
+            options = options.ttl(ttl);
+        }
+        if let Some(wait) = self.wait {
+            options = options.on_in_flight(OnInFlight::Wait(wait));
+        }
+        if let Some(version) = self.version {
+            options = options.version(version);
+        }
+        if let Some(policy) = self.on_store_error {
+            options = options.on_store_error(policy);
+        }
+        if let Some(policy) = self.on_uncertain {
+            options = options.on_uncertain(policy);
+        }
+        options
+    }
+}
+
+/// A list of field paths, kept for the life of the process as
+/// [`WriteOptions`] holds them: leaked once, when the file is read (the
+/// options are made again from them whenever the upstream's tools change).
+fn fields<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'static [&'static str]>, D::Error> {
+    let fields: Vec<&'static str> = Vec::<String>::deserialize(d)?
+        .into_iter()
+        .map(|f| &*Box::leak(f.into_boxed_str()))
+        .collect();
+    Ok(Some(Box::leak(fields.into_boxed_slice())))
+}
+
+fn scope<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ScopeKind>, D::Error> {
+    named(
+        d,
+        "scope",
+        &[("run", ScopeKind::Run), ("global", ScopeKind::Global)],
+    )
+}
+
+fn on_store_error<'de, D: Deserializer<'de>>(d: D) -> Result<Option<OnStoreError>, D::Error> {
+    let names = [
+        ("fail_closed", OnStoreError::FailClosed),
+        ("run", OnStoreError::Run),
+    ];
+    named(d, "on_store_error", &names)
+}
+
+fn on_uncertain<'de, D: Deserializer<'de>>(d: D) -> Result<Option<OnUncertain>, D::Error> {
+    let names = [
+        ("rerun", OnUncertain::Rerun),
+        ("refuse", OnUncertain::Refuse),
+    ];
+    named(d, "on_uncertain", &names)
+}
+
+/// One of `names`, by its name.
+fn named<'de, D: Deserializer<'de>, T: Copy>(
+    d: D,
+    setting: &str,
+    names: &[(&str, T)],
+) -> Result<Option<T>, D::Error> {
+    let given = String::deserialize(d)?;
+    match names.iter().find(|(name, _)| *name == given) {
+        Some((_, value)) => Ok(Some(*value)),
+        None => {
+            let expected: Vec<String> = names.iter().map(|(n, _)| format!("`{n}`")).collect();
+            Err(serde::de::Error::custom(format!(
+                "{setting} = `{given}`: expected one of {}",
+                expected.join(", ")
+            )))
+        }
+    }
+}
+
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let given = String::deserialize(d)?;
+    parse_duration(&given)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+/// `"500ms"`, `"30s"`, `"10m"`, `"24h"` or `"7d"`.
+pub(crate) fn parse_duration(given: &str) -> Result<Duration, String> {
+    let split = given
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(given.len());
+    let (number, unit) = given.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{given}` is not a duration: write a number and a unit, as `30s`"))?;
+    let seconds = |per: u64| {
+        n.checked_mul(per)
+            .map(Duration::from_secs)
+            .ok_or_else(|| format!("`{given}` is too long"))
+    };
+    match unit {
+        "ms" => Ok(Duration::from_millis(n)),
+        "s" => seconds(1),
+        "m" => seconds(60),
+        "h" => seconds(3600),
+        "d" => seconds(86_400),
+        _ => Err(format!(
+            "`{given}`: the unit must be ms, s, m, h or d (as `30s`)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_with_every_setting_reads_and_a_typo_is_named() {
+        let config: Config = toml::from_str(
+            r#"
+            [tools.charge]
+            scope = "global"
+            key = ["order.id"]
+            ignore = ["note"]
+            lease = "500ms"
+            ttl = "7d"
+            wait = "5s"
+            timeout = "2m"
+            version = 2
+            on_store_error = "fail_closed"
+            on_uncertain = "refuse"
+            error_results = "record"
+
+            [tools.search]
+            kind = "read"
+            "#,
+        )
+        .expect("the file reads");
+        let charge = config.tool("charge");
+        assert_eq!(charge.scope, Some(ScopeKind::Global));
+        assert_eq!(charge.ttl, Some(Duration::from_secs(7 * 86_400)));
+        assert_eq!(charge.lease, Some(Duration::from_millis(500)));
+        assert_eq!(charge.on_uncertain, Some(OnUncertain::Refuse));
+        assert_eq!(charge.error_results, Some(ErrorResults::Record));
+        assert_eq!(config.tool("search").kind, Some(Kind::Read));
+        assert_eq!(config.tool("absent").kind, None);
+
+        let typo = toml::from_str::<Config>("[tools.x]\non_uncertain = \"verify\"\n");
+        let message = typo.expect_err("refused").to_string();
+        assert!(
+            message.contains("expected one of `rerun`, `refuse`"),
+            "{message}"
+        );
+        let unknown = toml::from_str::<Config>("[tools.x]\nkeys = [\"a\"]\n");
+        assert!(
+            unknown
+                .expect_err("refused")
+                .to_string()
+                .contains("unknown field `keys`")
+        );
+        assert!(parse_duration("10 s").is_err());
+        assert!(parse_duration("99999999999999999999d").is_err());
+    }
+}

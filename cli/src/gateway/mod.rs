@@ -1,0 +1,110 @@
+//! `idem gateway`: idem in front of any MCP server. To its client it is an
+//! MCP server over stdio; to the upstream server, a child process it
+//! starts, an MCP client. Read tools (the upstream says `readOnlyHint`)
+//! pass through; every other tool is a write, claimed in the store before
+//! it is called upstream, its result recorded and replayed to duplicates
+//! (docs/gateway.md).
+//!
+//! `config` reads the per-tool settings; `upstream` is the client to the
+//! upstream server; `catalog` makes the registry and the tool list from
+//! its tools; `proxy` is a write tool that calls upstream; `server` is the
+//! MCP server the client talks to.
+
+mod catalog;
+mod config;
+mod proxy;
+mod server;
+mod upstream;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use rmcp::ServiceExt;
+
+use self::catalog::{Catalog, Settings};
+use self::config::{Config, parse_duration};
+use self::server::Gateway;
+use self::upstream::Upstream;
+use crate::store::StoreUrl;
+
+/// What `idem gateway` is given.
+#[derive(Args)]
+pub(crate) struct GatewayArgs {
+    #[command(flatten)]
+    store: StoreUrl,
+    /// Per-tool settings: a TOML file with a `[tools.NAME]` table for each
+    /// tool whose kind, key fields, scope, lease, TTL or policies differ
+    /// from the defaults.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The tenant every call is made for (part of every key).
+    #[arg(long)]
+    tenant: Option<String>,
+    /// The namespace of the records, as a registry's.
+    #[arg(long)]
+    namespace: Option<String>,
+    /// How long the upstream has to answer a call (500ms, 30s, 10m, ..);
+    /// past it, a write's outcome is uncertain.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    timeout: Duration,
+    /// The upstream MCP server: its command and arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    upstream: Vec<String>,
+}
+
+/// Serves the gateway on stdio until the client goes.
+pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
+    log_to_stderr();
+    let config = match &args.config {
+        Some(path) => Config::load(path)?,
+        None => Config::default(),
+    };
+    let settings = Settings {
+        config,
+        store: args.store.open_to_serve().await?,
+        namespace: args.namespace,
+        timeout: args.timeout,
+    };
+    let upstream = Arc::new(Upstream::new(args.upstream));
+    let tools = upstream.tools().await?;
+    let catalog = Catalog::build(&tools, &settings, upstream.clone())?;
+    let gateway = Gateway {
+        catalog: Arc::new(catalog),
+        info: Gateway::server_info(upstream.instructions().await),
+        upstream,
+        run_id: format!("gateway-{:032x}", unique()),
+        tenant: args.tenant,
+        timeout: args.timeout,
+    };
+    let running = gateway
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| format!("the client did not initialize: {e}"))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| format!("the gateway stopped: {e}"))?;
+    Ok(())
+}
+
+/// The gateway's log, on stderr (stdout is the protocol's): warnings and
+/// errors, or what `IDEM_LOG` asks for (`info`, `idem=debug`, ..).
+fn log_to_stderr() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("IDEM_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// A number unlikely to be any other connection's: the time and the
+/// process id.
+fn unique() -> u128 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    nanos ^ (u128::from(std::process::id()) << 96)
+}

@@ -1,0 +1,294 @@
+//! `idem gateway` in front of a real MCP server: `tests/upstream/ledger.py`,
+//! on the official Python SDK, whose write tools append to a ledger file,
+//! so that the ledger's lines count how often a write ran. Driven by
+//! rmcp's client over stdio, as an MCP client configured to start the
+//! gateway would: duplicates (reordered sets, concurrent), reads passed
+//! through unrecorded, error results passed on, a restart of the gateway
+//! on SQLite and Redis, and an upstream killed in the middle of a call.
+
+#[path = "../../tests/support/servers.rs"]
+mod servers;
+#[path = "../../tests/support/skip.rs"]
+mod skip;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use idem::prelude::*;
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
+use rmcp::service::{Peer, RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Map, Value, json};
+use tokio::process::Command;
+
+use servers::TempDir;
+
+type Client = RunningService<RoleClient, ()>;
+
+/// The upstream server's script.
+const LEDGER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/upstream/ledger.py");
+
+/// Whether Python has the MCP SDK the upstream is written on, or reports
+/// why not.
+fn python_sdk() -> bool {
+    let found = std::process::Command::new("python3")
+        .args(["-c", "import mcp"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        skip::unavailable(
+            "Python 3 with the MCP Python SDK",
+            "Install it: python3 -m pip install 'mcp==2.3.0' (.ci/run does).",
+        );
+    }
+    found
+}
+
+/// A gateway on `store`, its upstream keeping its ledger in `dir`.
+struct Gateway<'a> {
+    dir: &'a Path,
+    store: String,
+    extra: Vec<String>,
+}
+
+impl Gateway<'_> {
+    fn ledger(&self) -> PathBuf {
+        self.dir.join("ledger.txt")
+    }
+
+    /// The ledger's lines: one per write that ran upstream.
+    fn lines(&self) -> Vec<String> {
+        std::fs::read_to_string(self.ledger())
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Starts the gateway (and through it the upstream) as an MCP client
+    /// would, and initializes a session with it.
+    async fn start(&self) -> Client {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_idem"));
+        command
+            .args(["gateway", "--store", &self.store])
+            .args(&self.extra)
+            .args(["--", "python3", LEDGER])
+            .arg(self.ledger());
+        let transport = TokioChildProcess::new(command).expect("start the gateway");
+        ().serve(transport).await.expect("the gateway initializes")
+    }
+
+    /// With a configuration file holding `toml`.
+    fn configured(mut self, toml: &str) -> Self {
+        let path = self.dir.join("gateway.toml");
+        std::fs::write(&path, toml).expect("write the configuration");
+        self.extra
+            .extend(["--config".to_owned(), path.display().to_string()]);
+        self
+    }
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("not an object: {other}"),
+    }
+}
+
+/// `tools/call`, in run `run` if given.
+async fn call(
+    client: &Peer<RoleClient>,
+    run: Option<&str>,
+    name: &str,
+    args: Value,
+) -> CallToolResult {
+    let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(object(args));
+    if let Some(run) = run {
+        params.meta = Some(object(json!({ "idem/run_id": run })).into());
+    }
+    client
+        .call_tool(params)
+        .await
+        .unwrap_or_else(|e| panic!("tools/call {name}: {e}"))
+}
+
+/// The result as JSON, without the `_meta` that marks a replay.
+fn unmarked(result: &CallToolResult) -> Value {
+    let mut value = serde_json::to_value(result).expect("a result is JSON");
+    if let Some(meta) = value.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.remove("idem/replayed");
+        if meta.is_empty() {
+            value.as_object_mut().expect("object").remove("_meta");
+        }
+    }
+    value
+}
+
+fn replayed(result: &CallToolResult) -> bool {
+    result.meta.as_ref().and_then(|m| m.0.get("idem/replayed")) == Some(&Value::Bool(true))
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn listed<'t>(tools: &'t [Tool], name: &str) -> &'t Tool {
+    tools
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("`{name}` is not listed"))
+}
+
+#[tokio::test]
+async fn a_write_runs_once_and_its_duplicates_are_replayed_as_it_answered() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("gateway");
+    let gateway = Gateway {
+        dir: &dir.0,
+        store: dir.0.join("records.sqlite").display().to_string(),
+        extra: Vec::new(),
+    };
+    let client = gateway.start().await;
+
+    // The list: writes carry their contract, reads pass untouched.
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let append = serde_json::to_value(listed(&tools, "append")).expect("json");
+    assert_eq!(append["annotations"]["idempotentHint"], false, "{append}");
+    let contract = &append["_meta"]["idem/contract"];
+    assert_eq!(contract["scope"], "run", "{contract}");
+    assert_eq!(contract["keyed"], json!(["entry", "amount", "tags"]));
+    assert_eq!(contract["replay_window_secs"], 86_400);
+    let count = serde_json::to_value(listed(&tools, "count")).expect("json");
+    assert_eq!(count["annotations"], json!({"readOnlyHint": true}));
+    assert!(count.get("_meta").is_none(), "{count}");
+
+    // A duplicate, its set in another order, is the first answer replayed.
+    let first = call(
+        &client,
+        None,
+        "append",
+        json!({"entry": "a", "tags": ["y", "x"]}),
+    )
+    .await;
+    let again = call(
+        &client,
+        None,
+        "append",
+        json!({"tags": ["x", "y"], "entry": "a"}),
+    )
+    .await;
+    assert!(!replayed(&first) && replayed(&again), "{again:?}");
+    let receipt = json!({"line": 1, "entry": "a"});
+    assert_eq!(first.structured_content, Some(receipt));
+    assert_eq!(unmarked(&again), unmarked(&first));
+    assert_eq!(gateway.lines(), ["a 0 x,y"]);
+
+    // Another operation runs; a read is passed through and records nothing.
+    let other = call(&client, None, "append", json!({"entry": "b", "amount": 2})).await;
+    assert!(!replayed(&other));
+    let counted = call(&client, None, "count", json!({})).await;
+    assert_eq!(counted.structured_content, Some(json!({"result": 2})));
+
+    // An error result is passed on as it came, and not recorded: its
+    // duplicate runs again.
+    for _ in 0..2 {
+        let refused = call(&client, None, "refuse", json!({"entry": "c"})).await;
+        assert_eq!(refused.is_error, Some(true));
+        assert!(!replayed(&refused));
+        assert_eq!(
+            text(&refused),
+            "Error executing tool refuse: the ledger refuses c"
+        );
+    }
+    client.cancel().await.expect("shut down");
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["list", "--json", "--store", &gateway.store])
+        .output()
+        .expect("idem list");
+    let listing = String::from_utf8_lossy(&out.stdout);
+    let mut records: Vec<(String, String)> = listing
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).expect("a JSON line"))
+        .map(|r| (r["tool"].to_string(), r["state"].to_string()))
+        .collect();
+    records.sort();
+    let expected = [
+        (r#""append""#, r#""done""#),
+        (r#""append""#, r#""done""#),
+        (r#""refuse""#, r#""released""#),
+    ];
+    let expected = expected.map(|(t, s)| (t.to_owned(), s.to_owned()));
+    assert_eq!(records, expected, "{listing}");
+}
+
+/// The same `append` in Rust: a write tool of the same name and arguments,
+/// which derives the same key as the gateway does from the upstream's
+/// schema.
+#[write_tool]
+async fn append(
+    entry: String,
+    amount: i64,
+    tags: BTreeSet<String>,
+    ctx: &WriteCtx,
+) -> Result<Value, String> {
+    let _ = (entry, amount, tags, ctx);
+    Ok(Value::Null)
+}
+
+#[tokio::test]
+async fn concurrent_duplicates_run_once_and_the_key_is_a_rust_tools() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("gateway");
+    let gateway = Gateway {
+        dir: &dir.0,
+        store: dir.0.join("records.sqlite").display().to_string(),
+        extra: Vec::new(),
+    }
+    .configured("[tools.append]\nwait = \"30s\"\n");
+    let client = gateway.start().await;
+    let args = json!({"entry": "c", "amount": 5, "tags": ["y", "x"]});
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..6 {
+        let (peer, args) = (client.peer().clone(), args.clone());
+        calls.spawn(async move { call(&peer, Some("run-1"), "append", args).await });
+    }
+    let results = calls.join_all().await;
+    let firsts = results.iter().filter(|r| !replayed(r)).count();
+    assert_eq!(firsts, 1, "{results:?}");
+    assert!(results.iter().all(|r| unmarked(r) == unmarked(&results[0])));
+    assert_eq!(gateway.lines(), ["c 5 x,y"]);
+    client.cancel().await.expect("shut down");
+
+    let registry = Registry::builder(())
+        .tool(append)
+        .build()
+        .expect("registry");
+    let (key, _) = registry
+        .identify(
+            "run-1",
+            "append",
+            json!({"tags": ["x", "y"], "amount": 5, "entry": "c"}),
+        )
+        .expect("identify")
+        .expect("a write");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["show", "--json", "--store", &gateway.store, key.as_str()])
+        .output()
+        .expect("idem show");
+    let shown: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(shown["state"], "done", "{shown}");
+}

@@ -1,0 +1,77 @@
+"""An MCP server on the official Python SDK whose write tools append to a
+ledger file, for cli/tests/gateway.rs: how many lines the ledger holds is
+how many times a write ran.
+
+Usage: python3 ledger.py LEDGER [--http PORT]. The ledger is a text file,
+one line per write; `append_then_hang` writes this process's pid to
+LEDGER.pid after its line, then waits until it is killed.
+"""
+
+import os
+import sys
+import time
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel
+
+LEDGER = sys.argv[1]
+
+server = MCPServer("ledger")
+
+
+def lines():
+    try:
+        with open(LEDGER) as f:
+            return [line.rstrip("\n") for line in f]
+    except FileNotFoundError:
+        return []
+
+
+def write(line):
+    with open(LEDGER, "a") as f:
+        f.write(line + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+class Receipt(BaseModel):
+    line: int
+    entry: str
+
+
+@server.tool()
+def append(entry: str, amount: int = 0, tags: set[str] = frozenset()) -> Receipt:
+    """Append an entry to the ledger."""
+    write(f"{entry} {amount} {','.join(sorted(tags))}".rstrip())
+    return Receipt(line=len(lines()), entry=entry)
+
+
+@server.tool()
+def refuse(entry: str) -> str:
+    """Refuse the entry: an error result, nothing written."""
+    raise ToolError(f"the ledger refuses {entry}")
+
+
+@server.tool()
+def append_then_hang(entry: str) -> str:
+    """Append an entry, then hang until killed."""
+    write(entry)
+    with open(LEDGER + ".pid", "w") as f:
+        f.write(str(os.getpid()))
+    while True:
+        time.sleep(1)
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def count() -> int:
+    """How many entries the ledger holds."""
+    return len(lines())
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 3 and sys.argv[2] == "--http":
+        server.run("streamable-http", port=int(sys.argv[3]))
+    else:
+        server.run()
