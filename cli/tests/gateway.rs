@@ -71,6 +71,11 @@ impl Gateway<'_> {
     /// Starts the gateway (and through it the upstream) as an MCP client
     /// would, and initializes a session with it.
     async fn start(&self) -> Client {
+        self.start_with_pid().await.0
+    }
+
+    /// [`start`](Self::start), and the gateway's process id.
+    async fn start_with_pid(&self) -> (Client, u32) {
         let mut command = Command::new(env!("CARGO_BIN_EXE_idem"));
         command
             .args(["gateway", "--store", &self.store])
@@ -78,7 +83,9 @@ impl Gateway<'_> {
             .args(["--", "python3", LEDGER])
             .arg(self.ledger());
         let transport = TokioChildProcess::new(command).expect("start the gateway");
-        ().serve(transport).await.expect("the gateway initializes")
+        let pid = transport.id().expect("the gateway runs");
+        let client = ().serve(transport).await.expect("the gateway initializes");
+        (client, pid)
     }
 
     /// With a configuration file holding `toml`.
@@ -291,4 +298,126 @@ async fn concurrent_duplicates_run_once_and_the_key_is_a_rust_tools() {
     let shown: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(shown["state"], "done", "{shown}");
+}
+
+/// Starts the gateway, has it record one write in run `run-7`, kills it
+/// (SIGKILL), and starts it again: the duplicate is replayed from the
+/// store, and the ledger holds one line.
+async fn a_duplicate_after_a_restart_is_replayed(gateway: &Gateway<'_>) {
+    let args = json!({"entry": "r", "amount": 1});
+    let (client, pid) = gateway.start_with_pid().await;
+    let first = call(&client, Some("run-7"), "append", args.clone()).await;
+    assert!(!replayed(&first));
+    kill(pid);
+    drop(client);
+
+    let client = gateway.start().await;
+    let again = call(&client, Some("run-7"), "append", args).await;
+    assert!(replayed(&again), "{again:?}");
+    assert_eq!(unmarked(&again), unmarked(&first));
+    assert_eq!(gateway.lines(), ["r 1"]);
+    client.cancel().await.expect("shut down");
+}
+
+#[tokio::test]
+async fn a_duplicate_after_a_restart_is_replayed_from_sqlite() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("gateway");
+    let gateway = Gateway {
+        dir: &dir.0,
+        store: dir.0.join("records.sqlite").display().to_string(),
+        extra: Vec::new(),
+    };
+    a_duplicate_after_a_restart_is_replayed(&gateway).await;
+}
+
+#[tokio::test]
+async fn a_duplicate_after_a_restart_is_replayed_from_redis() {
+    if !python_sdk() {
+        return;
+    }
+    let url = std::env::var("IDEM_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    if let Err(e) = idem::RedisStore::connect(&url).await {
+        let what = format!("Redis at {url} ({e})");
+        return skip::unavailable(&what, "Start redis-server on 127.0.0.1:6379.");
+    }
+    let dir = TempDir::new("gateway");
+    let namespace = dir.0.file_name().expect("a name").to_string_lossy();
+    let gateway = Gateway {
+        dir: &dir.0,
+        store: url,
+        extra: vec!["--namespace".into(), namespace.into_owned()],
+    };
+    a_duplicate_after_a_restart_is_replayed(&gateway).await;
+}
+
+#[tokio::test]
+async fn an_upstream_killed_mid_call_leaves_an_unknown_outcome_that_is_never_rerun() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("gateway");
+    let gateway = Gateway {
+        dir: &dir.0,
+        store: dir.0.join("records.sqlite").display().to_string(),
+        extra: Vec::new(),
+    }
+    .configured("[tools.append_then_hang]\non_uncertain = \"refuse\"\n");
+    let client = gateway.start().await;
+    let peer = client.peer().clone();
+    let hung = tokio::spawn(async move {
+        call(
+            &peer,
+            Some("run-1"),
+            "append_then_hang",
+            json!({"entry": "h"}),
+        )
+        .await
+    });
+    // The upstream wrote its line, then its pid: kill it there.
+    let pid_file = gateway.dir.join("ledger.txt.pid");
+    let pid = loop {
+        match std::fs::read_to_string(&pid_file) {
+            Ok(pid) if !pid.is_empty() => break pid.parse::<u32>().expect("a pid"),
+            _ => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+        }
+    };
+    kill(pid);
+    let lost = hung.await.expect("the call answers");
+    assert_eq!(lost.is_error, Some(true));
+    assert!(text(&lost).contains("not known whether"), "{}", text(&lost));
+
+    // The duplicate does not run it again; the upstream, started again,
+    // serves the next write.
+    let duplicate = call(
+        &client,
+        Some("run-1"),
+        "append_then_hang",
+        json!({"entry": "h"}),
+    )
+    .await;
+    assert_eq!(text(&duplicate), text(&lost));
+    let after = call(&client, Some("run-1"), "append", json!({"entry": "after"})).await;
+    assert_eq!(after.is_error, Some(false), "{after:?}");
+    assert_eq!(gateway.lines(), ["h", "after 0"]);
+    client.cancel().await.expect("shut down");
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["pending", "--json", "--store", &gateway.store])
+        .output()
+        .expect("idem pending");
+    let pending = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(pending.lines().count(), 1, "{pending}");
+    assert!(pending.contains("append_then_hang"), "{pending}");
+}
+
+/// SIGKILL to `pid`.
+fn kill(pid: u32) {
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -KILL {pid}");
 }
