@@ -887,3 +887,78 @@ async fn oversized_and_overdeep_arguments_are_refused_before_anything_runs() {
         "a limit too small to hold any arguments is refused"
     );
 }
+
+/// A write tool known only at run time (a proxied MCP tool): any JSON
+/// object for arguments, its schema given with its info.
+struct Dynamic {
+    schema: Value,
+    ran: Arc<AtomicUsize>,
+}
+
+impl WriteTool<()> for Dynamic {
+    type Args = serde_json::Map<String, Value>;
+    type Output = Value;
+    type Error = String;
+    fn info(&self) -> ToolInfo {
+        ToolInfo::new("tag", "Tags a thing.").with_input_schema(self.schema.clone())
+    }
+    fn options(&self) -> WriteOptions {
+        WriteOptions::new().ignore_fields(&["note"])
+    }
+    async fn call(&self, args: Self::Args, _: &WriteCtx<()>) -> Result<Value, String> {
+        Ok(json!({"run": self.ran.fetch_add(1, Ordering::SeqCst), "tags": args["tags"]}))
+    }
+}
+
+#[tokio::test]
+async fn a_tool_known_at_run_time_is_keyed_by_the_schema_it_gives() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
+            "note": {"type": "string"},
+        },
+        "required": ["tags"],
+    });
+    let ran = Arc::new(AtomicUsize::new(0));
+    let tool = Dynamic {
+        schema: schema.clone(),
+        ran: ran.clone(),
+    };
+    let registry = Registry::builder(()).tool(tool).build().expect("registry");
+    assert_eq!(registry.definitions()[0].input_schema, schema);
+
+    // The schema's set is put in order and its ignored field dropped: one
+    // operation, whatever the order and the note.
+    let first = registry
+        .answer("run-1", "tag", json!({"tags": ["b", "a"], "note": "x"}))
+        .await;
+    let again = registry
+        .answer("run-1", "tag", json!({"note": "y", "tags": ["a", "b"]}))
+        .await;
+    assert!(!first.replayed && again.replayed);
+    assert_eq!(again.result.expect("replayed"), first.result.expect("ran"));
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+
+    // A schema that is no object, or a role it does not hold, is refused.
+    let scalar = Dynamic {
+        schema: json!({"type": "array"}),
+        ran: ran.clone(),
+    };
+    let refused = Registry::builder(()).tool(scalar).build();
+    assert!(
+        matches!(&refused, Err(RegistryError::InvalidSchema { message, .. })
+            if message.contains("must describe a JSON object")),
+        "{refused:?}"
+    );
+    let noteless = Dynamic {
+        schema: json!({"type": "object", "properties": {"tags": {"type": "array"}}}),
+        ran,
+    };
+    let refused = Registry::builder(()).tool(noteless).build();
+    assert!(
+        matches!(&refused, Err(RegistryError::InvalidSetting { message, .. })
+            if message.contains("`note`")),
+        "{refused:?}"
+    );
+}

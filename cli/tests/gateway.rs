@@ -124,7 +124,11 @@ async fn call(
 
 /// The result as JSON, without the `_meta` that marks a replay.
 fn unmarked(result: &CallToolResult) -> Value {
-    let mut value = serde_json::to_value(result).expect("a result is JSON");
+    unmarked_json(serde_json::to_value(result).expect("a result is JSON"))
+}
+
+/// A result's JSON without the `_meta` that marks a replay.
+fn unmarked_json(mut value: Value) -> Value {
     if let Some(meta) = value.get_mut("_meta").and_then(Value::as_object_mut) {
         meta.remove("idem/replayed");
         if meta.is_empty() {
@@ -420,4 +424,141 @@ fn kill(pid: u32) {
         .status()
         .expect("run kill");
     assert!(status.success(), "kill -KILL {pid}");
+}
+
+/// A gateway serving streamable HTTP, as a process of the test's own.
+struct HttpGateway {
+    child: tokio::process::Child,
+    url: String,
+}
+
+impl HttpGateway {
+    /// Starts `gateway` with `--http 127.0.0.1:0` and `extra`, and waits
+    /// for the address it listens on.
+    async fn start(gateway: &Gateway<'_>, extra: &[&str]) -> HttpGateway {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
+            .args([
+                "gateway",
+                "--store",
+                &gateway.store,
+                "--http",
+                "127.0.0.1:0",
+            ])
+            .args(extra)
+            .args(["--", "python3", LEDGER])
+            .arg(gateway.ledger())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the gateway");
+        let stderr = child.stderr.take().expect("stderr");
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        let url = loop {
+            let line = lines.next_line().await.expect("read stderr");
+            let line = line.expect("the gateway said where it listens");
+            if let Some(url) = line.strip_prefix("idem gateway: listening on ") {
+                break url.to_owned();
+            }
+        };
+        // The rest of its log goes to the test's stderr.
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                eprintln!("{line}");
+            }
+        });
+        HttpGateway { child, url }
+    }
+
+    /// An rmcp client in an MCP session of its own, with `token`.
+    async fn client(&self, token: &str) -> Result<Client, String> {
+        use rmcp::transport::StreamableHttpClientTransport;
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        let config = StreamableHttpClientTransportConfig::with_uri(self.url.clone())
+            .auth_header(token.to_owned());
+        let transport = StreamableHttpClientTransport::from_config(config);
+        ().serve(transport).await.map_err(|e| e.to_string())
+    }
+}
+
+#[tokio::test]
+async fn over_http_a_principal_resumes_its_run_from_another_session_and_python_writes_once() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("gateway");
+    let gateway = Gateway {
+        dir: &dir.0,
+        store: dir.0.join("records.sqlite").display().to_string(),
+        extra: Vec::new(),
+    };
+    let mut server = HttpGateway::start(&gateway, &["--token", "alice=secret"]).await;
+    assert!(
+        server.client("wrong").await.is_err(),
+        "an unknown token is refused"
+    );
+
+    // Two sessions of alice's naming one run: one write.
+    let args = json!({"entry": "s", "amount": 3});
+    let first_session = server.client("secret").await.expect("a session");
+    let first = call(&first_session, Some("run-9"), "append", args.clone()).await;
+    let second_session = server.client("secret").await.expect("another session");
+    let again = call(&second_session, Some("run-9"), "append", args.clone()).await;
+    assert!(!replayed(&first) && replayed(&again), "{again:?}");
+    assert_eq!(unmarked(&again), unmarked(&first));
+    // Without a run id, each session is a run of its own.
+    let own = call(&second_session, None, "append", args).await;
+    assert!(!replayed(&own));
+    assert_eq!(gateway.lines(), ["s 3", "s 3"]);
+
+    // The Python SDK in its default mode: no session, no run id; its
+    // caller, alice, is the scope, and its repeat is replayed.
+    let out = Command::new("python3")
+        .args([CLIENT, "http", &server.url, "secret"])
+        .output()
+        .await
+        .expect("run the Python client");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("the client's report");
+    assert_eq!(report["protocol"], "2026-07-28", "{report}");
+    assert_eq!(report["again"]["_meta"]["idem/replayed"], true, "{report}");
+    assert_eq!(report["count"], json!({"result": 3}), "{report}");
+    server.child.kill().await.expect("stop the gateway");
+}
+
+/// The Python client's script.
+const CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/upstream/client.py");
+
+#[tokio::test]
+async fn the_python_sdk_over_stdio_writes_once() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("gateway");
+    let store = dir.0.join("records.sqlite").display().to_string();
+    let ledger = dir.0.join("ledger.txt").display().to_string();
+    let idem = env!("CARGO_BIN_EXE_idem");
+    let gateway = [
+        idem, "gateway", "--store", &store, "--", "python3", LEDGER, &ledger,
+    ];
+    let out = Command::new("python3")
+        .args([CLIENT, "stdio"])
+        .args(gateway)
+        .output()
+        .await
+        .expect("run the Python client");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("the client's report");
+    assert_eq!(report["again"]["_meta"]["idem/replayed"], true, "{report}");
+    let (first, again) = (report["first"].clone(), report["again"].clone());
+    assert_eq!(unmarked_json(again), unmarked_json(first), "{report}");
+    assert_eq!(report["count"], json!({"result": 1}), "{report}");
 }

@@ -184,6 +184,17 @@ async fn exercise(client: &Client) {
         .map(|r| r["charge_id"].clone());
     assert_eq!(id, Some(json!("ch_0003")));
     assert_eq!(again.structured_content, in_run.structured_content);
+    // The replay says so in `_meta`; the first answer does not.
+    let replayed = |r: &CallToolResult| {
+        r.meta
+            .as_ref()
+            .and_then(|m| m.0.get("idem/replayed"))
+            .cloned()
+    };
+    assert_eq!(
+        (replayed(&in_run), replayed(&again)),
+        (None, Some(json!(true)))
+    );
     assert_ne!(
         in_run
             .structured_content

@@ -32,6 +32,8 @@ pub(crate) struct Catalog {
     pub(crate) tools: Vec<Tool>,
     /// The names of the write tools.
     pub(crate) writes: HashSet<String>,
+    /// The names of the write tools whose key holds the run.
+    pub(crate) run_scoped: HashSet<String>,
     /// The names of the read tools.
     pub(crate) reads: HashSet<String>,
 }
@@ -60,6 +62,7 @@ impl Catalog {
             builder = builder.namespace(namespace.clone());
         }
         let (mut served, mut writes, mut reads) = (Vec::new(), HashSet::new(), HashSet::new());
+        let mut run_scoped = HashSet::new();
         for tool in tools {
             let name = tool.name.to_string();
             let config = settings.config.tool(&name);
@@ -71,6 +74,9 @@ impl Catalog {
             }
             builder = builder.tool(proxied(tool, &config, &hints, settings.timeout));
             served.push(listed(tool, &config)?);
+            if config.scope.unwrap_or(ScopeKind::Run) == ScopeKind::Run {
+                run_scoped.insert(name.clone());
+            }
             writes.insert(name);
         }
         for name in settings.config.tools.keys() {
@@ -85,6 +91,7 @@ impl Catalog {
             registry,
             tools: served,
             writes,
+            run_scoped,
             reads,
         })
     }

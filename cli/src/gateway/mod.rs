@@ -1,17 +1,18 @@
-//! `idem gateway`: idem in front of any MCP server. To its client it is an
-//! MCP server over stdio; to the upstream server, a child process it
-//! starts, an MCP client. Read tools (the upstream says `readOnlyHint`)
-//! pass through; every other tool is a write, claimed in the store before
-//! it is called upstream, its result recorded and replayed to duplicates
-//! (docs/gateway.md).
+//! `idem gateway`: idem in front of any MCP server. To its clients it is
+//! an MCP server, on stdio or streamable HTTP; to the upstream server, a
+//! child process it starts, an MCP client. Read tools (the upstream says
+//! `readOnlyHint`) pass through; every other tool is a write, claimed in
+//! the store before it is called upstream, its result recorded and
+//! replayed to duplicates (docs/gateway.md).
 //!
 //! `config` reads the per-tool settings; `upstream` is the client to the
 //! upstream server; `catalog` makes the registry and the tool list from
 //! its tools; `proxy` is a write tool that calls upstream; `server` is the
-//! MCP server the client talks to.
+//! MCP server a client talks to; `http` serves it over HTTP.
 
 mod catalog;
 mod config;
+mod http;
 mod proxy;
 mod server;
 mod upstream;
@@ -21,11 +22,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use idem::mcp::{Binding, StatelessWrites};
 use rmcp::ServiceExt;
 
 use self::catalog::{Catalog, Settings};
 use self::config::{Config, parse_duration};
-use self::server::Gateway;
+use self::server::{Gateway, Shared};
 use self::upstream::Upstream;
 use crate::store::StoreUrl;
 
@@ -39,7 +41,7 @@ pub(crate) struct GatewayArgs {
     /// from the defaults.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// The tenant every call is made for (part of every key).
+    /// The tenant of every call no principal names (part of every key).
     #[arg(long)]
     tenant: Option<String>,
     /// The namespace of the records, as a registry's.
@@ -49,12 +51,25 @@ pub(crate) struct GatewayArgs {
     /// past it, a write's outcome is uncertain.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     timeout: Duration,
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<String>,
+    /// Over HTTP, accept `Authorization: Bearer TOKEN` as USER, the
+    /// principal and tenant of its calls (repeatable); other requests are
+    /// refused.
+    #[arg(long, value_name = "USER=TOKEN", value_parser = http::user_token, requires = "http")]
+    token: Vec<(String, String)>,
+    /// Over HTTP, refuse writes that come without a session or a run id,
+    /// instead of scoping them to their caller.
+    #[arg(long, requires = "http")]
+    refuse_stateless_writes: bool,
     /// The upstream MCP server: its command and arguments, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     upstream: Vec<String>,
 }
 
-/// Serves the gateway on stdio until the client goes.
+/// Serves the gateway until its client goes (stdio) or it is stopped
+/// (HTTP).
 pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
     log_to_stderr();
     let config = match &args.config {
@@ -70,14 +85,28 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
     let upstream = Arc::new(Upstream::new(args.upstream));
     let tools = upstream.tools().await?;
     let catalog = Catalog::build(&tools, &settings, upstream.clone())?;
-    let gateway = Gateway {
+    let shared = Arc::new(Shared {
         catalog: Arc::new(catalog),
         info: Gateway::server_info(upstream.instructions().await),
         upstream,
-        run_id: format!("gateway-{:032x}", unique()),
-        tenant: args.tenant,
         timeout: args.timeout,
-    };
+    });
+    let mut binding = Binding::new();
+    if let Some(tenant) = &args.tenant {
+        binding = binding.with_tenant(tenant);
+    }
+    if args.refuse_stateless_writes {
+        binding = binding.stateless_writes(StatelessWrites::Refuse);
+    }
+    let gateway = Gateway { shared, binding };
+    match args.http {
+        Some(addr) => http::serve(gateway, &addr, args.token).await,
+        None => stdio(gateway).await,
+    }
+}
+
+/// Serves one client on stdio, until it goes.
+async fn stdio(gateway: Gateway) -> Result<(), String> {
     let running = gateway
         .serve(rmcp::transport::stdio())
         .await
@@ -89,8 +118,9 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The gateway's log, on stderr (stdout is the protocol's): warnings and
-/// errors, or what `IDEM_LOG` asks for (`info`, `idem=debug`, ..).
+/// The gateway's log, on stderr (stdout is the protocol's on stdio):
+/// warnings and errors, or what `IDEM_LOG` asks for (`info`,
+/// `idem=debug`, ..).
 fn log_to_stderr() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("IDEM_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
@@ -98,13 +128,4 @@ fn log_to_stderr() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
-}
-
-/// A number unlikely to be any other connection's: the time and the
-/// process id.
-fn unique() -> u128 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    nanos ^ (u128::from(std::process::id()) << 96)
 }

@@ -1,17 +1,21 @@
-//! The MCP server the gateway is to its client: `tools/list` from the
-//! catalog; `tools/call` of a read passed to the upstream as it came, of a
-//! write through the registry (claimed, run once upstream, recorded,
-//! replayed), answered with the upstream's result as it came, marked in
-//! `_meta` when it is a replay.
+//! The MCP server the gateway is to its clients, one handler per
+//! connection (per MCP session over HTTP): `tools/list` from the catalog;
+//! `tools/call` of a read passed to the upstream as it came, of a write
+//! bound to its run and tenant as the library's MCP server binds it, then
+//! through the registry (claimed, run once upstream, recorded, replayed),
+//! answered with the upstream's result as it came, marked in `_meta` when
+//! it is a replay.
 
 use std::cell::RefCell;
 use std::sync::Arc;
+use std::time::Duration;
 
-use idem::mcp::{OPERATION_KEY_META, REPLAYED_META, RUN_ID_META};
-use idem::{Answer, CallContext, ToolError};
+use idem::mcp::{Binding, REPLAYED_META};
+use idem::{Answer, ToolError};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ResultType, ServerCapabilities, ServerConfig, Tool,
+    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams, ResultType,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -21,17 +25,20 @@ use super::catalog::Catalog;
 use super::proxy::{UNRECORDED, Unrecorded};
 use super::upstream::{Failure, Upstream};
 
-/// The gateway, as one client's MCP server.
-pub(crate) struct Gateway {
+/// What every connection's handler shares.
+pub(crate) struct Shared {
     pub(crate) catalog: Arc<Catalog>,
     pub(crate) upstream: Arc<Upstream>,
-    /// The run of calls that name none: one per connection.
-    pub(crate) run_id: String,
-    /// The tenant of every call.
-    pub(crate) tenant: Option<String>,
     pub(crate) info: ServerConfig,
     /// How long the upstream has to answer a read.
-    pub(crate) timeout: std::time::Duration,
+    pub(crate) timeout: Duration,
+}
+
+/// The gateway, as one connection's MCP server.
+pub(crate) struct Gateway {
+    pub(crate) shared: Arc<Shared>,
+    /// How this connection's calls are bound to runs and tenants.
+    pub(crate) binding: Binding,
 }
 
 impl Gateway {
@@ -48,9 +55,23 @@ impl Gateway {
         }
     }
 
+    /// The handler of another connection: the same catalog, a binding of
+    /// its own.
+    pub(crate) fn new_session(&self) -> Gateway {
+        Gateway {
+            shared: self.shared.clone(),
+            binding: self.binding.new_session(),
+        }
+    }
+
     /// A read: the request goes upstream as it came.
     async fn read(&self, request: CallToolRequestParams) -> Result<CallToolResult, ErrorData> {
-        match self.upstream.call(request, self.timeout).await {
+        match self
+            .shared
+            .upstream
+            .call(request, self.shared.timeout)
+            .await
+        {
             Ok(result) => Ok(result),
             Err(Failure::Refused(e)) => Err(e),
             Err(failure) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
@@ -59,39 +80,24 @@ impl Gateway {
         }
     }
 
-    /// A write, through the registry in the run the request names (or the
-    /// connection's), for the gateway's tenant, keyed on the operation key
-    /// the request carries if any.
+    /// A write, through the registry in the run, tenant and operation key
+    /// the binding gives it.
     async fn write(
         &self,
         request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        // rmcp leaves the request's `_meta` in the params or in the
-        // context, by protocol version.
-        let metas = [
-            request.meta.as_ref().map(|m| &m.0.0),
-            Some(&context.meta.0.0),
-        ];
-        let named = |name| {
-            metas
-                .iter()
-                .flatten()
-                .find_map(|m| m.get(name).and_then(Value::as_str))
-                .filter(|s| !s.is_empty())
+        let catalog = &self.shared.catalog;
+        let run_scoped = catalog.run_scoped.contains(request.name.as_ref());
+        let call = match self.binding.bind(&request, context, run_scoped) {
+            Ok(call) => call,
+            Err(refused) => return Ok(*refused),
         };
-        let mut context = CallContext::run(named(RUN_ID_META).unwrap_or(&self.run_id));
-        if let Some(tenant) = &self.tenant {
-            context = context.tenant(tenant);
-        }
-        if let Some(key) = named(OPERATION_KEY_META) {
-            context = context.operation_key(key);
-        }
-        let args = request.arguments.clone().map_or(Value::Null, Value::Object);
-        let registry = &self.catalog.registry;
+        let args = request.arguments.map_or(Value::Null, Value::Object);
         let (answer, unrecorded) = UNRECORDED
             .scope(RefCell::new(None), async {
-                let answer = registry.answer(context, &request.name, args).await;
+                let answer = catalog.registry.answer(call.context(), &request.name, args);
+                let answer = answer.await;
                 (answer, UNRECORDED.with(|slot| slot.borrow_mut().take()))
             })
             .await;
@@ -136,7 +142,18 @@ fn complete(mut result: CallToolResult) -> CallToolResult {
 
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
-        self.info.clone()
+        self.shared.info.clone()
+    }
+
+    /// As rmcp's own, and notes that this connection is an MCP session.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        self.binding.initialized();
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
     }
 
     async fn list_tools(
@@ -144,11 +161,14 @@ impl ServerHandler for Gateway {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.catalog.tools.clone()))
+        Ok(ListToolsResult::with_all_items(
+            self.shared.catalog.tools.clone(),
+        ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.catalog.tools.iter().find(|t| t.name == name).cloned()
+        let tools = &self.shared.catalog.tools;
+        tools.iter().find(|t| t.name == name).cloned()
     }
 
     async fn call_tool(
@@ -156,9 +176,10 @@ impl ServerHandler for Gateway {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let answer = if self.catalog.writes.contains(request.name.as_ref()) {
+        let catalog = &self.shared.catalog;
+        let answer = if catalog.writes.contains(request.name.as_ref()) {
             self.write(request, &context).await
-        } else if self.catalog.reads.contains(request.name.as_ref()) {
+        } else if catalog.reads.contains(request.name.as_ref()) {
             self.read(request).await
         } else {
             Err(ErrorData::invalid_params(

@@ -65,6 +65,10 @@
 //! Read tools and `global` write tools (whose key ignores the run) never
 //! need a run.
 //!
+//! [`Binding`] is these rules on their own, for a server of your own that
+//! serves tools beside a registry's (as `idem gateway` does) and binds its
+//! calls as this one does.
+//!
 //! A client that has its own key for an operation (an upstream
 //! `Idempotency-Key`, a workflow step id) sends it under
 //! [`OPERATION_KEY_META`]: the write is keyed on it, within the run and
@@ -87,16 +91,16 @@
 //! failure of the tool itself, an unreachable store (the write did not
 //! run).
 
+mod binding;
 mod caller;
 #[cfg(feature = "mcp-http")]
 mod streamable;
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
     InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
     ServerCapabilities, ServerConfig, Tool,
 };
@@ -104,7 +108,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
-use self::caller::Caller;
+pub use self::binding::{Binding, BoundCall};
 pub use self::caller::StatelessWrites;
 use crate::error::ToolError;
 use crate::key::ScopeKind;
@@ -138,34 +142,15 @@ pub struct McpServer<S> {
     /// The run-scoped write tools: those a call without a run refuses.
     run_scoped: Arc<HashSet<String>>,
     info: ServerConfig,
-    /// The run of calls that name none.
-    run_id: Arc<str>,
-    /// The tenant of calls no principal names.
-    tenant: Option<Arc<str>>,
-    /// What sessionless writes without a run id do.
-    stateless: StatelessWrites,
-    /// This handler serves an MCP session: it was initialized. Over HTTP,
-    /// rmcp gives each session a handler of its own and routes to it only
-    /// requests carrying the session's id, once it checked that it issued
-    /// it and that it is live; a request served statelessly gets a handler
-    /// that is never initialized, and the `Mcp-Session-Id` it carries was
-    /// never checked.
-    in_session: AtomicBool,
-    /// Names the caller of an HTTP request.
-    #[cfg(feature = "mcp-http")]
-    principal: Option<PrincipalHook>,
+    /// How calls are bound to runs and tenants.
+    binding: Binding,
 }
-
-/// What [`McpServer::with_principal`] installs.
-#[cfg(feature = "mcp-http")]
-type PrincipalHook = Arc<dyn Fn(&::http::request::Parts) -> Option<String> + Send + Sync>;
 
 impl<S> std::fmt::Debug for McpServer<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpServer")
             .field("tools", &self.tools.len())
-            .field("run_id", &self.run_id)
-            .field("tenant", &self.tenant)
+            .field("binding", &self.binding)
             .finish_non_exhaustive()
     }
 }
@@ -198,12 +183,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
             tools,
             run_scoped: Arc::new(run_scoped),
             info,
-            run_id: new_run_id(),
-            tenant: None,
-            stateless: StatelessWrites::default(),
-            in_session: AtomicBool::new(false),
-            #[cfg(feature = "mcp-http")]
-            principal: None,
+            binding: Binding::new(),
         }
     }
 }
@@ -228,7 +208,7 @@ impl<S: Send + Sync + 'static> McpServer<S> {
     /// [Runs and callers](self#runs-and-callers)): for a server that serves
     /// one customer, such as a stdio server started per customer.
     pub fn with_tenant(mut self, tenant: &str) -> Self {
-        self.tenant = Some(tenant.into());
+        self.binding = self.binding.with_tenant(tenant);
         self
     }
 
@@ -257,20 +237,20 @@ impl<S: Send + Sync + 'static> McpServer<S> {
         mut self,
         principal: impl Fn(&::http::request::Parts) -> Option<String> + Send + Sync + 'static,
     ) -> Self {
-        self.principal = Some(Arc::new(principal));
+        self.binding = self.binding.with_principal(principal);
         self
     }
 
     /// What a run-scoped write called over HTTP without a session or a run
     /// id does (default [`StatelessWrites::CallerScope`]).
     pub fn stateless_writes(mut self, policy: StatelessWrites) -> Self {
-        self.stateless = policy;
+        self.binding = self.binding.stateless_writes(policy);
         self
     }
 
     /// The run of calls that do not name one in their `_meta`.
     pub fn run_id(&self) -> &str {
-        &self.run_id
+        self.binding.run_id()
     }
 
     /// The registry served.
@@ -288,8 +268,8 @@ impl<S: Send + Sync + 'static> McpServer<S> {
         arguments: Option<serde_json::Map<String, Value>>,
         run_id: Option<&str>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut context = CallContext::run(run_id.unwrap_or(&self.run_id));
-        if let Some(tenant) = self.tenant.as_deref() {
+        let mut context = CallContext::run(run_id.unwrap_or(self.binding.run_id()));
+        if let Some(tenant) = self.binding.tenant() {
             context = context.tenant(tenant);
         }
         self.answer(name, arguments, context).await
@@ -337,20 +317,6 @@ fn tool_result(outcome: &Result<Value, ToolError>) -> Result<CallToolResult, Err
     })
 }
 
-/// A fresh run id for a handler: `mcp-` and a 128-bit id unique across
-/// processes, in hex.
-fn new_run_id() -> Arc<str> {
-    format!("mcp-{:032x}", crate::unique::unique_id()).into()
-}
-
-/// The non-empty string a request's `_meta` holds under `name`, if any.
-fn meta_str<'a>(meta: Option<&'a serde_json::Map<String, Value>>, name: &str) -> Option<&'a str> {
-    meta?
-        .get(name)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-}
-
 impl<S: Send + Sync + 'static> ServerHandler for McpServer<S> {
     fn get_info(&self) -> ServerConfig {
         self.info.clone()
@@ -362,7 +328,7 @@ impl<S: Send + Sync + 'static> ServerHandler for McpServer<S> {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
-        self.in_session.store(true, Ordering::Relaxed);
+        self.binding.initialized();
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
     }
@@ -384,72 +350,13 @@ impl<S: Send + Sync + 'static> ServerHandler for McpServer<S> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let meta = |name| {
-            meta_str(request.meta.as_ref().map(|m| &m.0.0), name)
-                .or_else(|| meta_str(Some(&context.meta.0.0), name))
+        let run_scoped = self.run_scoped.contains(request.name.as_ref());
+        let call = match self.binding.bind(&request, &context, run_scoped) {
+            Ok(call) => call,
+            Err(refused) => return Ok((*refused).into()),
         };
-        let named = meta(RUN_ID_META);
-        let operation_key = meta(OPERATION_KEY_META);
-        let caller = self.caller(&context);
-        let tenant = caller.tenant(self.tenant.as_deref());
-        let run = match caller.run(named, &self.run_id, self.stateless) {
-            Ok(run) => run,
-            Err(why) if self.run_scoped.contains(request.name.as_ref()) => {
-                let text = format!(
-                    "Error: `{}` changes things and {why}, so a repeat of it could not be \
-                     recognised; it did not run.",
-                    request.name
-                );
-                return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
-            }
-            // A read tool keeps no record, a global tool's key ignores the
-            // run: any run will do.
-            Err(_) => self.run_id.to_string(),
-        };
-        let mut call = CallContext::run(&run);
-        if let Some(tenant) = tenant.as_deref() {
-            call = call.tenant(tenant);
-        }
-        if let Some(key) = operation_key {
-            call = call.operation_key(key);
-        }
-        self.answer(&request.name, request.arguments, call)
+        self.answer(&request.name, request.arguments, call.context())
             .await
             .map(CallToolResponse::from)
-    }
-}
-
-impl<S> McpServer<S> {
-    /// What the request shows of its caller (see [`Caller`]).
-    fn caller(&self, context: &RequestContext<RoleServer>) -> Caller {
-        #[cfg(feature = "mcp-http")]
-        if let Some(request) = context.extensions.get::<::http::request::Parts>() {
-            return self.http_caller(request);
-        }
-        #[cfg(not(feature = "mcp-http"))]
-        let _ = context;
-        Caller::Connection
-    }
-
-    /// The caller of an HTTP request: its principal, as the hook names it,
-    /// and its MCP session, which only a session's own handler trusts
-    /// (rmcp checked that it issued the id and that the session is live).
-    #[cfg(feature = "mcp-http")]
-    fn http_caller(&self, request: &::http::request::Parts) -> Caller {
-        let session = request
-            .headers
-            .get("mcp-session-id")
-            .filter(|_| self.in_session.load(Ordering::Relaxed))
-            .and_then(|id| id.to_str().ok())
-            .filter(|id| !id.is_empty())
-            .map(|id| format!("mcp-session-{id}"));
-        match (
-            self.principal.as_ref().and_then(|hook| hook(request)),
-            session,
-        ) {
-            (Some(principal), session) => Caller::Principal { principal, session },
-            (None, Some(session)) => Caller::Session(session),
-            (None, None) => Caller::Anonymous,
-        }
     }
 }

@@ -2,12 +2,11 @@
 //! (feature `mcp-http`), a handler per MCP session.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-use super::{McpServer, new_run_id};
+use super::McpServer;
 
 impl<S: Send + Sync + 'static> McpServer<S> {
     /// This server as a streamable HTTP endpoint (feature `mcp-http`):
@@ -36,12 +35,7 @@ impl<S> McpServer<S> {
             tools: self.tools.clone(),
             run_scoped: self.run_scoped.clone(),
             info: self.info.clone(),
-            run_id: new_run_id(),
-            tenant: self.tenant.clone(),
-            stateless: self.stateless,
-            in_session: AtomicBool::new(false),
-            #[cfg(feature = "mcp-http")]
-            principal: self.principal.clone(),
+            binding: self.binding.new_session(),
         }
     }
 }
