@@ -562,3 +562,93 @@ async fn the_python_sdk_over_stdio_writes_once() {
     assert_eq!(unmarked_json(again), unmarked_json(first), "{report}");
     assert_eq!(report["count"], json!({"result": 1}), "{report}");
 }
+
+/// The official filesystem server, pinned, as npx runs it.
+const FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
+
+/// Whether npx can run the filesystem server, or reports why not.
+fn npx() -> bool {
+    let found = std::process::Command::new("npx")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        skip::unavailable(
+            "npx (Node.js 20 and npm)",
+            "Install Node.js and npm (apt-get install nodejs npm); the npm registry must be reachable.",
+        );
+    }
+    found
+}
+
+/// An rmcp client of `command` (an MCP server) over stdio.
+async fn stdio_client(command: Command) -> Client {
+    let transport = TokioChildProcess::new(command).expect("start the server");
+    ().serve(transport).await.expect("the server initializes")
+}
+
+/// `edit_file` replacing `a` with `aa` in `path`.
+fn edit(path: &Path) -> Value {
+    json!({"path": path, "edits": [{"oldText": "a", "newText": "aa"}]})
+}
+
+#[tokio::test]
+async fn in_front_of_the_official_filesystem_server_an_edit_and_a_move_happen_once() {
+    if !python_sdk() || !npx() {
+        return;
+    }
+    let dir = TempDir::new("gateway-fs");
+    let data = dir.0.join("data");
+    std::fs::create_dir_all(&data).expect("the data directory");
+    let (direct, through) = (data.join("direct.txt"), data.join("through.txt"));
+    for file in [&direct, &through, &data.join("from.txt")] {
+        std::fs::write(file, "a").expect("write a file");
+    }
+    let npx_server = ["-y", FILESYSTEM];
+
+    // Without the gateway, the repeated edit is applied twice.
+    let mut command = Command::new("npx");
+    command.args(npx_server).arg(&data);
+    let client = stdio_client(command).await;
+    for _ in 0..2 {
+        call(&client, None, "edit_file", edit(&direct)).await;
+    }
+    client.cancel().await.expect("shut down");
+    assert_eq!(std::fs::read_to_string(&direct).expect("read"), "aaa");
+
+    // Through it, once; and a move repeated succeeds twice, moving once.
+    let store = dir.0.join("records.sqlite").display().to_string();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_idem"));
+    command
+        .args(["gateway", "--store", &store, "--", "npx"])
+        .args(npx_server)
+        .arg(&data);
+    let client = stdio_client(command).await;
+    let first = call(&client, None, "edit_file", edit(&through)).await;
+    let again = call(&client, None, "edit_file", edit(&through)).await;
+    assert!(!replayed(&first) && replayed(&again));
+    assert_eq!(std::fs::read_to_string(&through).expect("read"), "aa");
+    let moved = json!({"source": data.join("from.txt"), "destination": data.join("to.txt")});
+    for time in 0..2 {
+        let result = call(&client, None, "move_file", moved.clone()).await;
+        assert_ne!(result.is_error, Some(true), "{result:?}");
+        assert_eq!(replayed(&result), time == 1);
+    }
+    assert!(!data.join("from.txt").exists() && data.join("to.txt").exists());
+    let read = call(&client, None, "read_text_file", json!({"path": through})).await;
+    assert_eq!(text(&read), "aa");
+    client.cancel().await.expect("shut down");
+
+    // Only the writes were recorded.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["stats", "--json", "--store", &store])
+        .output()
+        .expect("idem stats");
+    let stats: Value = serde_json::from_slice(&out.stdout).expect("stats");
+    let tools: BTreeSet<&str> = stats["tools"]
+        .as_object()
+        .map(|t| t.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    assert_eq!(tools, BTreeSet::from(["edit_file", "move_file"]), "{stats}");
+}
