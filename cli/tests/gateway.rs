@@ -27,6 +27,10 @@ use servers::TempDir;
 
 type Client = RunningService<RoleClient, ()>;
 
+/// How long a test waits for what must happen before it gives up: a bound
+/// on a hang, never a measure of speed.
+const PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// The upstream server's script.
 const LEDGER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/upstream/ledger.py");
 
@@ -382,9 +386,11 @@ async fn an_upstream_killed_mid_call_leaves_an_unknown_outcome_that_is_never_rer
     });
     // The upstream wrote its line, then its pid: kill it there.
     let pid_file = gateway.dir.join("ledger.txt.pid");
+    let started = std::time::Instant::now();
     let pid = loop {
         match std::fs::read_to_string(&pid_file) {
             Ok(pid) if !pid.is_empty() => break pid.parse::<u32>().expect("a pid"),
+            _ if started.elapsed() > PATIENCE => panic!("the upstream never wrote its pid"),
             _ => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
         }
     };
@@ -651,4 +657,55 @@ async fn in_front_of_the_official_filesystem_server_an_edit_and_a_move_happen_on
         .map(|t| t.keys().map(String::as_str).collect())
         .unwrap_or_default();
     assert_eq!(tools, BTreeSet::from(["edit_file", "move_file"]), "{stats}");
+}
+
+/// A client that counts the changes of the tool list it is told of.
+#[derive(Clone)]
+struct Listener(tokio::sync::mpsc::UnboundedSender<()>);
+
+impl rmcp::ClientHandler for Listener {
+    async fn on_tool_list_changed(&self, _: rmcp::service::NotificationContext<RoleClient>) {
+        let _ = self.0.send(());
+    }
+}
+
+#[tokio::test]
+async fn a_change_of_the_upstreams_tools_is_followed_and_told_to_the_client() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("gateway");
+    let gateway = Gateway {
+        dir: &dir.0,
+        store: dir.0.join("records.sqlite").display().to_string(),
+        extra: Vec::new(),
+    };
+    let mut command = Command::new(env!("CARGO_BIN_EXE_idem"));
+    command
+        .args([
+            "gateway",
+            "--store",
+            &gateway.store,
+            "--",
+            "python3",
+            LEDGER,
+        ])
+        .arg(gateway.ledger());
+    let (told, mut changes) = tokio::sync::mpsc::unbounded_channel();
+    let transport = TokioChildProcess::new(command).expect("start the gateway");
+    let client = Listener(told).serve(transport).await.expect("initialize");
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert!(!tools.iter().any(|t| t.name == "stamp"));
+
+    call(&client, None, "grow", json!({})).await;
+    let told = tokio::time::timeout(PATIENCE, changes.recv()).await;
+    told.expect("told of the change in time").expect("told");
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let stamp = serde_json::to_value(listed(&tools, "stamp")).expect("json");
+    assert_eq!(stamp["_meta"]["idem/contract"]["keyed"], json!(["entry"]));
+    let first = call(&client, None, "stamp", json!({"entry": "x"})).await;
+    let again = call(&client, None, "stamp", json!({"entry": "x"})).await;
+    assert!(!replayed(&first) && replayed(&again), "{again:?}");
+    assert_eq!(gateway.lines(), ["stamp x"]);
+    client.cancel().await.expect("shut down");
 }

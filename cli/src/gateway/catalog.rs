@@ -30,6 +30,8 @@ pub(crate) struct Catalog {
     pub(crate) registry: Registry<Arc<Upstream>>,
     /// The tools as clients see them.
     pub(crate) tools: Vec<Tool>,
+    /// The tools as the upstream listed them.
+    pub(crate) upstream_tools: Vec<Tool>,
     /// The names of the write tools.
     pub(crate) writes: HashSet<String>,
     /// The names of the write tools whose key holds the run.
@@ -90,6 +92,7 @@ impl Catalog {
         Ok(Catalog {
             registry,
             tools: served,
+            upstream_tools: tools.to_vec(),
             writes,
             run_scoped,
             reads,

@@ -85,12 +85,9 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
     let upstream = Arc::new(Upstream::new(args.upstream));
     let tools = upstream.tools().await?;
     let catalog = Catalog::build(&tools, &settings, upstream.clone())?;
-    let shared = Arc::new(Shared {
-        catalog: Arc::new(catalog),
-        info: Gateway::server_info(upstream.instructions().await),
-        upstream,
-        timeout: args.timeout,
-    });
+    let info = Gateway::server_info(upstream.instructions().await);
+    let shared = Arc::new(Shared::new(catalog, upstream, info, args.timeout));
+    tokio::spawn(follow(shared.clone(), settings));
     let mut binding = Binding::new();
     if let Some(tenant) = &args.tenant {
         binding = binding.with_tenant(tenant);
@@ -102,6 +99,32 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
     match args.http {
         Some(addr) => http::serve(gateway, &addr, args.token).await,
         None => stdio(gateway).await,
+    }
+}
+
+/// Follows the upstream's tools: whenever they may have changed, lists
+/// them again and, if they did, serves a catalog of the new list (a list
+/// the registry refuses leaves the old one served, and says why).
+async fn follow(shared: Arc<Shared>, settings: Settings) {
+    loop {
+        shared.upstream.changed().await;
+        let tools = match shared.upstream.tools().await {
+            Ok(tools) => tools,
+            Err(e) => {
+                tracing::warn!(error = %e, "the upstream's tools could not be listed again");
+                continue;
+            }
+        };
+        if tools == shared.catalog().upstream_tools {
+            continue;
+        }
+        match Catalog::build(&tools, &settings, shared.upstream.clone()) {
+            Ok(catalog) => {
+                tracing::info!(tools = tools.len(), "the upstream's tools changed");
+                shared.replace(catalog).await;
+            }
+            Err(e) => tracing::error!(error = %e, "the upstream's new tools are not served"),
+        }
     }
 }
 

@@ -7,7 +7,7 @@
 //! it is a replay.
 
 use std::cell::RefCell;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use idem::mcp::{Binding, REPLAYED_META};
@@ -15,11 +15,12 @@ use idem::{Answer, ToolError};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams, ResultType,
-    ServerCapabilities, ServerConfig, Tool,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
+use tokio::sync::watch;
 
 use super::catalog::Catalog;
 use super::proxy::{UNRECORDED, Unrecorded};
@@ -27,11 +28,62 @@ use super::upstream::{Failure, Upstream};
 
 /// What every connection's handler shares.
 pub(crate) struct Shared {
-    pub(crate) catalog: Arc<Catalog>,
+    /// What is served now: replaced when the upstream's tools change.
+    catalog: RwLock<Arc<Catalog>>,
+    /// Counts the catalogs served, for the clients that listen for a
+    /// change of the tool list (MCP 2026-07-28).
+    generation: watch::Sender<u64>,
+    /// The clients on an older protocol, told of a change unasked; those
+    /// gone are dropped at the next change.
+    peers: Mutex<Vec<Peer<RoleServer>>>,
     pub(crate) upstream: Arc<Upstream>,
     pub(crate) info: ServerConfig,
     /// How long the upstream has to answer a read.
     pub(crate) timeout: Duration,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        catalog: Catalog,
+        upstream: Arc<Upstream>,
+        info: ServerConfig,
+        timeout: Duration,
+    ) -> Shared {
+        Shared {
+            catalog: RwLock::new(Arc::new(catalog)),
+            generation: watch::Sender::new(0),
+            peers: Mutex::new(Vec::new()),
+            upstream,
+            info,
+            timeout,
+        }
+    }
+
+    /// What is served now.
+    pub(crate) fn catalog(&self) -> Arc<Catalog> {
+        self.catalog
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Serves `catalog` from now on, and tells the clients that the tool
+    /// list changed.
+    pub(crate) async fn replace(&self, catalog: Catalog) {
+        *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
+        self.generation.send_modify(|g| *g += 1);
+        let peers = std::mem::take(&mut *self.peers.lock().unwrap_or_else(PoisonError::into_inner));
+        let mut live = Vec::with_capacity(peers.len());
+        for peer in peers {
+            if peer.notify_tool_list_changed().await.is_ok() {
+                live.push(peer);
+            }
+        }
+        self.peers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(live);
+    }
 }
 
 /// The gateway, as one connection's MCP server.
@@ -44,11 +96,14 @@ pub(crate) struct Gateway {
 impl Gateway {
     /// What `initialize` answers: tools, and the upstream's instructions.
     pub(crate) fn server_info(instructions: Option<String>) -> ServerConfig {
-        let info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                "idem-gateway",
-                env!("CARGO_PKG_VERSION"),
-            ));
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        let info = ServerConfig::new(capabilities).with_server_info(Implementation::new(
+            "idem-gateway",
+            env!("CARGO_PKG_VERSION"),
+        ));
         match instructions {
             Some(instructions) => info.with_instructions(instructions),
             None => info,
@@ -87,7 +142,7 @@ impl Gateway {
         request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let catalog = &self.shared.catalog;
+        let catalog = self.shared.catalog();
         let run_scoped = catalog.run_scoped.contains(request.name.as_ref());
         let call = match self.binding.bind(&request, context, run_scoped) {
             Ok(call) => call,
@@ -153,6 +208,10 @@ impl ServerHandler for Gateway {
     ) -> Result<InitializeResult, ErrorData> {
         self.binding.initialized();
         context.peer.set_peer_info(request.clone());
+        let peers = &self.shared.peers;
+        let mut peers = peers.lock().unwrap_or_else(PoisonError::into_inner);
+        peers.push(context.peer.clone());
+        drop(peers);
         self.negotiate_initialize(&request)
     }
 
@@ -162,13 +221,41 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(
-            self.shared.catalog.tools.clone(),
+            self.shared.catalog().tools.clone(),
         ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        let tools = &self.shared.catalog.tools;
-        tools.iter().find(|t| t.name == name).cloned()
+        let catalog = self.shared.catalog();
+        catalog.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    /// A client may listen for changes of the tool list (MCP 2026-07-28).
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// Tells the subscriber of every change of the tool list, until it
+    /// cancels.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut generation = self.shared.generation.subscribe();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = generation.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    if let Err(e) = context.sink().notify_tool_list_changed().await {
+                        tracing::debug!(error = %e, "a client's subscription is gone");
+                        return Ok(());
+                    }
+                }
+            }
+        }
     }
 
     async fn call_tool(
@@ -176,7 +263,7 @@ impl ServerHandler for Gateway {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let catalog = &self.shared.catalog;
+        let catalog = self.shared.catalog();
         let answer = if catalog.writes.contains(request.name.as_ref()) {
             self.write(request, &context).await
         } else if catalog.reads.contains(request.name.as_ref()) {

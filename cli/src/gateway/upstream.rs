@@ -1,26 +1,43 @@
 //! The gateway's MCP client to its upstream server: a child process it
 //! starts and talks to over stdio, started again when it has died (at the
-//! next call or listing), and what became of each call sent to it, told
-//! apart by whether the call may have run.
+//! next call or listing); what became of each call sent to it, told apart
+//! by whether the call may have run; and a signal when its tools may have
+//! changed (it said so, or it was started again).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorData, Tool};
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorData, SubscriptionFilter, Tool};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ServiceError, ServiceExt};
+use rmcp::{ClientHandler, ServiceError, ServiceExt};
 use tokio::process::Command;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Notify};
 
 /// One running connection to the upstream.
-type Connection = RunningService<RoleClient, ()>;
+type Connection = RunningService<RoleClient, Watcher>;
 
 /// The upstream server, started on demand.
 pub(crate) struct Upstream {
     /// The program and its arguments.
     command: Vec<String>,
     current: Mutex<Option<Arc<Connection>>>,
+    /// Told when the upstream's tools may have changed.
+    changed: Arc<Notify>,
+}
+
+/// The gateway as the upstream's client: it listens for a change of the
+/// upstream's tools (sent outside a subscription, as servers on protocols
+/// before 2026-07-28 do).
+#[derive(Clone)]
+struct Watcher {
+    changed: Arc<Notify>,
+}
+
+impl ClientHandler for Watcher {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changed.notify_one();
+    }
 }
 
 /// Why a call got no result from the upstream.
@@ -58,7 +75,15 @@ impl Upstream {
         Upstream {
             command,
             current: Mutex::new(None),
+            changed: Arc::new(Notify::new()),
         }
+    }
+
+    /// Told (once for any number of changes until it is awaited) when the
+    /// upstream's tools may have changed: it said so, or it was started
+    /// again.
+    pub(crate) async fn changed(&self) {
+        self.changed.notified().await;
     }
 
     /// The upstream's tools, all pages.
@@ -99,12 +124,37 @@ impl Upstream {
         if let Some(live) = current.as_ref().filter(|c| !c.is_transport_closed()) {
             return Ok(live.clone());
         }
-        if current.take().is_some() {
+        let again = current.take().is_some();
+        if again {
             tracing::warn!(command = ?self.command, "the upstream server has gone; starting it again");
         }
         let started = Arc::new(self.start().await?);
         *current = Some(started.clone());
+        self.listen(&started).await;
+        if again {
+            self.changed.notify_one();
+        }
         Ok(started)
+    }
+
+    /// Subscribes to the upstream's tool list changes, on MCP 2026-07-28;
+    /// an upstream on an older protocol sends them unasked, and one that
+    /// never changes its tools refuses (nothing to follow then).
+    async fn listen(&self, connection: &Connection) {
+        let filter = SubscriptionFilter::builder().tools_list_changed().build();
+        let mut subscription = match connection.listen(filter).await {
+            Ok(subscription) => subscription,
+            Err(e) => {
+                tracing::debug!(error = %e, "the upstream offers no subscription to its tool list");
+                return;
+            }
+        };
+        let changed = self.changed.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(_)) = subscription.next().await {
+                changed.notify_one();
+            }
+        });
     }
 
     /// Starts the upstream and initializes an MCP session with it.
@@ -117,7 +167,11 @@ impl Upstream {
         command.args(args);
         let transport = TokioChildProcess::new(command)
             .map_err(|e| format!("cannot start the upstream server `{program}`: {e}"))?;
-        ().serve(transport)
+        let watcher = Watcher {
+            changed: self.changed.clone(),
+        };
+        watcher
+            .serve(transport)
             .await
             .map_err(|e| format!("the upstream server `{program}` did not initialize: {e}"))
     }

@@ -4,14 +4,15 @@ how many times a write ran.
 
 Usage: python3 ledger.py LEDGER [--http PORT]. The ledger is a text file,
 one line per write; `append_then_hang` writes this process's pid to
-LEDGER.pid after its line, then waits until it is killed.
+LEDGER.pid after its line, then waits until it is killed; `grow` adds the
+write tool `stamp` and notifies a change of the tool list.
 """
 
 import os
 import sys
 import time
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel
@@ -62,6 +63,23 @@ def append_then_hang(entry: str) -> str:
         f.write(str(os.getpid()))
     while True:
         time.sleep(1)
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Add the tool `stamp`, and tell the clients that listen."""
+
+    def stamp(entry: str) -> str:
+        """Stamp an entry into the ledger."""
+        write(f"stamp {entry}")
+        return "stamped"
+
+    server.add_tool(stamp)
+    # To the clients that subscribed (MCP 2026-07-28), and to this session,
+    # on an older protocol.
+    await ctx.notify_tools_changed()
+    await ctx.session.send_tool_list_changed()
+    return "grown"
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
