@@ -299,6 +299,9 @@ async fn concurrent_duplicates_run_once_and_the_key_is_a_rust_tools() {
         )
         .expect("identify")
         .expect("a write");
+    // The vector docs/spec.md publishes ("Tools known at run time").
+    let vector = "idem:15212620d746e1fde1f15c17e43de84e2a20279b2884788e72e02556c187c6ef";
+    assert_eq!(key.as_str(), vector);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
         .args(["show", "--json", "--store", &gateway.store, key.as_str()])
         .output()

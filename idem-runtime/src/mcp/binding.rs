@@ -13,9 +13,19 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
 use rmcp::service::RequestContext;
 use serde_json::Value;
 
-use super::caller::Caller;
-use super::{OPERATION_KEY_META, RUN_ID_META, StatelessWrites};
+use super::caller::{Caller, StatelessWrites};
 use crate::registry::CallContext;
+
+/// The `_meta` key under which a client may name the run a call belongs
+/// to: `{"_meta": {"idem/run_id": "run-42"}}`.
+pub const RUN_ID_META: &str = "idem/run_id";
+
+/// The `_meta` member of a `tools/call` request that carries an operation
+/// key its client chose (an upstream `Idempotency-Key`, a workflow step
+/// id): a write tool is then keyed on it rather than on its arguments, as
+/// with [`CallContext::operation_key`]:
+/// `{"_meta": {"idem/operation_key": "order-42-refund"}}`.
+pub const OPERATION_KEY_META: &str = "idem/operation_key";
 
 /// What [`Binding::with_principal`] installs.
 #[cfg(feature = "mcp-http")]

@@ -108,7 +108,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
-pub use self::binding::{Binding, BoundCall};
+pub use self::binding::{Binding, BoundCall, OPERATION_KEY_META, RUN_ID_META};
 pub use self::caller::StatelessWrites;
 use crate::error::ToolError;
 use crate::key::ScopeKind;
@@ -117,17 +117,6 @@ use crate::registry::{CallContext, Registry};
 /// The MCP SDK this module is built on, for its transports and
 /// `ServiceExt::serve`, at the version this crate uses.
 pub use rmcp;
-
-/// The `_meta` key under which a client may name the run a call belongs
-/// to: `{"_meta": {"idem/run_id": "run-42"}}`.
-pub const RUN_ID_META: &str = "idem/run_id";
-
-/// The `_meta` member of a `tools/call` request that carries an operation
-/// key its client chose (an upstream `Idempotency-Key`, a workflow step
-/// id): a write tool is then keyed on it rather than on its arguments, as
-/// with [`CallContext::operation_key`]:
-/// `{"_meta": {"idem/operation_key": "order-42-refund"}}`.
-pub const OPERATION_KEY_META: &str = "idem/operation_key";
 
 /// The `_meta` member of a `tools/call` result that is `true` when the
 /// result is the one an earlier call of the same operation recorded,
