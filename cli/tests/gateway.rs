@@ -501,7 +501,8 @@ async fn over_http_a_principal_resumes_its_run_from_another_session_and_python_w
         store: dir.0.join("records.sqlite").display().to_string(),
         extra: Vec::new(),
     };
-    let mut server = HttpGateway::start(&gateway, &["--token", "alice=secret"]).await;
+    let flags = ["--token", "alice=secret", "--note-replays"];
+    let mut server = HttpGateway::start(&gateway, &flags).await;
     assert!(
         server.client("wrong").await.is_err(),
         "an unknown token is refused"
@@ -514,7 +515,14 @@ async fn over_http_a_principal_resumes_its_run_from_another_session_and_python_w
     let second_session = server.client("secret").await.expect("another session");
     let again = call(&second_session, Some("run-9"), "append", args.clone()).await;
     assert!(!replayed(&first) && replayed(&again), "{again:?}");
-    assert_eq!(unmarked(&again), unmarked(&first));
+    // With --note-replays, the replay ends with a text the model reads.
+    let note = again
+        .content
+        .last()
+        .and_then(|c| c.as_text())
+        .expect("a note");
+    assert!(note.text.contains("was not done again"), "{}", note.text);
+    assert_eq!(again.content[..first.content.len()], first.content[..]);
     // Without a run id, each session is a run of its own.
     let own = call(&second_session, None, "append", args).await;
     assert!(!replayed(&own));
@@ -536,6 +544,25 @@ async fn over_http_a_principal_resumes_its_run_from_another_session_and_python_w
     assert_eq!(report["protocol"], "2026-07-28", "{report}");
     assert_eq!(report["again"]["_meta"]["idem/replayed"], true, "{report}");
     assert_eq!(report["count"], json!({"result": 3}), "{report}");
+
+    // A client on 2026-07-28 listens for a change of the tools.
+    let out = Command::new("python3")
+        .args([CLIENT, "listen", &server.url, "secret"])
+        .output()
+        .await
+        .expect("run the Python client");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("the client's report");
+    assert_eq!(report["told"], "ToolsListChanged", "{report}");
+    assert!(
+        report["tools"]
+            .as_array()
+            .is_some_and(|t| t.contains(&json!("stamp")))
+    );
     server.child.kill().await.expect("stop the gateway");
 }
 

@@ -63,6 +63,12 @@ pub(crate) struct GatewayArgs {
     /// instead of scoping them to their caller.
     #[arg(long, requires = "http")]
     refuse_stateless_writes: bool,
+    /// End every replayed result with a short text saying that it is one,
+    /// for clients that show the model only a result's content (the mark
+    /// in `_meta` is always there; without this the content is the
+    /// upstream's, byte for byte).
+    #[arg(long)]
+    note_replays: bool,
     /// The upstream MCP server: its command and arguments, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     upstream: Vec<String>,
@@ -86,7 +92,9 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
     let tools = upstream.tools().await?;
     let catalog = Catalog::build(&tools, &settings, upstream.clone())?;
     let info = Gateway::server_info(upstream.instructions().await);
-    let shared = Arc::new(Shared::new(catalog, upstream, info, args.timeout));
+    let mut shared = Shared::new(catalog, upstream, info, args.timeout);
+    shared.note_replays = args.note_replays;
+    let shared = Arc::new(shared);
     tokio::spawn(follow(shared.clone(), settings));
     let mut binding = Binding::new();
     if let Some(tenant) = &args.tenant {

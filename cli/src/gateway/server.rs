@@ -40,6 +40,8 @@ pub(crate) struct Shared {
     pub(crate) info: ServerConfig,
     /// How long the upstream has to answer a read.
     pub(crate) timeout: Duration,
+    /// Replayed results end with a text saying so (`--note-replays`).
+    pub(crate) note_replays: bool,
 }
 
 impl Shared {
@@ -56,6 +58,7 @@ impl Shared {
             upstream,
             info,
             timeout,
+            note_replays: false,
         }
     }
 
@@ -156,8 +159,22 @@ impl Gateway {
                 (answer, UNRECORDED.with(|slot| slot.borrow_mut().take()))
             })
             .await;
-        answered(answer, unrecorded)
+        let mut result = answered(answer, unrecorded)?;
+        if self.shared.note_replays && is_replay(&result) {
+            result.content.push(ContentBlock::text(REPLAY_NOTE));
+        }
+        Ok(result)
     }
+}
+
+/// What `--note-replays` adds to a replayed result, for the model.
+const REPLAY_NOTE: &str = "(This is the recorded result of an identical earlier call: the \
+                           operation was done once and was not done again.)";
+
+/// Whether `result` is marked as a replay.
+fn is_replay(result: &CallToolResult) -> bool {
+    let mark = result.meta.as_ref().and_then(|m| m.0.get(REPLAYED_META));
+    mark == Some(&Value::Bool(true))
 }
 
 /// The client's answer to a write: the upstream's result as it came

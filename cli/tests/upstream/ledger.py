@@ -49,6 +49,17 @@ def append(entry: str, amount: int = 0, tags: set[str] = frozenset()) -> Receipt
     return Receipt(line=len(lines()), entry=entry)
 
 
+NOTES = []
+
+
+@server.tool()
+def note(text: str) -> str:
+    """Keep a note in memory: a write that costs next to nothing, for the
+    gateway's overhead benchmark."""
+    NOTES.append(text)
+    return f"note {len(NOTES)}"
+
+
 @server.tool()
 def refuse(entry: str) -> str:
     """Refuse the entry: an error result, nothing written."""
