@@ -739,3 +739,47 @@ async fn a_change_of_the_upstreams_tools_is_followed_and_told_to_the_client() {
     assert_eq!(gateway.lines(), ["stamp x"]);
     client.cancel().await.expect("shut down");
 }
+
+#[test]
+fn a_gateway_that_cannot_serve_says_why_and_exits() {
+    let dir = TempDir::new("gateway");
+    let store = dir.0.join("records.sqlite").display().to_string();
+    let config = dir.0.join("gateway.toml");
+    let gateway = |extra: &[&str], upstream: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+            .args(["gateway", "--store", &store])
+            .args(extra)
+            .arg("--")
+            .args(upstream)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run the gateway");
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let missing = gateway(&[], &["/nonexistent/server"]);
+    assert!(
+        missing.contains("cannot start the upstream server `/nonexistent/server`"),
+        "{missing}"
+    );
+    // An upstream that never answers `initialize` is given --timeout.
+    let hung = gateway(&["--timeout", "1s"], &["sleep", "600"]);
+    assert!(
+        hung.contains("`sleep` did not initialize within 1s"),
+        "{hung}"
+    );
+    let gone = gateway(&[], &["true"]);
+    assert!(gone.contains("`true` did not initialize"), "{gone}");
+    if !python_sdk() {
+        return;
+    }
+    // Settings the upstream's tools do not fit are refused, named.
+    let ledger = dir.0.join("ledger.txt").display().to_string();
+    std::fs::write(&config, "[tools.append]\nkey = [\"amont\"]\n").expect("write");
+    let config = config.display().to_string();
+    let refused = gateway(&["--config", &config], &["python3", LEDGER, &ledger]);
+    assert!(
+        refused.contains("`append`") && refused.contains("`amont`"),
+        "{refused}"
+    );
+}

@@ -223,3 +223,46 @@ fn scope_name(scope: ScopeKind) -> &'static str {
         _ => "run",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(annotations: Value) -> Tool {
+        serde_json::from_value(json!({
+            "name": "charge",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"order_id": {}, "amount": {}, "note": {}},
+            },
+            "annotations": annotations,
+        }))
+        .expect("a tool")
+    }
+
+    #[test]
+    fn only_a_read_only_hint_makes_a_read_and_the_contract_states_the_roles() {
+        assert_eq!(Hints::of(&tool(json!({}))).kind, Kind::Write);
+        let hint = json!({"readOnlyHint": true});
+        assert_eq!(Hints::of(&tool(hint)).kind, Kind::Read);
+        let modest = Hints::of(&tool(json!({"destructiveHint": false})));
+        assert!(!modest.destructive && modest.open_world);
+
+        let config: Config = toml::from_str(
+            "[tools.charge]\nscope = \"global\"\nkey = [\"order_id\"]\nignore = [\"note\"]\nttl = \"1h\"\n",
+        )
+        .expect("config");
+        let listed = listed(&tool(json!({"title": "Charge"})), &config.tool("charge"));
+        let listed = serde_json::to_value(listed.expect("listed")).expect("json");
+        assert_eq!(
+            listed["annotations"],
+            json!({"title": "Charge", "readOnlyHint": false, "idempotentHint": true})
+        );
+        let contract = &listed["_meta"][CONTRACT_META];
+        assert_eq!(contract["scope"], "global");
+        assert_eq!(contract["keyed"], json!(["order_id"]));
+        assert_eq!(contract["checked"], json!(["amount"]));
+        assert_eq!(contract["ignored"], json!(["note"]));
+        assert_eq!(contract["replay_window_secs"], 3600);
+    }
+}

@@ -48,7 +48,8 @@ pub(crate) struct GatewayArgs {
     #[arg(long)]
     namespace: Option<String>,
     /// How long the upstream has to answer a call (500ms, 30s, 10m, ..);
-    /// past it, a write's outcome is uncertain.
+    /// past it, a write's outcome is uncertain. Also how long it has to
+    /// start.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     timeout: Duration,
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio.
@@ -88,7 +89,7 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
         namespace: args.namespace,
         timeout: args.timeout,
     };
-    let upstream = Arc::new(Upstream::new(args.upstream));
+    let upstream = Arc::new(Upstream::new(args.upstream, args.timeout));
     let tools = upstream.tools().await?;
     let catalog = Catalog::build(&tools, &settings, upstream.clone())?;
     let info = Gateway::server_info(upstream.instructions().await);

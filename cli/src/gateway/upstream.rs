@@ -21,6 +21,9 @@ type Connection = RunningService<RoleClient, Watcher>;
 pub(crate) struct Upstream {
     /// The program and its arguments.
     command: Vec<String>,
+    /// How long it has to start and initialize, or to acknowledge a
+    /// subscription.
+    patience: Duration,
     current: Mutex<Option<Arc<Connection>>>,
     /// Told when the upstream's tools may have changed.
     changed: Arc<Notify>,
@@ -70,10 +73,11 @@ impl std::fmt::Display for Failure {
 
 impl Upstream {
     /// The upstream started as `command` (a program and its arguments),
-    /// once it is first needed.
-    pub(crate) fn new(command: Vec<String>) -> Upstream {
+    /// once it is first needed, given `patience` to start and initialize.
+    pub(crate) fn new(command: Vec<String>, patience: Duration) -> Upstream {
         Upstream {
             command,
+            patience,
             current: Mutex::new(None),
             changed: Arc::new(Notify::new()),
         }
@@ -142,9 +146,14 @@ impl Upstream {
     /// never changes its tools refuses (nothing to follow then).
     async fn listen(&self, connection: &Connection) {
         let filter = SubscriptionFilter::builder().tools_list_changed().build();
-        let mut subscription = match connection.listen(filter).await {
-            Ok(subscription) => subscription,
-            Err(e) => {
+        let listening = tokio::time::timeout(self.patience, connection.listen(filter));
+        let mut subscription = match listening.await {
+            Ok(Ok(subscription)) => subscription,
+            Err(_) => {
+                tracing::warn!("the upstream did not acknowledge a subscription to its tool list");
+                return;
+            }
+            Ok(Err(e)) => {
                 tracing::debug!(error = %e, "the upstream offers no subscription to its tool list");
                 return;
             }
@@ -164,15 +173,24 @@ impl Upstream {
             .split_first()
             .ok_or("no upstream command was given")?;
         let mut command = Command::new(program);
-        command.args(args);
+        // Killed with its connection, whether the gateway drops it (a
+        // timeout, a restart) or exits.
+        command.args(args).kill_on_drop(true);
         let transport = TokioChildProcess::new(command)
             .map_err(|e| format!("cannot start the upstream server `{program}`: {e}"))?;
         let watcher = Watcher {
             changed: self.changed.clone(),
         };
-        watcher
-            .serve(transport)
-            .await
-            .map_err(|e| format!("the upstream server `{program}` did not initialize: {e}"))
+        match tokio::time::timeout(self.patience, watcher.serve(transport)).await {
+            Ok(Ok(connection)) => Ok(connection),
+            Ok(Err(e)) => Err(format!(
+                "the upstream server `{program}` did not initialize: {e}"
+            )),
+            // The transport is dropped with the future: the child is killed.
+            Err(_) => Err(format!(
+                "the upstream server `{program}` did not initialize within {:?}",
+                self.patience
+            )),
+        }
     }
 }
