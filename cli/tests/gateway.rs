@@ -377,28 +377,7 @@ async fn an_upstream_killed_mid_call_leaves_an_unknown_outcome_that_is_never_rer
     }
     .configured("[tools.append_then_hang]\non_uncertain = \"refuse\"\n");
     let client = gateway.start().await;
-    let peer = client.peer().clone();
-    let hung = tokio::spawn(async move {
-        call(
-            &peer,
-            Some("run-1"),
-            "append_then_hang",
-            json!({"entry": "h"}),
-        )
-        .await
-    });
-    // The upstream wrote its line, then its pid: kill it there.
-    let pid_file = gateway.dir.join("ledger.txt.pid");
-    let started = std::time::Instant::now();
-    let pid = loop {
-        match std::fs::read_to_string(&pid_file) {
-            Ok(pid) if !pid.is_empty() => break pid.parse::<u32>().expect("a pid"),
-            _ if started.elapsed() > PATIENCE => panic!("the upstream never wrote its pid"),
-            _ => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
-        }
-    };
-    kill(pid);
-    let lost = hung.await.expect("the call answers");
+    let lost = killed_mid_call(&gateway, &client).await;
     assert_eq!(lost.is_error, Some(true));
     assert!(text(&lost).contains("not known whether"), "{}", text(&lost));
 
@@ -424,6 +403,51 @@ async fn an_upstream_killed_mid_call_leaves_an_unknown_outcome_that_is_never_rer
     let pending = String::from_utf8_lossy(&out.stdout);
     assert_eq!(pending.lines().count(), 1, "{pending}");
     assert!(pending.contains("append_then_hang"), "{pending}");
+}
+
+#[tokio::test]
+async fn an_upstream_killed_mid_call_runs_again_under_the_default_policy() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("gateway");
+    let gateway = Gateway {
+        dir: &dir.0,
+        store: dir.0.join("records.sqlite").display().to_string(),
+        extra: Vec::new(),
+    };
+    let client = gateway.start().await;
+    // `on_uncertain = "rerun"`: the lost call is released, and its
+    // duplicate runs it again, with the same key: two lines.
+    let lost = killed_mid_call(&gateway, &client).await;
+    assert!(text(&lost).contains("gave no answer"), "{}", text(&lost));
+    killed_mid_call(&gateway, &client).await;
+    assert_eq!(gateway.lines(), ["h", "h"]);
+    client.cancel().await.expect("shut down");
+}
+
+/// Calls `append_then_hang` in run `run-1` and, once the upstream has
+/// written its line and its pid, kills it (SIGKILL): the call's answer.
+async fn killed_mid_call(gateway: &Gateway<'_>, client: &Client) -> CallToolResult {
+    let peer = client.peer().clone();
+    let hung = tokio::spawn(async move {
+        let args = json!({"entry": "h"});
+        call(&peer, Some("run-1"), "append_then_hang", args).await
+    });
+    let pid_file = gateway.dir.join("ledger.txt.pid");
+    let started = std::time::Instant::now();
+    let pid = loop {
+        match std::fs::read_to_string(&pid_file) {
+            Ok(pid) if !pid.is_empty() => break pid.parse::<u32>().expect("a pid"),
+            _ if started.elapsed() > PATIENCE => panic!("the upstream never wrote its pid"),
+            _ => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+        }
+    };
+    std::fs::remove_file(&pid_file).expect("remove the pid file");
+    kill(pid);
+    let lost = hung.await.expect("the call answers");
+    assert_eq!(lost.is_error, Some(true));
+    lost
 }
 
 /// SIGKILL to `pid`.
