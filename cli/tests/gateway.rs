@@ -554,33 +554,13 @@ async fn over_http_a_principal_resumes_its_run_from_another_session_and_python_w
 
     // The Python SDK in its default mode: no session, no run id; its
     // caller, alice, is the scope, and its repeat is replayed.
-    let out = Command::new("python3")
-        .args([CLIENT, "http", &server.url, "secret"])
-        .output()
-        .await
-        .expect("run the Python client");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).expect("the client's report");
+    let report = python_client(&["http", &server.url, "secret"], &[]).await;
     assert_eq!(report["protocol"], "2026-07-28", "{report}");
     assert_eq!(report["again"]["_meta"]["idem/replayed"], true, "{report}");
     assert_eq!(report["count"], json!({"result": 3}), "{report}");
 
     // A client on 2026-07-28 listens for a change of the tools.
-    let out = Command::new("python3")
-        .args([CLIENT, "listen", &server.url, "secret"])
-        .output()
-        .await
-        .expect("run the Python client");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).expect("the client's report");
+    let report = python_client(&["listen", &server.url, "secret"], &[]).await;
     assert_eq!(report["told"], "ToolsListChanged", "{report}");
     assert!(
         report["tools"]
@@ -592,6 +572,20 @@ async fn over_http_a_principal_resumes_its_run_from_another_session_and_python_w
 
 /// The Python client's script.
 const CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/upstream/client.py");
+
+/// Runs the Python client with `args` and then `more`: its JSON report.
+async fn python_client(args: &[&str], more: &[&str]) -> Value {
+    let out = Command::new("python3")
+        .arg(CLIENT)
+        .args(args)
+        .args(more)
+        .output()
+        .await
+        .expect("run the Python client");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the Python client failed: {stderr}");
+    serde_json::from_slice(&out.stdout).expect("the client's report")
+}
 
 #[tokio::test]
 async fn the_python_sdk_over_stdio_writes_once() {
@@ -605,18 +599,7 @@ async fn the_python_sdk_over_stdio_writes_once() {
     let gateway = [
         idem, "gateway", "--store", &store, "--", "python3", LEDGER, &ledger,
     ];
-    let out = Command::new("python3")
-        .args([CLIENT, "stdio"])
-        .args(gateway)
-        .output()
-        .await
-        .expect("run the Python client");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).expect("the client's report");
+    let report = python_client(&["stdio"], &gateway).await;
     assert_eq!(report["again"]["_meta"]["idem/replayed"], true, "{report}");
     let (first, again) = (report["first"].clone(), report["again"].clone());
     assert_eq!(unmarked_json(again), unmarked_json(first), "{report}");
