@@ -790,3 +790,61 @@ fn a_gateway_that_cannot_serve_says_why_and_exits() {
         "{refused}"
     );
 }
+
+/// `ledger.py` serving streamable HTTP on `port`, killed on drop.
+struct HttpUpstream(tokio::process::Child);
+
+impl HttpUpstream {
+    async fn start(ledger: &Path, port: u16) -> HttpUpstream {
+        let child = Command::new("python3")
+            .arg(LEDGER)
+            .arg(ledger)
+            .args(["--http", &port.to_string()])
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the upstream");
+        let started = std::time::Instant::now();
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            assert!(started.elapsed() < PATIENCE, "the upstream never listened");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        HttpUpstream(child)
+    }
+}
+
+#[tokio::test]
+async fn an_upstream_at_a_url_is_served_and_connected_again_after_a_restart() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("gateway");
+    let port = servers::free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let gateway = Gateway {
+        dir: &dir.0,
+        store: dir.0.join("records.sqlite").display().to_string(),
+        extra: Vec::new(),
+    };
+    let mut upstream = HttpUpstream::start(&gateway.ledger(), port).await;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_idem"));
+    command.args(["gateway", "--store", &gateway.store, "--upstream-url", &url]);
+    let client = stdio_client(command).await;
+    let first = call(&client, None, "append", json!({"entry": "u"})).await;
+    let again = call(&client, None, "append", json!({"entry": "u"})).await;
+    assert!(!replayed(&first) && replayed(&again), "{again:?}");
+
+    // The upstream restarts (its sessions with it): the gateway connects
+    // again; the recorded write is still replayed, a new one runs.
+    upstream.0.kill().await.expect("kill the upstream");
+    let _upstream = HttpUpstream::start(&gateway.ledger(), port).await;
+    let next = call(&client, None, "append", json!({"entry": "v"})).await;
+    assert!(!replayed(&next) && next.is_error != Some(true), "{next:?}");
+    let replay = call(&client, None, "append", json!({"entry": "u"})).await;
+    assert!(replayed(&replay));
+    assert_eq!(gateway.lines(), ["u 0", "v 0"]);
+    client.cancel().await.expect("shut down");
+}

@@ -1,6 +1,6 @@
 //! `idem gateway`: idem in front of any MCP server. To its clients it is
-//! an MCP server, on stdio or streamable HTTP; to the upstream server, a
-//! child process it starts, an MCP client. Read tools (the upstream says
+//! an MCP server, on stdio or streamable HTTP; to the upstream server (a
+//! child process it starts, or a URL), an MCP client. Read tools (the upstream says
 //! `readOnlyHint`) pass through; every other tool is a write, claimed in
 //! the store before it is called upstream, its result recorded and
 //! replayed to duplicates (docs/gateway.md).
@@ -28,7 +28,7 @@ use rmcp::ServiceExt;
 use self::catalog::{Catalog, Settings};
 use self::config::{Config, parse_duration};
 use self::server::{Gateway, Shared};
-use self::upstream::Upstream;
+use self::upstream::{Source, Upstream};
 use crate::store::StoreUrl;
 
 /// What `idem gateway` is given.
@@ -70,8 +70,17 @@ pub(crate) struct GatewayArgs {
     /// upstream's, byte for byte).
     #[arg(long)]
     note_replays: bool,
-    /// The upstream MCP server: its command and arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    /// The upstream MCP server, if it serves streamable HTTP: its URL
+    /// (`http://host:port/mcp`).
+    #[arg(long, value_name = "URL", conflicts_with = "upstream")]
+    upstream_url: Option<String>,
+    /// The upstream MCP server, started as a child process: its command
+    /// and arguments, after `--`.
+    #[arg(
+        last = true,
+        required_unless_present = "upstream_url",
+        value_name = "COMMAND"
+    )]
     upstream: Vec<String>,
 }
 
@@ -89,7 +98,11 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
         namespace: args.namespace,
         timeout: args.timeout,
     };
-    let upstream = Arc::new(Upstream::new(args.upstream, args.timeout));
+    let source = match args.upstream_url {
+        Some(url) => Source::Url(url),
+        None => Source::Command(args.upstream),
+    };
+    let upstream = Arc::new(Upstream::new(source, args.timeout));
     let tools = upstream.tools().await?;
     let catalog = Catalog::build(&tools, &settings, upstream.clone())?;
     let info = Gateway::server_info(upstream.instructions().await);

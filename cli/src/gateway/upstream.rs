@@ -1,15 +1,16 @@
 //! The gateway's MCP client to its upstream server: a child process it
-//! starts and talks to over stdio, started again when it has died (at the
-//! next call or listing); what became of each call sent to it, told apart
-//! by whether the call may have run; and a signal when its tools may have
-//! changed (it said so, or it was started again).
+//! starts and talks to over stdio, or a streamable HTTP endpoint, connected
+//! again when the connection has gone (at the next call or listing); what
+//! became of each call sent to it, told apart by whether the call may have
+//! run; and a signal when its tools may have changed (it said so, or it
+//! was connected again).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorData, SubscriptionFilter, Tool};
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceError, ServiceExt};
 use tokio::process::Command;
 use tokio::sync::{Mutex, Notify};
@@ -17,10 +18,24 @@ use tokio::sync::{Mutex, Notify};
 /// One running connection to the upstream.
 type Connection = RunningService<RoleClient, Watcher>;
 
-/// The upstream server, started on demand.
+/// A connection being made: starting the upstream, initializing.
+type Serving = std::pin::Pin<
+    Box<dyn Future<Output = Result<Connection, rmcp::service::ClientInitializeError>> + Send>,
+>;
+
+/// Where the upstream server is.
+#[derive(Debug, Clone)]
+pub(crate) enum Source {
+    /// A program and its arguments, started as a child process, spoken to
+    /// over its stdio.
+    Command(Vec<String>),
+    /// A streamable HTTP endpoint.
+    Url(String),
+}
+
+/// The upstream server, connected to on demand.
 pub(crate) struct Upstream {
-    /// The program and its arguments.
-    command: Vec<String>,
+    source: Source,
     /// How long it has to start and initialize, or to acknowledge a
     /// subscription.
     patience: Duration,
@@ -72,11 +87,11 @@ impl std::fmt::Display for Failure {
 }
 
 impl Upstream {
-    /// The upstream started as `command` (a program and its arguments),
-    /// once it is first needed, given `patience` to start and initialize.
-    pub(crate) fn new(command: Vec<String>, patience: Duration) -> Upstream {
+    /// The upstream at `source`, connected to once it is first needed,
+    /// given `patience` to start and initialize.
+    pub(crate) fn new(source: Source, patience: Duration) -> Upstream {
         Upstream {
-            command,
+            source,
             patience,
             current: Mutex::new(None),
             changed: Arc::new(Notify::new()),
@@ -112,12 +127,32 @@ impl Upstream {
         timeout: Duration,
     ) -> Result<CallToolResult, Failure> {
         let connection = self.connection().await.map_err(Failure::NotSent)?;
-        match tokio::time::timeout(timeout, connection.call_tool(params)).await {
-            Err(_) => Err(Failure::Lost(format!("no answer within {timeout:?}"))),
-            Ok(Ok(result)) => Ok(result),
-            Ok(Err(ServiceError::McpError(e))) => Err(Failure::Refused(e)),
-            Ok(Err(ServiceError::TransportSend(e))) => Err(Failure::NotSent(e.to_string())),
-            Ok(Err(e)) => Err(Failure::Lost(e.to_string())),
+        let failure = match tokio::time::timeout(timeout, connection.call_tool(params)).await {
+            Ok(Ok(result)) => return Ok(result),
+            Ok(Err(ServiceError::McpError(e))) => return Err(Failure::Refused(e)),
+            Err(_) => Failure::Lost(format!("no answer within {timeout:?}")),
+            // A request that could not be written to a child's stdin never
+            // reached it; an HTTP request that failed may have.
+            Ok(Err(ServiceError::TransportSend(e))) if self.is_child() => {
+                Failure::NotSent(e.to_string())
+            }
+            Ok(Err(e)) => Failure::Lost(e.to_string()),
+        };
+        // Whatever went wrong with the connection, the next call makes a
+        // new one.
+        self.forget(&connection).await;
+        Err(failure)
+    }
+
+    fn is_child(&self) -> bool {
+        matches!(self.source, Source::Command(_))
+    }
+
+    /// Drops `connection` if it is still the current one.
+    async fn forget(&self, connection: &Arc<Connection>) {
+        let mut current = self.current.lock().await;
+        if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, connection)) {
+            current.take();
         }
     }
 
@@ -130,7 +165,7 @@ impl Upstream {
         }
         let again = current.take().is_some();
         if again {
-            tracing::warn!(command = ?self.command, "the upstream server has gone; starting it again");
+            tracing::warn!(upstream = ?self.source, "the connection to the upstream server has gone; connecting again");
         }
         let started = Arc::new(self.start().await?);
         *current = Some(started.clone());
@@ -166,29 +201,40 @@ impl Upstream {
         });
     }
 
-    /// Starts the upstream and initializes an MCP session with it.
+    /// Starts the upstream (or connects to it) and initializes an MCP
+    /// session with it.
     async fn start(&self) -> Result<Connection, String> {
-        let (program, args) = self
-            .command
-            .split_first()
-            .ok_or("no upstream command was given")?;
-        let mut command = Command::new(program);
-        // Killed with its connection, whether the gateway drops it (a
-        // timeout, a restart) or exits.
-        command.args(args).kill_on_drop(true);
-        let transport = TokioChildProcess::new(command)
-            .map_err(|e| format!("cannot start the upstream server `{program}`: {e}"))?;
         let watcher = Watcher {
             changed: self.changed.clone(),
         };
-        match tokio::time::timeout(self.patience, watcher.serve(transport)).await {
+        let (serving, name) = match &self.source {
+            Source::Command(command) => {
+                let (program, args) = command
+                    .split_first()
+                    .ok_or("no upstream command was given")?;
+                let mut command = Command::new(program);
+                // Killed with its connection, whether the gateway drops it
+                // (a timeout, a restart) or exits.
+                command.args(args).kill_on_drop(true);
+                let transport = TokioChildProcess::new(command)
+                    .map_err(|e| format!("cannot start the upstream server `{program}`: {e}"))?;
+                let serving: Serving = Box::pin(watcher.serve(transport));
+                (serving, format!("`{program}`"))
+            }
+            Source::Url(url) => {
+                let transport = StreamableHttpClientTransport::from_uri(url.clone());
+                let serving: Serving = Box::pin(watcher.serve(transport));
+                (serving, format!("at {url}"))
+            }
+        };
+        match tokio::time::timeout(self.patience, serving).await {
             Ok(Ok(connection)) => Ok(connection),
             Ok(Err(e)) => Err(format!(
-                "the upstream server `{program}` did not initialize: {e}"
+                "the upstream server {name} did not initialize: {e}"
             )),
-            // The transport is dropped with the future: the child is killed.
+            // The transport is dropped with the future: a child is killed.
             Err(_) => Err(format!(
-                "the upstream server `{program}` did not initialize within {:?}",
+                "the upstream server {name} did not initialize within {:?}",
                 self.patience
             )),
         }
