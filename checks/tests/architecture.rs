@@ -442,6 +442,7 @@ fn test_sources() -> String {
     let whole = [
         root.join("tests"),
         root.join("integrations/tests"),
+        root.join("cli/tests"),
         root.join("checks/tests"),
         root.join("idem-runtime/src/testing"),
     ];
