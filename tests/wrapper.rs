@@ -962,3 +962,70 @@ async fn a_tool_known_at_run_time_is_keyed_by_the_schema_it_gives() {
         "{refused:?}"
     );
 }
+
+/// A result that cannot be serialized when it holds `false`.
+#[derive(Debug, Deserialize)]
+struct Picky(bool);
+
+impl Serialize for Picky {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            true => serializer.serialize_bool(true),
+            false => Err(serde::ser::Error::custom("not this one")),
+        }
+    }
+}
+
+/// A tool whose body fails in a way that leaves its outcome unknown and
+/// whose `verify` says it took effect, with a result that cannot be
+/// recorded.
+struct Unrecordable {
+    verifications: Arc<AtomicUsize>,
+}
+
+impl WriteTool<()> for Unrecordable {
+    type Args = serde_json::Map<String, Value>;
+    type Output = Picky;
+    type Error = String;
+    fn info(&self) -> ToolInfo {
+        ToolInfo::new("unrecordable", "Times out, then is verified.")
+    }
+    fn options(&self) -> WriteOptions {
+        WriteOptions::new().on_uncertain(idem::OnUncertain::Verify)
+    }
+    fn is_uncertain(&self, _: &String) -> bool {
+        true
+    }
+    async fn verify(
+        &self,
+        _: Self::Args,
+        _: &WriteCtx<()>,
+    ) -> Result<idem::Verified<Picky>, String> {
+        self.verifications.fetch_add(1, Ordering::SeqCst);
+        Ok(idem::Verified::Done(Picky(false)))
+    }
+    async fn call(&self, _: Self::Args, _: &WriteCtx<()>) -> Result<Picky, String> {
+        Err("the downstream timed out".into())
+    }
+}
+
+#[tokio::test]
+async fn a_verified_result_that_cannot_be_recorded_leaves_the_outcome_unknown() {
+    let verifications = Arc::new(AtomicUsize::new(0));
+    let tool = Unrecordable {
+        verifications: verifications.clone(),
+    };
+    let registry = Registry::builder(()).tool(tool).build().expect("registry");
+    for _ in 0..2 {
+        let answer = registry.call("run-1", "unrecordable", json!({})).await;
+        assert!(
+            matches!(answer, Err(ToolError::OutcomeUnknown { .. })),
+            "{answer:?}"
+        );
+    }
+    assert_eq!(
+        verifications.load(Ordering::SeqCst),
+        1,
+        "asked once, then left to an operator"
+    );
+}

@@ -20,10 +20,15 @@ use crate::tool::OnInFlight;
 
 /// What the claim step ended with.
 pub(super) enum Claimed {
-    /// The key is ours: the token, when the claim was sent, and whether it
-    /// was taken over from a claim whose lease lapsed (whose outcome is
-    /// uncertain).
-    Acquired(LeaseToken, Instant, bool),
+    /// The key is ours.
+    Acquired {
+        token: LeaseToken,
+        /// When the claim was sent: the lease counts from then.
+        sent: Instant,
+        /// It was taken over from a claim whose lease lapsed before it
+        /// recorded anything: that attempt's outcome is uncertain.
+        taken_over: bool,
+    },
     /// A recorded outcome replayed, or why the call cannot run.
     Answered(Result<Value, ToolError>),
 }
@@ -64,8 +69,22 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
         )
         .await;
         let entry = match claim {
-            Ok(Claim::Acquired(token)) => return Ok(Claimed::Acquired(token, sent, false)),
-            Ok(Claim::TakenOver(token)) => return Ok(Claimed::Acquired(token, sent, true)),
+            Ok(Claim::Acquired(token)) => {
+                let taken_over = false;
+                return Ok(Claimed::Acquired {
+                    token,
+                    sent,
+                    taken_over,
+                });
+            }
+            Ok(Claim::TakenOver(token)) => {
+                let taken_over = true;
+                return Ok(Claimed::Acquired {
+                    token,
+                    sent,
+                    taken_over,
+                });
+            }
             Ok(Claim::Existing(entry)) => entry,
             Err(e) => {
                 tracing::warn!(tool = name, key = %key, error = %e, "claim failed; the tool did not run");

@@ -6,15 +6,6 @@
 
 use serde_json::Value;
 
-/// A copy of a call's arguments, for `verify` (the body gets the
-/// original): a round trip through JSON, which the arguments make anyway
-/// for their key.
-pub(super) fn copy_args<A: serde::Serialize + serde::de::DeserializeOwned>(args: &A) -> Option<A> {
-    serde_json::to_value(args)
-        .ok()
-        .and_then(|v| serde_json::from_value(v).ok())
-}
-
 use super::hold::Hold;
 use super::record::{record_error, record_result, record_unknown};
 use super::task::catch_panic;
@@ -57,6 +48,22 @@ impl Why<'_> {
             None => why,
         }
     }
+}
+
+/// A copy of a call's arguments for `verify`, when `policy` verifies (the
+/// body gets the original): a round trip through JSON, which the arguments
+/// make anyway for their key. `None` under the other policies, or if the
+/// round trip fails (`verify` then cannot be asked, which it reports).
+pub(super) fn copy_for_verify<A>(policy: OnUncertain, args: &A) -> Option<A>
+where
+    A: serde::Serialize + serde::de::DeserializeOwned,
+{
+    if policy != OnUncertain::Verify {
+        return None;
+    }
+    serde_json::to_value(args)
+        .ok()
+        .and_then(|v| serde_json::from_value(v).ok())
 }
 
 /// An uncertain outcome (`why`), under `policy`: run (again), verify first,
@@ -126,18 +133,23 @@ async fn verify<S, T: WriteTool<S>>(
         None => Err("the arguments could not be copied for verify".to_owned()),
     };
     match said {
-        Ok(Verified::Done(out)) => {
-            tracing::info!(tool = name, key = %key, attempt, "verified: the operation took effect; its result is recorded and the body does not run");
-            note(trace, How::Verified);
-            Next::Answer(match serde_json::to_value(&out) {
-                Ok(value) => record_result(hold, value).await,
-                Err(e) => Err(ToolError::Failed {
-                    tool: name.to_owned(),
-                    message: format!("verify's result could not be serialized: {e}"),
-                    permanent: false,
-                }),
-            })
-        }
+        Ok(Verified::Done(out)) => match serde_json::to_value(&out) {
+            Ok(value) => {
+                tracing::info!(tool = name, key = %key, attempt, "verified: the operation took effect; its result is recorded and the body does not run");
+                note(trace, How::Verified);
+                Next::Answer(record_result(hold, value).await)
+            }
+            // It happened, but what it gave cannot be recorded: left
+            // unknown for an operator, who can record it by hand, rather
+            // than run again or asked again forever.
+            Err(e) => {
+                let said = format!(
+                    "verify said it took effect, but its result could not be serialized ({e})"
+                );
+                let reason = why.reason(attempt, Some(&said));
+                Next::Answer(Err(record_unknown(hold, ctx.tenant(), &reason).await))
+            }
+        },
         Ok(Verified::NotDone) => {
             tracing::info!(tool = name, key = %key, attempt, "verified: the operation did not take effect");
             Next::Run

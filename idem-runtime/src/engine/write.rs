@@ -15,7 +15,7 @@ use super::record::record;
 use super::settings::{Caller, Resolved, Shared};
 use super::task::{beside, catch_panic};
 use super::trace::{CallTrace, How, note};
-use super::uncertain::{self, Next, Why, copy_args};
+use super::uncertain::{self, Next, Why, copy_for_verify};
 use crate::ctx::{Ctx, WriteCtx};
 use crate::error::{StoreError, ToolError};
 use crate::key::IdemKey;
@@ -58,7 +58,11 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
         };
     }
     let (token, claimed_at, lapsed) = match claimed {
-        Ok(Claimed::Acquired(token, at, lapsed)) => (token, at, lapsed),
+        Ok(Claimed::Acquired {
+            token,
+            sent,
+            taken_over,
+        }) => (token, sent, taken_over),
         Ok(Claimed::Answered(answer)) => return answer,
         Err(ToolError::Store { source, .. })
             if cfg.on_store_error == OnStoreError::Run && source.is_unreachable() =>
@@ -83,9 +87,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
     let work = async {
         if lapsed {
             let policy = cfg.on_uncertain;
-            let copy = (policy == OnUncertain::Verify)
-                .then(|| copy_args(&args))
-                .flatten();
+            let copy = copy_for_verify(policy, &args);
             let why = (policy, Why::Lapsed);
             let next = uncertain::decide(tool, &hold, copy, &ctx, why, caller.trace);
             if let Next::Answer(answer) = next.await {
@@ -109,9 +111,7 @@ async fn run_and_record<S, T: WriteTool<S>>(
     policy: OnUncertain,
     trace: Option<&CallTrace<'_>>,
 ) -> Result<Value, ToolError> {
-    let copy = (policy == OnUncertain::Verify)
-        .then(|| copy_args(&args))
-        .flatten();
+    let copy = copy_for_verify(policy, &args);
     let outcome = catch_panic(tool.call(args, ctx)).await;
     match outcome {
         Ok(Err(e)) if tool.is_uncertain(&e) => {
