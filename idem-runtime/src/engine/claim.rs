@@ -33,6 +33,16 @@ pub(super) enum Claimed {
     Answered(Result<Value, ToolError>),
 }
 
+impl Claimed {
+    fn acquired(token: LeaseToken, sent: Instant, taken_over: bool) -> Claimed {
+        Claimed::Acquired {
+            token,
+            sent,
+            taken_over,
+        }
+    }
+}
+
 /// Claims `key`, or answers from what it holds: a recorded result or
 /// failure is replayed, a running one waits or is refused as in flight.
 pub(super) async fn claim_or_replay<O: DeserializeOwned>(
@@ -69,22 +79,8 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
         )
         .await;
         let entry = match claim {
-            Ok(Claim::Acquired(token)) => {
-                let taken_over = false;
-                return Ok(Claimed::Acquired {
-                    token,
-                    sent,
-                    taken_over,
-                });
-            }
-            Ok(Claim::TakenOver(token)) => {
-                let taken_over = true;
-                return Ok(Claimed::Acquired {
-                    token,
-                    sent,
-                    taken_over,
-                });
-            }
+            Ok(Claim::Acquired(token)) => return Ok(Claimed::acquired(token, sent, false)),
+            Ok(Claim::TakenOver(token)) => return Ok(Claimed::acquired(token, sent, true)),
             Ok(Claim::Existing(entry)) => entry,
             Err(e) => {
                 tracing::warn!(tool = name, key = %key, error = %e, "claim failed; the tool did not run");
