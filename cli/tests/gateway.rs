@@ -34,21 +34,31 @@ const PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
 /// The upstream server's script.
 const LEDGER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/upstream/ledger.py");
 
-/// Whether Python has the MCP SDK the upstream is written on, or reports
-/// why not.
-fn python_sdk() -> bool {
-    let found = std::process::Command::new("python3")
-        .args(["-c", "import mcp"])
+/// Whether `program` with `args` runs and succeeds, or reports `what` is
+/// missing and `how` to get it.
+fn runs(program: &str, args: &[&str], what: &str, how: &str) -> bool {
+    let found = std::process::Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
     if !found {
-        skip::unavailable(
-            "Python 3 with the MCP Python SDK",
-            "Install it: python3 -m pip install 'mcp==2.3.0' (.ci/run does).",
-        );
+        skip::unavailable(what, how);
     }
     found
+}
+
+/// Whether Python has the MCP SDK the upstream is written on, or reports
+/// why not.
+fn python_sdk() -> bool {
+    let how = "Install it: python3 -m pip install 'mcp==2.3.0' (.ci/run does).";
+    runs(
+        "python3",
+        &["-c", "import mcp"],
+        "Python 3 with the MCP Python SDK",
+        how,
+    )
 }
 
 /// A gateway on `store`, its upstream keeping its ledger in `dir`.
@@ -611,18 +621,9 @@ const FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
 
 /// Whether npx can run the filesystem server, or reports why not.
 fn npx() -> bool {
-    let found = std::process::Command::new("npx")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found {
-        skip::unavailable(
-            "npx (Node.js 20 and npm)",
-            "Install Node.js and npm (apt-get install nodejs npm); the npm registry must be reachable.",
-        );
-    }
-    found
+    let how =
+        "Install Node.js and npm (apt-get install nodejs npm); the npm registry must be reachable.";
+    runs("npx", &["--version"], "npx (Node.js 20 and npm)", how)
 }
 
 /// An rmcp client of `command` (an MCP server) over stdio.
