@@ -29,6 +29,7 @@ work=$(mktemp -d)
 port=6397
 while (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null; do port=$((port + 1)); done
 cleanup() {
+    [ -n "${KEEP:-}" ] && cp "$work"/*.out "$KEEP"/ 2>/dev/null
     redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
     rm -rf "$work"
 }

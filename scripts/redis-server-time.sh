@@ -53,12 +53,12 @@ per_call() {
             printf "  %-10s %6.2f µs  (%d calls)\n", name, $5 / n, $3
         }
         END {
-            scripts = calls["evalsha"] + calls["eval"]
+            scripts = calls["evalsha"] + calls["eval"] + calls["fcall"]
             total = 0
             for (name in usec) {
                 own = calls[name]
                 if (name == "get" || name == "set") own -= scripts
-                if (name == "evalsha" || name == "eval" || calls[name] == 0) own = calls[name]
+                if (name == "evalsha" || name == "eval" || name == "fcall" || calls[name] == 0) own = calls[name]
                 if (own < 0) own = 0
                 total += usec[name] * own / calls[name]
             }

@@ -394,6 +394,58 @@ fn registry_on(store: RedisStore, counter: &Counter) -> Registry<()> {
         .expect("registry")
 }
 
+/// The calls of each command `server` counted since it started, from
+/// `INFO commandstats` (`fcall` → calls).
+fn command_calls(server: &RedisServer) -> std::collections::HashMap<String, u64> {
+    server
+        .cli(&["INFO", "commandstats"])
+        .lines()
+        .filter_map(|line| {
+            let (name, stats) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = stats.strip_prefix("calls=")?.split(',').next()?;
+            Some((name.to_owned(), calls.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Scripts run as functions of idem's library (`FCALL`, the cheaper way),
+/// and a server that lost the library (here by `FUNCTION FLUSH`, as a
+/// restart without persistence or a new cluster node lose it) is given it
+/// again by the call that finds it missing. Where an ACL refuses
+/// functions, the scripts run by EVALSHA
+/// (`the_conformance_suite_passes_as_a_least_privileged_acl_user`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_run_as_functions_and_a_server_that_lost_them_is_given_them_again() {
+    if !support::redis_binaries() {
+        return;
+    }
+    let server = RedisServer::start(&[]);
+    let counter = Counter::new(Duration::ZERO, WriteOptions::new());
+    let registry = registry_on(
+        RedisStore::connect(&server.url()).await.expect("connect"),
+        &counter,
+    );
+    for round in 0..3 {
+        if round > 0 {
+            assert_eq!(server.cli(&["FUNCTION", "FLUSH"]).trim(), "OK");
+        }
+        let first = registry.call("r", "counter", json!({ "n": round })).await;
+        let again = registry.call("r", "counter", json!({ "n": round })).await;
+        assert!(first.is_ok() && first.ok() == again.ok(), "round {round}");
+    }
+    assert_eq!(counter.total(), 3, "each operation ran once");
+    let calls = command_calls(&server);
+    // The library loaded at connection, then by the two settles that
+    // found it flushed: those two FCALLs twice, the first one once.
+    assert_eq!(calls.get("function|load"), Some(&3), "{calls:?}");
+    assert_eq!(calls.get("fcall"), Some(&5), "{calls:?}");
+    assert!(
+        !calls.contains_key("evalsha") && !calls.contains_key("eval"),
+        "{calls:?}"
+    );
+    assert!(server.cli(&["FUNCTION", "LIST"]).contains("idem_"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_server_fails_closed_and_recovers() {
     if !support::redis_binaries() {
@@ -1021,6 +1073,10 @@ async fn the_conformance_suite_passes_as_a_least_privileged_acl_user() {
             assert!(e.to_string().to_lowercase().contains("noperm"), "{e}");
         }
     }
+    // Neither line allows functions: the scripts ran by EVALSHA.
+    let calls = command_calls(&server);
+    assert!(calls.get("evalsha").is_some_and(|n| *n > 0), "{calls:?}");
+    assert_eq!(calls.get("fcall"), None, "{calls:?}");
     let scan = app
         .store
         .scan(&idem::store::ScanFilter::namespace("idem-test-x"), "", 10)

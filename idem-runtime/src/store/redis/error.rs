@@ -83,3 +83,19 @@ pub(super) fn script_error(key: &IdemKey, e: RedisError) -> StoreError {
 pub(super) fn rejects_set_get(e: &RedisError) -> bool {
     e.code() == Some("ERR") && e.detail().is_some_and(|d| d.contains("syntax error"))
 }
+
+/// Whether the node lacks the function called: it lost its library (a
+/// restart without persistence, a `FUNCTION FLUSH`) or never had it (a
+/// node new to a cluster).
+pub(super) fn function_missing(e: &RedisError) -> bool {
+    e.code() == Some("ERR")
+        && e.detail()
+            .is_some_and(|d| d.starts_with("Function not found"))
+}
+
+/// Whether the server refuses functions: a server before 7.0 does not
+/// know `FCALL` or `FUNCTION`, and an ACL may deny them.
+pub(super) fn refuses_functions(e: &RedisError) -> bool {
+    e.code() == Some("NOPERM")
+        || (e.code() == Some("ERR") && e.detail().is_some_and(|d| d.contains("unknown command")))
+}

@@ -28,10 +28,10 @@
 //!   answers what holds it in the same round trip: a recorded outcome is
 //!   replayed from that answer, and only a running, released or
 //!   unrecognised record goes on to the CLAIM script;
-//! - a settle (complete, fail, release, renew) is the SETTLE script, which
-//!   first compares the key's value with the running record the claim
-//!   wrote, byte for byte, and writes the settled record the client built;
-//!   anything else it parses;
+//! - a settle (complete, fail, release, renew) is the SETTLE script: when
+//!   the key still holds the running record of the settling token, it
+//!   writes the settled record the client built from the one its claim
+//!   wrote; anything else it parses;
 //! - the other operations are one Lua script each (a `GET`, and a `PTTL`
 //!   when a running record is found).
 
@@ -50,7 +50,9 @@ use redis::cluster::ClusterClient;
 use redis::{AsyncConnectionConfig, Cmd, ErrorKind, RedisError, ServerErrorKind, Value as RValue};
 
 use self::conn::{Connections, Dialer, tcp_settings};
-use self::error::{as_text, rejects_set_get, script_error, store_error};
+use self::error::{
+    as_text, function_missing, refuses_functions, rejects_set_get, script_error, store_error,
+};
 pub use self::options::RedisOptions;
 #[cfg(feature = "redis-tls")]
 use self::options::install_crypto_provider;
@@ -92,11 +94,17 @@ pub struct RedisStore {
     /// for good when the server rejects the form
     /// ([`RedisOptions::claim_reads_back`]).
     set_get: AtomicBool,
+    /// Whether scripts run as functions of idem's library (`FCALL`,
+    /// Redis 7.0 and later), loaded at connection and again wherever a
+    /// node lacks it; cleared for good when the server refuses functions
+    /// (an older server, or an ACL without `FCALL` and `FUNCTION LOAD`):
+    /// scripts then run by EVALSHA.
+    functions: AtomicBool,
     /// The running record each claim of this store wrote, by its token's
-    /// id, until it is settled: a settle then compares the key's value
-    /// with it exactly instead of parsing it (a settle's script is most of
-    /// the server's work per call). Forgotten at a renewal, which
-    /// rewrites the record; at most [`REMEMBERED`] at once.
+    /// id, until it is settled: a settle then sends the settled record
+    /// whole, built from it, and the script writes it without parsing
+    /// the key's (a settle's script is most of the server's work per
+    /// call). Forgotten at a renewal; at most [`REMEMBERED`] at once.
     written: Mutex<PassThroughMap<u128, RunningLine>>,
 }
 
@@ -135,6 +143,7 @@ impl RedisStore {
             wait: options.wait_for_replicas,
             format,
             set_get: AtomicBool::new(options.claim_reads_back),
+            functions: AtomicBool::new(true),
             written: Mutex::default(),
         };
         store.first_connection().await?;
@@ -187,6 +196,7 @@ impl RedisStore {
             wait: None,
             format,
             set_get: AtomicBool::new(options.claim_reads_back),
+            functions: AtomicBool::new(true),
             written: Mutex::default(),
         };
         store.first_connection().await?;
@@ -197,6 +207,11 @@ impl RedisStore {
     /// an error at once, and warns if Redis may evict records.
     async fn first_connection(&self) -> Result<(), StoreError> {
         self.conns.open().await.map_err(store_error)?;
+        // Failing to load is not fatal: a node that lacks the library
+        // loads it at its first call.
+        if let Err(e) = self.load_library().await {
+            tracing::debug!(error = %e, "loading idem's Redis functions");
+        }
         self.check_eviction_policy().await;
         Ok(())
     }
@@ -271,7 +286,8 @@ impl RedisStore {
         }
     }
 
-    /// Runs `script` over `key`: EVALSHA, then EVAL if the node lacks it.
+    /// Runs `script` over `key` (see [`scripts`]): as a function while the
+    /// server takes them, else EVALSHA, then EVAL if the node lacks it.
     /// Returns the reply and how many replicas acknowledged it (see
     /// [`write`](Self::write)).
     async fn eval(
@@ -302,6 +318,23 @@ impl RedisStore {
             }
             cmd
         };
+        if self.functions.load(Ordering::Relaxed) {
+            let fcall = build("FCALL", &script.function);
+            let sent = match self.write(&fcall, wait).await {
+                // A server restarted without its data, a failover to a
+                // node that never had the library, a FUNCTION FLUSH.
+                Err(e) if function_missing(&e) => match self.load_library().await {
+                    Ok(true) => self.write(&fcall, wait).await,
+                    Ok(false) => Err(e),
+                    Err(e) => return Err(store_error(e)),
+                },
+                other => other,
+            };
+            match sent {
+                Err(e) if refuses_functions(&e) => self.stop_functions(&e),
+                sent => return sent.map_err(|e| script_error(key, e)),
+            }
+        }
         let sent = match self.write(&build("EVALSHA", &script.sha), wait).await {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                 self.write(&build("EVAL", &script.body), wait).await
@@ -309,6 +342,43 @@ impl RedisStore {
             other => other,
         };
         sent.map_err(|e| script_error(key, e))
+    }
+
+    /// Loads the scripts' library (on a cluster, on every primary).
+    /// `Ok(false)` when the server does not take functions (before Redis
+    /// 7.0, or a user whose ACL refuses `FUNCTION LOAD`): scripts are then
+    /// run by EVALSHA from now on.
+    async fn load_library(&self) -> Result<bool, RedisError> {
+        let mut load = redis::cmd("FUNCTION");
+        // REPLACE: loading is the same on every node whether or not it
+        // has the library (a cluster answers for all primaries at once).
+        load.arg("LOAD").arg("REPLACE").arg(&scripts().library);
+        match self.query::<RValue>(&load).await {
+            Ok(_) => Ok(true),
+            Err(e) if refuses_functions(&e) => {
+                self.stop_functions(&e);
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Runs scripts by EVALSHA for good, the server having refused
+    /// functions with `e`.
+    fn stop_functions(&self, e: &RedisError) {
+        if self.functions.swap(false, Ordering::Relaxed) {
+            tracing::debug!(error = %e, "Redis refuses functions; running idem's scripts by EVALSHA");
+        }
+    }
+
+    /// The verb and first argument that run `script`: `FCALL` and its
+    /// function, or `EVALSHA` and its SHA-1.
+    fn invocation<'s>(&self, script: &'s Script) -> (&'static str, &'s str) {
+        if self.functions.load(Ordering::Relaxed) {
+            ("FCALL", &script.function)
+        } else {
+            ("EVALSHA", &script.sha)
+        }
     }
 
     /// Runs SETTLE: `op` on the record held with `token`, which is
@@ -327,11 +397,19 @@ impl RedisStore {
         let expiry_ms = millis(expiry);
         // A renewal rewrites the record, so it is forgotten either way.
         let written = self.forget(token);
-        let settled = match (&written, State::parse(op)) {
-            (Some(line), Some(state)) => line.settled_head(state, expiry_ms),
-            _ => String::new(),
+        // The whole settled record when the claim's is known (SETTLE then
+        // writes it as it is), else the payload alone.
+        let mut record = match (&written, State::parse(op)) {
+            (Some(line), Some(state)) => line.settled_head(state, expiry_ms).into_bytes(),
+            _ => Vec::new(),
         };
-        let expected = written.as_ref().filter(|_| !settled.is_empty());
+        let head = itoa::Buffer::new().format(record.len()).to_owned();
+        let sent = if record.is_empty() {
+            payload
+        } else {
+            record.extend_from_slice(payload);
+            &record
+        };
         let id = token.id_hex();
         let expiry = itoa::Buffer::new().format(expiry_ms).to_owned();
         let (reply, acked) = self
@@ -341,11 +419,10 @@ impl RedisStore {
                 &[
                     id.as_bytes(),
                     op.as_bytes(),
-                    payload,
+                    sent,
                     expiry.as_bytes(),
                     if self.format == 1 { b"1" } else { b"2" },
-                    expected.map_or(&b""[..], |line| line.as_str().as_bytes()),
-                    settled.as_bytes(),
+                    head.as_bytes(),
                 ],
                 wait,
             )

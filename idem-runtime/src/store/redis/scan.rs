@@ -123,9 +123,10 @@ impl RedisStore {
             self.read_info(first, false).await?.into_iter().collect();
         let retention = millis(CLAIM_RETENTION).to_string();
         let mut pipe = redis::pipe();
+        let (verb, script) = self.invocation(&scripts().inspect);
         for key in rest {
-            pipe.cmd("EVALSHA")
-                .arg(&scripts().inspect.sha)
+            pipe.cmd(verb)
+                .arg(script)
                 .arg(1)
                 .arg(key.as_str())
                 .arg(&retention)

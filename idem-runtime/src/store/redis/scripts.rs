@@ -1,23 +1,23 @@
 //! The Lua scripts of [`RedisStore`](super::RedisStore), each in a file of
-//! its own under `scripts/` (every one prefixed with `prelude.lua`, which
-//! reads and writes a record), and how they are sent: EVALSHA, then EVAL
-//! when the node lacks the script.
+//! its own under `scripts/` (every one preceded by `prelude.lua`, which
+//! reads and writes a record), and the two ways they are run: as the
+//! functions of one library (`FCALL`, Redis 7.0 and later), or as scripts
+//! (`EVALSHA`, then `EVAL` when the node lacks the script).
+//!
+//! Functions are the cheaper way: Redis runs the same Lua as a function in
+//! about two thirds of the server time it takes as a script (BENCHMARKS.md,
+//! "Server time per call"), and a settle is most of the server's work per
+//! call. The library's name carries a hash of its code, so that workers of
+//! two idem versions sharing a server each find their own.
 
 use std::sync::OnceLock;
 
-/// A Lua script and its SHA-1, run with EVALSHA and, on `NOSCRIPT`, with
-/// EVAL (which also loads it on that node, so this works per cluster shard).
+/// One script: its body for `EVAL`, its SHA-1 for `EVALSHA`, and its name
+/// as a function of the library ([`Scripts::library`]).
 pub(super) struct Script {
     pub(super) body: String,
     pub(super) sha: String,
-}
-
-impl Script {
-    fn new(body: &str) -> Script {
-        let body = format!("{}\n{body}", include_str!("scripts/prelude.lua"));
-        let sha = redis::Script::new(&body).get_hash().to_owned();
-        Script { body, sha }
-    }
+    pub(super) function: String,
 }
 
 /// The scripts, by what they do.
@@ -27,11 +27,12 @@ pub(super) struct Scripts {
     /// `{'acquired', attempt}`, `{'running', fp, attempt}`, `{'done', fp,
     /// result}` or `{'failed', fp, error}`.
     pub(super) claim: Script,
-    /// KEYS[1]; ARGV: token, op (`done`, `failed`, `released` or `renew`),
-    /// payload (result, error, or lease ms), ms to keep the record (for
-    /// renew: the retention after the lease), the format to write, the
-    /// running record the claim wrote and the settled record without its
-    /// payload (both empty when unknown). Returns `ok` or `lost`.
+    /// KEYS[1]; ARGV: token, op (`done`, `failed`, `released`, `unknown`
+    /// or `renew`), the payload (result, error, or lease ms) or the whole
+    /// settled record, ms to keep the record (for renew: the retention
+    /// after the lease), the format to write, and the length of the
+    /// settled record's head (`0` when ARGV[3] is the payload alone).
+    /// Returns `ok` or `lost`.
     pub(super) settle: Script,
     /// KEYS[1]. Returns nil (a released record too), or what CLAIM returns
     /// for a record it does not take.
@@ -40,15 +41,80 @@ pub(super) struct Scripts {
     /// or `{state, fp, attempt, token, tool, age ms, lease ms, pttl,
     /// payload}` (`inspect.lua` says more).
     pub(super) inspect: Script,
+    /// The code of `FUNCTION LOAD`: the prelude once, then each script as
+    /// a function `idem_<hash>_<what>` of the library `idem_<hash>`.
+    pub(super) library: String,
 }
+
+const PRELUDE: &str = include_str!("scripts/prelude.lua");
+
+/// The scripts' files, by name, and whether each only reads.
+const FILES: [(&str, &str, bool); 4] = [
+    ("claim", include_str!("scripts/claim.lua"), false),
+    ("settle", include_str!("scripts/settle.lua"), false),
+    ("get", include_str!("scripts/get.lua"), true),
+    ("inspect", include_str!("scripts/inspect.lua"), true),
+];
 
 /// The scripts, built once.
 pub(super) fn scripts() -> &'static Scripts {
     static SCRIPTS: OnceLock<Scripts> = OnceLock::new();
-    SCRIPTS.get_or_init(|| Scripts {
-        claim: Script::new(include_str!("scripts/claim.lua")),
-        settle: Script::new(include_str!("scripts/settle.lua")),
-        get: Script::new(include_str!("scripts/get.lua")),
-        inspect: Script::new(include_str!("scripts/inspect.lua")),
-    })
+    SCRIPTS.get_or_init(build)
+}
+
+fn build() -> Scripts {
+    // The library is named by what it runs: the hash of every script.
+    let all: String = FILES.iter().map(|(_, body, _)| *body).collect();
+    let name = format!("idem_{}", &sha1(&format!("{PRELUDE}{all}"))[..16]);
+    let mut library = format!("#!lua name={name}\n{PRELUDE}\n");
+    let [claim, settle, get, inspect] = FILES.map(|(what, body, reads)| {
+        let function = format!("{name}_{what}");
+        // A function is given the keys and arguments as parameters; named
+        // as a script's globals, the same body runs both ways. One that
+        // writes is refused up front by a server at its `maxmemory` (a
+        // script, only at its first write); one declared `no-writes` runs
+        // there, so that a full store still answers what it holds.
+        let flags = if reads { "'no-writes'" } else { "" };
+        library.push_str(&format!(
+            "redis.register_function{{function_name = '{function}', flags = {{{flags}}},\n\
+             callback = function(KEYS, ARGV)\n{body}\nend}}\n"
+        ));
+        let body = format!("{PRELUDE}\n{body}");
+        Script {
+            sha: sha1(&body),
+            body,
+            function,
+        }
+    });
+    Scripts {
+        claim,
+        settle,
+        get,
+        inspect,
+        library,
+    }
+}
+
+fn sha1(text: &str) -> String {
+    redis::Script::new(text).get_hash().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_library_holds_every_script_under_a_name_of_its_code() {
+        let s = scripts();
+        let name = s.library.lines().next().unwrap();
+        assert!(name.starts_with("#!lua name=idem_"), "{name}");
+        for script in [&s.claim, &s.settle, &s.get, &s.inspect] {
+            assert!(script.function.starts_with(&name["#!lua name=".len()..]));
+            assert!(
+                s.library
+                    .contains(&format!("function_name = '{}'", script.function))
+            );
+            assert_eq!(script.sha, sha1(&script.body));
+        }
+    }
 }
