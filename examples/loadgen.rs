@@ -2,9 +2,17 @@
 //! `registry.call`, N calls in all, and one line of JSON reports the run.
 //!
 //! ```text
-//! cargo run --release --example loadgen -- --store memory|sqlite|redis|redis-cluster|postgres \
+//! cargo run --release --example loadgen -- \
+//!     --store memory|sqlite|redis|redis-cluster|postgres|redis-floor \
 //!     [--url URL] --calls N --concurrency C --mode unique|duplicate|mixed [--threads T]
 //! ```
+//!
+//! `redis-floor` is no idem at all, the floor idem's Redis calls are
+//! measured against: each call derives its key as idem does and sends the
+//! two commands of a call through the same Redis client, a
+//! `SET .. NX GET PX` of a running record, then, if it took the key, a
+//! `SET .. PX` of the record with the result (no fence, no checks); a
+//! duplicate ends at the first command's answer.
 //!
 //! `unique`: every call has distinct arguments; `duplicate`: all calls the
 //! same; `mixed`: each call after the first repeats an earlier call's
@@ -44,7 +52,8 @@ async fn work(n: u64, ctx: &WriteCtx<Counts>) -> Result<u64, String> {
 /// Drives a write tool on a store, and reports throughput and latency.
 #[derive(clap::Parser)]
 struct Config {
-    /// The store: memory, sqlite, redis, redis-cluster or postgres.
+    /// The store: memory, sqlite, redis, redis-cluster or postgres; or
+    /// redis-floor, the same Redis commands without idem.
     #[arg(long, default_value = "memory")]
     store: String,
     /// The store's URL (redis, postgres), the cluster nodes' URLs
@@ -135,6 +144,108 @@ async fn store(config: &Config, run: &str) -> Result<Arc<dyn IdemStore>, BoxErro
     })
 }
 
+/// How a call failed: its duplicate was running, or anything else.
+enum Failed {
+    InFlight,
+    Other(String),
+}
+
+/// What each call goes through: idem, or the floor of its Redis calls.
+enum Caller {
+    Idem(Registry<Counts>),
+    RedisFloor {
+        conn: redis::aio::MultiplexedConnection,
+        namespace: String,
+        counts: Counts,
+    },
+}
+
+impl Caller {
+    async fn new(config: &Config, run: &str, counts: Counts) -> Result<Caller, BoxError> {
+        let namespace = format!("loadgen-{run}");
+        if config.store == "redis-floor" {
+            let url = config.url.as_deref().unwrap_or("redis://127.0.0.1:6379");
+            let conn = redis::Client::open(url)?
+                .get_multiplexed_async_connection()
+                .await?;
+            return Ok(Caller::RedisFloor {
+                conn,
+                namespace,
+                counts,
+            });
+        }
+        let registry = Registry::builder(counts)
+            .store(store(config, run).await?)
+            .namespace(namespace)
+            .tool(work)
+            .build()?;
+        Ok(Caller::Idem(registry))
+    }
+
+    fn counts(&self) -> &Counts {
+        match self {
+            Caller::Idem(registry) => registry.state(),
+            Caller::RedisFloor { counts, .. } => counts,
+        }
+    }
+
+    async fn call(&self, n: u64) -> Result<(), Failed> {
+        let args = json!({ "n": n });
+        match self {
+            Caller::Idem(registry) => match registry.call("load", "work", args).await {
+                Ok(_) => Ok(()),
+                Err(ToolError::InFlight { .. }) => Err(Failed::InFlight),
+                Err(e) => Err(Failed::Other(e.to_string())),
+            },
+            Caller::RedisFloor {
+                conn,
+                namespace,
+                counts,
+            } => floor_call(conn.clone(), namespace, counts, n, &args).await,
+        }
+    }
+}
+
+/// One call of the floor (`redis-floor`, the module's documentation).
+async fn floor_call(
+    mut conn: redis::aio::MultiplexedConnection,
+    namespace: &str,
+    counts: &Counts,
+    n: u64,
+    args: &serde_json::Value,
+) -> Result<(), Failed> {
+    let key =
+        idem::IdemKey::derive(idem::Scope::Run("load"), "work", 1, args).with_namespace(namespace);
+    // A running record and a done one, of the sizes idem's are.
+    let running = format!("2|running|{}|0|work|3660000|{:032x}|", "0".repeat(64), n);
+    let held: Option<Vec<u8>> = redis::cmd("SET")
+        .arg(key.as_str())
+        .arg(&running)
+        .arg("NX")
+        .arg("GET")
+        .arg("PX")
+        .arg(3_660_000)
+        .query_async(&mut conn)
+        .await
+        .map_err(|e| Failed::Other(e.to_string()))?;
+    if held.is_none() {
+        counts.executions.fetch_add(1, Ordering::Relaxed);
+        if let Some(slot) = counts.runs.get(n as usize) {
+            slot.fetch_add(1, Ordering::Relaxed);
+        }
+        let done = format!("{}{n}", running.replace("running", "done"));
+        let () = redis::cmd("SET")
+            .arg(key.as_str())
+            .arg(done)
+            .arg("PX")
+            .arg(600_000)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| Failed::Other(e.to_string()))?;
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), BoxError> {
     let config = <Config as clap::Parser>::parse();
     tokio::runtime::Builder::new_multi_thread()
@@ -152,11 +263,7 @@ async fn run(config: Config) -> Result<(), BoxError> {
         runs: (0..distinct).map(|_| AtomicU8::new(0)).collect(),
         executions: AtomicUsize::new(0),
     };
-    let registry = Registry::builder(counts)
-        .store(store(&config, &run_id).await?)
-        .namespace(format!("loadgen-{run_id}"))
-        .tool(work)
-        .build()?;
+    let caller = Arc::new(Caller::new(&config, &run_id, counts).await?);
 
     let next = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicU64::new(0));
@@ -174,7 +281,7 @@ async fn run(config: Config) -> Result<(), BoxError> {
     };
     let tasks: Vec<_> = (0..config.concurrency)
         .map(|_| {
-            let (registry, plan, next) = (registry.clone(), plan.clone(), next.clone());
+            let (caller, plan, next) = (caller.clone(), plan.clone(), next.clone());
             let (done, inflight, failures) = (done.clone(), inflight.clone(), failures.clone());
             tokio::spawn(async move {
                 let mut latencies = Vec::new();
@@ -182,12 +289,12 @@ async fn run(config: Config) -> Result<(), BoxError> {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(&n) = plan.get(i) else { break };
                     let t = Instant::now();
-                    match registry.call("load", "work", json!({ "n": n })).await {
+                    match caller.call(n).await {
                         Ok(_) => {}
-                        Err(ToolError::InFlight { .. }) => {
+                        Err(Failed::InFlight) => {
                             inflight.fetch_add(1, Ordering::Relaxed);
                         }
-                        Err(e) => {
+                        Err(Failed::Other(e)) => {
                             if failures.fetch_add(1, Ordering::Relaxed) < 5 {
                                 eprintln!("call failed: {e}");
                             }
@@ -209,7 +316,7 @@ async fn run(config: Config) -> Result<(), BoxError> {
     latencies.sort_unstable();
     let pct = |p: f64| latencies[((latencies.len() - 1) as f64 * p) as usize];
 
-    let counts = registry.state();
+    let counts = caller.counts();
     let executions = counts.executions.load(Ordering::Relaxed);
     let ran: usize = counts
         .runs
@@ -224,7 +331,7 @@ async fn run(config: Config) -> Result<(), BoxError> {
     println!(
         "{}",
         json!({
-            "impl": "idem",
+            "impl": if config.store == "redis-floor" { "floor" } else { "idem" },
             "store": config.store,
             "mode": config.mode,
             "calls": config.calls,
