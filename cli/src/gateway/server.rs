@@ -34,7 +34,7 @@ pub(crate) struct Shared {
     /// change of the tool list (MCP 2026-07-28).
     generation: watch::Sender<u64>,
     /// The clients on an older protocol, told of a change unasked; those
-    /// gone are dropped at the next change.
+    /// gone are dropped at the next change or the next session.
     peers: Mutex<Vec<Peer<RoleServer>>>,
     pub(crate) upstream: Arc<Upstream>,
     pub(crate) info: ServerConfig,
@@ -227,6 +227,10 @@ impl ServerHandler for Gateway {
         context.peer.set_peer_info(request.clone());
         let peers = &self.shared.peers;
         let mut peers = peers.lock().unwrap_or_else(PoisonError::into_inner);
+        // Sessions that ended are dropped here too, not only at a change
+        // of the tool list: a long-lived gateway whose tools never change
+        // keeps only the sessions still open.
+        peers.retain(|peer| !peer.is_transport_closed());
         peers.push(context.peer.clone());
         drop(peers);
         self.negotiate_initialize(&request)
