@@ -3,16 +3,13 @@
 //!
 //! ```text
 //! cargo run --release --example loadgen -- \
-//!     --store memory|sqlite|redis|redis-cluster|postgres|redis-floor \
+//!     --store memory|sqlite|redis|redis-cluster|postgres|redis-floor|postgres-floor|sqlite-floor \
 //!     [--url URL] --calls N --concurrency C --mode unique|duplicate|mixed [--threads T]
 //! ```
 //!
-//! `redis-floor` is no idem at all, the floor idem's Redis calls are
-//! measured against: each call derives its key as idem does and sends the
-//! two commands of a call through the same Redis client, a
-//! `SET .. NX GET PX` of a running record, then, if it took the key, a
-//! `SET .. PX` of the record with the result (no fence, no checks); a
-//! duplicate ends at the first command's answer.
+//! A store named `..-floor` is no idem at all, but the floor idem's calls
+//! on that store are measured against: the same key and the same
+//! statements through the same client library (`floor.rs`).
 //!
 //! `unique`: every call has distinct arguments; `duplicate`: all calls the
 //! same; `mixed`: each call after the first repeats an earlier call's
@@ -25,6 +22,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+mod floor;
 
 use idem::prelude::*;
 use idem::{IdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore};
@@ -50,10 +49,11 @@ async fn work(n: u64, ctx: &WriteCtx<Counts>) -> Result<u64, String> {
 }
 
 /// Drives a write tool on a store, and reports throughput and latency.
-#[derive(clap::Parser)]
+#[derive(clap::Parser, Clone)]
 struct Config {
     /// The store: memory, sqlite, redis, redis-cluster or postgres; or
-    /// redis-floor, the same Redis commands without idem.
+    /// redis-floor, postgres-floor or sqlite-floor, the same statements
+    /// without idem (`floor.rs`).
     #[arg(long, default_value = "memory")]
     store: String,
     /// The store's URL (redis, postgres), the cluster nodes' URLs
@@ -107,16 +107,18 @@ fn plan(mode: &str, calls: usize) -> Vec<u64> {
         .collect()
 }
 
+/// The SQLite file: `--url`, or one of the run's own.
+fn sqlite_file(config: &Config, run: &str) -> std::path::PathBuf {
+    match &config.url {
+        Some(p) => p.into(),
+        None => std::env::temp_dir().join(format!("idem-loadgen-{run}.db")),
+    }
+}
+
 async fn store(config: &Config, run: &str) -> Result<Arc<dyn IdemStore>, BoxError> {
     Ok(match config.store.as_str() {
         "memory" => Arc::new(MemoryStore::new()),
-        "sqlite" => {
-            let path = match &config.url {
-                Some(p) => p.into(),
-                None => std::env::temp_dir().join(format!("idem-loadgen-{run}.db")),
-            };
-            Arc::new(SqliteStore::open(path).await?)
-        }
+        "sqlite" => Arc::new(SqliteStore::open(sqlite_file(config, run)).await?),
         "redis" => Arc::new(
             RedisStore::connect(config.url.as_deref().unwrap_or("redis://127.0.0.1:6379")).await?,
         ),
@@ -150,11 +152,11 @@ enum Failed {
     Other(String),
 }
 
-/// What each call goes through: idem, or the floor of its Redis calls.
+/// What each call goes through: idem, or a floor (`floor.rs`).
 enum Caller {
     Idem(Registry<Counts>),
-    RedisFloor {
-        conn: redis::aio::MultiplexedConnection,
+    Floor {
+        floor: floor::Floor,
         namespace: String,
         counts: Counts,
     },
@@ -163,13 +165,22 @@ enum Caller {
 impl Caller {
     async fn new(config: &Config, run: &str, counts: Counts) -> Result<Caller, BoxError> {
         let namespace = format!("loadgen-{run}");
-        if config.store == "redis-floor" {
-            let url = config.url.as_deref().unwrap_or("redis://127.0.0.1:6379");
-            let conn = redis::Client::open(url)?
-                .get_multiplexed_async_connection()
-                .await?;
-            return Ok(Caller::RedisFloor {
-                conn,
+        if let Some(store) = config.store.strip_suffix("-floor") {
+            // idem's store first: the table or file the floor writes in.
+            if store != "redis" {
+                let idem = Config {
+                    store: store.to_owned(),
+                    ..config.clone()
+                };
+                drop(self::store(&idem, run).await?);
+            }
+            let conns = config.concurrency.min(64);
+            let file = sqlite_file(config, run);
+            let floor = floor::Floor::connect(&config.store, config.url.as_deref(), conns, file)
+                .await?
+                .ok_or_else(|| format!("unknown store {}", config.store))?;
+            return Ok(Caller::Floor {
+                floor,
                 namespace,
                 counts,
             });
@@ -185,7 +196,7 @@ impl Caller {
     fn counts(&self) -> &Counts {
         match self {
             Caller::Idem(registry) => registry.state(),
-            Caller::RedisFloor { counts, .. } => counts,
+            Caller::Floor { counts, .. } => counts,
         }
     }
 
@@ -197,53 +208,23 @@ impl Caller {
                 Err(ToolError::InFlight { .. }) => Err(Failed::InFlight),
                 Err(e) => Err(Failed::Other(e.to_string())),
             },
-            Caller::RedisFloor {
-                conn,
+            Caller::Floor {
+                floor,
                 namespace,
                 counts,
-            } => floor_call(conn.clone(), namespace, counts, n, &args).await,
+            } => {
+                let key = idem::IdemKey::derive(idem::Scope::Run("load"), "work", 1, &args)
+                    .with_namespace(namespace);
+                if floor.call(key.as_str(), n).await.map_err(Failed::Other)? {
+                    counts.executions.fetch_add(1, Ordering::Relaxed);
+                    if let Some(slot) = counts.runs.get(n as usize) {
+                        slot.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                Ok(())
+            }
         }
     }
-}
-
-/// One call of the floor (`redis-floor`, the module's documentation).
-async fn floor_call(
-    mut conn: redis::aio::MultiplexedConnection,
-    namespace: &str,
-    counts: &Counts,
-    n: u64,
-    args: &serde_json::Value,
-) -> Result<(), Failed> {
-    let key =
-        idem::IdemKey::derive(idem::Scope::Run("load"), "work", 1, args).with_namespace(namespace);
-    // A running record and a done one, of the sizes idem's are.
-    let running = format!("2|running|{}|0|work|3660000|{:032x}|", "0".repeat(64), n);
-    let held: Option<Vec<u8>> = redis::cmd("SET")
-        .arg(key.as_str())
-        .arg(&running)
-        .arg("NX")
-        .arg("GET")
-        .arg("PX")
-        .arg(3_660_000)
-        .query_async(&mut conn)
-        .await
-        .map_err(|e| Failed::Other(e.to_string()))?;
-    if held.is_none() {
-        counts.executions.fetch_add(1, Ordering::Relaxed);
-        if let Some(slot) = counts.runs.get(n as usize) {
-            slot.fetch_add(1, Ordering::Relaxed);
-        }
-        let done = format!("{}{n}", running.replace("running", "done"));
-        let () = redis::cmd("SET")
-            .arg(key.as_str())
-            .arg(done)
-            .arg("PX")
-            .arg(600_000)
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| Failed::Other(e.to_string()))?;
-    }
-    Ok(())
 }
 
 fn main() -> Result<(), BoxError> {
@@ -331,7 +312,7 @@ async fn run(config: Config) -> Result<(), BoxError> {
     println!(
         "{}",
         json!({
-            "impl": if config.store == "redis-floor" { "floor" } else { "idem" },
+            "impl": if config.store.ends_with("-floor") { "floor" } else { "idem" },
             "store": config.store,
             "mode": config.mode,
             "calls": config.calls,
