@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The Redis tables of BENCHMARKS.md: `redis-benchmark -t set` and the load
-# generator in its three modes, alternating on one private Redis pinned to
+# The Redis tables of BENCHMARKS.md: `redis-benchmark -t set`, the load
+# generator in its three modes and its floor (`--store redis-floor`, unique
+# calls: the same key and commands without idem), alternating on one private Redis pinned to
 # core 0, the clients pinned to core 1, emptied before each run; or this
 # build against another one, alternating in one mode.
 #
@@ -85,7 +86,7 @@ else
     ports=("$port")
     store=redis
     url="redis://127.0.0.1:$port"
-    sides=(redis-benchmark unique duplicate mixed)
+    sides=(redis-benchmark unique duplicate mixed floor)
 fi
 
 empty() {
@@ -102,9 +103,11 @@ run() {
         echo "$out" | awk -F'"' '$2 == "SET" { printf "%.0f - - -\n", $4 }'
         ;;
     *)
-        local bin=$loadgen mode=$side
+        local bin=$loadgen mode=$side kind=$store
         [ "$side" = baseline ] && bin=$BASELINE && mode=${MODE:-unique}
-        out=$(taskset -c 1 "$bin" --store "$store" --url "$url" --calls "$calls" \
+        # The same key and two commands without idem (examples/loadgen/floor.rs).
+        [ "$side" = floor ] && kind=redis-floor && mode=unique
+        out=$(taskset -c 1 "$bin" --store "$kind" --url "$url" --calls "$calls" \
             --concurrency "$concurrency" --mode "$mode" --threads 1 2>/dev/null)
         echo "$out" | jq -r '"\(.ops_per_s) \(.p50_us) \(.p99_us) \(.p999_us // "-")"'
         ;;
@@ -150,5 +153,6 @@ has() { [[ " ${sides[*]} " == *" $1 "* ]]; }
 has redis-benchmark && echo "- unique / redis-benchmark: $(ratio unique redis-benchmark)"
 has duplicate && echo "- duplicate / unique: $(ratio duplicate unique)"
 has mixed && echo "- mixed / unique: $(ratio mixed unique)"
+has floor && echo "- unique / floor: $(ratio unique floor)"
 has baseline && echo "- ${MODE:-unique} / baseline: $(ratio "${MODE:-unique}" baseline)"
 exit 0

@@ -25,10 +25,20 @@ use tokio::sync::{mpsc, oneshot};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// A running record and the done one of the sizes idem writes on Redis.
+/// A running record and the done one of the sizes idem writes on Redis,
+/// built as cheaply as can be (this is the floor).
 fn redis_records(n: u64) -> (String, String) {
-    let running = format!("2|running|{}|0|work|3660000|{n:032x}|", "0".repeat(64));
-    let done = format!("{}{n}", running.replacen("running", "done", 1));
+    const FINGERPRINT: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+    let mut id = itoa::Buffer::new();
+    let id = id.format(n);
+    let mut running = String::with_capacity(128);
+    for part in ["2|running|", FINGERPRINT, "|0|work|3660000|", id, "|"] {
+        running.push_str(part);
+    }
+    let mut done = String::with_capacity(128);
+    for part in ["2|done|", FINGERPRINT, "|0|work|600000|", id, "|", id] {
+        done.push_str(part);
+    }
     (running, done)
 }
 
@@ -151,24 +161,25 @@ async fn redis_call(
     n: u64,
 ) -> Result<bool, String> {
     let (running, done) = redis_records(n);
-    let held: Option<Vec<u8>> = redis::cmd("SET")
+    let mut claim = redis::Cmd::with_capacity(7, key.len() + running.len() + 24);
+    claim
+        .arg("SET")
         .arg(key)
         .arg(&running)
         .arg("NX")
         .arg("GET")
         .arg("PX")
-        .arg(3_660_000)
+        .arg(3_660_000);
+    let held: Option<Vec<u8>> = claim
         .query_async(&mut conn)
         .await
         .map_err(|e| e.to_string())?;
     if held.is_some() {
         return Ok(false);
     }
-    let () = redis::cmd("SET")
-        .arg(key)
-        .arg(done)
-        .arg("PX")
-        .arg(600_000)
+    let mut record = redis::Cmd::with_capacity(5, key.len() + done.len() + 16);
+    record.arg("SET").arg(key).arg(done).arg("PX").arg(600_000);
+    let () = record
         .query_async(&mut conn)
         .await
         .map_err(|e| e.to_string())?;
