@@ -13,6 +13,9 @@
 #   idem unique / duplicate   the load generator (C=64) through idem
 #   floor unique / duplicate  the same key derived and the same two
 #                             commands, without idem (`--store redis-floor`)
+#   floor, minimal client     the same over a minimal pipelining client of
+#                             the load generator's own, instead of the
+#                             `redis` crate's (`--store redis-floor-pipe`)
 #   redis-benchmark 2 SETs    two plain SETs a call (an unfenced design's
 #                             claim and record), redis-benchmark -c 64
 # Server µs: each command's µs in all divided by the calls. Redis counts a
@@ -81,7 +84,7 @@ client_instructions() {
 
 url="redis://127.0.0.1:$port"
 few=$((calls / 5))
-printf '%-26s %16s %24s\n' "" "server µs/call" "client instructions/call"
+printf '%-32s %16s %24s\n' "" "server µs/call" "client instructions/call"
 row() {
     local what=$1 store=$2 mode=$3
     redis-cli -p "$port" config resetstat >/dev/null
@@ -91,14 +94,16 @@ row() {
     local ins
     ins=$(client_instructions "$few" "$loadgen" --store "$store" --url "$url" --calls "$few" \
         --concurrency 64 --mode "$mode" --threads 1)
-    printf '%-26s %16s %24s\n' "$what" "$us" "$ins"
+    printf '%-32s %16s %24s\n' "$what" "$us" "$ins"
 }
 row "idem unique" redis unique
 row "idem duplicate" redis duplicate
 row "floor unique" redis-floor unique
 row "floor duplicate" redis-floor duplicate
+row "floor, minimal client, unique" redis-floor-pipe unique
+row "floor, minimal client, dup." redis-floor-pipe duplicate
 redis-cli -p "$port" config resetstat >/dev/null
 redis-benchmark -p "$port" -t set -n $((calls * 2)) -c 64 -r 1000000 -q >/dev/null 2>&1
 us=$(server_us "$calls")
 ins=$(client_instructions "$few" redis-benchmark -p "$port" -t set -n $((few * 2)) -c 64 -r 1000000 -q)
-printf '%-26s %16s %24s\n' "redis-benchmark 2 SETs" "$us" "$ins"
+printf '%-32s %16s %24s\n' "redis-benchmark 2 SETs" "$us" "$ins"

@@ -6,7 +6,8 @@
 //!
 //! - Redis: `SET .. NX GET PX` of a running record, then, if it took the
 //!   key, `SET .. PX` of the record with the result; a duplicate ends at
-//!   the first command's answer.
+//!   the first command's answer. `redis-floor-pipe` sends the same over a
+//!   minimal client of its own (`pipe.rs`), to weigh the Redis client.
 //! - PostgreSQL: the store's own claim and settle statements (its
 //!   `sql/claim.sql` and `sql/settle.sql`, prepared) on a connection of
 //!   the task's own, in the table the store made.
@@ -58,6 +59,8 @@ const KEPT_MS: f64 = 600_000.0;
 /// One store's floor.
 pub(crate) enum Floor {
     Redis(redis::aio::MultiplexedConnection),
+    /// The same commands over a minimal client (`pipe.rs`).
+    RedisPipe(crate::pipe::Pipe),
     Postgres {
         conns: Vec<PgConn>,
         next: AtomicUsize,
@@ -96,6 +99,11 @@ impl Floor {
                 let client = redis::Client::open(url)?;
                 Floor::Redis(client.get_multiplexed_async_connection().await?)
             }
+            "redis-floor-pipe" => {
+                let url = url.unwrap_or("redis://127.0.0.1:6379");
+                let addr = url.strip_prefix("redis://").ok_or("a redis:// URL")?;
+                Floor::RedisPipe(crate::pipe::Pipe::connect(addr.trim_end_matches('/')).await?)
+            }
             "postgres-floor" => {
                 let url = url.unwrap_or("postgres://postgres@127.0.0.1:5432/test");
                 let mut all = Vec::with_capacity(conns);
@@ -116,6 +124,7 @@ impl Floor {
     pub(crate) async fn call(&self, key: &str, n: u64) -> Result<bool, String> {
         match self {
             Floor::Redis(conn) => redis_call(conn.clone(), key, n).await,
+            Floor::RedisPipe(pipe) => pipe_call(pipe, key, n).await,
             Floor::Postgres { conns, next } => {
                 let conn = &conns[next.fetch_add(1, Ordering::Relaxed) % conns.len()];
                 pg_call(conn, key, n).await
@@ -184,6 +193,38 @@ async fn redis_call(
         .await
         .map_err(|e| e.to_string())?;
     Ok(true)
+}
+
+async fn pipe_call(pipe: &crate::pipe::Pipe, key: &str, n: u64) -> Result<bool, String> {
+    use crate::pipe::Reply;
+    let (running, done) = redis_records(n);
+    let claim = [
+        &b"SET"[..],
+        key.as_bytes(),
+        running.as_bytes(),
+        b"NX",
+        b"GET",
+        b"PX",
+        b"3660000",
+    ];
+    match pipe.send(&claim).await? {
+        Reply::Nil => {}
+        Reply::Bulk => return Ok(false),
+        Reply::Error(e) => return Err(e),
+        Reply::Ok => return Err("unexpected OK to SET .. GET".to_owned()),
+    }
+    let record = [
+        &b"SET"[..],
+        key.as_bytes(),
+        done.as_bytes(),
+        b"PX",
+        b"600000",
+    ];
+    match pipe.send(&record).await? {
+        Reply::Ok => Ok(true),
+        Reply::Error(e) => Err(e),
+        _ => Err("unexpected reply to SET".to_owned()),
+    }
 }
 
 /// The PostgreSQL store's statements, in the load generator's table.

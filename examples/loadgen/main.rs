@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 mod floor;
+mod pipe;
 
 use idem::prelude::*;
 use idem::{IdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore};
@@ -165,7 +166,8 @@ enum Caller {
 impl Caller {
     async fn new(config: &Config, run: &str, counts: Counts) -> Result<Caller, BoxError> {
         let namespace = format!("loadgen-{run}");
-        if let Some(store) = config.store.strip_suffix("-floor") {
+        let floor = config.store.split_once("-floor");
+        if let Some((store, _)) = floor {
             // idem's store first: the table or file the floor writes in.
             if store != "redis" {
                 let idem = Config {
@@ -312,7 +314,7 @@ async fn run(config: Config) -> Result<(), BoxError> {
     println!(
         "{}",
         json!({
-            "impl": if config.store.ends_with("-floor") { "floor" } else { "idem" },
+            "impl": if config.store.contains("-floor") { "floor" } else { "idem" },
             "store": config.store,
             "mode": config.mode,
             "calls": config.calls,
