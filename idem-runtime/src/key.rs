@@ -530,6 +530,15 @@ pub(crate) fn push_hex(out: &mut String, bytes: &[u8]) {
     out.push_str(std::str::from_utf8(&buf[..chunks.len() * 16]).unwrap_or_default());
 }
 
+/// Sixteen bytes as 32 lowercase hex digits, on the stack.
+pub(crate) fn hex32(bytes: [u8; 16]) -> [u8; 32] {
+    let (high, low) = bytes.split_at(8);
+    let mut out = [0u8; 32];
+    out[..16].copy_from_slice(&hex16(high.try_into().unwrap_or_default()));
+    out[16..].copy_from_slice(&hex16(low.try_into().unwrap_or_default()));
+    out
+}
+
 /// Eight bytes as sixteen lowercase hex digits, all at once in one `u128`
 /// rather than a table look-up per digit: each nibble is spread into a byte
 /// of its own, then turned into its digit by adding `'0'`, plus 39 more

@@ -39,6 +39,11 @@ impl LeaseToken {
         hex
     }
 
+    /// [`id_hex`](Self::id_hex)'s digits, without allocating.
+    pub(crate) fn id_hex_digits(&self) -> [u8; 32] {
+        crate::key::hex32(self.id.to_be_bytes())
+    }
+
     /// Appends [`id_hex`](Self::id_hex) to `out`.
     pub(crate) fn push_id_hex(&self, out: &mut String) {
         crate::key::push_hex(out, &self.id.to_be_bytes());

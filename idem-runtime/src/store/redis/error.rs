@@ -17,6 +17,16 @@ pub(super) fn as_text(v: &RValue) -> Option<String> {
     }
 }
 
+/// A reply's bytes, if it is a string, without copying them.
+pub(super) fn as_bytes(v: &RValue) -> Option<&[u8]> {
+    match v {
+        RValue::BulkString(b) => Some(b),
+        RValue::SimpleString(s) => Some(s.as_bytes()),
+        RValue::VerbatimString { text, .. } => Some(text.as_bytes()),
+        _ => None,
+    }
+}
+
 /// Whether `e` means the connection broke under the command (closed by the
 /// server, reset, a restart), so that it may not have been sent or
 /// answered: worth sending once more over a new connection.

@@ -51,7 +51,8 @@ use redis::{AsyncConnectionConfig, Cmd, ErrorKind, RedisError, ServerErrorKind, 
 
 use self::conn::{Connections, Dialer, tcp_settings};
 use self::error::{
-    as_text, function_missing, refuses_functions, rejects_set_get, script_error, store_error,
+    as_bytes, as_text, function_missing, refuses_functions, rejects_set_get, script_error,
+    store_error,
 };
 pub use self::options::RedisOptions;
 #[cfg(feature = "redis-tls")]
@@ -398,26 +399,24 @@ impl RedisStore {
         // A renewal rewrites the record, so it is forgotten either way.
         let written = self.forget(token);
         // The whole settled record when the claim's is known (SETTLE then
-        // writes it as it is), else the payload alone.
-        let mut record = match (&written, State::parse(op)) {
-            (Some(line), Some(state)) => line.settled_head(state, expiry_ms).into_bytes(),
-            _ => Vec::new(),
+        // writes it as it is), else the payload alone. Nothing here is
+        // allocated but that record: this is every call's path.
+        let (record, head) = match (&written, State::parse(op)) {
+            (Some(line), Some(state)) => line.settled(state, expiry_ms, payload),
+            _ => (Vec::new(), 0),
         };
-        let head = itoa::Buffer::new().format(record.len()).to_owned();
-        let sent = if record.is_empty() {
-            payload
-        } else {
-            record.extend_from_slice(payload);
-            &record
-        };
-        let id = token.id_hex();
-        let expiry = itoa::Buffer::new().format(expiry_ms).to_owned();
+        let sent = if record.is_empty() { payload } else { &record };
+        let mut head_digits = itoa::Buffer::new();
+        let head = head_digits.format(head);
+        let id = token.id_hex_digits();
+        let mut expiry_digits = itoa::Buffer::new();
+        let expiry = expiry_digits.format(expiry_ms);
         let (reply, acked) = self
             .eval_waiting(
                 &scripts().settle,
                 key,
                 &[
-                    id.as_bytes(),
+                    &id,
                     op.as_bytes(),
                     sent,
                     expiry.as_bytes(),
@@ -427,9 +426,9 @@ impl RedisStore {
                 wait,
             )
             .await?;
-        match as_text(&reply).as_deref() {
-            Some("ok") => self.replicated(acked),
-            Some("lost") => Err(StoreError::LeaseLost),
+        match as_bytes(&reply) {
+            Some(b"ok") => self.replicated(acked),
+            Some(b"lost") => Err(StoreError::LeaseLost),
             _ => Err(StoreError::corrupt(
                 key.as_str(),
                 format!("unexpected reply from Redis to `{op}`: {reply:?}"),

@@ -66,25 +66,28 @@ impl RunningLine {
     }
 
     /// The record that settles this one into `state` (done, failed,
-    /// released), kept `keep_ms`, all but its payload: the same
-    /// fingerprint, attempt, tool and token, the life replaced by
-    /// `keep_ms`.
-    pub(crate) fn settled_head(&self, state: State, keep_ms: u64) -> String {
+    /// released) with `payload`, kept `keep_ms`: the same fingerprint,
+    /// attempt, tool and token, the life replaced by `keep_ms`. Returns it
+    /// and the length of its head, all but the payload.
+    pub(crate) fn settled(&self, state: State, keep_ms: u64, payload: &[u8]) -> (Vec<u8>, usize) {
         // Both formats start with the version, then `|running|`.
         const RUNNING: usize = "1|running|".len();
-        let mut head = String::with_capacity(self.text.len() + 8);
-        head.push_str(&self.text[..2]);
-        head.push_str(state.as_str());
-        head.push('|');
+        let text = self.text.as_bytes();
+        let mut record = Vec::with_capacity(text.len() + 8 + payload.len());
+        record.extend_from_slice(&text[..2]);
+        record.extend_from_slice(state.as_str().as_bytes());
+        record.push(b'|');
         match &self.life {
-            None => head.push_str(&self.text[RUNNING..]),
+            None => record.extend_from_slice(&text[RUNNING..]),
             Some(life) => {
-                head.push_str(&self.text[RUNNING..life.start]);
-                head.push_str(itoa::Buffer::new().format(keep_ms));
-                head.push_str(&self.text[life.end..]);
+                record.extend_from_slice(&text[RUNNING..life.start]);
+                record.extend_from_slice(itoa::Buffer::new().format(keep_ms).as_bytes());
+                record.extend_from_slice(&text[life.end..]);
             }
         }
-        head
+        let head = record.len();
+        record.extend_from_slice(payload);
+        (record, head)
     }
 }
 
@@ -198,9 +201,10 @@ mod tests {
             running.as_str(),
             format!("2|running|{FP}|3|charge|30030000|{TOKEN}|")
         );
+        let head = format!("2|done|{FP}|3|charge|86400000|{TOKEN}|");
         assert_eq!(
-            running.settled_head(State::Done, 86_400_000),
-            format!("2|done|{FP}|3|charge|86400000|{TOKEN}|")
+            running.settled(State::Done, 86_400_000, b"{\"id\":7}"),
+            (format!("{head}{{\"id\":7}}").into_bytes(), head.len())
         );
         let old = RunningLine::new(1, &fingerprint, "charge", 30_030_000, &token);
         assert_eq!(old.as_str(), format!("1|running|{FP}|3|{TOKEN}|"));
@@ -213,9 +217,10 @@ mod tests {
         );
         let running = RunningLine::new(1, &tagged, "charge", 8000, &token);
         assert_eq!(running.as_str(), format!("1|running|{FP}|3|{TOKEN}|"));
+        let head = format!("1|released|{FP}|3|{TOKEN}|");
         assert_eq!(
-            old.settled_head(State::Released, 60_000),
-            format!("1|released|{FP}|3|{TOKEN}|")
+            old.settled(State::Released, 60_000, b""),
+            (head.clone().into_bytes(), head.len())
         );
     }
 
