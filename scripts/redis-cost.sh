@@ -38,9 +38,9 @@ if [ -z "$loadgen" ]; then
     loadgen=target/release/examples/loadgen
 fi
 
+source scripts/lib/redis.sh
 work=$(mktemp -d)
-port=6398
-while (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null; do port=$((port + 1)); done
+port=$(free_port 6398)
 cleanup() {
     redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
     rm -rf "$work"
@@ -48,10 +48,7 @@ cleanup() {
 trap cleanup EXIT
 redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
     >"$work/server.log" 2>&1 &
-for _ in $(seq 100); do
-    redis-cli -p "$port" ping >/dev/null 2>&1 && break
-    sleep 0.1
-done
+wait_for_redis "$port"
 
 # The server's µs per call since the last reset, over $1 calls (see above).
 server_us() {

@@ -10,6 +10,7 @@
 #       LOADGEN target/release/examples/loadgen (built if missing)
 #
 # Prints one line: mode, calls, server and client instructions per call.
+# KEEP=DIR keeps the two callgrind profiles there (server.out, client.out).
 # Both counts include start-up (a few hundred per call at 20,000 calls).
 set -euo pipefail
 
@@ -25,9 +26,9 @@ if [ -z "$loadgen" ]; then
     loadgen=target/release/examples/loadgen
 fi
 
+source scripts/lib/redis.sh
 work=$(mktemp -d)
-port=6397
-while (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null; do port=$((port + 1)); done
+port=$(free_port 6397)
 cleanup() {
     [ -n "${KEEP:-}" ] && cp "$work"/*.out "$KEEP"/ 2>/dev/null
     redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
@@ -39,10 +40,7 @@ valgrind --tool=callgrind --callgrind-out-file="$work/server.out" \
     redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
     >"$work/server.log" 2>&1 &
 server=$!
-for _ in $(seq 100); do
-    redis-cli -p "$port" ping >/dev/null 2>&1 && break
-    sleep 0.2
-done
+wait_for_redis "$port"
 valgrind --tool=callgrind --callgrind-out-file="$work/client.out" \
     "$loadgen" --store redis --url "redis://127.0.0.1:$port" --calls "$calls" \
     --concurrency 64 --mode "$mode" --threads 1 >"$work/client.json" 2>"$work/client.log"

@@ -38,12 +38,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A free loopback port from 6390 up.
-free_port() {
-    local port=$1
-    while (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null; do port=$((port + 1)); done
-    echo "$port"
-}
+source scripts/lib/redis.sh
 
 start_server() {
     local port=$1
@@ -51,12 +46,7 @@ start_server() {
     taskset -c 0 redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
         --dir "$work" --daemonize yes --pidfile "$work/$port.pid" \
         --logfile "$work/$port.log" "$@"
-    for _ in $(seq 50); do
-        redis-cli -p "$port" ping >/dev/null 2>&1 && return
-        sleep 0.1
-    done
-    echo "redis-table: redis-server on port $port did not start ($work/$port.log)" >&2
-    exit 1
+    wait_for_redis "$port" || { echo "redis-table: see $work/$port.log" >&2; exit 1; }
 }
 
 next=6390

@@ -46,7 +46,8 @@ impl LeaseToken {
 
     /// Appends [`id_hex`](Self::id_hex) to `out`.
     pub(crate) fn push_id_hex(&self, out: &mut String) {
-        crate::key::push_hex(out, &self.id.to_be_bytes());
+        // Hex digits are ASCII: always valid UTF-8.
+        out.push_str(std::str::from_utf8(&self.id_hex_digits()).unwrap_or_default());
     }
 
     /// How many earlier claims of this operation ended without a recorded

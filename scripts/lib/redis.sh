@@ -1,0 +1,20 @@
+# Sourced by the scripts that run a private redis-server of their own: a
+# free loopback port, and waiting for a server to answer.
+
+# The first free loopback port from $1 up.
+free_port() {
+    local port=$1
+    while (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null; do port=$((port + 1)); done
+    echo "$port"
+}
+
+# Waits up to 20 s for the server on port $1 to answer; fails saying so.
+wait_for_redis() {
+    local port=$1
+    for _ in $(seq 100); do
+        redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
+        sleep 0.2
+    done
+    echo "redis-server on port $port did not answer" >&2
+    return 1
+}
