@@ -346,9 +346,10 @@ impl RedisStore {
     }
 
     /// Loads the scripts' library (on a cluster, on every primary).
-    /// `Ok(false)` when the server does not take functions (before Redis
-    /// 7.0, or a user whose ACL refuses `FUNCTION LOAD`): scripts are then
-    /// run by EVALSHA from now on.
+    /// `Ok(false)` when the server does not take it (before Redis 7.0, a
+    /// user whose ACL refuses `FUNCTION LOAD`, or any other error reply: a
+    /// server that cannot compile it): scripts are then run by EVALSHA
+    /// from now on. A failure to reach the server is an error.
     async fn load_library(&self) -> Result<bool, RedisError> {
         let mut load = redis::cmd("FUNCTION");
         // REPLACE: loading is the same on every node whether or not it
@@ -356,7 +357,7 @@ impl RedisStore {
         load.arg("LOAD").arg("REPLACE").arg(&scripts().library);
         match self.query::<RValue>(&load).await {
             Ok(_) => Ok(true),
-            Err(e) if refuses_functions(&e) => {
+            Err(e) if matches!(e.code(), Some("ERR" | "NOPERM")) => {
                 self.stop_functions(&e);
                 Ok(false)
             }
