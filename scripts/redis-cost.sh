@@ -30,15 +30,9 @@ set -euo pipefail
 calls=${1:-100000}
 loadgen=${2:-}
 cd "$(dirname "$0")/.."
-for tool in redis-server redis-cli redis-benchmark valgrind; do
-    command -v "$tool" >/dev/null || { echo "redis-cost: $tool is not installed" >&2; exit 2; }
-done
-if [ -z "$loadgen" ]; then
-    cargo build --release --example loadgen >&2
-    loadgen=target/release/examples/loadgen
-fi
-
 source scripts/lib/redis.sh
+need_tools redis-cost redis-server redis-cli redis-benchmark valgrind
+loadgen=$(loadgen_binary "$loadgen")
 work=$(mktemp -d)
 port=$(free_port 6398)
 cleanup() {

@@ -18,15 +18,9 @@ mode=${1:-unique}
 calls=${2:-20000}
 loadgen=${3:-}
 cd "$(dirname "$0")/.."
-for tool in valgrind redis-server redis-cli; do
-    command -v "$tool" >/dev/null || { echo "redis-instructions: $tool is not installed" >&2; exit 2; }
-done
-if [ -z "$loadgen" ]; then
-    cargo build --release --example loadgen >&2
-    loadgen=target/release/examples/loadgen
-fi
-
 source scripts/lib/redis.sh
+need_tools redis-instructions valgrind redis-server redis-cli
+loadgen=$(loadgen_binary "$loadgen")
 work=$(mktemp -d)
 port=$(free_port 6397)
 cleanup() {

@@ -1,5 +1,6 @@
-# Sourced by the scripts that run a private redis-server of their own: a
-# free loopback port, and waiting for a server to answer.
+# Sourced by the scripts that run a private redis-server of their own: the
+# tools they need, the load generator, a free loopback port, and waiting
+# for a server to answer.
 
 # The first free loopback port from $1 up.
 free_port() {
@@ -17,4 +18,23 @@ wait_for_redis() {
     done
     echo "redis-server on port $port did not answer" >&2
     return 1
+}
+
+# Exits, naming the tool, unless each of $2.. is installed ($1: the script).
+need_tools() {
+    local script=$1
+    shift
+    for tool in "$@"; do
+        command -v "$tool" >/dev/null || { echo "$script: $tool is not installed" >&2; exit 2; }
+    done
+}
+
+# The load generator: $1 if given, else built in release mode.
+loadgen_binary() {
+    if [ -n "$1" ]; then
+        echo "$1"
+    else
+        cargo build --release --example loadgen >&2
+        echo target/release/examples/loadgen
+    fi
 }
