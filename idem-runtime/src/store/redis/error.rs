@@ -9,12 +9,7 @@ use crate::key::IdemKey;
 
 /// A reply's text, if it is a string.
 pub(super) fn as_text(v: &RValue) -> Option<String> {
-    match v {
-        RValue::BulkString(b) => String::from_utf8(b.clone()).ok(),
-        RValue::SimpleString(s) => Some(s.clone()),
-        RValue::VerbatimString { text, .. } => Some(text.clone()),
-        _ => None,
-    }
+    String::from_utf8(as_bytes(v)?.to_vec()).ok()
 }
 
 /// A reply's bytes, if it is a string, without copying them.

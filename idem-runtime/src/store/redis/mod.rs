@@ -321,18 +321,19 @@ impl RedisStore {
         };
         if self.functions.load(Ordering::Relaxed) {
             let fcall = build("FCALL", &script.function);
-            let sent = match self.write(&fcall, wait).await {
-                // A server restarted without its data, a failover to a
-                // node that never had the library, a FUNCTION FLUSH.
-                Err(e) if function_missing(&e) => match self.load_library().await {
-                    Ok(true) => self.write(&fcall, wait).await,
-                    Ok(false) => Err(e),
-                    Err(e) => return Err(store_error(e)),
-                },
-                other => other,
-            };
+            let mut sent = self.write(&fcall, wait).await;
+            // A server restarted without its data, a failover to a node
+            // that never had the library, a FUNCTION FLUSH: loaded again.
+            if matches!(&sent, Err(e) if function_missing(e))
+                && self.load_library().await.map_err(store_error)?
+            {
+                sent = self.write(&fcall, wait).await;
+            }
             match sent {
                 Err(e) if refuses_functions(&e) => self.stop_functions(&e),
+                // The library could not be loaded again: functions are
+                // stopped, and this call runs by EVALSHA below.
+                Err(_) if !self.functions.load(Ordering::Relaxed) => {}
                 sent => return sent.map_err(|e| script_error(key, e)),
             }
         }
