@@ -215,7 +215,9 @@ impl<'a> Hold<'a> {
                 return std::future::pending().await;
             }
             let extension = lease.min(remaining);
-            match self.renew(extension).await {
+            // Boxed: a renewal is rare beside a call, and its future
+            // would enlarge every call's.
+            match Box::pin(self.renew(extension)).await {
                 Ok(()) => {
                     #[cfg(feature = "metrics")]
                     if let Some(keys) = self.site.metrics {

@@ -5,7 +5,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::{Pin, pin};
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tracing::Instrument;
@@ -65,10 +65,27 @@ async fn within<T>(
 /// Runs `fut`, turning a panic in it into `Err` with the panic's message,
 /// so that a buggy tool fails its call instead of unwinding through the
 /// caller (an MCP server would never answer the request).
-pub(crate) async fn catch_panic<F: Future>(fut: F) -> Result<F::Output, String> {
-    let mut fut = pin!(fut);
-    std::future::poll_fn(move |cx| {
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+pub(crate) fn catch_panic<F: Future>(fut: F) -> CatchPanic<F> {
+    CatchPanic { fut }
+}
+
+pin_project_lite::pin_project! {
+    /// [`catch_panic`]'s future. The combinators here are futures of their
+    /// own rather than `async fn`s: an `async fn` keeps its argument and
+    /// the pinned copy it polls, so a body's future would be held twice
+    /// (and moved once more) on every call.
+    pub(crate) struct CatchPanic<F> {
+        #[pin]
+        fut: F,
+    }
+}
+
+impl<F: Future> Future for CatchPanic<F> {
+    type Output = Result<F::Output, String>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let fut = self.project().fut;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.poll(cx))) {
             Ok(Poll::Ready(out)) => Poll::Ready(Ok(out)),
             Ok(Poll::Pending) => Poll::Pending,
             Err(payload) => Poll::Ready(Err(payload
@@ -77,8 +94,7 @@ pub(crate) async fn catch_panic<F: Future>(fut: F) -> Result<F::Output, String> 
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "a non-string panic payload".to_owned()))),
         }
-    })
-    .await
+    }
 }
 
 /// The error of a call whose body panicked.
@@ -104,19 +120,31 @@ pub(crate) async fn poll_once<F: Future>(mut fut: Pin<&mut F>) -> Option<F::Outp
 /// Drives `work` to completion while also driving `side`, which never ends
 /// by itself (a heartbeat); `side` is dropped when `work` is done. `work`
 /// is polled first, so work that is ready at once never starts `side`.
-pub(crate) async fn beside<F: Future>(
-    work: F,
-    side: impl Future<Output = Infallible>,
-) -> F::Output {
-    let (mut work, mut side) = (pin!(work), pin!(side));
-    std::future::poll_fn(move |cx| {
-        if let Poll::Ready(out) = work.as_mut().poll(cx) {
+pub(crate) fn beside<W: Future, S: Future<Output = Infallible>>(work: W, side: S) -> Beside<W, S> {
+    Beside { work, side }
+}
+
+pin_project_lite::pin_project! {
+    /// [`beside`]'s future.
+    pub(crate) struct Beside<W, S> {
+        #[pin]
+        work: W,
+        #[pin]
+        side: S,
+    }
+}
+
+impl<W: Future, S: Future<Output = Infallible>> Future for Beside<W, S> {
+    type Output = W::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<W::Output> {
+        let this = self.project();
+        if let Poll::Ready(out) = this.work.poll(cx) {
             return Poll::Ready(out);
         }
-        match side.as_mut().poll(cx) {
+        match this.side.poll(cx) {
             Poll::Ready(never) => match never {},
             Poll::Pending => Poll::Pending,
         }
-    })
-    .await
+    }
 }

@@ -182,6 +182,13 @@ impl Connections {
         if let Some(current) = self.current() {
             return Ok(current);
         }
+        // Boxed: connecting is rare and its future large, and every
+        // command's future would otherwise carry it.
+        Box::pin(self.connect()).await
+    }
+
+    /// A new connection, made by one task while the others wait for it.
+    async fn connect(&self) -> RedisResult<Lane> {
         let _turn = self.dialing.lock().await;
         if let Some(current) = self.current() {
             return Ok(current);

@@ -308,38 +308,67 @@ impl RedisStore {
         args: &[&[u8]],
         wait: Option<(usize, Duration)>,
     ) -> Result<(RValue, usize), StoreError> {
-        // Sized up front: a command grown argument by argument
-        // reallocates its buffers several times, on every call's path.
-        let size = args.iter().map(|a| a.len()).sum::<usize>() + key.as_str().len() + 16;
-        let build = |verb: &str, first: &str| {
-            let mut cmd = redis::Cmd::with_capacity(args.len() + 4, size + first.len());
-            cmd.arg(verb).arg(first).arg(1).arg(key.as_str());
-            for a in args {
-                cmd.arg(*a);
-            }
-            cmd
-        };
+        // Only the usual path is in this future: what follows a refusal,
+        // and EVALSHA, are boxed, since their futures would enlarge every
+        // call's (moved and allocated on each).
         if self.functions.load(Ordering::Relaxed) {
-            let fcall = build("FCALL", &script.function);
-            let mut sent = self.write(&fcall, wait).await;
-            // A server restarted without its data, a failover to a node
-            // that never had the library, a FUNCTION FLUSH: loaded again.
-            if matches!(&sent, Err(e) if function_missing(e))
-                && self.load_library().await.map_err(store_error)?
-            {
-                sent = self.write(&fcall, wait).await;
-            }
-            match sent {
-                Err(e) if refuses_functions(&e) => self.stop_functions(&e),
-                // The library could not be loaded again: functions are
-                // stopped, and this call runs by EVALSHA below.
-                Err(_) if !self.functions.load(Ordering::Relaxed) => {}
-                sent => return sent.map_err(|e| script_error(key, e)),
-            }
+            let fcall = script_command("FCALL", &script.function, key, args);
+            return match self.write(&fcall, wait).await {
+                Err(e)
+                    if function_missing(&e)
+                        || refuses_functions(&e)
+                        || !self.functions.load(Ordering::Relaxed) =>
+                {
+                    Box::pin(self.eval_after_refusal(script, key, args, wait, &fcall, e)).await
+                }
+                sent => sent.map_err(|e| script_error(key, e)),
+            };
         }
-        let sent = match self.write(&build("EVALSHA", &script.sha), wait).await {
+        Box::pin(self.eval_by_sha(script, key, args, wait)).await
+    }
+
+    /// `fcall` failed with `e`: sent again once the library is loaded
+    /// again (a server restarted without its data, a failover to a node
+    /// that never had the library, a `FUNCTION FLUSH`), or, functions
+    /// refused, the script run by EVALSHA.
+    async fn eval_after_refusal(
+        &self,
+        script: &Script,
+        key: &IdemKey,
+        args: &[&[u8]],
+        wait: Option<(usize, Duration)>,
+        fcall: &Cmd,
+        e: RedisError,
+    ) -> Result<(RValue, usize), StoreError> {
+        let mut sent = Err(e);
+        if matches!(&sent, Err(e) if function_missing(e))
+            && self.load_library().await.map_err(store_error)?
+        {
+            sent = self.write(fcall, wait).await;
+        }
+        match sent {
+            Err(e) if refuses_functions(&e) => self.stop_functions(&e),
+            // The library could not be loaded again: functions are
+            // stopped, and this call runs by EVALSHA below.
+            Err(_) if !self.functions.load(Ordering::Relaxed) => {}
+            sent => return sent.map_err(|e| script_error(key, e)),
+        }
+        self.eval_by_sha(script, key, args, wait).await
+    }
+
+    /// The script run by EVALSHA, or by EVAL when the server lacks it.
+    async fn eval_by_sha(
+        &self,
+        script: &Script,
+        key: &IdemKey,
+        args: &[&[u8]],
+        wait: Option<(usize, Duration)>,
+    ) -> Result<(RValue, usize), StoreError> {
+        let evalsha = script_command("EVALSHA", &script.sha, key, args);
+        let sent = match self.write(&evalsha, wait).await {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                self.write(&build("EVAL", &script.body), wait).await
+                let eval = script_command("EVAL", &script.body, key, args);
+                self.write(&eval, wait).await
             }
             other => other,
         };
@@ -542,8 +571,9 @@ impl RedisStore {
             // Without waiting for replicas again: the release only keeps
             // the primary from holding a claim nobody runs under.
             let released = State::Released.as_str();
+            // Boxed: rare, and its future would enlarge every claim's.
             let release = self.run_settle(key, token, released, b"", CLAIM_RETENTION, None);
-            if let Err(release) = release.await {
+            if let Err(release) = Box::pin(release).await {
                 tracing::debug!(key = %key, error = %release, "releasing a claim too few replicas acknowledged");
             }
             return Err(e);
@@ -607,6 +637,20 @@ impl RedisStore {
         }
         parse_entry(key, &parts).map(Claim::Existing)
     }
+}
+
+/// The command that runs a script on `key` with `args`: `verb` (FCALL,
+/// EVALSHA, EVAL) with `first` (the function's name, the script's hash or
+/// body). Sized up front: a command grown argument by argument
+/// reallocates its buffers several times, on every call's path.
+fn script_command(verb: &str, first: &str, key: &IdemKey, args: &[&[u8]]) -> Cmd {
+    let size = args.iter().map(|a| a.len()).sum::<usize>() + key.as_str().len() + first.len();
+    let mut cmd = redis::Cmd::with_capacity(args.len() + 4, size + 16);
+    cmd.arg(verb).arg(first).arg(1).arg(key.as_str());
+    for a in args {
+        cmd.arg(*a);
+    }
+    cmd
 }
 
 /// How long a running record lives: its lease, then the claim retention
@@ -681,8 +725,9 @@ impl IdemStore for RedisStore {
             if let Some(claim) = self.claim_new(key, tool, fingerprint, &token, life).await? {
                 return Ok(claim);
             }
-            self.claim_existing(key, tool, fingerprint, &token, lease)
-                .await
+            // Boxed: the script's path is the rarer one (a running or
+            // released record), and its future would enlarge every claim's.
+            Box::pin(self.claim_existing(key, tool, fingerprint, &token, lease)).await
         })
     }
 

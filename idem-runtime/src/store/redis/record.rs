@@ -111,37 +111,34 @@ pub(crate) fn push_fingerprint(out: &mut String, format: u32, fingerprint: &Fing
 /// script accepts, never more, so it can only save a round trip, never
 /// decide differently.
 pub(crate) fn settled_entry(line: &[u8]) -> Option<Entry> {
-    let line = std::str::from_utf8(line).ok()?;
-    let (version, rest) = line.split_once('|')?;
-    // Format 1: state|fp|attempt|token|payload; format 2 adds the tool
-    // and the life after the attempt.
-    let fields = match version {
-        "1" => 4,
-        "2" => 6,
+    // Read as bytes, field by field: this is every duplicate's path, and
+    // only the payload needs to be text.
+    let mut fields = Fields(line);
+    let format_2 = match fields.next()? {
+        b"1" => false,
+        b"2" => true,
         _ => return None,
     };
-    let mut parts = rest.splitn(fields + 1, '|');
-    let state = State::parse(parts.next()?)?;
-    let fingerprint = parts.next()?;
-    if version == "1" && fingerprint.len() != 64 {
+    let state = State::parse(std::str::from_utf8(fields.next()?).ok()?)?;
+    let fingerprint = fields.next()?;
+    if !format_2 && fingerprint.len() != 64 {
         return None; // format 1 has no field tags
     }
-    let fingerprint = Fingerprint::from_hex(fingerprint)?;
-    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    let hex = |s: &str| s.bytes().all(|b| b.is_ascii_hexdigit());
-    if !digits(parts.next()?) {
+    let fingerprint = Fingerprint::from_hex(std::str::from_utf8(fingerprint).ok()?)?;
+    let digits = |s: &[u8]| s.iter().all(u8::is_ascii_digit);
+    if !digits(fields.next()?) {
         return None;
     }
-    if version == "2" {
-        parts.next()?; // the tool: anything but `|`
-        if !digits(parts.next()?) {
+    if format_2 {
+        fields.next()?; // the tool: anything but `|`
+        if !digits(fields.next()?) {
             return None;
         }
     }
-    if !hex(parts.next()?) {
+    if !fields.next()?.iter().all(u8::is_ascii_hexdigit) {
         return None;
     }
-    let payload = parts.next()?.to_owned();
+    let payload = String::from_utf8(fields.0.to_vec()).ok()?;
     match state {
         State::Done => Some(Entry::Done {
             result: payload,
@@ -152,6 +149,19 @@ pub(crate) fn settled_entry(line: &[u8]) -> Option<Entry> {
             fingerprint,
         }),
         State::Running | State::Released | State::Unknown => None,
+    }
+}
+
+/// The `|`-ended fields of a record, front first; what is left after the
+/// last one read is the payload.
+struct Fields<'a>(&'a [u8]);
+
+impl<'a> Fields<'a> {
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let end = self.0.iter().position(|&b| b == b'|')?;
+        let field = &self.0[..end];
+        self.0 = &self.0[end + 1..];
+        Some(field)
     }
 }
 
