@@ -24,7 +24,8 @@
 # call is the script's plus the commands sent on their own: one GET and
 # one SET per script call are taken out at their commands' average cost
 # (its usual path), an estimate. With PER_COMMAND=1 each command's line is
-# printed too.
+# printed too. Client instructions are followed by SHA-256's share, in
+# brackets: valgrind makes it run in software (see scripts/lib/redis.sh).
 set -euo pipefail
 
 calls=${1:-100000}
@@ -65,17 +66,20 @@ server_us() {
         }'
 }
 
-# The client's instructions per call: `$@` under callgrind, over $1 calls.
+# The client's instructions per call: `$@` under callgrind, over $1 calls;
+# "TOTAL (SHA)", SHA-256's share in brackets (see callgrind_per_call).
 client_instructions() {
     local n=$1
     shift
     valgrind --tool=callgrind --callgrind-out-file="$work/client.out" "$@" >/dev/null 2>&1
-    awk -v n="$n" '/^summary:/ { printf "%.0f", $2 / n }' "$work/client.out"
+    local total sha
+    read -r total sha < <(callgrind_per_call "$work/client.out" "$n")
+    printf '%s (%s)' "$total" "$sha"
 }
 
 url="redis://127.0.0.1:$port"
 few=$((calls / 5))
-printf '%-32s %16s %24s\n' "" "server µs/call" "client instructions/call"
+printf '%-32s %16s %28s\n' "" "server µs/call" "client instr./call (SHA-256)"
 row() {
     local what=$1 store=$2 mode=$3
     redis-cli -p "$port" config resetstat >/dev/null
@@ -85,7 +89,7 @@ row() {
     local ins
     ins=$(client_instructions "$few" "$loadgen" --store "$store" --url "$url" --calls "$few" \
         --concurrency 64 --mode "$mode" --threads 1)
-    printf '%-32s %16s %24s\n' "$what" "$us" "$ins"
+    printf '%-32s %16s %28s\n' "$what" "$us" "$ins"
 }
 row "idem unique" redis unique
 row "idem duplicate" redis duplicate
@@ -97,4 +101,4 @@ redis-cli -p "$port" config resetstat >/dev/null
 redis-benchmark -p "$port" -t set -n $((calls * 2)) -c 64 -r 1000000 -q >/dev/null 2>&1
 us=$(server_us "$calls")
 ins=$(client_instructions "$few" redis-benchmark -p "$port" -t set -n $((few * 2)) -c 64 -r 1000000 -q)
-printf '%-32s %16s %24s\n' "redis-benchmark 2 SETs" "$us" "$ins"
+printf '%-32s %16s %28s\n' "redis-benchmark 2 SETs" "$us" "$ins"

@@ -9,7 +9,8 @@
 #       MODE unique (default), duplicate or mixed; CALLS 20000;
 #       LOADGEN target/release/examples/loadgen (built if missing)
 #
-# Prints one line: mode, calls, server and client instructions per call.
+# Prints one line: mode, calls, server and client instructions per call,
+# and the client's SHA-256 share.
 # KEEP=DIR keeps the two callgrind profiles there (server.out, client.out).
 # Both counts include start-up (a few hundred per call at 20,000 calls).
 set -euo pipefail
@@ -41,5 +42,6 @@ valgrind --tool=callgrind --callgrind-out-file="$work/client.out" \
 redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
 wait "$server" || true
 
-per_call() { awk -v n="$calls" '/^summary:/ { printf "%.0f", $2 / n }' "$1"; }
-echo "$mode $calls calls: server $(per_call "$work/server.out"), client $(per_call "$work/client.out") instructions per call"
+read -r server _ < <(callgrind_per_call "$work/server.out" "$calls")
+read -r client sha < <(callgrind_per_call "$work/client.out" "$calls")
+echo "$mode $calls calls: server $server, client $client instructions per call ($sha of them SHA-256 in software, see scripts/lib/redis.sh)"

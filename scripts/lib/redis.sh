@@ -38,3 +38,17 @@ loadgen_binary() {
         echo target/release/examples/loadgen
     fi
 }
+
+# Instructions per call in callgrind profile $1 over $2 calls: "TOTAL SHA",
+# SHA being SHA-256's share. Valgrind hides the CPU's SHA extensions, so
+# the `sha2` crate runs its software rounds under it (about 3,400
+# instructions a 64-byte block, two blocks for a usual key), while on a
+# CPU that has them (`grep sha_ni /proc/cpuinfo`) each instruction does
+# two rounds: the share is given so that a reader can set it apart.
+callgrind_per_call() {
+    local profile=$1 n=$2 total sha
+    total=$(awk '/^summary:/ { print $2 }' "$profile")
+    sha=$(callgrind_annotate --inclusive=yes --threshold=100 "$profile" 2>/dev/null |
+        awk '/sha2::sha256::compress256 / && !found { gsub(",", "", $1); print $1; found = 1 }')
+    awk -v t="$total" -v s="${sha:-0}" -v n="$n" 'BEGIN { printf "%.0f %.0f\n", t / n, s / n }'
+}
