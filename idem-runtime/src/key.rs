@@ -86,7 +86,10 @@ impl IdemKey {
     /// assert_eq!(a.as_str(), "idem:3547ebd6d4c68bb01e6f6281e4541908d3eaf75463efb241f406a8c5cd33a71a");
     /// ```
     pub fn derive(scope: Scope<'_>, tool: &str, version: u32, args: &Value) -> IdemKey {
-        Self::from_digest(&hash_value(key_head(None, scope, tool, version), args))
+        Self::from_digest(
+            None,
+            &hash_value(key_head(None, scope, tool, version), args),
+        )
     }
 
     /// The key of the same operation made for `tenant` (a customer, a
@@ -111,10 +114,10 @@ impl IdemKey {
         version: u32,
         args: &Value,
     ) -> IdemKey {
-        Self::from_digest(&hash_value(
-            key_head(Some(tenant), scope, tool, version),
-            args,
-        ))
+        Self::from_digest(
+            None,
+            &hash_value(key_head(Some(tenant), scope, tool, version), args),
+        )
     }
 
     /// The key of an operation whose caller chose its key (an upstream
@@ -143,14 +146,20 @@ impl IdemKey {
             Ok::<(), std::convert::Infallible>(())
         });
         match digest {
-            Ok(digest) => Self::from_digest(&digest),
+            Ok(digest) => Self::from_digest(None, &digest),
             Err(never) => match never {},
         }
     }
 
-    /// `"idem:" + hex(digest)`.
-    pub(crate) fn from_digest(digest: &[u8; 32]) -> IdemKey {
-        let mut key = String::with_capacity(5 + 64);
+    /// `"idem:" + hex(digest)`, under `namespace` as
+    /// [`with_namespace`](Self::with_namespace) puts it, in one allocation.
+    pub(crate) fn from_digest(namespace: Option<&str>, digest: &[u8; 32]) -> IdemKey {
+        let namespace = namespace.unwrap_or_default();
+        let mut key = String::with_capacity(namespace.len() + 1 + 5 + 64);
+        if !namespace.is_empty() {
+            key.push_str(namespace);
+            key.push(':');
+        }
         key.push_str("idem:");
         push_hex(&mut key, digest);
         IdemKey(key)

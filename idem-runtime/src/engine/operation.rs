@@ -36,11 +36,12 @@ pub(crate) fn operation<'a, S, T: WriteTool<S>>(
     };
     let roles = &cfg.roles;
     let sets = learnt.and_then(|l| l.sets.as_ref());
-    let (key, checked) = if roles.all_keyed() && sets.is_none() && caller.operation_key.is_none() {
+    let (digest, checked) = if roles.all_keyed() && sets.is_none() && caller.operation_key.is_none()
+    {
         // The common case: every argument keyed, straight from the typed
         // arguments; the key's digest fingerprints them too.
         let digest = head.digest(|out| write_typed(out, &args))?;
-        (IdemKey::from_digest(&digest), Checked::digest(digest))
+        (digest, Checked::digest(digest))
     } else {
         let mut value = serde_json::to_value(&args).map_err(|e| head.unserializable(e))?;
         if let Some(sets) = sets {
@@ -51,11 +52,7 @@ pub(crate) fn operation<'a, S, T: WriteTool<S>>(
         let paths = learnt.map_or(&[][..], |l| l.checked_paths(by_operation_key));
         identity(&head, &value, roles, paths, caller.operation_key)?
     };
-    let key = match namespace {
-        Some(ns) => key.with_namespace(ns),
-        None => key,
-    };
-    Ok((args, key, checked))
+    Ok((args, IdemKey::from_digest(namespace, &digest), checked))
 }
 
 /// What every key of one call is derived under: its tenant, scope, tool
@@ -93,19 +90,20 @@ impl KeyHead<'_> {
     }
 }
 
-/// The key and fingerprint of `value`, the typed arguments without their
-/// ignored fields, keyed on the caller's `operation_key` if there is one.
+/// The key digest and fingerprint of `value`, the typed arguments without
+/// their ignored fields, keyed on the caller's `operation_key` if there is
+/// one.
 fn identity<'p>(
     head: &KeyHead<'_>,
     value: &Value,
     roles: &Roles,
     paths: &'p [CheckedPath],
     operation_key: Option<&str>,
-) -> Result<(IdemKey, Checked<'p>), ToolError> {
+) -> Result<([u8; 32], Checked<'p>), ToolError> {
     let checked = |digest: [u8; 32]| {
         let by_operation_key = operation_key.is_some();
         let fields = Checked::of(&digest, value, roles, paths, by_operation_key);
-        (IdemKey::from_digest(&digest), fields)
+        (digest, fields)
     };
     if let Some(operation_key) = operation_key {
         // The caller's key stands for the arguments, under a payload no
@@ -134,7 +132,7 @@ fn identity<'p>(
         // Keyed on everything left: the key's digest fingerprints it too.
         _ => {
             let digest = head.digest_value(value)?;
-            Ok((IdemKey::from_digest(&digest), Checked::digest(digest)))
+            Ok((digest, Checked::digest(digest)))
         }
     }
 }

@@ -158,7 +158,7 @@ struct Fields<'a>(&'a [u8]);
 
 impl<'a> Fields<'a> {
     fn next(&mut self) -> Option<&'a [u8]> {
-        let end = self.0.iter().position(|&b| b == b'|')?;
+        let end = memchr::memchr(b'|', self.0)?;
         let field = &self.0[..end];
         self.0 = &self.0[end + 1..];
         Some(field)
