@@ -1,9 +1,11 @@
 //! The contexts handed to tool bodies.
 
 use std::ops::Deref;
+use std::pin::pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use tokio::sync::watch;
+use tokio::sync::Notify;
 
 use crate::key::IdemKey;
 
@@ -73,18 +75,51 @@ pub struct WriteCtx<S = ()> {
     ctx: Ctx<S>,
     key: IdemKey,
     attempt: u32,
-    lease: watch::Receiver<bool>,
+    lease: Arc<Lease>,
     claimed: bool,
 }
 
+/// A call's lease as its hold tells its body: lost or not, and a wake-up
+/// when it is lost. (A flag and one `Notify`: a `watch` channel, made on
+/// every call, cost more than the rest of the context.)
+#[derive(Debug, Default)]
+pub(crate) struct Lease {
+    lost: AtomicBool,
+    changed: Notify,
+}
+
+impl Lease {
+    /// Marks the lease lost; whether it was not already.
+    pub(crate) fn lose(&self) -> bool {
+        let first = !self.lost.swap(true, Ordering::AcqRel);
+        if first {
+            self.changed.notify_waiters();
+        }
+        first
+    }
+
+    fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
+    }
+
+    /// Resolves when the lease is lost; never, while it is held.
+    async fn lost(&self) {
+        loop {
+            // Listening before looking, so that a loss between the two is
+            // not missed.
+            let mut changed = pin!(self.changed.notified());
+            changed.as_mut().enable();
+            if self.is_lost() {
+                return;
+            }
+            changed.await;
+        }
+    }
+}
+
 impl<S> WriteCtx<S> {
-    /// `lease` turns true when the lease is lost.
-    pub(crate) fn new(
-        ctx: Ctx<S>,
-        key: IdemKey,
-        attempt: u32,
-        lease: watch::Receiver<bool>,
-    ) -> WriteCtx<S> {
+    /// `lease` is the call's, as its hold tells it.
+    pub(crate) fn new(ctx: Ctx<S>, key: IdemKey, attempt: u32, lease: Arc<Lease>) -> WriteCtx<S> {
         WriteCtx {
             ctx,
             key,
@@ -114,12 +149,11 @@ impl<S> WriteCtx<S> {
     }
 
     pub(crate) fn unclaimed(ctx: Ctx<S>, key: IdemKey) -> WriteCtx<S> {
-        let (_, lease) = watch::channel(false);
         WriteCtx {
             ctx,
             key,
             attempt: 0,
-            lease,
+            lease: Arc::default(),
             claimed: false,
         }
     }
@@ -161,7 +195,7 @@ impl<S> WriteCtx<S> {
     /// worker took the key over, or renewals failed until the lease ran
     /// out, so another worker may be running the operation now.
     pub fn is_lease_lost(&self) -> bool {
-        *self.lease.borrow()
+        self.lease.is_lost()
     }
 
     /// Resolves when this call's lease is lost (see
@@ -179,11 +213,7 @@ impl<S> WriteCtx<S> {
     /// }
     /// ```
     pub async fn lease_lost(&self) {
-        let mut lease = self.lease.clone();
-        if lease.wait_for(|lost| *lost).await.is_err() {
-            // The call is over and the lease was never lost.
-            std::future::pending::<()>().await;
-        }
+        self.lease.lost().await;
     }
 }
 

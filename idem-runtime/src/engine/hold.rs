@@ -11,15 +11,15 @@
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::settings::{Resolved, StoreMeta};
 use super::task::bounded;
+use crate::ctx::Lease;
 use crate::error::StoreError;
 use crate::key::IdemKey;
 use crate::seal::{PayloadKind, ResultKeys, seal};
@@ -59,8 +59,8 @@ pub(crate) struct Hold<'a> {
     /// The operations of one call never overlap: a renewal racing the
     /// `complete` would find the record settled and report the lease lost.
     ops: tokio::sync::Mutex<()>,
-    /// Turns true, for the body to see, when the lease is lost.
-    lost: watch::Sender<bool>,
+    /// What the body sees of the lease.
+    lease: Arc<Lease>,
     /// The store said another worker holds the key: nothing this call
     /// writes can land any more.
     taken_over: AtomicBool,
@@ -68,13 +68,13 @@ pub(crate) struct Hold<'a> {
 
 impl<'a> Hold<'a> {
     /// A hold on the claim `token` of `key`, acquired by a request sent at
-    /// `claimed_at`; `lost` is the body's view of it.
+    /// `claimed_at`; `lease` is what the body sees of it.
     pub(crate) fn new(
         site: Site<'a>,
         key: &'a IdemKey,
         token: LeaseToken,
         claimed_at: Instant,
-        lost: watch::Sender<bool>,
+        lease: Arc<Lease>,
     ) -> Hold<'a> {
         Hold {
             site,
@@ -83,7 +83,7 @@ impl<'a> Hold<'a> {
             claimed_at,
             held_until: Mutex::new(claimed_at + site.cfg.lease),
             ops: tokio::sync::Mutex::new(()),
-            lost,
+            lease,
             taken_over: AtomicBool::new(false),
         }
     }
@@ -157,7 +157,7 @@ impl<'a> Hold<'a> {
 
     /// Tells the body its lease is lost (once).
     fn lose(&self, why: &str) {
-        if !self.lost.send_replace(true) {
+        if self.lease.lose() {
             #[cfg(feature = "metrics")]
             if let Some(keys) = self.site.metrics {
                 crate::metrics::lease_lost(keys);

@@ -16,7 +16,7 @@ use super::settings::{Caller, Resolved, Shared};
 use super::task::{beside, catch_panic};
 use super::trace::{CallTrace, How, note};
 use super::uncertain::{self, Next, Why, copy_for_verify};
-use crate::ctx::{Ctx, WriteCtx};
+use crate::ctx::{Ctx, Lease, WriteCtx};
 use crate::error::{StoreError, ToolError};
 use crate::key::IdemKey;
 use crate::tool::{OnStoreError, OnUncertain, WriteTool};
@@ -76,14 +76,14 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
         trace.attempt(token.attempt());
     }
     // The context owns the key from here; the hold borrows it back.
-    let (lost_tx, lost_rx) = tokio::sync::watch::channel(false);
+    let lease = std::sync::Arc::new(Lease::default());
     let ctx = WriteCtx::new(
         Ctx::new(caller.run_id, caller.tenant, shared.state.clone()),
         key,
         token.attempt(),
-        lost_rx,
+        lease.clone(),
     );
-    let hold = Hold::new(site, ctx.idem_key(), token, claimed_at, lost_tx);
+    let hold = Hold::new(site, ctx.idem_key(), token, claimed_at, lease);
     let work = async {
         if lapsed {
             let policy = cfg.on_uncertain;

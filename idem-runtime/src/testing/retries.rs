@@ -573,13 +573,12 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
                 tool: self.name.clone(),
                 message: e.to_string(),
             })?;
-        let (_lost, lease) = tokio::sync::watch::channel(false);
         let state = self.registry.shared_state();
         let ctx = WriteCtx::new(
             Ctx::new("retry-check", Some(scenario), state),
             key.clone(),
             0,
-            lease,
+            std::sync::Arc::default(),
         );
         if let Ok(mut seen) = self.seen.lock() {
             seen.push((key.clone(), 0));
