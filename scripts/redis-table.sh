@@ -141,8 +141,8 @@ ratio() {
 }
 has() { [[ " ${sides[*]} " == *" $1 "* ]]; }
 has redis-benchmark && echo "- unique / redis-benchmark: $(ratio unique redis-benchmark)"
-has duplicate && echo "- duplicate / unique: $(ratio duplicate unique)"
-has mixed && echo "- mixed / unique: $(ratio mixed unique)"
+has duplicate && has unique && echo "- duplicate / unique: $(ratio duplicate unique)"
+has mixed && has unique && echo "- mixed / unique: $(ratio mixed unique)"
 has floor && echo "- unique / floor: $(ratio unique floor)"
 has baseline && echo "- ${MODE:-unique} / baseline: $(ratio "${MODE:-unique}" baseline)"
 exit 0
