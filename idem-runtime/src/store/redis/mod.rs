@@ -308,23 +308,29 @@ impl RedisStore {
         args: &[&[u8]],
         wait: Option<(usize, Duration)>,
     ) -> Result<(RValue, usize), StoreError> {
+        let call = ScriptCall {
+            script,
+            key,
+            args,
+            wait,
+        };
         // Only the usual path is in this future: what follows a refusal,
         // and EVALSHA, are boxed, since their futures would enlarge every
         // call's (moved and allocated on each).
         if self.functions.load(Ordering::Relaxed) {
-            let fcall = script_command("FCALL", &script.function, key, args);
+            let fcall = call.command("FCALL", &script.function);
             return match self.write(&fcall, wait).await {
                 Err(e)
                     if function_missing(&e)
                         || refuses_functions(&e)
                         || !self.functions.load(Ordering::Relaxed) =>
                 {
-                    Box::pin(self.eval_after_refusal(script, key, args, wait, &fcall, e)).await
+                    Box::pin(self.eval_after_refusal(call, &fcall, e)).await
                 }
                 sent => sent.map_err(|e| script_error(key, e)),
             };
         }
-        Box::pin(self.eval_by_sha(script, key, args, wait)).await
+        Box::pin(self.eval_by_sha(call)).await
     }
 
     /// `fcall` failed with `e`: sent again once the library is loaded
@@ -333,10 +339,7 @@ impl RedisStore {
     /// refused, the script run by EVALSHA.
     async fn eval_after_refusal(
         &self,
-        script: &Script,
-        key: &IdemKey,
-        args: &[&[u8]],
-        wait: Option<(usize, Duration)>,
+        call: ScriptCall<'_>,
         fcall: &Cmd,
         e: RedisError,
     ) -> Result<(RValue, usize), StoreError> {
@@ -344,35 +347,29 @@ impl RedisStore {
         if matches!(&sent, Err(e) if function_missing(e))
             && self.load_library().await.map_err(store_error)?
         {
-            sent = self.write(fcall, wait).await;
+            sent = self.write(fcall, call.wait).await;
         }
         match sent {
             Err(e) if refuses_functions(&e) => self.stop_functions(&e),
             // The library could not be loaded again: functions are
             // stopped, and this call runs by EVALSHA below.
             Err(_) if !self.functions.load(Ordering::Relaxed) => {}
-            sent => return sent.map_err(|e| script_error(key, e)),
+            sent => return sent.map_err(|e| script_error(call.key, e)),
         }
-        self.eval_by_sha(script, key, args, wait).await
+        self.eval_by_sha(call).await
     }
 
     /// The script run by EVALSHA, or by EVAL when the server lacks it.
-    async fn eval_by_sha(
-        &self,
-        script: &Script,
-        key: &IdemKey,
-        args: &[&[u8]],
-        wait: Option<(usize, Duration)>,
-    ) -> Result<(RValue, usize), StoreError> {
-        let evalsha = script_command("EVALSHA", &script.sha, key, args);
-        let sent = match self.write(&evalsha, wait).await {
+    async fn eval_by_sha(&self, call: ScriptCall<'_>) -> Result<(RValue, usize), StoreError> {
+        let evalsha = call.command("EVALSHA", &call.script.sha);
+        let sent = match self.write(&evalsha, call.wait).await {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                let eval = script_command("EVAL", &script.body, key, args);
-                self.write(&eval, wait).await
+                let eval = call.command("EVAL", &call.script.body);
+                self.write(&eval, call.wait).await
             }
             other => other,
         };
-        sent.map_err(|e| script_error(key, e))
+        sent.map_err(|e| script_error(call.key, e))
     }
 
     /// Loads the scripts' library (on a cluster, on every primary).
@@ -639,18 +636,31 @@ impl RedisStore {
     }
 }
 
-/// The command that runs a script on `key` with `args`: `verb` (FCALL,
-/// EVALSHA, EVAL) with `first` (the function's name, the script's hash or
-/// body). Sized up front: a command grown argument by argument
-/// reallocates its buffers several times, on every call's path.
-fn script_command(verb: &str, first: &str, key: &IdemKey, args: &[&[u8]]) -> Cmd {
-    let size = args.iter().map(|a| a.len()).sum::<usize>() + key.as_str().len() + first.len();
-    let mut cmd = redis::Cmd::with_capacity(args.len() + 4, size + 16);
-    cmd.arg(verb).arg(first).arg(1).arg(key.as_str());
-    for a in args {
-        cmd.arg(*a);
+/// One run of a script: which, on which key, with which arguments, and
+/// how many replicas to wait for.
+#[derive(Clone, Copy)]
+struct ScriptCall<'a> {
+    script: &'a Script,
+    key: &'a IdemKey,
+    args: &'a [&'a [u8]],
+    wait: Option<(usize, Duration)>,
+}
+
+impl ScriptCall<'_> {
+    /// The command that runs it: `verb` (FCALL, EVALSHA, EVAL) with
+    /// `first` (the function's name, the script's hash or body). Sized up
+    /// front: a command grown argument by argument reallocates its buffers
+    /// several times, on every call's path.
+    fn command(&self, verb: &str, first: &str) -> Cmd {
+        let size = self.args.iter().map(|a| a.len()).sum::<usize>();
+        let size = size + self.key.as_str().len() + first.len() + 16;
+        let mut cmd = redis::Cmd::with_capacity(self.args.len() + 4, size);
+        cmd.arg(verb).arg(first).arg(1).arg(self.key.as_str());
+        for a in self.args {
+            cmd.arg(*a);
+        }
+        cmd
     }
-    cmd
 }
 
 /// How long a running record lives: its lease, then the claim retention
