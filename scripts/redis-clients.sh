@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Two Redis clients side by side, for choosing RedisStore's: the floor of a
+# call (the same key and two commands as the load generator's
+# `redis-floor`) through the `redis` crate and through `fred`, under one
+# harness (scripts/client-floors, built here; not a workspace member, so
+# nothing else compiles `fred`), on a private Redis. Prints the client's
+# instructions per call, counted by callgrind, with SHA-256's share (see
+# scripts/lib/redis.sh), unique and duplicate.
+#
+#   scripts/redis-clients.sh [CALLS]     CALLS 20000
+set -euo pipefail
+
+calls=${1:-20000}
+cd "$(dirname "$0")/.."
+source scripts/lib/redis.sh
+need_tools redis-clients redis-server redis-cli valgrind callgrind_annotate
+CARGO_TARGET_DIR="$PWD/target/client-floors" \
+    cargo build --release --manifest-path scripts/client-floors/Cargo.toml >&2
+floors=target/client-floors/release/client-floors
+work=$(mktemp -d)
+port=$(free_port 6399)
+cleanup() {
+    redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
+    >"$work/server.log" 2>&1 &
+wait_for_redis "$port"
+
+printf '%-20s %32s\n' "" "client instructions/call (SHA-256)"
+for client in redis fred; do
+    for mode in unique duplicate; do
+        valgrind --tool=callgrind --callgrind-out-file="$work/client.out" \
+            "$floors" "$client" "redis://127.0.0.1:$port" "$calls" "$mode" >"$work/out.log" 2>&1 ||
+            { cat "$work/out.log" >&2; exit 1; }
+        read -r total sha < <(callgrind_per_call "$work/client.out" "$calls")
+        printf '%-20s %32s\n' "$client $mode" "$total ($sha)"
+    done
+done
