@@ -17,16 +17,7 @@ need_tools redis-clients redis-server redis-cli valgrind callgrind_annotate
 CARGO_TARGET_DIR="$PWD/target/client-floors" \
     cargo build --release --manifest-path scripts/client-floors/Cargo.toml >&2
 floors=target/client-floors/release/client-floors
-work=$(mktemp -d)
-port=$(free_port 6399)
-cleanup() {
-    redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
-    >"$work/server.log" 2>&1 &
-wait_for_redis "$port"
+start_private_redis 6399
 
 printf '%-20s %32s\n' "" "client instructions/call (SHA-256)"
 for client in redis fred; do

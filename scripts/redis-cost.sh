@@ -34,16 +34,7 @@ cd "$(dirname "$0")/.."
 source scripts/lib/redis.sh
 need_tools redis-cost redis-server redis-cli redis-benchmark valgrind
 loadgen=$(loadgen_binary "$loadgen")
-work=$(mktemp -d)
-port=$(free_port 6398)
-cleanup() {
-    redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
-    >"$work/server.log" 2>&1 &
-wait_for_redis "$port"
+start_private_redis 6398
 
 # The server's µs per call since the last reset, over $1 calls (see above).
 server_us() {

@@ -52,3 +52,15 @@ callgrind_per_call() {
         awk '/sha2::sha256::compress256 / && !found { gsub(",", "", $1); print $1; found = 1 }')
     awk -v t="$total" -v s="${sha:-0}" -v n="$n" 'BEGIN { printf "%.0f %.0f\n", t / n, s / n }'
 }
+
+# Starts a private redis-server on the first free loopback port from $1,
+# in a directory of its own: sets `work` (that directory) and `port`, and
+# shuts the server down and removes the directory at exit.
+start_private_redis() {
+    work=$(mktemp -d)
+    port=$(free_port "$1")
+    trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+    redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
+        >"$work/server.log" 2>&1 &
+    wait_for_redis "$port"
+}
