@@ -72,9 +72,7 @@ pub(super) async fn record_error(hold: &Hold<'_>, error: &str, permanent: bool) 
 /// the store, a failure saying it ran) and returned.
 pub(super) async fn record_result(hold: &Hold<'_>, value: Value) -> Result<Value, ToolError> {
     let (name, key) = (hold.tool(), hold.key());
-    // The bytes `value.to_string()` gives, without going through `fmt`
-    // (this is every call's path); a `Value` always serializes.
-    let text = serde_json::to_string(&value).unwrap_or_else(|_| value.to_string());
+    let text = value.to_string();
     if text.len() > hold.max_result_bytes() {
         let message = format!(
             "the tool ran, but its result ({} bytes) is larger than max_result_bytes ({}), so it was not recorded and cannot be replayed",
