@@ -443,7 +443,62 @@ async fn scripts_run_as_functions_and_a_server_that_lost_them_is_given_them_agai
         !calls.contains_key("evalsha") && !calls.contains_key("eval"),
         "{calls:?}"
     );
+    // Three claims, three duplicates' claims and the three settles' own
+    // `SET` in their function (a server counts both): a server without
+    // `SET .. IFEQ` (Redis 7.0 here) is not asked for it, which would count
+    // one more, refused.
+    assert_eq!(calls.get("set"), Some(&9), "{calls:?}");
     assert!(server.cli(&["FUNCTION", "LIST"]).contains("idem_"));
+}
+
+/// On a server that compares and sets natively (`SET .. IFEQ`: Valkey 8.1
+/// and later, Redis 8.4 and later) a settle is one `SET .. IFEQ`, with no
+/// function on the usual path, and the whole suite holds there: the cases
+/// that find the key holding something else (a lost lease, a repeated
+/// settle, a renewal, faults through the proxy) go on to SETTLE. No such
+/// server is packaged for this machine (Debian's is Redis 7.0), so the
+/// test runs when one is given, e.g. a Valkey built from its sources with
+/// `make valkey-server`:
+/// `IDEM_TEST_SET_IFEQ_SERVER=/path/to/valkey-server cargo test
+/// --all-features --test redis -- --ignored set_ifeq`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a server with SET IFEQ: IDEM_TEST_SET_IFEQ_SERVER=<valkey-server 8.1+ or redis-server 8.4+>"]
+async fn a_server_with_set_ifeq_settles_without_a_script() {
+    let program = std::env::var("IDEM_TEST_SET_IFEQ_SERVER").unwrap_or_else(|_| {
+        panic!(
+            "IDEM_TEST_SET_IFEQ_SERVER is not set: give it the path of a valkey-server 8.1+ \
+             or redis-server 8.4+ binary (Valkey builds from source with `make valkey-server`)"
+        )
+    });
+    let server = RedisServer::start_program(&program, &[]);
+    let counter = Counter::new(Duration::ZERO, WriteOptions::new());
+    let registry = registry_on(
+        RedisStore::connect(&server.url()).await.expect("connect"),
+        &counter,
+    );
+    for n in 0..3 {
+        let first = registry.call("r", "counter", json!({ "n": n })).await;
+        let again = registry.call("r", "counter", json!({ "n": n })).await;
+        assert!(first.is_ok() && first.ok() == again.ok(), "call {n}");
+    }
+    assert_eq!(counter.total(), 3, "each operation ran once");
+    let calls = command_calls(&server);
+    // Three claims, three settles in place, three duplicates' claims.
+    assert_eq!(calls.get("set"), Some(&9), "{calls:?}");
+    assert_eq!(calls.get("fcall"), None, "{calls:?}");
+
+    let store = RedisStore::connect(&server.url()).await.expect("connect");
+    let harness = RedisHarness {
+        store: Arc::new(store),
+        url: server.url(),
+    };
+    bounded(
+        "the suite on a server with SET IFEQ",
+        idem::testing::run_all(&harness),
+    )
+    .await;
+    let calls = command_calls(&server);
+    assert!(calls.get("fcall").is_some_and(|n| *n > 0), "{calls:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -62,6 +62,9 @@ impl Drop for TempDir {
 /// when dropped.
 pub(crate) struct RedisServer {
     pub(crate) port: u16,
+    /// The server's program: `redis-server`, or another that speaks the
+    /// protocol (`start_program`).
+    program: String,
     args: Vec<String>,
     /// Extra `redis-cli` arguments to reach it (TLS, password).
     cli_args: Vec<String>,
@@ -74,9 +77,16 @@ pub(crate) struct RedisServer {
 impl RedisServer {
     /// Starts a server with `extra` arguments (e.g. `--appendonly yes`).
     pub(crate) fn start(extra: &[&str]) -> RedisServer {
+        Self::start_program("redis-server", extra)
+    }
+
+    /// Starts `program` (a `redis-server` or `valkey-server` binary) with
+    /// `extra` arguments.
+    pub(crate) fn start_program(program: &str, extra: &[&str]) -> RedisServer {
         let dir = TempDir::new("redis");
         let mut server = RedisServer {
             port: free_port(),
+            program: program.to_owned(),
             args: extra.iter().map(|s| (*s).to_owned()).collect(),
             cli_args: Vec::new(),
             port_flag: "--port",
@@ -93,6 +103,7 @@ impl RedisServer {
         let path = |f: &str| certs.dir.0.join(f).display().to_string();
         let mut server = RedisServer {
             port: free_port(),
+            program: "redis-server".to_owned(),
             args: vec![
                 "--port".into(),
                 "0".into(),
@@ -129,7 +140,7 @@ impl RedisServer {
     }
 
     fn spawn_child(&mut self) {
-        let child = Command::new("redis-server")
+        let child = Command::new(&self.program)
             .arg(self.port_flag)
             .arg(self.port.to_string())
             .args(["--bind", "127.0.0.1", "--save", "", "--daemonize", "no"])
@@ -139,7 +150,7 @@ impl RedisServer {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("spawn redis-server");
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", self.program));
         self.child = Some(child);
     }
 

@@ -82,10 +82,11 @@ pub(super) fn script_error(key: &IdemKey, e: RedisError) -> StoreError {
     store_error(e)
 }
 
-/// Whether the server refused `SET .. NX GET` as a form it does not know:
-/// Redis before 7.0 answers `ERR syntax error` (6.2 took `GET` without
-/// `NX`, older versions no `GET` at all).
-pub(super) fn rejects_set_get(e: &RedisError) -> bool {
+/// Whether the server refused a command's form as one it does not know,
+/// as Redis before 7.0 refuses `SET .. NX GET` (6.2 took `GET` without
+/// `NX`, older versions no `GET` at all) and before 8.4 `SET .. IFEQ`:
+/// `ERR syntax error`.
+pub(super) fn rejects_option(e: &RedisError) -> bool {
     e.code() == Some("ERR") && e.detail().is_some_and(|d| d.contains("syntax error"))
 }
 

@@ -31,7 +31,11 @@
 //! - a settle (complete, fail, release, renew) is the SETTLE script: when
 //!   the key still holds the running record of the settling token, it
 //!   writes the settled record the client built from the one its claim
-//!   wrote; anything else it parses;
+//!   wrote; anything else it parses. On a server that compares and sets
+//!   natively (`SET .. IFEQ`: Valkey 8.1 and later, Redis 8.4 and later,
+//!   told by its `HELLO`) that usual case is one `SET .. IFEQ` of the
+//!   settled record over the running one instead, and the script runs only
+//!   when the key holds anything else;
 //! - the other operations are one Lua script each (a `GET`, and a `PTTL`
 //!   when a running record is found).
 
@@ -41,6 +45,7 @@ mod options;
 mod record;
 mod scan;
 mod scripts;
+mod server;
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -51,7 +56,7 @@ use redis::{AsyncConnectionConfig, Cmd, ErrorKind, RedisError, ServerErrorKind, 
 
 use self::conn::{Connections, Dialer, tcp_settings};
 use self::error::{
-    as_bytes, as_text, function_missing, refuses_functions, rejects_set_get, script_error,
+    as_bytes, as_text, function_missing, refuses_functions, rejects_option, script_error,
     store_error,
 };
 pub use self::options::RedisOptions;
@@ -101,6 +106,13 @@ pub struct RedisStore {
     /// (an older server, or an ACL without `FCALL` and `FUNCTION LOAD`):
     /// scripts then run by EVALSHA.
     functions: AtomicBool,
+    /// Whether a settle first tries `SET .. IFEQ` (Valkey 8.1 and later,
+    /// Redis 8.4 and later): the settled record written over the running
+    /// one its claim wrote, one plain command where SETTLE is a function
+    /// reading and writing in Lua, several times a plain `SET`'s server
+    /// time (BENCHMARKS.md). Set at connection when the server's `HELLO`
+    /// names one of those; cleared for good when a node rejects the form.
+    set_ifeq: AtomicBool,
     /// The running record each claim of this store wrote, by its token's
     /// id, until it is settled: a settle then sends the settled record
     /// whole, built from it, and the script writes it without parsing
@@ -145,6 +157,7 @@ impl RedisStore {
             format,
             set_get: AtomicBool::new(options.claim_reads_back),
             functions: AtomicBool::new(true),
+            set_ifeq: AtomicBool::new(false),
             written: Mutex::default(),
         };
         store.first_connection().await?;
@@ -198,6 +211,7 @@ impl RedisStore {
             format,
             set_get: AtomicBool::new(options.claim_reads_back),
             functions: AtomicBool::new(true),
+            set_ifeq: AtomicBool::new(false),
             written: Mutex::default(),
         };
         store.first_connection().await?;
@@ -205,7 +219,8 @@ impl RedisStore {
     }
 
     /// Makes the first connection, so that a store that cannot connect is
-    /// an error at once, and warns if Redis may evict records.
+    /// an error at once, warns if Redis may evict records, and asks the
+    /// server whether it compares and sets natively.
     async fn first_connection(&self) -> Result<(), StoreError> {
         self.conns.open().await.map_err(store_error)?;
         // Failing to load is not fatal: a node that lacks the library
@@ -214,6 +229,18 @@ impl RedisStore {
             tracing::debug!(error = %e, "loading idem's Redis functions");
         }
         self.check_eviction_policy().await;
+        // `HELLO` without a protocol version changes nothing on the
+        // connection. A server that refuses it (before 6.2, or an ACL
+        // without it) is taken not to have `SET .. IFEQ`: a server is
+        // asked for it only when it says it is one that has it.
+        match self.query::<RValue>(&redis::cmd("HELLO")).await {
+            Ok(hello) => {
+                let native = server::compares_and_sets(&hello);
+                tracing::debug!(native, "whether Redis takes `SET .. IFEQ` for a settle");
+                self.set_ifeq.store(native, Ordering::Relaxed);
+            }
+            Err(e) => tracing::debug!(error = %e, "HELLO refused: settling by script"),
+        }
         Ok(())
     }
 
@@ -433,12 +460,21 @@ impl RedisStore {
             (Some(line), Some(state)) => line.settled(state, expiry_ms, payload),
             _ => (Vec::new(), 0),
         };
+        let mut expiry_digits = itoa::Buffer::new();
+        let expiry = expiry_digits.format(expiry_ms);
+        if let Some(line) = &written
+            && !record.is_empty()
+            && self.set_ifeq.load(Ordering::Relaxed)
+            && self
+                .settle_in_place(key, line, &record, expiry, wait)
+                .await?
+        {
+            return Ok(());
+        }
         let sent = if record.is_empty() { payload } else { &record };
         let mut head_digits = itoa::Buffer::new();
         let head = head_digits.format(head);
         let id = token.id_hex_digits();
-        let mut expiry_digits = itoa::Buffer::new();
-        let expiry = expiry_digits.format(expiry_ms);
         let (reply, acked) = self
             .eval_waiting(
                 &scripts().settle,
@@ -461,6 +497,49 @@ impl RedisStore {
                 key.as_str(),
                 format!("unexpected reply from Redis to `{op}`: {reply:?}"),
             )),
+        }
+    }
+
+    /// The usual settle on a server that compares and sets natively:
+    /// `record` written over `line`, the running record the claim wrote, if
+    /// the key holds exactly that (`SET .. IFEQ`), which is the case
+    /// SETTLE's first branch writes the same record in. `Ok(false)` when
+    /// the key holds anything else (a lost lease, a settle repeated after
+    /// its reply was lost, a record of another writer) or the node rejects
+    /// the form: SETTLE then decides, as it would have.
+    async fn settle_in_place(
+        &self,
+        key: &IdemKey,
+        line: &RunningLine,
+        record: &[u8],
+        expiry_ms: &str,
+        wait: Option<(usize, Duration)>,
+    ) -> Result<bool, StoreError> {
+        let size = key.as_str().len() + record.len() + line.as_str().len() + 32;
+        let mut set = redis::Cmd::with_capacity(7, size);
+        set.arg("SET")
+            .arg(key.as_str())
+            .arg(record)
+            .arg("IFEQ")
+            .arg(line.as_str())
+            .arg("PX")
+            .arg(expiry_ms);
+        match self.write(&set, wait).await {
+            Ok((RValue::Okay, acked)) => self.replicated(acked).map(|()| true),
+            Ok((RValue::Nil, _)) => Ok(false),
+            Ok((other, _)) => Err(StoreError::corrupt(
+                key.as_str(),
+                format!("unexpected reply to SET IFEQ: {other:?}"),
+            )),
+            Err(e) if rejects_option(&e) => {
+                tracing::info!(
+                    error = %e,
+                    "the Redis server does not take `SET .. IFEQ`: settling by script from now on"
+                );
+                self.set_ifeq.store(false, Ordering::Relaxed);
+                Ok(false)
+            }
+            Err(e) => Err(script_error(key, e)),
         }
     }
 
@@ -538,7 +617,7 @@ impl RedisStore {
                     key.as_str(),
                     format!("unexpected reply to SET NX: {other:?}"),
                 )),
-                Err(e) if with_get && rejects_set_get(&e) => {
+                Err(e) if with_get && rejects_option(&e) => {
                     tracing::info!(
                         error = %e,
                         "the Redis server does not take `SET .. NX GET` (Redis 7.0+): claiming with `SET .. NX` and a script from now on"
