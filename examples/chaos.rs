@@ -7,6 +7,10 @@
 //! cargo run --release --example chaos -- --store redis|postgres|sqlite [--seconds 30] [--workers 4] [--verify]
 //! ```
 //!
+//! `REDIS_SERVER=/path/to/valkey-server` runs the Redis store's run on
+//! another server program than `redis-server` (one with `SET .. IFEQ`,
+//! where a settle needs no script).
+//!
 //! - **Operations.** Work comes in rounds of eight operations; every worker
 //!   calls every operation of a round (duplicates from several places at
 //!   once), retrying each call until it answers. A worker restarted after a
@@ -565,7 +569,8 @@ fn spawn_redis(port: u16, dir: &Path, aof: bool) -> Result<Child, BoxError> {
     } else {
         &["--appendonly", "no"]
     };
-    let child = Command::new("redis-server")
+    let program = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned());
+    let child = Command::new(&program)
         .args([
             "--port",
             &port.to_string(),
@@ -580,14 +585,14 @@ fn spawn_redis(port: u16, dir: &Path, aof: bool) -> Result<Child, BoxError> {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("cannot start redis-server (apt-get install redis-server): {e}"))?;
+        .map_err(|e| format!("cannot start {program} (apt-get install redis-server): {e}"))?;
     for _ in 0..200 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return Ok(child);
         }
         std::thread::sleep(Duration::from_millis(25));
     }
-    Err("redis-server did not come up".into())
+    Err(format!("{program} did not come up").into())
 }
 
 /// The worker processes and what they print.

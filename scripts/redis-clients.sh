@@ -13,7 +13,7 @@ set -euo pipefail
 calls=${1:-20000}
 cd "$(dirname "$0")/.."
 source scripts/lib/redis.sh
-need_tools redis-clients redis-server redis-cli valgrind callgrind_annotate
+need_tools redis-clients "$redis_server" redis-cli valgrind callgrind_annotate
 CARGO_TARGET_DIR="$PWD/target/client-floors" \
     cargo build --release --manifest-path scripts/client-floors/Cargo.toml >&2
 floors=target/client-floors/release/client-floors

@@ -32,7 +32,7 @@ calls=${1:-100000}
 loadgen=${2:-}
 cd "$(dirname "$0")/.."
 source scripts/lib/redis.sh
-need_tools redis-cost redis-server redis-cli redis-benchmark valgrind
+need_tools redis-cost "$redis_server" redis-cli redis-benchmark valgrind
 loadgen=$(loadgen_binary "$loadgen")
 start_private_redis 6398
 

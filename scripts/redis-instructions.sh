@@ -20,7 +20,7 @@ calls=${2:-20000}
 loadgen=${3:-}
 cd "$(dirname "$0")/.."
 source scripts/lib/redis.sh
-need_tools redis-instructions valgrind redis-server redis-cli
+need_tools redis-instructions valgrind "$redis_server" redis-cli
 loadgen=$(loadgen_binary "$loadgen")
 work=$(mktemp -d)
 port=$(free_port 6397)
@@ -32,7 +32,7 @@ cleanup() {
 trap cleanup EXIT
 
 valgrind --tool=callgrind --callgrind-out-file="$work/server.out" \
-    redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
+    "$redis_server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
     >"$work/server.log" 2>&1 &
 server=$!
 wait_for_redis "$port"

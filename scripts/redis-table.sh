@@ -22,7 +22,7 @@ calls=${2:-400000}
 concurrency=64
 cd "$(dirname "$0")/.."
 
-for tool in redis-server redis-cli redis-benchmark taskset; do
+for tool in "${REDIS_SERVER:-redis-server}" redis-cli redis-benchmark taskset; do
     command -v "$tool" >/dev/null || { echo "redis-table: $tool is not installed" >&2; exit 2; }
 done
 cargo build --release --example loadgen >&2
@@ -43,7 +43,7 @@ source scripts/lib/redis.sh
 start_server() {
     local port=$1
     shift
-    taskset -c 0 redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+    taskset -c 0 "$redis_server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
         --dir "$work" --daemonize yes --pidfile "$work/$port.pid" \
         --logfile "$work/$port.log" "$@"
     wait_for_redis "$port" || { echo "redis-table: see $work/$port.log" >&2; exit 1; }

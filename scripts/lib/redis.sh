@@ -1,6 +1,10 @@
 # Sourced by the scripts that run a private redis-server of their own: the
-# tools they need, the load generator, a free loopback port, and waiting
-# for a server to answer.
+# server's program, the tools they need, the load generator, a free
+# loopback port, and waiting for a server to answer.
+
+# The server's program: REDIS_SERVER=/path/to/valkey-server (8.1+) or a
+# redis-server 8.4+ measures the settle by `SET .. IFEQ`.
+redis_server=${REDIS_SERVER:-redis-server}
 
 # The first free loopback port from $1 up.
 free_port() {
@@ -60,7 +64,7 @@ start_private_redis() {
     work=$(mktemp -d)
     port=$(free_port "$1")
     trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-    redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
+    "$redis_server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
         >"$work/server.log" 2>&1 &
     wait_for_redis "$port"
 }
