@@ -408,6 +408,29 @@ fn command_calls(server: &RedisServer) -> std::collections::HashMap<String, u64>
         .collect()
 }
 
+/// Three operations, each called twice through a registry on `server`
+/// (`before(n)` run before operation `n`'s first call): each runs once and
+/// its duplicate is answered its result. Returns the server's command
+/// counts ([`command_calls`]).
+async fn three_operations_called_twice(
+    server: &RedisServer,
+    before: impl Fn(u32),
+) -> std::collections::HashMap<String, u64> {
+    let counter = Counter::new(Duration::ZERO, WriteOptions::new());
+    let registry = registry_on(
+        RedisStore::connect(&server.url()).await.expect("connect"),
+        &counter,
+    );
+    for n in 0..3 {
+        before(n);
+        let first = registry.call("r", "counter", json!({ "n": n })).await;
+        let again = registry.call("r", "counter", json!({ "n": n })).await;
+        assert!(first.is_ok() && first.ok() == again.ok(), "operation {n}");
+    }
+    assert_eq!(counter.total(), 3, "each operation ran once");
+    command_calls(server)
+}
+
 /// Scripts run as functions of idem's library (`FCALL`, the cheaper way),
 /// and a server that lost the library (here by `FUNCTION FLUSH`, as a
 /// restart without persistence or a new cluster node lose it) is given it
@@ -420,21 +443,12 @@ async fn scripts_run_as_functions_and_a_server_that_lost_them_is_given_them_agai
         return;
     }
     let server = RedisServer::start(&[]);
-    let counter = Counter::new(Duration::ZERO, WriteOptions::new());
-    let registry = registry_on(
-        RedisStore::connect(&server.url()).await.expect("connect"),
-        &counter,
-    );
-    for round in 0..3 {
-        if round > 0 {
+    let calls = three_operations_called_twice(&server, |n| {
+        if n > 0 {
             assert_eq!(server.cli(&["FUNCTION", "FLUSH"]).trim(), "OK");
         }
-        let first = registry.call("r", "counter", json!({ "n": round })).await;
-        let again = registry.call("r", "counter", json!({ "n": round })).await;
-        assert!(first.is_ok() && first.ok() == again.ok(), "round {round}");
-    }
-    assert_eq!(counter.total(), 3, "each operation ran once");
-    let calls = command_calls(&server);
+    })
+    .await;
     // The library loaded at connection, then by the two settles that
     // found it flushed: those two FCALLs twice, the first one once.
     assert_eq!(calls.get("function|load"), Some(&3), "{calls:?}");
@@ -471,18 +485,7 @@ async fn a_server_with_set_ifeq_settles_without_a_script() {
         )
     });
     let server = RedisServer::start_program(&program, &[]);
-    let counter = Counter::new(Duration::ZERO, WriteOptions::new());
-    let registry = registry_on(
-        RedisStore::connect(&server.url()).await.expect("connect"),
-        &counter,
-    );
-    for n in 0..3 {
-        let first = registry.call("r", "counter", json!({ "n": n })).await;
-        let again = registry.call("r", "counter", json!({ "n": n })).await;
-        assert!(first.is_ok() && first.ok() == again.ok(), "call {n}");
-    }
-    assert_eq!(counter.total(), 3, "each operation ran once");
-    let calls = command_calls(&server);
+    let calls = three_operations_called_twice(&server, |_| {}).await;
     // Three claims, three settles in place, three duplicates' claims.
     assert_eq!(calls.get("set"), Some(&9), "{calls:?}");
     assert_eq!(calls.get("fcall"), None, "{calls:?}");
