@@ -75,8 +75,10 @@ use crate::store::{
 
 /// A store on Redis or Redis Cluster: one multiplexed connection shared by
 /// every task (commands from concurrent calls are pipelined on it),
-/// replaced as soon as a command sent over it goes unanswered, atomic single-key operations (`SET .. NX` for a new
-/// claim, Lua scripts otherwise), server-side expiry.
+/// replaced as soon as a command sent over it goes unanswered, atomic
+/// single-key operations (`SET .. NX` for a new claim; on Valkey 8.1+ and
+/// Redis 8.4+ `SET .. IFEQ` for a settle; Lua scripts otherwise),
+/// server-side expiry.
 ///
 /// # What the guarantees need from Redis
 ///
