@@ -31,6 +31,13 @@ pub(crate) fn redis_binaries() -> bool {
     found
 }
 
+/// The program a test's own servers run: `IDEM_TEST_REDIS_SERVER` (the
+/// path of another `redis-server`, or of a `valkey-server`), else
+/// `redis-server`.
+pub(crate) fn redis_program() -> String {
+    std::env::var("IDEM_TEST_REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned())
+}
+
 /// A free TCP port on 127.0.0.1.
 pub(crate) fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
@@ -62,8 +69,7 @@ impl Drop for TempDir {
 /// when dropped.
 pub(crate) struct RedisServer {
     pub(crate) port: u16,
-    /// The server's program: `redis-server`, or another that speaks the
-    /// protocol (`start_program`).
+    /// The server's program ([`redis_program`]).
     program: String,
     args: Vec<String>,
     /// Extra `redis-cli` arguments to reach it (TLS, password).
@@ -77,16 +83,10 @@ pub(crate) struct RedisServer {
 impl RedisServer {
     /// Starts a server with `extra` arguments (e.g. `--appendonly yes`).
     pub(crate) fn start(extra: &[&str]) -> RedisServer {
-        Self::start_program("redis-server", extra)
-    }
-
-    /// Starts `program` (a `redis-server` or `valkey-server` binary) with
-    /// `extra` arguments.
-    pub(crate) fn start_program(program: &str, extra: &[&str]) -> RedisServer {
         let dir = TempDir::new("redis");
         let mut server = RedisServer {
             port: free_port(),
-            program: program.to_owned(),
+            program: redis_program(),
             args: extra.iter().map(|s| (*s).to_owned()).collect(),
             cli_args: Vec::new(),
             port_flag: "--port",
@@ -103,7 +103,7 @@ impl RedisServer {
         let path = |f: &str| certs.dir.0.join(f).display().to_string();
         let mut server = RedisServer {
             port: free_port(),
-            program: "redis-server".to_owned(),
+            program: redis_program(),
             args: vec![
                 "--port".into(),
                 "0".into(),
