@@ -22,11 +22,9 @@ calls=${2:-400000}
 concurrency=64
 cd "$(dirname "$0")/.."
 
-for tool in "${REDIS_SERVER:-redis-server}" redis-cli redis-benchmark taskset; do
-    command -v "$tool" >/dev/null || { echo "redis-table: $tool is not installed" >&2; exit 2; }
-done
-cargo build --release --example loadgen >&2
-loadgen=target/release/examples/loadgen
+source scripts/lib/redis.sh
+need_tools redis-table "$redis_server" redis-cli redis-benchmark taskset
+loadgen=$(loadgen_binary "")
 
 work=$(mktemp -d)
 ports=()
@@ -37,8 +35,6 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-
-source scripts/lib/redis.sh
 
 start_server() {
     local port=$1

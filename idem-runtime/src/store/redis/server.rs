@@ -4,6 +4,8 @@
 
 use redis::Value as RValue;
 
+use super::error::as_bytes;
+
 /// Whether the server answering `hello` takes `SET key value IFEQ
 /// current`: Valkey 8.1 and later, Redis 8.4 and later. Anything else,
 /// including a server that speaks the protocol under another name or a
@@ -31,22 +33,18 @@ fn fields(hello: &RValue) -> Vec<(&[u8], &RValue)> {
     match hello {
         RValue::Map(pairs) => pairs
             .iter()
-            .filter_map(|(k, v)| Some((bytes(k)?, v)))
+            .filter_map(|(k, v)| Some((as_bytes(k)?, v)))
             .collect(),
         RValue::Array(items) => items
             .chunks_exact(2)
-            .filter_map(|pair| Some((bytes(&pair[0])?, &pair[1])))
+            .filter_map(|pair| Some((as_bytes(&pair[0])?, &pair[1])))
             .collect(),
         _ => Vec::new(),
     }
 }
 
-fn bytes(v: &RValue) -> Option<&[u8]> {
-    super::error::as_bytes(v)
-}
-
 fn text(v: &RValue) -> Option<&str> {
-    std::str::from_utf8(bytes(v)?).ok()
+    std::str::from_utf8(as_bytes(v)?).ok()
 }
 
 /// A version's major and minor numbers: `8.1.0` → `(8, 1)`.
