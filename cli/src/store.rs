@@ -1,6 +1,6 @@
 //! The store a command reads, opened from its URL: Redis (`redis://`,
 //! `rediss://`), PostgreSQL (`postgres://`, `postgresql://`) or a SQLite
-//! file. Opened to read, a PostgreSQL table or a SQLite file that is not
+//! file (a path, `sqlite://PATH` or `sqlite:PATH`). Opened to read, a PostgreSQL table or a SQLite file that is not
 //! there is an error, never created; opened to serve (`idem gateway`), it
 //! is created as a registry's store is.
 
@@ -13,7 +13,8 @@ use idem::{IdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore};
 /// Where the records are.
 #[derive(Args, Clone)]
 pub(crate) struct StoreUrl {
-    /// The store: redis://.., rediss://.., postgres://.. or a SQLite file.
+    /// The store: redis://.., rediss://.., postgres://.., or a SQLite file
+    /// (a path, sqlite://PATH or sqlite:PATH).
     #[arg(long = "store", env = "IDEM_STORE", value_name = "URL")]
     url: String,
     /// Redis: the URL is a node of a Redis Cluster (`list` and `stats` then
@@ -71,18 +72,31 @@ impl StoreUrl {
                 .map_err(|e| unreachable(&e))?;
             return Ok(Arc::new(store));
         }
-        if url.contains("://") {
-            return Err(format!(
-                "unknown store URL {}: give redis://.., rediss://.., postgres://.. or a SQLite file",
-                redact(url)
-            ));
-        }
+        let url = sqlite_path(url)?;
         if !serve && !Path::new(url).is_file() {
             return Err(format!("no SQLite file at {url}"));
         }
         let store = SqliteStore::open(url).await.map_err(|e| unreachable(&e))?;
         Ok(Arc::new(store))
     }
+}
+
+/// The SQLite file `url` names: a path, `sqlite://PATH` or `sqlite:PATH`
+/// (as SQLx and SQLAlchemy-style URLs name it: `sqlite:///abs/path` is
+/// `/abs/path`, `sqlite://rel/path` a relative one), or why it names none.
+fn sqlite_path(url: &str) -> Result<&str, String> {
+    let path = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+        .unwrap_or(url);
+    if path.contains("://") || path.is_empty() {
+        return Err(format!(
+            "unknown store URL {}: give redis://.., rediss://.., postgres://.., or a SQLite \
+             file (a path, sqlite://PATH or sqlite:PATH)",
+            redact(url)
+        ));
+    }
+    Ok(path)
 }
 
 /// `url` without its password, for messages.
@@ -96,5 +110,22 @@ fn redact(url: &str) -> String {
             format!("{scheme}://{user}:***@{host}")
         }
         None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sqlite_file_is_named_by_its_path_or_a_sqlite_url() {
+        assert_eq!(sqlite_path("records.sqlite"), Ok("records.sqlite"));
+        assert_eq!(sqlite_path("sqlite:records.sqlite"), Ok("records.sqlite"));
+        assert_eq!(sqlite_path("sqlite://rel/r.db"), Ok("rel/r.db"));
+        assert_eq!(sqlite_path("sqlite:///var/lib/r.db"), Ok("/var/lib/r.db"));
+        for refused in ["mysql://h/db", "sqlite://", "sqlite:"] {
+            let error = sqlite_path(refused).expect_err(refused);
+            assert!(error.contains("sqlite://PATH or sqlite:PATH"), "{error}");
+        }
     }
 }

@@ -9,12 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use idem::{IdemStore, Registry, ScopeKind, ToolInfo};
-use rmcp::model::Tool;
 use serde_json::{Map, Value, json};
 
 use super::config::{Config, ErrorResults, Kind, ToolConfig};
 use super::proxy::ProxiedWrite;
-use super::upstream::Upstream;
 
 /// How long a write's result is replayed unless its `ttl` says otherwise
 /// (the registry's default, set on it explicitly so that the contract
@@ -24,20 +22,17 @@ const DEFAULT_TTL: Duration = Duration::from_secs(24 * 3600);
 /// The `_meta` member of a listed write tool that states its contract.
 pub(crate) const CONTRACT_META: &str = "idem/contract";
 
-/// The gateway's view of the upstream.
+/// The gateway's view of the upstream's tools, as one session's upstream
+/// lists them.
 pub(crate) struct Catalog {
     /// The write tools, over the store.
-    pub(crate) registry: Registry<Arc<Upstream>>,
-    /// The tools as clients see them.
-    pub(crate) tools: Vec<Tool>,
+    pub(crate) registry: Registry<()>,
     /// The tools as the upstream listed them.
-    pub(crate) upstream_tools: Vec<Tool>,
+    pub(crate) upstream_tools: Vec<Value>,
     /// The names of the write tools.
     pub(crate) writes: HashSet<String>,
     /// The names of the write tools whose key holds the run.
     pub(crate) run_scoped: HashSet<String>,
-    /// The names of the read tools.
-    pub(crate) reads: HashSet<String>,
 }
 
 /// What [`Catalog::build`] is given beside the tools.
@@ -49,33 +44,33 @@ pub(crate) struct Settings {
     pub(crate) timeout: Duration,
 }
 
+/// A tool's name, as the upstream lists it.
+fn name(tool: &Value) -> &str {
+    tool.get("name").and_then(Value::as_str).unwrap_or_default()
+}
+
 impl Catalog {
-    /// The catalog of `tools`, or why one of them cannot be served (a
-    /// write tool whose name or settings the registry refuses).
-    pub(crate) fn build(
-        tools: &[Tool],
-        settings: &Settings,
-        upstream: Arc<Upstream>,
-    ) -> Result<Catalog, String> {
-        let mut builder = Registry::builder(upstream)
+    /// The catalog of `tools` (the upstream's `tools/list`, all pages),
+    /// or why one of them cannot be served (a write tool whose name or
+    /// settings the registry refuses).
+    pub(crate) fn build(tools: &[Value], settings: &Settings) -> Result<Catalog, String> {
+        let mut builder = Registry::builder(())
             .store(settings.store.clone())
             .default_ttl(DEFAULT_TTL);
         if let Some(namespace) = &settings.namespace {
             builder = builder.namespace(namespace.clone());
         }
-        let (mut served, mut writes, mut reads) = (Vec::new(), HashSet::new(), HashSet::new());
-        let mut run_scoped = HashSet::new();
+        let (mut writes, mut reads, mut run_scoped) =
+            (HashSet::new(), HashSet::new(), HashSet::new());
         for tool in tools {
-            let name = tool.name.to_string();
+            let name = name(tool).to_owned();
             let config = settings.config.tool(&name);
             let hints = Hints::of(tool);
             if config.kind.unwrap_or(hints.kind) == Kind::Read {
                 reads.insert(name);
-                served.push(tool.clone());
                 continue;
             }
-            builder = builder.tool(proxied(tool, &config, &hints, settings.timeout));
-            served.push(listed(tool, &config)?);
+            builder = builder.tool(proxied(tool, &config, &hints, settings.timeout)?);
             if config.scope.unwrap_or(ScopeKind::Run) == ScopeKind::Run {
                 run_scoped.insert(name.clone());
             }
@@ -91,13 +86,21 @@ impl Catalog {
             .map_err(|e| format!("cannot serve the upstream's tools: {e}"))?;
         Ok(Catalog {
             registry,
-            tools: served,
             upstream_tools: tools.to_vec(),
             writes,
             run_scoped,
-            reads,
         })
     }
+}
+
+/// `tool` (as the upstream lists it) as the gateway's clients see it: a
+/// read as it came, a write carrying the contract the gateway enforces.
+pub(crate) fn served(tool: Value, config: &Config) -> Value {
+    let tool_config = config.tool(name(&tool));
+    if tool_config.kind.unwrap_or(Hints::of(&tool).kind) == Kind::Read {
+        return tool;
+    }
+    listed(tool, &tool_config)
 }
 
 /// What the upstream's annotations say of a tool.
@@ -111,72 +114,83 @@ impl Hints {
     /// A tool is a read only if the upstream says it is read-only;
     /// anything else is a write, the safe default. MCP's defaults for the
     /// other hints: destructive and open-world.
-    fn of(tool: &Tool) -> Hints {
-        let annotations = tool.annotations.as_ref();
-        let hint = |get: fn(&rmcp::model::ToolAnnotations) -> Option<bool>, default| {
-            annotations.and_then(get).unwrap_or(default)
+    fn of(tool: &Value) -> Hints {
+        let hint = |name: &str, default| {
+            tool.get("annotations")
+                .and_then(|a| a.get(name))
+                .and_then(Value::as_bool)
+                .unwrap_or(default)
         };
         Hints {
-            kind: match hint(|a| a.read_only_hint, false) {
+            kind: match hint("readOnlyHint", false) {
                 true => Kind::Read,
                 false => Kind::Write,
             },
-            destructive: hint(|a| a.destructive_hint, true),
-            open_world: hint(|a| a.open_world_hint, true),
+            destructive: hint("destructiveHint", true),
+            open_world: hint("openWorldHint", true),
         }
     }
 }
 
 /// The write tool that proxies `tool`.
-fn proxied(tool: &Tool, config: &ToolConfig, hints: &Hints, timeout: Duration) -> ProxiedWrite {
-    let description = tool.description.as_deref().unwrap_or(&tool.name);
-    let mut info = ToolInfo::new(tool.name.to_string(), description.to_owned())
-        .with_input_schema(Value::Object((*tool.input_schema).clone()));
-    if let Some(output) = &tool.output_schema {
-        info = info.with_output_schema(Some(Value::Object((**output).clone())));
+fn proxied(
+    tool: &Value,
+    config: &ToolConfig,
+    hints: &Hints,
+    timeout: Duration,
+) -> Result<ProxiedWrite, String> {
+    let name = name(tool);
+    let description = tool
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or(name);
+    let Some(input) = tool.get("inputSchema").filter(|s| s.is_object()) else {
+        return Err(format!("the upstream's tool `{name}` has no input schema"));
+    };
+    let mut info =
+        ToolInfo::new(name.to_owned(), description.to_owned()).with_input_schema(input.clone());
+    if let Some(output) = tool.get("outputSchema").filter(|s| s.is_object()) {
+        info = info.with_output_schema(Some(output.clone()));
     }
-    ProxiedWrite {
+    Ok(ProxiedWrite {
         info,
         options: config.write_options(hints.destructive, hints.open_world),
         timeout: config.timeout.unwrap_or(timeout),
         error_results: config.error_results.unwrap_or_default(),
-    }
+    })
 }
 
 /// `tool` as the gateway lists it: `idempotentHint` as the gateway
 /// enforces it (a repeat is replayed whatever run it comes in only for a
 /// `global` tool; a run-scoped tool's only within its run), and its
 /// contract under [`CONTRACT_META`] in `_meta`.
-fn listed(tool: &Tool, config: &ToolConfig) -> Result<Tool, String> {
+fn listed(mut tool: Value, config: &ToolConfig) -> Value {
     let scope = config.scope.unwrap_or(ScopeKind::Run);
-    let mut value = serde_json::to_value(tool).map_err(|e| e.to_string())?;
-    let annotations = value
-        .as_object_mut()
-        .map(|t| t.entry("annotations").or_insert_with(|| json!({})));
-    if let Some(Value::Object(annotations)) = annotations {
+    let properties: Vec<String> = tool
+        .pointer("/inputSchema/properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    let Some(object) = tool.as_object_mut() else {
+        return tool;
+    };
+    let annotations = object.entry("annotations").or_insert_with(|| json!({}));
+    if let Value::Object(annotations) = annotations {
         annotations.insert("readOnlyHint".into(), false.into());
         annotations.insert("idempotentHint".into(), (scope == ScopeKind::Global).into());
     }
-    let properties: Vec<&String> = tool
-        .input_schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|p| p.keys().collect())
-        .unwrap_or_default();
     let contract = contract(config, scope, &properties);
-    if let Some(tool) = value.as_object_mut() {
-        let meta = tool.entry("_meta").or_insert_with(|| json!({}));
-        if let Value::Object(meta) = meta {
-            meta.insert(CONTRACT_META.into(), contract);
-        }
+    let meta = object.entry("_meta").or_insert_with(|| json!({}));
+    if let Value::Object(meta) = meta {
+        meta.insert(CONTRACT_META.into(), contract);
     }
-    serde_json::from_value(value).map_err(|e| format!("`{}`: {e}", tool.name))
+    tool
 }
 
 /// A write tool's contract, as a client or a model reads it: what a
 /// repeat is (keyed, checked and ignored fields, scope), how long it is
 /// replayed, and what happens when an outcome is unknown.
-fn contract(config: &ToolConfig, scope: ScopeKind, properties: &[&String]) -> Value {
+fn contract(config: &ToolConfig, scope: ScopeKind, properties: &[String]) -> Value {
     let given = |list: Option<&'static [&'static str]>| list.unwrap_or_default().to_vec();
     let ignored = given(config.ignore);
     let (keyed, checked): (Vec<&str>, Vec<&str>) = match (config.key, config.check) {
@@ -228,16 +242,15 @@ fn scope_name(scope: ScopeKind) -> &'static str {
 mod tests {
     use super::*;
 
-    fn tool(annotations: Value) -> Tool {
-        serde_json::from_value(json!({
+    fn tool(annotations: Value) -> Value {
+        json!({
             "name": "charge",
             "inputSchema": {
                 "type": "object",
                 "properties": {"order_id": {}, "amount": {}, "note": {}},
             },
             "annotations": annotations,
-        }))
-        .expect("a tool")
+        })
     }
 
     #[test]
@@ -252,8 +265,7 @@ mod tests {
             "[tools.charge]\nscope = \"global\"\nkey = [\"order_id\"]\nignore = [\"note\"]\nttl = \"1h\"\n",
         )
         .expect("config");
-        let listed = listed(&tool(json!({"title": "Charge"})), &config.tool("charge"));
-        let listed = serde_json::to_value(listed.expect("listed")).expect("json");
+        let listed = served(tool(json!({"title": "Charge"})), &config);
         assert_eq!(
             listed["annotations"],
             json!({"title": "Charge", "readOnlyHint": false, "idempotentHint": true})

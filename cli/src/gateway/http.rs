@@ -1,23 +1,46 @@
 //! `idem gateway --http ADDR`: the gateway as a streamable HTTP endpoint at
-//! `/mcp`, a handler per MCP session, behind bearer tokens when `--token`
-//! gives any: a request's token names its user, who is the principal (and
-//! so the tenant) of its calls, as the library's MCP server takes a
-//! principal from its hook.
+//! `/mcp` (MCP's HTTP transport, as a server), behind bearer tokens when
+//! `--token` gives any: a request's token names its user, who is the
+//! principal (and so the tenant) of its calls.
+//!
+//! - An `initialize` opens an MCP session (`Mcp-Session-Id`) with an
+//!   upstream connection of its own (a child process of its own, or an
+//!   MCP session of its own at the upstream's URL), so that nothing of one
+//!   client's session (its capabilities, roots, subscriptions, log level,
+//!   the upstream's requests and notifications) reaches another. Only the
+//!   principal that opened a session can use it.
+//! - A request in a session is answered on its own stream of server-sent
+//!   events, which also carries what belongs to it (its progress, the
+//!   upstream's requests made while it runs); what belongs to no request
+//!   goes on the session's standalone stream (a GET), if the client opened
+//!   one. A DELETE ends the session.
+//! - A request outside any session (the stateless protocol of MCP
+//!   2026-07-28) goes to one upstream connection that all such requests
+//!   share, under an id of the link's own.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex, PoisonError};
 
+use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::Response;
-use rmcp::transport::streamable_http_server::StreamableHttpService;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use futures_util::StreamExt;
+use idem::mcp::{Binding, Caller};
+use serde_json::Value;
+use tokio::sync::{OnceCell, mpsc};
 
-use super::server::Gateway;
+use super::jsonrpc::{self, Kind, code};
+use super::link::{Downstream, Link, Sink, Source};
+use super::session::{Session, Shared, new_origin};
+
+const SESSION: &str = "mcp-session-id";
 
 /// The user an authenticated request comes from, as [`authenticate`]
-/// puts it in the request's extensions for the principal hook.
+/// puts it in the request's extensions.
 #[derive(Clone)]
 struct User(String);
 
@@ -34,26 +57,78 @@ pub(super) fn user_token(given: &str) -> Result<(String, String), String> {
     }
 }
 
-/// Serves `gateway` at `http://addr/mcp` until the process is stopped.
+/// The gateway's HTTP endpoint.
+struct Front {
+    shared: Arc<Shared>,
+    source: Source,
+    /// The binding each session's is made from.
+    binding: Binding,
+    sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+    /// The session of every request outside one.
+    stateless: OnceCell<Arc<Session>>,
+}
+
+/// One MCP session over HTTP.
+struct HttpSession {
+    session: Arc<Session>,
+    /// Who opened it.
+    principal: Option<String>,
+    standalone: Arc<Standalone>,
+}
+
+/// A session's standalone stream, once the client opened it.
+#[derive(Default)]
+struct Standalone(Mutex<Option<mpsc::UnboundedSender<Value>>>);
+
+impl Downstream for Standalone {
+    fn deliver(&self, message: Value, _related: Option<&Value>) {
+        let sender = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match sender.as_ref() {
+            Some(sender) if sender.send(message).is_ok() => {}
+            _ => tracing::debug!("a message for a client with no standalone stream is dropped"),
+        }
+    }
+}
+
+/// The stream of one POST's requests: what belongs to them, and their
+/// responses; once it has ended, what still comes goes to the session's
+/// standalone stream.
+struct PostStream {
+    sender: mpsc::UnboundedSender<Value>,
+    standalone: Option<Arc<Standalone>>,
+}
+
+impl Downstream for PostStream {
+    fn deliver(&self, message: Value, related: Option<&Value>) {
+        if let Err(unsent) = self.sender.send(message)
+            && let Some(standalone) = &self.standalone
+        {
+            standalone.deliver(unsent.0, related);
+        }
+    }
+}
+
+/// Serves the gateway at `http://addr/mcp` until the process is stopped.
 pub(super) async fn serve(
-    mut gateway: Gateway,
+    shared: Arc<Shared>,
+    source: Source,
+    binding: Binding,
     addr: &str,
     tokens: Vec<(String, String)>,
 ) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    if !tokens.is_empty() {
-        gateway.binding = gateway
-            .binding
-            .with_principal(|request| request.extensions.get::<User>().map(|u| u.0.clone()));
-    }
-    let service = StreamableHttpService::new(
-        move || Ok(gateway.new_session()),
-        Arc::new(LocalSessionManager::default()),
-        Default::default(),
-    );
-    let mut app = axum::Router::new().nest_service("/mcp", service);
+    let front = Arc::new(Front {
+        shared,
+        source,
+        binding,
+        sessions: Mutex::new(HashMap::new()),
+        stateless: OnceCell::new(),
+    });
+    let mut app = axum::Router::new()
+        .route("/mcp", any(endpoint))
+        .with_state(front);
     if !tokens.is_empty() {
         let tokens: Tokens = Arc::new(tokens.into_iter().map(|(u, t)| (t, u)).collect());
         app = app.layer(axum::middleware::from_fn_with_state(tokens, authenticate));
@@ -74,7 +149,7 @@ async fn authenticate(
 ) -> Result<Response, StatusCode> {
     let user = request
         .headers()
-        .get(axum::http::header::AUTHORIZATION)
+        .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "))
         .and_then(|token| tokens.get(token))
@@ -82,4 +157,270 @@ async fn authenticate(
     let user = User(user.clone());
     request.extensions_mut().insert(user);
     Ok(next.run(request).await)
+}
+
+/// `/mcp`: POST a message, GET the standalone stream, DELETE the session.
+async fn endpoint(State(front): State<Arc<Front>>, request: Request) -> Response {
+    let principal = request.extensions().get::<User>().map(|u| u.0.clone());
+    let session_id = request
+        .headers()
+        .get(SESSION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let session = match &session_id {
+        Some(id) => match front.session(id, principal.as_deref()) {
+            Some(session) => Some((id.clone(), session)),
+            None => return status(StatusCode::NOT_FOUND, "no such MCP session"),
+        },
+        None => None,
+    };
+    let accepts_events = accepts(request.headers(), "text/event-stream");
+    match *request.method() {
+        axum::http::Method::POST => {
+            let body = axum::body::to_bytes(request.into_body(), usize::MAX).await;
+            match body {
+                Ok(body) => front.post(&body, session, principal, accepts_events).await,
+                Err(e) => status(StatusCode::BAD_REQUEST, &e.to_string()),
+            }
+        }
+        axum::http::Method::GET => match session {
+            Some((_, session)) => standalone(&session),
+            None => status(StatusCode::BAD_REQUEST, "a GET needs an Mcp-Session-Id"),
+        },
+        axum::http::Method::DELETE => match session {
+            Some((id, _)) => {
+                front.end(&id);
+                StatusCode::OK.into_response()
+            }
+            None => status(StatusCode::BAD_REQUEST, "a DELETE needs an Mcp-Session-Id"),
+        },
+        _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+    }
+}
+
+impl Front {
+    /// Session `id`, if it is open and `principal` opened it.
+    fn session(&self, id: &str, principal: Option<&str>) -> Option<Arc<HttpSession>> {
+        let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        sessions
+            .get(id)
+            .filter(|s| s.principal.as_deref() == principal)
+            .cloned()
+    }
+
+    /// A new session, with an upstream connection of its own.
+    fn open(&self, principal: Option<String>) -> (String, Arc<HttpSession>) {
+        let standalone = Arc::new(Standalone::default());
+        let client: Sink = standalone.clone();
+        let link = Link::new(self.source.clone(), self.shared.patience, Some(client));
+        let session = Session::new(self.shared.clone(), link, self.binding.new_session());
+        let http = Arc::new(HttpSession {
+            session,
+            principal,
+            standalone,
+        });
+        let id = session_id();
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.clone(), http.clone());
+        (id, http)
+    }
+
+    /// Ends session `id`: once its writes in flight are recorded, its
+    /// upstream connection.
+    fn end(&self, id: &str) {
+        let removed = self
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
+        if let Some(http) = removed {
+            tokio::spawn(async move { http.session.close().await });
+        }
+    }
+
+    /// The session of requests outside one.
+    async fn stateless(&self) -> Arc<Session> {
+        self.stateless
+            .get_or_init(|| async {
+                let link = Link::new(self.source.clone(), self.shared.patience, None);
+                Session::new(self.shared.clone(), link, self.binding.new_session())
+            })
+            .await
+            .clone()
+    }
+
+    /// A POST: its messages relayed, its requests' responses streamed
+    /// back.
+    async fn post(
+        &self,
+        body: &Bytes,
+        session: Option<(String, Arc<HttpSession>)>,
+        principal: Option<String>,
+        events: bool,
+    ) -> Response {
+        let messages = match serde_json::from_slice::<Value>(body) {
+            Ok(Value::Array(batch)) => batch,
+            Ok(message) => vec![message],
+            Err(e) => {
+                let refused = jsonrpc::error(Value::Null, code::PARSE_ERROR, &e.to_string());
+                return json(StatusCode::BAD_REQUEST, &refused);
+            }
+        };
+        let opens = messages.iter().any(|m| {
+            jsonrpc::method(m) == Some("initialize") && jsonrpc::kind(m) == Some(Kind::Request)
+        });
+        let (opened, session) = match session {
+            Some((id, session)) => (Some(id), Some(session)),
+            None if opens => {
+                let (id, session) = self.open(principal.clone());
+                (Some(id), Some(session))
+            }
+            None => (None, None),
+        };
+        let (target, origin, standalone) = match &session {
+            Some(http) => (
+                http.session.clone(),
+                http.session.origin(),
+                Some(http.standalone.clone()),
+            ),
+            None => (self.stateless().await, new_origin(), None),
+        };
+        let caller = Caller::http(principal, opened.as_deref());
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let sink: Sink = Arc::new(PostStream { sender, standalone });
+        let mut awaited = Vec::new();
+        for message in messages {
+            if jsonrpc::kind(&message) == Some(Kind::Request) {
+                awaited.extend(jsonrpc::id(&message).cloned());
+            }
+            target
+                .handle(message, origin, sink.clone(), caller.clone())
+                .await;
+        }
+        drop(sink);
+        if awaited.is_empty() {
+            return StatusCode::ACCEPTED.into_response();
+        }
+        let mut response = if events {
+            event_stream(receiver, awaited)
+        } else {
+            json_answer(receiver, awaited).await
+        };
+        if let Some(id) = opened.and_then(|id| HeaderValue::from_str(&id).ok()) {
+            response.headers_mut().insert(SESSION, id);
+        }
+        response
+    }
+}
+
+/// What comes on `receiver` as server-sent events, until every request in
+/// `awaited` is answered.
+fn event_stream(receiver: mpsc::UnboundedReceiver<Value>, awaited: Vec<Value>) -> Response {
+    let stream = futures_util::stream::unfold(
+        (receiver, awaited),
+        |(mut receiver, mut awaited)| async move {
+            if awaited.is_empty() {
+                return None;
+            }
+            let message = receiver.recv().await?;
+            if jsonrpc::kind(&message) == Some(Kind::Response) {
+                awaited.retain(|id| Some(id) != jsonrpc::id(&message));
+            }
+            let event = format!("event: message\ndata: {message}\n\n");
+            Some((Ok::<_, Infallible>(Bytes::from(event)), (receiver, awaited)))
+        },
+    );
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|e| status(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()))
+}
+
+/// The responses to `awaited`, as JSON (for a client that takes no
+/// events: what else comes is dropped).
+async fn json_answer(
+    mut receiver: mpsc::UnboundedReceiver<Value>,
+    mut awaited: Vec<Value>,
+) -> Response {
+    let mut responses = Vec::new();
+    while !awaited.is_empty() {
+        let Some(message) = receiver.recv().await else {
+            break;
+        };
+        if jsonrpc::kind(&message) == Some(Kind::Response) {
+            awaited.retain(|id| Some(id) != jsonrpc::id(&message));
+            responses.push(message);
+        }
+    }
+    match responses.len() {
+        1 => json(StatusCode::OK, &responses[0]),
+        _ => json(StatusCode::OK, &Value::Array(responses)),
+    }
+}
+
+/// A GET: the session's standalone stream, instead of any opened before.
+fn standalone(session: &HttpSession) -> Response {
+    let (sender, receiver) = mpsc::unbounded_channel::<Value>();
+    *session
+        .standalone
+        .0
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner) = Some(sender);
+    let stream = tokio_stream_of(receiver).map(|message| {
+        Ok::<_, Infallible>(Bytes::from(format!("event: message\ndata: {message}\n\n")))
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|e| status(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()))
+}
+
+/// `receiver` as a stream.
+fn tokio_stream_of(
+    receiver: mpsc::UnboundedReceiver<Value>,
+) -> impl futures_util::Stream<Item = Value> {
+    futures_util::stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|message| (message, receiver))
+    })
+}
+
+/// Whether the request's `Accept` takes `mime`.
+fn accepts(headers: &HeaderMap, mime: &str) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains(mime) || v.contains("*/*"))
+}
+
+/// `body` as a JSON response.
+fn json(status: StatusCode, body: &Value) -> Response {
+    let mut response = (status, body.to_string()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn status(status: StatusCode, why: &str) -> Response {
+    (status, why.to_owned()).into_response()
+}
+
+/// A new session id: 128 random bits, in hex.
+fn session_id() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).unwrap_or_else(|_| {
+        // No system randomness: the time and a counter, still unique.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        bytes = (nanos ^ u128::from(new_origin())).to_le_bytes();
+    });
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -1,21 +1,26 @@
 //! `idem gateway`: idem in front of any MCP server. To its clients it is
-//! an MCP server, on stdio or streamable HTTP; to the upstream server (a
-//! child process it starts, or a URL), an MCP client. Read tools (the upstream says
-//! `readOnlyHint`) pass through; every other tool is a write, claimed in
-//! the store before it is called upstream, its result recorded and
-//! replayed to duplicates (docs/gateway.md).
+//! the upstream MCP server (a child process it starts, or a URL), on stdio
+//! or streamable HTTP: every message is relayed as it came, both ways,
+//! except the few idem owns. Read tools (the upstream says `readOnlyHint`)
+//! pass through; every other tool is a write, claimed in the store before
+//! it is called upstream, its result recorded and replayed to duplicates
+//! (docs/gateway.md).
 //!
-//! `config` reads the per-tool settings; `upstream` is the client to the
-//! upstream server; `catalog` makes the registry and the tool list from
-//! its tools; `proxy` is a write tool that calls upstream; `server` is the
-//! MCP server a client talks to; `http` serves it over HTTP.
+//! `config` reads the per-tool settings; `jsonrpc` reads messages; `link`
+//! is a connection to the upstream, which routes what it sends to the
+//! client it belongs to; `catalog` makes the registry and the listed
+//! tools from the upstream's; `proxy` is a write tool that calls upstream;
+//! `session` is one client's session, relayed to its link; `stdio` and
+//! `http` serve clients.
 
 mod catalog;
 mod config;
 mod http;
+mod jsonrpc;
+mod link;
 mod proxy;
-mod server;
-mod upstream;
+mod session;
+mod stdio;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,12 +28,12 @@ use std::time::Duration;
 
 use clap::Args;
 use idem::mcp::{Binding, StatelessWrites};
-use rmcp::ServiceExt;
+use serde_json::json;
 
 use self::catalog::{Catalog, Settings};
 use self::config::{Config, parse_duration};
-use self::server::{Gateway, Shared};
-use self::upstream::{Source, Upstream};
+use self::link::{Link, Source};
+use self::session::Shared;
 use crate::store::StoreUrl;
 
 /// What `idem gateway` is given.
@@ -102,14 +107,12 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
         Some(url) => Source::Url(url),
         None => Source::Command(args.upstream),
     };
-    let upstream = Arc::new(Upstream::new(source, args.timeout));
-    let tools = upstream.tools().await?;
-    let catalog = Catalog::build(&tools, &settings, upstream.clone())?;
-    let info = Gateway::server_info(upstream.instructions().await);
-    let mut shared = Shared::new(catalog, upstream, info, args.timeout);
-    shared.note_replays = args.note_replays;
-    let shared = Arc::new(shared);
-    tokio::spawn(follow(shared.clone(), settings));
+    probe(&source, &settings, args.timeout).await?;
+    let shared = Arc::new(Shared {
+        settings,
+        patience: args.timeout,
+        note_replays: args.note_replays,
+    });
     let mut binding = Binding::new();
     if let Some(tenant) = &args.tenant {
         binding = binding.with_tenant(tenant);
@@ -117,50 +120,44 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
     if args.refuse_stateless_writes {
         binding = binding.stateless_writes(StatelessWrites::Refuse);
     }
-    let gateway = Gateway { shared, binding };
     match args.http {
-        Some(addr) => http::serve(gateway, &addr, args.token).await,
-        None => stdio(gateway).await,
+        Some(addr) => http::serve(shared, source, binding, &addr, args.token).await,
+        None => stdio::serve(shared, source, binding).await,
     }
 }
 
-/// Follows the upstream's tools: whenever they may have changed, lists
-/// them again and, if they did, serves a catalog of the new list (a list
-/// the registry refuses leaves the old one served, and says why).
-async fn follow(shared: Arc<Shared>, settings: Settings) {
-    loop {
-        shared.upstream.changed().await;
-        let tools = match shared.upstream.tools().await {
-            Ok(tools) => tools,
-            Err(e) => {
-                tracing::warn!(error = %e, "the upstream's tools could not be listed again");
-                continue;
-            }
-        };
-        if tools == shared.catalog().upstream_tools {
-            continue;
+/// Starts the upstream once before serving, as the gateway's own client,
+/// to refuse at once an upstream that does not start or initialize, or
+/// whose tools the configuration does not fit.
+async fn probe(source: &Source, settings: &Settings, patience: Duration) -> Result<(), String> {
+    let name = match source {
+        Source::Command(command) => format!("`{}`", command.first().map_or("", String::as_str)),
+        Source::Url(url) => format!("at {url}"),
+    };
+    let link = Link::new(source.clone(), patience, None);
+    let initialize = json!({
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "idem-gateway", "version": env!("CARGO_PKG_VERSION")},
+    });
+    let initialized = link.call("initialize", initialize, patience).await;
+    let checked = match initialized {
+        Ok(_) => {
+            let done = jsonrpc::notification("notifications/initialized", json!({}));
+            link.notify(done).await;
+            session::list_all_tools(&link, patience)
+                .await
+                .and_then(|tools| Catalog::build(&tools, settings).map(drop))
         }
-        match Catalog::build(&tools, &settings, shared.upstream.clone()) {
-            Ok(catalog) => {
-                tracing::info!(tools = tools.len(), "the upstream's tools changed");
-                shared.replace(catalog).await;
-            }
-            Err(e) => tracing::error!(error = %e, "the upstream's new tools are not served"),
-        }
-    }
-}
-
-/// Serves one client on stdio, until it goes.
-async fn stdio(gateway: Gateway) -> Result<(), String> {
-    let running = gateway
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| format!("the client did not initialize: {e}"))?;
-    running
-        .waiting()
-        .await
-        .map_err(|e| format!("the gateway stopped: {e}"))?;
-    Ok(())
+        Err(e) if e.starts_with("no answer") => Err(format!(
+            "the upstream server {name} did not initialize within {patience:?}"
+        )),
+        Err(e) => Err(format!(
+            "the upstream server {name} did not initialize: {e}"
+        )),
+    };
+    link.close().await;
+    checked
 }
 
 /// The gateway's log, on stderr (stdout is the protocol's on stdio):

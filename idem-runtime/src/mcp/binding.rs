@@ -13,7 +13,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
 use rmcp::service::RequestContext;
 use serde_json::Value;
 
-use super::caller::{Caller, StatelessWrites};
+use super::caller::{Caller, CallerKind, StatelessWrites};
 use crate::registry::CallContext;
 
 /// The `_meta` key under which a client may name the run a call belongs
@@ -176,22 +176,32 @@ impl Binding {
         context: &RequestContext<RoleServer>,
         run_scoped: bool,
     ) -> Result<BoundCall, Box<CallToolResult>> {
-        let meta = |name| {
-            meta_str(request.meta.as_ref().map(|m| &m.0.0), name)
-                .or_else(|| meta_str(Some(&context.meta.0.0), name))
-        };
-        let caller = self.caller(context);
-        let run_id = match caller.run(meta(RUN_ID_META), &self.run_id, self.stateless) {
+        let meta = request.meta.as_ref().map(|m| &m.0.0);
+        let caller = Caller(self.caller(context));
+        let meta = merged_meta(meta, &context.meta.0.0);
+        self.bind_parts(&request.name, Some(&meta), &caller, run_scoped)
+            .map_err(|text| Box::new(CallToolResult::error(vec![ContentBlock::text(text)])))
+    }
+
+    /// [`bind`](Self::bind) for a server that reads the protocol itself:
+    /// the call of tool `tool`, whose request's `_meta` is `meta`, made by
+    /// `caller`. `Err` is the text of the error result to answer (nothing
+    /// runs).
+    pub fn bind_parts(
+        &self,
+        tool: &str,
+        meta: Option<&serde_json::Map<String, Value>>,
+        caller: &Caller,
+        run_scoped: bool,
+    ) -> Result<BoundCall, String> {
+        let caller = &caller.0;
+        let run_id = match caller.run(meta_str(meta, RUN_ID_META), &self.run_id, self.stateless) {
             Ok(run) => run,
             Err(why) if run_scoped => {
-                let text = format!(
-                    "Error: `{}` changes things and {why}, so a repeat of it could not be \
-                     recognised; it did not run.",
-                    request.name
-                );
-                return Err(Box::new(CallToolResult::error(vec![ContentBlock::text(
-                    text,
-                )])));
+                return Err(format!(
+                    "Error: `{tool}` changes things and {why}, so a repeat of it could not be \
+                     recognised; it did not run."
+                ));
             }
             // A read tool keeps no record, a global tool's key ignores the
             // run: any run will do.
@@ -200,26 +210,26 @@ impl Binding {
         Ok(BoundCall {
             run_id,
             tenant: caller.tenant(self.tenant.as_deref()),
-            operation_key: meta(OPERATION_KEY_META).map(str::to_owned),
+            operation_key: meta_str(meta, OPERATION_KEY_META).map(str::to_owned),
         })
     }
 
-    /// What the request shows of its caller (see [`Caller`]).
-    fn caller(&self, context: &RequestContext<RoleServer>) -> Caller {
+    /// What the request shows of its caller (see [`CallerKind`]).
+    fn caller(&self, context: &RequestContext<RoleServer>) -> CallerKind {
         #[cfg(feature = "mcp-http")]
         if let Some(request) = context.extensions.get::<::http::request::Parts>() {
             return self.http_caller(request);
         }
         #[cfg(not(feature = "mcp-http"))]
         let _ = context;
-        Caller::Connection
+        CallerKind::Connection
     }
 
     /// The caller of an HTTP request: its principal, as the hook names it,
     /// and its MCP session, which only a session's own handler trusts
     /// (rmcp checked that it issued the id and that the session is live).
     #[cfg(feature = "mcp-http")]
-    fn http_caller(&self, request: &::http::request::Parts) -> Caller {
+    fn http_caller(&self, request: &::http::request::Parts) -> CallerKind {
         let session = request
             .headers
             .get("mcp-session-id")
@@ -231,9 +241,9 @@ impl Binding {
             self.principal.as_ref().and_then(|hook| hook(request)),
             session,
         ) {
-            (Some(principal), session) => Caller::Principal { principal, session },
-            (None, Some(session)) => Caller::Session(session),
-            (None, None) => Caller::Anonymous,
+            (Some(principal), session) => CallerKind::Principal { principal, session },
+            (None, Some(session)) => CallerKind::Session(session),
+            (None, None) => CallerKind::Anonymous,
         }
     }
 }
@@ -242,6 +252,20 @@ impl Binding {
 /// processes, in hex.
 fn new_run_id() -> Arc<str> {
     format!("mcp-{:032x}", crate::unique::unique_id()).into()
+}
+
+/// The request's own `_meta` over the members rmcp took from it into the
+/// context's (the progress token, the protocol's own): a name in both is
+/// the request's.
+fn merged_meta(
+    request: Option<&serde_json::Map<String, Value>>,
+    context: &serde_json::Map<String, Value>,
+) -> serde_json::Map<String, Value> {
+    let mut meta = context.clone();
+    if let Some(request) = request {
+        meta.extend(request.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    meta
 }
 
 /// The non-empty string a request's `_meta` holds under `name`, if any.

@@ -17,9 +17,42 @@ pub enum StatelessWrites {
     Refuse,
 }
 
+/// Who vouches for the caller of a `tools/call`, for a server that reads
+/// the protocol itself (a gateway) and binds its calls with
+/// [`Binding::bind_parts`](super::Binding::bind_parts); rmcp's handlers
+/// get it from the request through [`Binding::bind`](super::Binding::bind).
+/// See [Runs and callers](crate::mcp#runs-and-callers) for what each
+/// caller's calls are bound to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller(pub(super) CallerKind);
+
+impl Caller {
+    /// The client holds the only connection (stdio, or any byte stream):
+    /// it started this process.
+    pub fn connection() -> Caller {
+        Caller(CallerKind::Connection)
+    }
+
+    /// A streamable HTTP request: the principal the server authenticated,
+    /// if any, and the MCP session it belongs to, if it is in one that this
+    /// server issued and checked is live (never a session id only read
+    /// from a header).
+    #[cfg(feature = "mcp-http")]
+    pub fn http(principal: Option<String>, session_id: Option<&str>) -> Caller {
+        let session = session_id
+            .filter(|id| !id.is_empty())
+            .map(|id| format!("mcp-session-{id}"));
+        Caller(match (principal, session) {
+            (Some(principal), session) => CallerKind::Principal { principal, session },
+            (None, Some(session)) => CallerKind::Session(session),
+            (None, None) => CallerKind::Anonymous,
+        })
+    }
+}
+
 /// What a request shows of its caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Caller {
+pub(super) enum CallerKind {
     /// stdio or any byte stream: the client started this process, or holds
     /// its only connection.
     Connection,
@@ -55,13 +88,13 @@ const UNBOUND_RUN: &str = "the run it names in `_meta[\"idem/run_id\"]` cannot b
                            authenticated no principal. Use a session, or a server that \
                            authenticates its callers";
 
-impl Caller {
+impl CallerKind {
     /// The call's tenant: the principal, else the server's own
     /// (`with_tenant`).
     pub(super) fn tenant(&self, server_tenant: Option<&str>) -> Option<String> {
         match self {
             #[cfg(feature = "mcp-http")]
-            Caller::Principal { principal, .. } => Some(principal.clone()),
+            CallerKind::Principal { principal, .. } => Some(principal.clone()),
             _ => server_tenant.map(str::to_owned),
         }
     }
@@ -78,22 +111,22 @@ impl Caller {
         #[cfg(not(feature = "mcp-http"))]
         let _ = stateless;
         match self {
-            Caller::Connection => Ok(named.unwrap_or(connection_run).to_owned()),
+            CallerKind::Connection => Ok(named.unwrap_or(connection_run).to_owned()),
             // The tenant is the principal's: any run it names is its own.
             #[cfg(feature = "mcp-http")]
-            Caller::Principal { session, .. } => match named.or(session.as_deref()) {
+            CallerKind::Principal { session, .. } => match named.or(session.as_deref()) {
                 Some(run) => Ok(run.to_owned()),
                 None => caller_run(stateless),
             },
             // rmcp refuses on the session path ids this server did not
             // issue, and they hold no `/`: the scoped run is unambiguous.
             #[cfg(feature = "mcp-http")]
-            Caller::Session(session) => Ok(match named {
+            CallerKind::Session(session) => Ok(match named {
                 Some(named) => format!("{session}/{named}"),
                 None => session.clone(),
             }),
             #[cfg(feature = "mcp-http")]
-            Caller::Anonymous => match named {
+            CallerKind::Anonymous => match named {
                 Some(_) => Err(UNBOUND_RUN),
                 None => caller_run(stateless),
             },
@@ -118,7 +151,7 @@ mod tests {
 
     #[test]
     fn a_connection_runs_in_the_run_it_names_or_its_own_for_the_servers_tenant() {
-        let caller = Caller::Connection;
+        let caller = CallerKind::Connection;
         let scope = StatelessWrites::Refuse;
         assert_eq!(caller.run(Some("run-7"), CONN, scope), Ok("run-7".into()));
         assert_eq!(caller.run(None, CONN, scope), Ok(CONN.into()));
@@ -129,7 +162,7 @@ mod tests {
     #[cfg(feature = "mcp-http")]
     #[test]
     fn a_principal_is_the_tenant_and_owns_the_runs_it_names() {
-        let caller = |session: Option<&str>| Caller::Principal {
+        let caller = |session: Option<&str>| CallerKind::Principal {
             principal: "alice".into(),
             session: session.map(str::to_owned),
         };
@@ -151,7 +184,7 @@ mod tests {
     #[cfg(feature = "mcp-http")]
     #[test]
     fn a_session_scopes_the_runs_it_names_under_itself() {
-        let caller = Caller::Session("mcp-session-1".into());
+        let caller = CallerKind::Session("mcp-session-1".into());
         let scope = StatelessWrites::Refuse;
         assert_eq!(
             caller.run(Some("run-7"), CONN, scope),
@@ -164,7 +197,7 @@ mod tests {
     #[cfg(feature = "mcp-http")]
     #[test]
     fn an_anonymous_caller_names_no_run_and_gets_the_stateless_policy() {
-        let caller = Caller::Anonymous;
+        let caller = CallerKind::Anonymous;
         let (scope, refuse) = (StatelessWrites::CallerScope, StatelessWrites::Refuse);
         assert_eq!(caller.run(Some("run-7"), CONN, scope), Err(UNBOUND_RUN));
         assert_eq!(caller.run(None, CONN, scope), Ok(CALLER_RUN.into()));

@@ -109,7 +109,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
 pub use self::binding::{Binding, BoundCall, OPERATION_KEY_META, RUN_ID_META};
-pub use self::caller::StatelessWrites;
+pub use self::caller::{Caller, StatelessWrites};
 use crate::error::ToolError;
 use crate::key::ScopeKind;
 use crate::registry::{CallContext, Registry};

@@ -1,0 +1,267 @@
+//! The upstream as a streamable HTTP endpoint (MCP's HTTP transport, as a
+//! client): every message is a POST; a request's answer comes as JSON or as
+//! a stream of server-sent events that carries, before it, what the server
+//! sends while it works; the MCP session the server issues at `initialize`
+//! (`Mcp-Session-Id`) is sent back on every request, and a standalone
+//! stream (a GET) carries what belongs to no request.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures_util::StreamExt;
+use reqwest::StatusCode;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
+use serde_json::Value;
+
+use super::{Inbound, Inbox};
+
+const SESSION: &str = "mcp-session-id";
+const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+
+/// An MCP session at a URL.
+pub(super) struct Http {
+    client: reqwest::Client,
+    url: String,
+    inbox: Inbox,
+    session: Arc<Mutex<Option<String>>>,
+    /// The protocol version the session negotiated, sent as a header once
+    /// known (the link learns it from the answer to `initialize`).
+    protocol_version: Arc<Mutex<Option<String>>>,
+    /// False once the server said it does not know the session, or could
+    /// not be reached: the next use makes a new connection.
+    alive: Arc<AtomicBool>,
+}
+
+impl Http {
+    /// A client of the endpoint at `url`; what it sends goes to `inbox`.
+    pub(super) fn new(
+        url: &str,
+        inbox: Inbox,
+        protocol_version: Arc<Mutex<Option<String>>>,
+    ) -> Result<Http, String> {
+        let client = reqwest::Client::builder()
+            .build()
+            .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+        Ok(Http {
+            client,
+            url: url.to_owned(),
+            inbox,
+            session: Arc::new(Mutex::new(None)),
+            protocol_version,
+            alive: Arc::new(AtomicBool::new(true)),
+        })
+    }
+
+    pub(super) fn alive(&self) -> bool {
+        self.alive.load(Ordering::Relaxed)
+    }
+
+    fn session(&self) -> Option<String> {
+        self.session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// POSTs `message` (`id`: the request's, if it is one) and hands what
+    /// comes back to the inbox, the answer and whatever comes before it
+    /// on its stream. `Err` means it was not delivered: the server could
+    /// not be reached, or does not know the session any more.
+    pub(super) async fn send(&self, message: &Value, id: Option<u64>) -> Result<(), String> {
+        let mut post = self
+            .client
+            .post(&self.url)
+            .header(ACCEPT, "application/json, text/event-stream")
+            .json(message);
+        let version = message
+            .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or_else(|| {
+                self.protocol_version
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone()
+            });
+        if let Some(version) = version {
+            post = post.header(PROTOCOL_VERSION, version);
+        }
+        let session = self.session();
+        if let Some(session) = &session {
+            post = post.header(SESSION, session);
+        }
+        let response = match post.send().await {
+            Ok(response) => response,
+            Err(e) if e.is_connect() => {
+                self.alive.store(false, Ordering::Relaxed);
+                return Err(format!("cannot reach {}: {e}", self.url));
+            }
+            Err(e) => return self.lost(id, format!("the request to {} failed: {e}", self.url)),
+        };
+        let status = response.status();
+        if status == StatusCode::NOT_FOUND && session.is_some() {
+            self.alive.store(false, Ordering::Relaxed);
+            return Err("the upstream server ended the MCP session".into());
+        }
+        if let Some(issued) = response
+            .headers()
+            .get(SESSION)
+            .and_then(|v| v.to_str().ok())
+        {
+            let first = self
+                .session
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .replace(issued.to_owned())
+                .is_none();
+            if first {
+                self.standalone();
+            }
+        }
+        if status == StatusCode::ACCEPTED || id.is_none() {
+            return Ok(());
+        }
+        if !status.is_success() && !is_json(response.headers()) {
+            return self.lost(id, format!("the upstream server answered HTTP {status}"));
+        }
+        let inbox = self.inbox.clone();
+        tokio::spawn(read_answer(response, inbox, id));
+        Ok(())
+    }
+
+    /// Request `id` was (or may have been) delivered and will get no
+    /// answer on its stream.
+    fn lost(&self, id: Option<u64>, why: String) -> Result<(), String> {
+        if let Some(id) = id {
+            let _ = self.inbox.send(Inbound::Gone(id, why));
+        }
+        Ok(())
+    }
+
+    /// Opens the standalone stream (a GET), if the server offers one.
+    fn standalone(&self) {
+        let (client, url, inbox) = (self.client.clone(), self.url.clone(), self.inbox.clone());
+        let session = self.session.clone();
+        tokio::spawn(async move {
+            let Some(id) = session
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+            else {
+                return;
+            };
+            let get = client
+                .get(&url)
+                .header(ACCEPT, "text/event-stream")
+                .header(SESSION, id);
+            match get.send().await {
+                Ok(response) if response.status().is_success() => {
+                    read_events(response, &inbox, None).await;
+                }
+                Ok(response) => {
+                    tracing::debug!(status = %response.status(), "the upstream offers no standalone stream");
+                }
+                Err(e) => tracing::debug!(error = %e, "the standalone stream could not be opened"),
+            }
+        });
+    }
+
+    /// Ends the MCP session (a DELETE).
+    pub(super) async fn close(&self) {
+        self.alive.store(false, Ordering::Relaxed);
+        if let Some(session) = self.session() {
+            let delete = self.client.delete(&self.url).header(SESSION, session);
+            let _ = delete.send().await;
+        }
+    }
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    content_type(headers).starts_with("application/json")
+}
+
+fn content_type(headers: &HeaderMap) -> &str {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+}
+
+/// Hands the messages of the answer to request `id` to `inbox`; if the
+/// answer itself never came, says so.
+async fn read_answer(response: reqwest::Response, inbox: Inbox, id: Option<u64>) {
+    let answered = if content_type(response.headers()).starts_with("text/event-stream") {
+        read_events(response, &inbox, id).await
+    } else {
+        match response.bytes().await {
+            Ok(body) => match serde_json::from_slice::<Value>(&body) {
+                Ok(message) => hand(message, &inbox, id),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the upstream's answer is not JSON");
+                    false
+                }
+            },
+            Err(e) => {
+                tracing::debug!(error = %e, "the upstream's answer was cut");
+                false
+            }
+        }
+    };
+    if !answered && let Some(id) = id {
+        let why = "the upstream's answer stream ended without it".to_owned();
+        let _ = inbox.send(Inbound::Gone(id, why));
+    }
+}
+
+/// Hands each event of a stream of server-sent events to `inbox`, until
+/// it ends; whether the answer to request `id` was among them.
+async fn read_events(response: reqwest::Response, inbox: &Inbox, id: Option<u64>) -> bool {
+    let mut stream = response.bytes_stream();
+    let mut buffer: Vec<u8> = Vec::new();
+    let mut data = String::new();
+    let mut answered = false;
+    while let Some(chunk) = stream.next().await {
+        let Ok(chunk) = chunk else { break };
+        buffer.extend_from_slice(&chunk);
+        while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buffer.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&line);
+            let line = line.trim_end_matches(['\n', '\r']);
+            if line.is_empty() {
+                if !data.is_empty() {
+                    match serde_json::from_str::<Value>(&data) {
+                        Ok(message) => answered |= hand(message, inbox, id),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "an event of the upstream's is not JSON")
+                        }
+                    }
+                    data.clear();
+                }
+            } else if let Some(value) = line.strip_prefix("data:") {
+                if !data.is_empty() {
+                    data.push('\n');
+                }
+                data.push_str(value.strip_prefix(' ').unwrap_or(value));
+            }
+        }
+    }
+    answered
+}
+
+/// Hands `message` (or each of a batch) to `inbox`, as having come on the
+/// stream of request `id`; whether it was that request's answer.
+fn hand(message: Value, inbox: &Inbox, id: Option<u64>) -> bool {
+    let messages = match message {
+        Value::Array(batch) => batch,
+        message => vec![message],
+    };
+    let mut answered = false;
+    for message in messages {
+        let is_answer = id.is_some()
+            && message.get("id").and_then(Value::as_u64) == id
+            && (message.get("result").is_some() || message.get("error").is_some());
+        answered |= is_answer;
+        let _ = inbox.send(Inbound::Message(message, id));
+    }
+    answered
+}

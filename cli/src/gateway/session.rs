@@ -1,0 +1,407 @@
+//! One client's session with the gateway: what it sends is relayed to its
+//! upstream link as it came, but for the few requests idem owns:
+//!
+//! - `tools/list`: the upstream's list, each write tool carrying the
+//!   contract the gateway enforces (docs/gateway.md, "What clients see");
+//! - `tools/call` of a write: bound to its run and tenant, then through the
+//!   registry (claimed, made upstream once, recorded, replayed);
+//! - `notifications/cancelled` of a write in flight: the write's outcome is
+//!   uncertain (the upstream is told to stop; whether it had done the
+//!   operation is not known), and the tool's `on_uncertain` decides.
+//!
+//! Which tools are writes comes from the session's own upstream listing,
+//! made when a call first needs it and again whenever the upstream's tools
+//! may have changed.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use idem::mcp::{Binding, Caller, REPLAYED_META};
+use idem::{Answer, ToolError};
+use serde_json::{Value, json};
+use tokio::sync::{Notify, watch};
+
+use super::catalog::{self, Catalog, Settings};
+use super::jsonrpc::{self, Kind, code};
+use super::link::{self, Link, Reply, Route, Sink};
+use super::proxy::{CALL, Call, Unrecorded};
+
+/// What `--note-replays` adds to a replayed result, for the model.
+const REPLAY_NOTE: &str = "(This is the recorded result of an identical earlier call: the \
+                           operation was done once and was not done again.)";
+
+/// At most this many pages of `tools/list` make a catalog.
+const MAX_PAGES: usize = 100;
+
+/// Gives each client (a session, a stateless request) a number of its own.
+pub(crate) fn new_origin() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// What every session of a gateway shares.
+pub(crate) struct Shared {
+    pub(crate) settings: Settings,
+    /// How long the upstream has to start, and to answer the gateway's own
+    /// requests.
+    pub(crate) patience: Duration,
+    /// Replayed results end with a text saying so (`--note-replays`).
+    pub(crate) note_replays: bool,
+}
+
+/// One session: see the module docs.
+pub(crate) struct Session {
+    shared: Arc<Shared>,
+    link: Arc<Link>,
+    /// How this session's calls are bound to runs and tenants.
+    binding: Binding,
+    /// The number of the session's client; a stateless request's own
+    /// number comes with it.
+    origin: u64,
+    changes: watch::Receiver<u64>,
+    /// The catalog, and the count of changes it was listed at.
+    catalog: tokio::sync::Mutex<Option<(u64, Arc<Catalog>)>>,
+    /// The writes in flight, by the JSON of their client's id: told when
+    /// the client cancels one.
+    writes: Mutex<HashMap<String, Arc<Notify>>>,
+    /// How many writes are in flight.
+    in_flight: watch::Sender<usize>,
+}
+
+impl Session {
+    /// A session of `link`'s, its calls bound by `binding`.
+    pub(crate) fn new(shared: Arc<Shared>, link: Arc<Link>, binding: Binding) -> Arc<Session> {
+        Arc::new(Session {
+            shared,
+            changes: link.changes(),
+            link,
+            binding,
+            origin: new_origin(),
+            catalog: tokio::sync::Mutex::new(None),
+            writes: Mutex::new(HashMap::new()),
+            in_flight: watch::Sender::new(0),
+        })
+    }
+
+    /// The session's own number, for the requests of its client.
+    pub(crate) fn origin(&self) -> u64 {
+        self.origin
+    }
+
+    /// Relays one message of the client's (`origin`: its number, `sink`:
+    /// where what answers it goes). A request is sent up before this
+    /// returns, and answered later.
+    pub(crate) async fn handle(
+        self: &Arc<Self>,
+        message: Value,
+        origin: u64,
+        sink: Sink,
+        caller: Caller,
+    ) {
+        match jsonrpc::kind(&message) {
+            Some(Kind::Response) => self.link.respond(message).await,
+            Some(Kind::Notification) => self.notified(message, origin).await,
+            Some(Kind::Request) => {
+                let route = Route {
+                    sink,
+                    origin,
+                    id: jsonrpc::id(&message).cloned().unwrap_or(Value::Null),
+                };
+                // The handshake goes up before anything that follows it.
+                if jsonrpc::method(&message) == Some("initialize") {
+                    return self.forward(message, route).await;
+                }
+                let session = self.clone();
+                tokio::spawn(async move { session.requested(message, route, caller).await });
+            }
+            None => {
+                let id = jsonrpc::id(&message).cloned().unwrap_or(Value::Null);
+                let refused = jsonrpc::error(
+                    id,
+                    code::INVALID_REQUEST,
+                    "not a JSON-RPC request, notification or response",
+                );
+                sink.deliver(refused, None);
+            }
+        }
+    }
+
+    /// Ends the session: waits for its writes in flight to be answered
+    /// and recorded, then ends its upstream connection.
+    pub(crate) async fn close(&self) {
+        let mut in_flight = self.in_flight.subscribe();
+        let _ = in_flight.wait_for(|n| *n == 0).await;
+        self.link.close().await;
+    }
+
+    /// A client's notification: a write's cancellation is the gateway's,
+    /// any other cancellation names the request by its upstream id, the
+    /// rest goes up as it came.
+    async fn notified(&self, mut message: Value, origin: u64) {
+        if jsonrpc::method(&message) == Some("notifications/cancelled") {
+            let id = jsonrpc::params(&message)
+                .and_then(|p| p.get("requestId"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            let write = self.lock_writes().remove(&id.to_string());
+            if let Some(cancelled) = write {
+                cancelled.notify_one();
+                return;
+            }
+            let Some(upstream) = self.link.upstream_id(origin, &id) else {
+                tracing::debug!(%id, "a cancellation of no request in flight");
+                return;
+            };
+            if let Some(params) = jsonrpc::params_mut(&mut message) {
+                params.insert("requestId".into(), upstream.into());
+            }
+        }
+        self.link.notify(message).await;
+    }
+
+    fn lock_writes(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Notify>>> {
+        self.writes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A client's request.
+    async fn requested(self: Arc<Self>, message: Value, route: Route, caller: Caller) {
+        match jsonrpc::method(&message) {
+            Some("tools/list") => self.list_tools(message, route).await,
+            Some("tools/call") => {
+                let name = jsonrpc::params(&message)
+                    .and_then(|p| p.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                match self.catalog().await {
+                    Ok(catalog) if catalog.writes.contains(&name) => {
+                        self.write(catalog, name, message, route, caller).await;
+                    }
+                    Ok(_) => self.forward(message, route).await,
+                    Err(why) => {
+                        let text = format!(
+                            "Error: the gateway cannot tell whether `{name}` changes things, \
+                             so it did not call it: {why}"
+                        );
+                        route
+                            .sink
+                            .deliver(error_result(route.id.clone(), &text), Some(&route.id));
+                    }
+                }
+            }
+            _ => self.forward(message, route).await,
+        }
+    }
+
+    /// Sends the client's request up, its response back to it.
+    async fn forward(&self, message: Value, route: Route) {
+        let method = jsonrpc::method(&message).unwrap_or_default().to_owned();
+        let (sink, id) = (route.sink.clone(), route.id.clone());
+        if let Err(failure) = self.link.request(message, Some(route), Reply::Client).await {
+            sink.deliver(
+                link::failed_answer(&method, id.clone(), &failure),
+                Some(&id),
+            );
+        }
+    }
+
+    /// `tools/list`: the upstream's page, its write tools carrying their
+    /// contract.
+    async fn list_tools(&self, message: Value, route: Route) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (sink, id) = (route.sink.clone(), route.id.clone());
+        let sent = self.link.request(message, Some(route), Reply::Gateway(tx));
+        let answer = match sent.await {
+            Ok(_) => rx
+                .await
+                .unwrap_or_else(|_| Err(link::Failure::Lost("the connection to it went".into()))),
+            Err(failure) => Err(failure),
+        };
+        let mut answer = match answer {
+            Ok(answer) => answer,
+            Err(failure) => {
+                return sink.deliver(
+                    link::failed_answer("tools/list", id.clone(), &failure),
+                    Some(&id),
+                );
+            }
+        };
+        if let Some(tools) = answer
+            .pointer_mut("/result/tools")
+            .and_then(Value::as_array_mut)
+        {
+            let config = &self.shared.settings.config;
+            for tool in tools.iter_mut() {
+                *tool = catalog::served(tool.take(), config);
+            }
+        }
+        if let Some(object) = answer.as_object_mut() {
+            object.insert("id".into(), id.clone());
+        }
+        sink.deliver(answer, Some(&id));
+    }
+
+    /// The catalog of the upstream's tools as they are now: listed again
+    /// if they may have changed since. A new list that cannot be served
+    /// leaves the old one served, and says why.
+    async fn catalog(&self) -> Result<Arc<Catalog>, String> {
+        let mut slot = self.catalog.lock().await;
+        let changes = *self.changes.borrow();
+        if let Some((listed_at, catalog)) = slot.as_ref()
+            && *listed_at == changes
+        {
+            return Ok(catalog.clone());
+        }
+        let built = list_all_tools(&self.link, self.shared.patience)
+            .await
+            .and_then(|tools| Catalog::build(&tools, &self.shared.settings));
+        match (built, slot.as_ref()) {
+            (Ok(catalog), old) => {
+                // A restarted upstream says nothing of its tools: its
+                // client is told, if they are not the ones it listed.
+                if old.is_some_and(|(_, old)| old.upstream_tools != catalog.upstream_tools) {
+                    let changed =
+                        jsonrpc::notification("notifications/tools/list_changed", json!({}));
+                    self.link.tell_client(changed);
+                }
+                let catalog = Arc::new(catalog);
+                *slot = Some((changes, catalog.clone()));
+                Ok(catalog)
+            }
+            (Err(e), Some((_, old))) => {
+                tracing::error!(error = %e, "the upstream's new tools are not served");
+                Ok(old.clone())
+            }
+            (Err(e), None) => Err(e),
+        }
+    }
+
+    /// A write, through the registry in the run, tenant and operation key
+    /// the binding gives it.
+    async fn write(
+        &self,
+        catalog: Arc<Catalog>,
+        name: String,
+        message: Value,
+        route: Route,
+        caller: Caller,
+    ) {
+        let (sink, id) = (route.sink.clone(), route.id.clone());
+        let run_scoped = catalog.run_scoped.contains(&name);
+        let meta = jsonrpc::meta(&message);
+        let bound = match self.binding.bind_parts(&name, meta, &caller, run_scoped) {
+            Ok(bound) => bound,
+            Err(text) => return sink.deliver(error_result(id.clone(), &text), Some(&id)),
+        };
+        let args = jsonrpc::params(&message)
+            .and_then(|p| p.get("arguments"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let cancelled = Arc::new(Notify::new());
+        let key = id.to_string();
+        self.lock_writes().insert(key.clone(), cancelled.clone());
+        self.in_flight.send_modify(|n| *n += 1);
+        let call = Call {
+            link: self.link.clone(),
+            request: message,
+            route,
+            cancelled,
+            unrecorded: RefCell::new(None),
+        };
+        let (answer, unrecorded) = CALL
+            .scope(call, async {
+                let answer = catalog.registry.answer(bound.context(), &name, args).await;
+                (
+                    answer,
+                    CALL.with(|call| call.unrecorded.borrow_mut().take()),
+                )
+            })
+            .await;
+        let cancelled_by_client = self.lock_writes().remove(&key).is_none();
+        self.in_flight.send_modify(|n| *n -= 1);
+        // A request the client cancelled gets no response.
+        if !cancelled_by_client {
+            let response = self.answered(id.clone(), answer, unrecorded);
+            sink.deliver(response, Some(&id));
+        }
+    }
+
+    /// The response to a write: the upstream's result as it came (marked
+    /// when replayed), its JSON-RPC error, or idem's own error as a result
+    /// the model reads.
+    fn answered(&self, id: Value, answer: Answer, unrecorded: Option<Unrecorded>) -> Value {
+        match (answer.result, unrecorded) {
+            (Ok(mut result), _) => {
+                if answer.replayed {
+                    mark_replayed(&mut result, self.shared.note_replays);
+                }
+                jsonrpc::response(id, result)
+            }
+            (Err(ToolError::Failed { .. }), Some(Unrecorded::Result(result))) => {
+                jsonrpc::response(id, result)
+            }
+            (Err(ToolError::Failed { .. }), Some(Unrecorded::Refused(error))) => {
+                json!({"jsonrpc": "2.0", "id": id, "error": error})
+            }
+            (Err(ToolError::UnknownTool { name }), _) => {
+                jsonrpc::error(id, code::INVALID_PARAMS, &format!("unknown tool `{name}`"))
+            }
+            (Err(e), _) => error_result(id, &e.model_message()),
+        }
+    }
+}
+
+/// Marks a replayed `result` in its `_meta`, and with `note` ends its
+/// content with a text saying so.
+fn mark_replayed(result: &mut Value, note: bool) {
+    let Some(object) = result.as_object_mut() else {
+        return;
+    };
+    let meta = object.entry("_meta").or_insert_with(|| json!({}));
+    if let Some(meta) = meta.as_object_mut() {
+        meta.insert(REPLAYED_META.into(), true.into());
+    }
+    if note && let Some(content) = object.get_mut("content").and_then(Value::as_array_mut) {
+        content.push(json!({"type": "text", "text": REPLAY_NOTE}));
+    }
+}
+
+/// The response to request `id` with an error result reading `text`.
+fn error_result(id: Value, text: &str) -> Value {
+    jsonrpc::response(
+        id,
+        json!({"content": [{"type": "text", "text": text}], "isError": true}),
+    )
+}
+
+/// The upstream's tools, all pages, as the gateway lists them itself.
+pub(crate) async fn list_all_tools(
+    link: &Arc<Link>,
+    patience: Duration,
+) -> Result<Vec<Value>, String> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<Value> = None;
+    for _ in 0..MAX_PAGES {
+        let params = match &cursor {
+            Some(cursor) => json!({"cursor": cursor}),
+            None => json!({}),
+        };
+        let page = link
+            .call("tools/list", params, patience)
+            .await
+            .map_err(|e| format!("the upstream server did not list its tools: {e}"))?;
+        if let Some(listed) = page.get("tools").and_then(Value::as_array) {
+            tools.extend(listed.iter().cloned());
+        }
+        match page.get("nextCursor") {
+            Some(next) if !next.is_null() => cursor = Some(next.clone()),
+            _ => return Ok(tools),
+        }
+    }
+    Err(format!(
+        "the upstream's tool list runs past {MAX_PAGES} pages"
+    ))
+}
