@@ -6,10 +6,7 @@
 //! through unrecorded, error results passed on, a restart of the gateway
 //! on SQLite and Redis, and an upstream killed in the middle of a call.
 
-#[path = "../../tests/support/servers.rs"]
-mod servers;
-#[path = "../../tests/support/skip.rs"]
-mod skip;
+mod common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -23,43 +20,13 @@ use rmcp::transport::TokioChildProcess;
 use serde_json::{Map, Value, json};
 use tokio::process::Command;
 
-use servers::TempDir;
+use common::servers::{self, TempDir};
+use common::{FILESYSTEM, PATIENCE, npx, python_sdk, skip};
 
 type Client = RunningService<RoleClient, ()>;
 
-/// How long a test waits for what must happen before it gives up: a bound
-/// on a hang, never a measure of speed.
-const PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
-
 /// The upstream server's script.
 const LEDGER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/upstream/ledger.py");
-
-/// Whether `program` with `args` runs and succeeds, or reports `what` is
-/// missing and `how` to get it.
-fn runs(program: &str, args: &[&str], what: &str, how: &str) -> bool {
-    let found = std::process::Command::new(program)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found {
-        skip::unavailable(what, how);
-    }
-    found
-}
-
-/// Whether Python has the MCP SDK the upstream is written on, or reports
-/// why not.
-fn python_sdk() -> bool {
-    let how = "Install it: python3 -m pip install 'mcp==2.3.0' (.ci/run does).";
-    runs(
-        "python3",
-        &["-c", "import mcp"],
-        "Python 3 with the MCP Python SDK",
-        how,
-    )
-}
 
 /// A gateway on `store`, its upstream keeping its ledger in `dir`.
 struct Gateway<'a> {
@@ -614,16 +581,6 @@ async fn the_python_sdk_over_stdio_writes_once() {
     let (first, again) = (report["first"].clone(), report["again"].clone());
     assert_eq!(unmarked_json(again), unmarked_json(first), "{report}");
     assert_eq!(report["count"], json!({"result": 1}), "{report}");
-}
-
-/// The official filesystem server, pinned, as npx runs it.
-const FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
-
-/// Whether npx can run the filesystem server, or reports why not.
-fn npx() -> bool {
-    let how =
-        "Install Node.js and npm (apt-get install nodejs npm); the npm registry must be reachable.";
-    runs("npx", &["--version"], "npx (Node.js 20 and npm)", how)
 }
 
 /// An rmcp client of `command` (an MCP server) over stdio.

@@ -1,0 +1,57 @@
+//! What the gateway's tests share: the services and programs they need
+//! (never skipped silently: under `CI=true` a missing one fails the test,
+//! saying how to get it), and the pinned MCP servers they run.
+
+#![allow(dead_code, unreachable_pub)]
+
+#[path = "../../../tests/support/servers.rs"]
+pub mod servers;
+#[path = "../../../tests/support/skip.rs"]
+pub mod skip;
+
+use std::process::Stdio;
+
+/// How long a test waits for what must happen before it gives up: a bound
+/// on a hang, never a measure of speed.
+pub const PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The official MCP filesystem server, pinned, as npx runs it.
+pub const FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
+
+/// The MCP project's server that exercises every feature of the protocol,
+/// pinned, as npx runs it.
+pub const EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
+
+/// Whether `program` with `args` runs and succeeds, or reports `what` is
+/// missing and `how` to get it.
+pub fn runs(program: &str, args: &[&str], what: &str, how: &str) -> bool {
+    let found = std::process::Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        skip::unavailable(what, how);
+    }
+    found
+}
+
+/// Whether Python has the MCP SDK the upstreams and clients are written
+/// on, or reports why not.
+pub fn python_sdk() -> bool {
+    let how = "Install it: python3 -m pip install 'mcp==2.3.0' (.ci/run does).";
+    runs(
+        "python3",
+        &["-c", "import mcp"],
+        "Python 3 with the MCP Python SDK",
+        how,
+    )
+}
+
+/// Whether npx can run the MCP project's npm servers, or reports why not.
+pub fn npx() -> bool {
+    let how =
+        "Install Node.js and npm (apt-get install nodejs npm); the npm registry must be reachable.";
+    runs("npx", &["--version"], "npx (Node.js 20 and npm)", how)
+}
