@@ -4,15 +4,21 @@ how many times a write ran.
 
 Usage: python3 ledger.py LEDGER [--http PORT]. The ledger is a text file,
 one line per write; `append_then_hang` writes this process's pid to
-LEDGER.pid after its line, then waits until it is killed; `grow` adds the
-write tool `stamp` and notifies a change of the tool list.
+LEDGER.pid after its line, then waits until it is killed; `append_slowly`
+writes its line, then waits until the call is cancelled (or an hour);
+`append_confirmed` asks the client to confirm first (an elicitation: a
+request mid-call on MCP 2025-11-25, an `input_required` result on
+2026-07-28); `append_with_progress` reports progress before it writes;
+`grow` adds the write tool `stamp` and notifies a change of the tool list.
 """
 
 import os
 import sys
 import time
+from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
+import anyio
+from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel
@@ -74,6 +80,42 @@ def append_then_hang(entry: str) -> str:
         f.write(str(os.getpid()))
     while True:
         time.sleep(1)
+
+
+@server.tool()
+async def append_slowly(entry: str) -> str:
+    """Append an entry, then wait until the call is cancelled."""
+    write(f"slowly {entry}")
+    await anyio.sleep(3600)
+    return "done"
+
+
+class Confirmation(BaseModel):
+    confirm: bool
+
+
+def confirmation(entry: str) -> Elicit[Confirmation]:
+    return Elicit(f"Append {entry} to the ledger?", Confirmation)
+
+
+@server.tool()
+def append_confirmed(
+    entry: str, confirmed: Annotated[Confirmation, Resolve(confirmation)]
+) -> str:
+    """Append an entry once the client confirms it."""
+    if not confirmed.confirm:
+        raise ToolError(f"{entry} was not confirmed")
+    write(f"confirmed {entry}")
+    return f"confirmed {entry}"
+
+
+@server.tool()
+async def append_with_progress(entry: str, ctx: Context) -> str:
+    """Append an entry, reporting progress as it goes."""
+    await ctx.report_progress(1, 2, "checking")
+    await ctx.report_progress(2, 2, "writing")
+    write(f"progress {entry}")
+    return f"appended {entry}"
 
 
 @server.tool()

@@ -1,0 +1,222 @@
+//! What a write is through `idem gateway` under the protocol's newer
+//! shapes (docs/gateway.md, "Writes and the protocol's newer shapes"),
+//! against real servers: `tests/upstream/ledger.py` on the official Python
+//! SDK, whose writes append to a ledger (its lines count the runs), and the
+//! MCP project's `server-everything` for tasks. The client is the official
+//! Python SDK's (`tests/upstream/rules.py`) or rmcp's.
+//!
+//! - a write the client cancels in flight is an uncertain outcome under
+//!   its policy, never released for a duplicate to run beside it;
+//! - a result that is not final (`input_required`) is not recorded; the
+//!   client's continuation is the same operation;
+//! - a write called as a task twice makes one task upstream;
+//! - the run that executes reports progress; a replay answers at once.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use common::servers::TempDir;
+use common::{EVERYTHING, PATIENCE, npx, python_sdk};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+use rmcp::service::PeerRequestOptions;
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+const LEDGER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/upstream/ledger.py");
+const RULES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/upstream/rules.py");
+const IDEM: &str = env!("CARGO_BIN_EXE_idem");
+
+/// A gateway's store and its upstream's ledger, in a directory of their
+/// own.
+struct Place {
+    dir: TempDir,
+}
+
+impl Place {
+    fn new() -> Place {
+        Place {
+            dir: TempDir::new("write-rules"),
+        }
+    }
+
+    fn store(&self) -> String {
+        self.dir.0.join("records.sqlite").display().to_string()
+    }
+
+    fn ledger(&self) -> PathBuf {
+        self.dir.0.join("ledger.txt")
+    }
+
+    fn lines(&self) -> Vec<String> {
+        read_lines(&self.ledger())
+    }
+
+    /// The gateway in front of `ledger.py`, with `extra` options, as a
+    /// command line.
+    fn gateway(&self, extra: &[&str]) -> Vec<String> {
+        let mut line: Vec<String> = [IDEM, "gateway", "--store", &self.store()]
+            .iter()
+            .chain(extra)
+            .map(|s| (*s).to_owned())
+            .collect();
+        line.extend(["--", "python3", LEDGER].map(str::to_owned));
+        line.push(self.ledger().display().to_string());
+        line
+    }
+
+    /// `idem SUBCOMMAND --json --store ..`'s JSON lines.
+    fn idem(&self, subcommand: &str) -> Vec<Value> {
+        let out = std::process::Command::new(IDEM)
+            .args([subcommand, "--json", "--store", &self.store()])
+            .output()
+            .expect("run idem");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("a JSON line"))
+            .collect()
+    }
+}
+
+fn read_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// What `rules.py MODE` saw of the server `command` starts.
+async fn rules(mode: &str, command: &[String]) -> Value {
+    let out = Command::new("python3")
+        .arg(RULES)
+        .arg(mode)
+        .args(command)
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(PATIENCE * 2, out)
+        .await
+        .expect("the client ends")
+        .expect("run the client");
+    assert!(out.status.success(), "rules.py {mode} failed");
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[tokio::test]
+async fn the_run_that_executes_reports_progress_and_a_replay_answers_at_once() {
+    if !python_sdk() {
+        return;
+    }
+    let place = Place::new();
+    let seen = rules("progress", &place.gateway(&[])).await;
+    let calls = &seen["calls"];
+    assert_eq!(calls[0]["progress"], 2, "{seen}");
+    assert_eq!(calls[0]["replayed"], false, "{seen}");
+    assert_eq!(calls[1]["progress"], 0, "{seen}");
+    assert_eq!(calls[1]["replayed"], true, "{seen}");
+    assert_eq!(calls[1]["text"], calls[0]["text"]);
+    assert_eq!(place.lines(), ["progress p"]);
+}
+
+#[tokio::test]
+async fn an_input_required_round_trip_is_one_operation_recorded_once_final() {
+    if !python_sdk() {
+        return;
+    }
+    let place = Place::new();
+    let seen = rules("confirm", &place.gateway(&[])).await;
+    // The client speaks 2026-07-28 through the gateway as it would to the
+    // server: the confirmation comes back as an `input_required` result,
+    // answered by a retry of the same call.
+    assert_eq!(seen["protocol"], "2026-07-28", "{seen}");
+    assert_eq!(seen["asked"], 1, "{seen}");
+    let calls = &seen["calls"];
+    assert_eq!(calls[0]["text"], json!(["confirmed c"]), "{seen}");
+    assert_eq!(calls[1]["replayed"], true, "{seen}");
+    assert_eq!(calls[1]["text"], json!(["confirmed c"]), "{seen}");
+    assert_eq!(place.lines(), ["confirmed c"]);
+    // One record, of the final result.
+    let records = place.idem("list");
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["state"], "done", "{records:?}");
+}
+
+#[tokio::test]
+async fn a_write_called_as_a_task_twice_makes_one_task_upstream() {
+    if !python_sdk() || !npx() {
+        return;
+    }
+    let place = Place::new();
+    let server = ["npx", "-y", EVERYTHING, "stdio"].map(str::to_owned);
+    let through: Vec<String> = [IDEM, "gateway", "--store", &place.store(), "--"]
+        .map(str::to_owned)
+        .into_iter()
+        .chain(server.iter().cloned())
+        .collect();
+    let (direct, through) = tokio::join!(rules("task", &server), rules("task", &through));
+    assert_eq!(direct["listed"], 2, "{direct}");
+    assert_ne!(direct["ids"][0], direct["ids"][1], "{direct}");
+    assert_eq!(through["listed"], 1, "{through}");
+    assert_eq!(through["ids"][0], through["ids"][1], "{through}");
+}
+
+#[tokio::test]
+async fn a_write_the_client_cancels_in_flight_is_an_unknown_outcome_never_run_again() {
+    if !python_sdk() {
+        return;
+    }
+    let place = Place::new();
+    let config = place.dir.0.join("gateway.toml");
+    std::fs::write(
+        &config,
+        "[tools.append_slowly]\non_uncertain = \"refuse\"\n",
+    )
+    .expect("write the configuration");
+    let line = place.gateway(&["--config", &config.display().to_string()]);
+    let mut command = Command::new(&line[0]);
+    command.args(&line[1..]);
+    let transport = TokioChildProcess::new(command).expect("start the gateway");
+    let client = ().serve(transport).await.expect("initialize");
+
+    let args = json!({"entry": "s"});
+    let call = || {
+        let params = CallToolRequestParams::new("append_slowly")
+            .with_arguments(args.as_object().expect("an object").clone());
+        ClientRequest::CallToolRequest(CallToolRequest::new(params))
+    };
+    let handle = client
+        .peer()
+        .send_cancellable_request(call(), PeerRequestOptions::no_options())
+        .await
+        .expect("send the call");
+    let started = std::time::Instant::now();
+    while place.lines().is_empty() {
+        assert!(started.elapsed() < PATIENCE, "the write never ran");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    handle
+        .cancel(Some("the user stopped it".into()))
+        .await
+        .expect("cancel");
+
+    // The duplicate is not run beside it, nor after it: whether the first
+    // took effect is not known, and the tool's policy refuses.
+    let duplicate = client
+        .peer()
+        .send_request(call())
+        .await
+        .expect("the duplicate");
+    let duplicate = serde_json::to_value(duplicate).expect("json");
+    let text = duplicate.to_string();
+    assert!(text.contains("not known whether"), "{text}");
+    assert_eq!(place.lines(), ["slowly s"]);
+    client.cancel().await.expect("shut down");
+    let pending = place.idem("pending");
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0]["tool"], "append_slowly", "{pending:?}");
+}
