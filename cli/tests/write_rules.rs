@@ -10,7 +10,10 @@
 //! - a result that is not final (`input_required`) is not recorded; the
 //!   client's continuation is the same operation;
 //! - a write called as a task twice makes one task upstream;
-//! - the run that executes reports progress; a replay answers at once.
+//! - the run that executes reports progress; a replay answers at once;
+//! - a client may send its own operation key (`_meta` or
+//!   `params.idempotencyKey`), bound to the arguments; the key the gateway
+//!   derives reaches the upstream.
 
 mod common;
 
@@ -219,4 +222,38 @@ async fn a_write_the_client_cancels_in_flight_is_an_unknown_outcome_never_run_ag
     let pending = place.idem("pending");
     assert_eq!(pending.len(), 1, "{pending:?}");
     assert_eq!(pending[0]["tool"], "append_slowly", "{pending:?}");
+}
+
+#[tokio::test]
+async fn a_clients_own_key_is_bound_to_its_arguments_and_the_derived_key_reaches_upstream() {
+    if !python_sdk() {
+        return;
+    }
+    let place = Place::new();
+    let seen = rules("keys", &place.gateway(&[])).await;
+    for first in ["derived", "meta", "param"] {
+        assert_eq!(seen[first]["error"], false, "{first}: {seen}");
+        assert_eq!(seen[first]["replayed"], false, "{first}: {seen}");
+    }
+    for again in ["meta_again", "param_again"] {
+        assert_eq!(seen[again]["replayed"], true, "{again}: {seen}");
+    }
+    // The same key with other arguments is refused, naming the field.
+    for other in ["meta_other", "param_other"] {
+        assert_eq!(seen[other]["error"], true, "{other}: {seen}");
+        let text = seen[other]["text"].as_str().expect("a text");
+        assert!(text.contains("`entry`"), "{other}: {text}");
+    }
+    // Three runs, each carrying the key it is recorded under.
+    let lines = place.lines();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    let recorded: Vec<String> = place
+        .idem("list")
+        .iter()
+        .map(|r| r["key"].as_str().expect("a key").to_owned())
+        .collect();
+    for line in &lines {
+        let key = line.rsplit(' ').next().expect("a key");
+        assert!(recorded.iter().any(|k| k == key), "{line} in {recorded:?}");
+    }
 }

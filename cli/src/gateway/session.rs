@@ -19,9 +19,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use idem::mcp::{Binding, Caller, REPLAYED_META};
+use idem::mcp::{Binding, Caller, OPERATION_KEY_META, REPLAYED_META};
 use idem::{Answer, ToolError};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, watch};
 
 use super::catalog::{self, Catalog, Settings};
@@ -291,8 +291,11 @@ impl Session {
     ) {
         let (sink, id) = (route.sink.clone(), route.id.clone());
         let run_scoped = catalog.run_scoped.contains(&name);
-        let meta = jsonrpc::meta(&message);
-        let bound = match self.binding.bind_parts(&name, meta, &caller, run_scoped) {
+        let meta = operation_meta(&message);
+        let bound = match self
+            .binding
+            .bind_parts(&name, meta.as_ref(), &caller, run_scoped)
+        {
             Ok(bound) => bound,
             Err(text) => return sink.deliver(error_result(id.clone(), &text), Some(&id)),
         };
@@ -352,6 +355,24 @@ impl Session {
             (Err(e), _) => error_result(id, &e.model_message()),
         }
     }
+}
+
+/// The `_meta` a write is bound by: the request's, with the key the client
+/// sent as `params.idempotencyKey` (the request-level shape of MCP's
+/// proposed request idempotency, SEP-3182) as its operation key, unless
+/// `_meta` names one.
+fn operation_meta(request: &Value) -> Option<Map<String, Value>> {
+    let mut meta = jsonrpc::meta(request).cloned();
+    let given = jsonrpc::params(request)
+        .and_then(|p| p.get("idempotencyKey"))
+        .and_then(Value::as_str);
+    if let Some(key) = given {
+        let meta = meta.get_or_insert_with(Map::new);
+        if !meta.contains_key(OPERATION_KEY_META) {
+            meta.insert(OPERATION_KEY_META.into(), key.into());
+        }
+    }
+    meta
 }
 
 /// Marks a replayed `result` in its `_meta`, and with `note` ends its

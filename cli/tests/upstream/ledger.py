@@ -9,6 +9,8 @@ writes its line, then waits until the call is cancelled (or an hour);
 `append_confirmed` asks the client to confirm first (an elicitation: a
 request mid-call on MCP 2025-11-25, an `input_required` result on
 2026-07-28); `append_with_progress` reports progress before it writes;
+`append_keyed` writes the operation key the gateway sends in `_meta` (as a
+server that passes it on downstream as an `Idempotency-Key` would);
 `grow` adds the write tool `stamp` and notifies a change of the tool list.
 """
 
@@ -116,6 +118,15 @@ async def append_with_progress(entry: str, ctx: Context) -> str:
     await ctx.report_progress(2, 2, "writing")
     write(f"progress {entry}")
     return f"appended {entry}"
+
+
+@server.tool()
+def append_keyed(entry: str, ctx: Context) -> str:
+    """Append an entry with the operation key the call carries."""
+    meta = ctx.request_context.meta or {}
+    key = meta.get("idem/key") if isinstance(meta, dict) else getattr(meta, "idem/key", None)
+    write(f"keyed {entry} {key}")
+    return f"keyed {entry}"
 
 
 @server.tool()

@@ -5,6 +5,7 @@ object.
 Usage: python3 rules.py progress COMMAND [ARG ...]
        python3 rules.py confirm COMMAND [ARG ...]
        python3 rules.py task COMMAND [ARG ...]
+       python3 rules.py keys COMMAND [ARG ...]
 
 - progress: `append_with_progress`, each call with a progress callback:
   how many notifications each call got.
@@ -14,8 +15,11 @@ Usage: python3 rules.py progress COMMAND [ARG ...]
 - task: `simulate-research-query` of `server-everything`, called as a task
   (the tasks of MCP 2025-11-25): each call's task id, and how many tasks
   the server then lists.
+- keys: `append_keyed` of `ledger.py`, keyed by the gateway, then on a key
+  the client sends in `_meta["idem/operation_key"]`, then in
+  `params.idempotencyKey`; each key once more with other arguments.
 
-Both calls are in one session, with the same arguments; `_meta` marks a
+The calls are in one session, with the same arguments; `_meta` marks a
 call the gateway replayed.
 """
 
@@ -78,11 +82,39 @@ async def task(client):
     return {"ids": ids, "listed": len(listed.get("tasks", []))}
 
 
+async def keys(client):
+    dispatcher = client.session._dispatcher
+
+    async def call(entry, meta=None, key=None):
+        params = {"name": "append_keyed", "arguments": {"entry": entry}}
+        if meta is not None:
+            params["_meta"] = meta
+        if key is not None:
+            params["idempotencyKey"] = key
+        result = await dispatcher.send_raw_request("tools/call", params, {})
+        return {"error": result.get("isError", False),
+                "replayed": bool(result.get("_meta", {}).get("idem/replayed")),
+                "text": " ".join(c.get("text", "") for c in result["content"])}
+
+    by_meta = {"idem/operation_key": "op-meta"}
+    return {
+        "derived": await call("d"),
+        "meta": await call("m", meta=by_meta),
+        "meta_again": await call("m", meta=by_meta),
+        "meta_other": await call("other", meta=by_meta),
+        "param": await call("p", key="op-param"),
+        "param_again": await call("p", key="op-param"),
+        "param_other": await call("other", key="op-param"),
+    }
+
+
 async def main():
     mode, command = sys.argv[1], sys.argv[2:]
     server = StdioServerParameters(command=command[0], args=command[1:])
-    async with Client(server, elicitation_callback=confirm) as client:
-        run = {"progress": progress, "confirm": confirmed, "task": task}[mode]
+    # The raw requests of `task` and `keys` carry no 2026-07-28 envelope.
+    era = "legacy" if mode in ("task", "keys") else "auto"
+    async with Client(server, elicitation_callback=confirm, mode=era) as client:
+        run = {"progress": progress, "confirm": confirmed, "task": task, "keys": keys}[mode]
         print(json.dumps(await run(client)))
 
 
