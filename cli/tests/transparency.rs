@@ -7,7 +7,8 @@
 //! a task), on both transports and both kinds of upstream; only a write
 //! repeated differs: through the gateway it runs once.
 //!
-//! `tests/upstream/everything.py` makes the checks and prints what it saw.
+//! `tests/upstream/everything.py` makes the checks and prints what it saw;
+//! rmcp's client makes the listings and reads over HTTP too.
 
 mod common;
 
@@ -15,6 +16,9 @@ use std::process::Stdio;
 
 use common::servers::{self, TempDir};
 use common::{EVERYTHING, PATIENCE, npx, python_sdk};
+use rmcp::ServiceExt;
+use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
+use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
 use tokio::process::Command;
 
@@ -24,9 +28,15 @@ const CHECKS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/upstream/everyt
 /// What the client saw of the server it reaches with `target` (a command
 /// line, or `--url URL`).
 async fn report(target: &[&str]) -> Value {
+    report_with_root(target, "file:///idem/everything-root").await
+}
+
+/// [`report`], by a client whose one root is `root`.
+async fn report_with_root(target: &[&str], root: &str) -> Value {
     let out = Command::new("python3")
         .arg(CHECKS)
         .args(target)
+        .env("EVERYTHING_ROOT", root)
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
         .output();
@@ -173,8 +183,75 @@ async fn over_http_in_front_of_a_url_everything_passes_through_and_writes_run_on
         .expect("start the gateway");
     listening(gateway_port).await;
     let through = format!("http://{listen}/mcp");
+    let (rmcp_direct, rmcp_through) = tokio::join!(rmcp_view(&upstream), rmcp_view(&through));
+    assert!(
+        rmcp_direct["prompts"]
+            .as_array()
+            .is_some_and(|p| p.len() == 4)
+    );
+    assert_eq!(
+        rmcp_direct, rmcp_through,
+        "rmcp's client sees another server"
+    );
     let (direct, through) = (["--url", &upstream], ["--url", &through]);
-    let (direct, through) = tokio::join!(report(&direct), report(&through));
+    // Two clients through the gateway at once, each with a root of its
+    // own: each session has an upstream session of its own, and each
+    // client is asked for its own roots, and sees its own log and updates.
+    let (direct, through, other) = tokio::join!(
+        report(&direct),
+        report(&through),
+        report_with_root(&through, "file:///idem/another-root")
+    );
     assert_everything_works(&direct);
     assert_the_same_but_the_repeated_write(&direct, &through);
+    assert_the_same_but_the_repeated_write(&direct, &other);
+}
+
+/// What rmcp's client sees of the server at `url`: its capabilities and
+/// instructions, its tools', prompts' and resources' listings, a prompt, a
+/// resource's type and a completion.
+async fn rmcp_view(url: &str) -> Value {
+    let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+    let client = ().serve(transport).await.expect("initialize");
+    let info = client.peer_info().expect("the server's info");
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let prompts = client.list_all_prompts().await.expect("prompts/list");
+    let arguments = json!({"city": "Paris"})
+        .as_object()
+        .cloned()
+        .expect("an object");
+    let prompt = GetPromptRequestParams::new("args-prompt").with_arguments(arguments);
+    let prompt = client.get_prompt(prompt).await.expect("prompts/get");
+    let resources = client.list_all_resources().await.expect("resources/list");
+    let templates = client
+        .list_all_resource_templates()
+        .await
+        .expect("resources/templates/list");
+    let read = ReadResourceRequestParams::new("demo://resource/dynamic/blob/2");
+    let read = client.read_resource(read).await.expect("resources/read");
+    let completed = client
+        .complete_prompt_simple("completable-prompt", "department", "S")
+        .await
+        .expect("completion/complete");
+    client.cancel().await.expect("shut down");
+    fn json<T: serde::Serialize>(value: &T) -> Value {
+        serde_json::to_value(value).expect("JSON")
+    }
+    fn names<T: serde::Serialize>(items: &[T]) -> Vec<Value> {
+        items
+            .iter()
+            .map(|item| json(item)["name"].clone())
+            .collect()
+    }
+    json!({
+        "capabilities": json(&info.capabilities),
+        "instructions": info.instructions,
+        "tools": names(&tools),
+        "prompts": names(&prompts),
+        "prompt": json(&prompt),
+        "resources": names(&resources),
+        "templates": names(&templates),
+        "read": json(&read)["contents"][0]["mimeType"],
+        "completed": completed,
+    })
 }

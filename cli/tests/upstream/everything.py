@@ -9,11 +9,13 @@ Usage: python3 everything.py COMMAND [ARG ...]   (the server, over stdio)
 Prints one JSON object: for each feature, what the client saw. The client
 declares sampling, elicitation and roots, and answers them itself:
 sampling with "sampled: " and the prompt's text, elicitation by accepting
-with fixed content, roots with one root.
+with fixed content, roots with one root (`EVERYTHING_ROOT`, if set: two
+clients with roots of their own see each their own).
 """
 
 import asyncio
 import json
+import os
 import sys
 
 import anyio
@@ -21,7 +23,7 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-ROOT = "file:///idem/everything-root"
+ROOT = os.environ.get("EVERYTHING_ROOT", "file:///idem/everything-root")
 PATIENCE = 60
 report = {}
 logs = []
