@@ -806,3 +806,54 @@ async fn an_upstream_at_a_url_is_served_and_connected_again_after_a_restart() {
     assert_eq!(gateway.lines(), ["u 0", "v 0"]);
     client.cancel().await.expect("shut down");
 }
+
+/// The upstream processes (`python3 ledger.py LEDGER`) serving `ledger`.
+fn upstreams_of(ledger: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|cmdline| String::from_utf8_lossy(&cmdline).into_owned())
+        .filter(|cmdline| {
+            let program = cmdline.split('\0').next().unwrap_or_default();
+            program.ends_with("python3") && cmdline.contains(ledger)
+        })
+        .count()
+}
+
+#[tokio::test]
+async fn over_http_each_session_has_its_own_upstream_ended_with_the_idle_session() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("gateway");
+    let gateway = Gateway {
+        dir: &dir.0,
+        store: dir.0.join("records.sqlite").display().to_string(),
+        extra: Vec::new(),
+    };
+    let ledger = gateway.ledger().display().to_string();
+    let server = HttpGateway::start(&gateway, &["--session-idle", "5s"]).await;
+    let (first, second) = (server.client("").await, server.client("").await);
+    let (first, second) = (first.expect("a session"), second.expect("a session"));
+    for client in [&first, &second] {
+        let counted = call(client, None, "count", json!({})).await;
+        assert_eq!(counted.structured_content, Some(json!({"result": 0})));
+    }
+    // A child process each.
+    assert_eq!(upstreams_of(&ledger), 2);
+
+    // Neither says anything more: both sessions end, and their upstreams.
+    let started = std::time::Instant::now();
+    while upstreams_of(&ledger) > 0 {
+        assert!(started.elapsed() < PATIENCE, "the idle upstreams live on");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // The client is told its session is gone (404), opens another, and
+    // is served by an upstream of its own again.
+    let counted = call(&first, None, "count", json!({})).await;
+    assert_eq!(counted.structured_content, Some(json!({"result": 0})));
+    assert_eq!(upstreams_of(&ledger), 1);
+}

@@ -8,7 +8,9 @@
 //!   MCP session of its own at the upstream's URL), so that nothing of one
 //!   client's session (its capabilities, roots, subscriptions, log level,
 //!   the upstream's requests and notifications) reaches another. Only the
-//!   principal that opened a session can use it.
+//!   principal that opened a session can use it. A session whose client
+//!   sent nothing for `--session-idle` (5 minutes by default), and that
+//!   waits for no answer, is ended, its upstream connection with it.
 //! - A request in a session is answered on its own stream of server-sent
 //!   events, which also carries what belongs to it (its progress, the
 //!   upstream's requests made while it runs); what belongs to no request
@@ -21,6 +23,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -38,6 +41,10 @@ use super::link::{Downstream, Link, Sink, Source};
 use super::session::{Session, Shared, new_origin};
 
 const SESSION: &str = "mcp-session-id";
+
+/// The largest request body taken: MCP messages carry files and images as
+/// base64, but not without bound.
+const MAX_BODY: usize = 32 << 20;
 
 /// The user an authenticated request comes from, as [`authenticate`]
 /// puts it in the request's extensions.
@@ -66,6 +73,8 @@ struct Front {
     sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
     /// The session of every request outside one.
     stateless: OnceCell<Arc<Session>>,
+    /// How long a session may go without a message of its client.
+    idle: Duration,
 }
 
 /// One MCP session over HTTP.
@@ -74,6 +83,8 @@ struct HttpSession {
     /// Who opened it.
     principal: Option<String>,
     standalone: Arc<Standalone>,
+    /// When its client last sent anything.
+    seen: Mutex<Instant>,
 }
 
 /// A session's standalone stream, once the client opened it.
@@ -115,6 +126,7 @@ pub(super) async fn serve(
     binding: Binding,
     addr: &str,
     tokens: Vec<(String, String)>,
+    idle: Duration,
 ) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -125,7 +137,9 @@ pub(super) async fn serve(
         binding,
         sessions: Mutex::new(HashMap::new()),
         stateless: OnceCell::new(),
+        idle,
     });
+    tokio::spawn(end_idle_sessions(front.clone()));
     let mut app = axum::Router::new()
         .route("/mcp", any(endpoint))
         .with_state(front);
@@ -177,10 +191,13 @@ async fn endpoint(State(front): State<Arc<Front>>, request: Request) -> Response
     let accepts_events = accepts(request.headers(), "text/event-stream");
     match *request.method() {
         axum::http::Method::POST => {
-            let body = axum::body::to_bytes(request.into_body(), usize::MAX).await;
+            let body = axum::body::to_bytes(request.into_body(), MAX_BODY).await;
             match body {
                 Ok(body) => front.post(&body, session, principal, accepts_events).await,
-                Err(e) => status(StatusCode::BAD_REQUEST, &e.to_string()),
+                Err(_) => status(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    &format!("a request body is at most {MAX_BODY} bytes"),
+                ),
             }
         }
         axum::http::Method::GET => match session {
@@ -199,13 +216,15 @@ async fn endpoint(State(front): State<Arc<Front>>, request: Request) -> Response
 }
 
 impl Front {
-    /// Session `id`, if it is open and `principal` opened it.
+    /// Session `id`, if it is open and `principal` opened it; its client
+    /// is seen now.
     fn session(&self, id: &str, principal: Option<&str>) -> Option<Arc<HttpSession>> {
         let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        sessions
+        let session = sessions
             .get(id)
-            .filter(|s| s.principal.as_deref() == principal)
-            .cloned()
+            .filter(|s| s.principal.as_deref() == principal)?;
+        *session.seen.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+        Some(session.clone())
     }
 
     /// A new session, with an upstream connection of its own.
@@ -218,6 +237,7 @@ impl Front {
             session,
             principal,
             standalone,
+            seen: Mutex::new(Instant::now()),
         });
         let id = session_id();
         self.sessions
@@ -312,6 +332,33 @@ impl Front {
             response.headers_mut().insert(SESSION, id);
         }
         response
+    }
+}
+
+/// Ends, now and then, the sessions whose client has sent nothing for
+/// the front's `idle` and that wait for no answer.
+async fn end_idle_sessions(front: Arc<Front>) {
+    let every = (front.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+    loop {
+        tokio::time::sleep(every).await;
+        let idle: Vec<String> = {
+            let sessions = front
+                .sessions
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            sessions
+                .iter()
+                .filter(|(_, s)| {
+                    let seen = *s.seen.lock().unwrap_or_else(PoisonError::into_inner);
+                    seen.elapsed() >= front.idle && !s.session.busy()
+                })
+                .map(|(id, _)| id.clone())
+                .collect()
+        };
+        for id in idle {
+            tracing::info!(session = %id, "an idle MCP session is ended");
+            front.end(&id);
+        }
     }
 }
 

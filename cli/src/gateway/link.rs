@@ -383,6 +383,11 @@ impl Link {
         }
     }
 
+    /// Whether a request sent up waits for its answer.
+    pub(crate) fn busy(&self) -> bool {
+        !self.state().pending.is_empty()
+    }
+
     /// Tells the link's own client `message`, if it has one.
     pub(crate) fn tell_client(&self, message: Value) {
         if let Some(client) = &self.client {

@@ -65,6 +65,10 @@ pub(crate) struct GatewayArgs {
     /// refused.
     #[arg(long, value_name = "USER=TOKEN", value_parser = http::user_token, requires = "http")]
     token: Vec<(String, String)>,
+    /// Over HTTP, end an MCP session whose client sent nothing for this
+    /// long (and that waits for no answer), and its upstream connection.
+    #[arg(long, default_value = "5m", value_parser = parse_duration, requires = "http")]
+    session_idle: Duration,
     /// Over HTTP, refuse writes that come without a session or a run id,
     /// instead of scoping them to their caller.
     #[arg(long, requires = "http")]
@@ -121,7 +125,10 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
         binding = binding.stateless_writes(StatelessWrites::Refuse);
     }
     match args.http {
-        Some(addr) => http::serve(shared, source, binding, &addr, args.token).await,
+        Some(addr) => {
+            let tokens = args.token;
+            http::serve(shared, source, binding, &addr, tokens, args.session_idle).await
+        }
         None => stdio::serve(shared, source, binding).await,
     }
 }

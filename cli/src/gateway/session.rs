@@ -129,6 +129,11 @@ impl Session {
         }
     }
 
+    /// Whether the session waits for an answer of the upstream's.
+    pub(crate) fn busy(&self) -> bool {
+        *self.in_flight.borrow() > 0 || self.link.busy()
+    }
+
     /// Ends the session: waits for its writes in flight to be answered
     /// and recorded, then ends its upstream connection.
     pub(crate) async fn close(&self) {
