@@ -7,6 +7,8 @@
 //!
 //! - a write the client cancels in flight is an uncertain outcome under
 //!   its policy, never released for a duplicate to run beside it;
+//! - a write whose client goes (its HTTP stream dropped, its stdin closed)
+//!   goes on, and its result is recorded;
 //! - a result that is not final (`input_required`) is not recorded; the
 //!   client's continuation is the same operation;
 //! - a write called as a task twice makes one task upstream;
@@ -58,6 +60,17 @@ impl Place {
         read_lines(&self.ledger())
     }
 
+    /// A file beside the ledger: `ledger.txt.SUFFIX`.
+    fn beside(&self, suffix: &str) -> PathBuf {
+        self.dir.0.join(format!("ledger.txt.{suffix}"))
+    }
+
+    /// Waits until `append_when_released` waits upstream, then releases it.
+    async fn release_when_waiting(&self) {
+        wait_for(|| self.beside("waiting").exists(), "the write never ran").await;
+        std::fs::write(self.beside("release"), "").expect("release the write");
+    }
+
     /// The gateway in front of `ledger.py`, with `extra` options, as a
     /// command line.
     fn gateway(&self, extra: &[&str]) -> Vec<String> {
@@ -81,6 +94,15 @@ impl Place {
             .lines()
             .map(|line| serde_json::from_str(line).expect("a JSON line"))
             .collect()
+    }
+}
+
+/// Waits until `done`, at most [`PATIENCE`], or fails saying `what`.
+async fn wait_for(done: impl Fn() -> bool, what: &str) {
+    let started = std::time::Instant::now();
+    while !done() {
+        assert!(started.elapsed() < PATIENCE, "{what}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
 
@@ -255,5 +277,141 @@ async fn a_clients_own_key_is_bound_to_its_arguments_and_the_derived_key_reaches
     for line in &lines {
         let key = line.rsplit(' ').next().expect("a key");
         assert!(recorded.iter().any(|k| k == key), "{line} in {recorded:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_write_whose_stdio_client_goes_is_recorded_before_the_gateway_exits() {
+    if !python_sdk() {
+        return;
+    }
+    use std::io::Write;
+    let place = Place::new();
+    let line = place.gateway(&[]);
+    let mut gateway = std::process::Command::new(&line[0])
+        .args(&line[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start the gateway");
+    let mut stdin = gateway.stdin.take().expect("stdin");
+    let initialize = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                            "clientInfo": {"name": "test", "version": "0"}});
+    let call = json!({"name": "append_when_released", "arguments": {"entry": "g"}});
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}),
+    ] {
+        writeln!(stdin, "{message}").expect("write to the gateway");
+    }
+    wait_for(|| place.beside("waiting").exists(), "the write never ran").await;
+    // The client goes while the write is in flight.
+    drop(stdin);
+    place.release_when_waiting().await;
+    let exited = tokio::task::spawn_blocking(move || gateway.wait()).await;
+    assert!(exited.expect("join").expect("wait").success());
+    assert_eq!(place.lines(), ["released g"]);
+    let records = place.idem("list");
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["state"], "done", "{records:?}");
+}
+
+#[tokio::test]
+async fn a_write_whose_http_stream_drops_goes_on_and_its_duplicate_is_replayed() {
+    if !python_sdk() {
+        return;
+    }
+    let place = Place::new();
+    let config = place.dir.0.join("gateway.toml");
+    std::fs::write(&config, "[tools.append_when_released]\nwait = \"30s\"\n")
+        .expect("write the configuration");
+    let port = common::servers::free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let config = config.display().to_string();
+    let line = place.gateway(&["--http", &listen, "--config", &config]);
+    let _gateway = Command::new(&line[0])
+        .args(&line[1..])
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the gateway");
+    wait_for(
+        || std::net::TcpStream::connect(&listen).is_ok(),
+        "no gateway",
+    )
+    .await;
+
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}});
+    let (headers, _) = raw::post(&listen, None, &initialize, true).await;
+    let session = raw::header(&headers, "mcp-session-id").expect("a session");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    raw::post(&listen, Some(&session), &initialized, true).await;
+    let call = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "append_when_released", "arguments": {"entry": "h"}}})
+    };
+    // The stream of the call is dropped once the gateway answered its
+    // headers; the write goes on upstream.
+    raw::post(&listen, Some(&session), &call(2), false).await;
+    place.release_when_waiting().await;
+    wait_for(|| !place.lines().is_empty(), "the write never finished").await;
+    let (_, body) = raw::post(&listen, Some(&session), &call(3), true).await;
+    assert!(body.contains(r#""idem/replayed":true"#), "{body}");
+    assert!(body.contains("released h"), "{body}");
+    assert_eq!(place.lines(), ["released h"]);
+}
+
+/// HTTP/1.1 by hand, so that a test can drop a response stream midway.
+mod raw {
+    use serde_json::Value;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// POSTs `message` to `http://addr/mcp`: the response's head and, with
+    /// `whole`, its body; without, the connection is dropped once the
+    /// head has come.
+    pub(super) async fn post(
+        addr: &str,
+        session: Option<&str>,
+        message: &Value,
+        whole: bool,
+    ) -> (String, String) {
+        let body = message.to_string();
+        let session = session.map_or(String::new(), |s| format!("mcp-session-id: {s}\r\n"));
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+             accept: application/json, text/event-stream\r\n{session}\
+             content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        stream.write_all(request.as_bytes()).await.expect("send");
+        let mut received = Vec::new();
+        let mut buffer = [0u8; 4096];
+        loop {
+            let n = stream.read(&mut buffer).await.expect("read");
+            received.extend_from_slice(&buffer[..n]);
+            let text = String::from_utf8_lossy(&received);
+            if let Some((head, _)) = text.split_once("\r\n\r\n")
+                && !whole
+            {
+                return (head.to_owned(), String::new());
+            }
+            if n == 0 {
+                let (head, body) = text.split_once("\r\n\r\n").expect("a response");
+                return (head.to_owned(), body.to_owned());
+            }
+        }
+    }
+
+    /// The value of header `name` in `head`.
+    pub(super) fn header(head: &str, name: &str) -> Option<String> {
+        head.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            key.eq_ignore_ascii_case(name)
+                .then(|| value.trim().to_owned())
+        })
     }
 }

@@ -559,9 +559,10 @@ impl Link {
     /// client; with neither, answered that no client can take it.
     fn asked(&self, message: Value, on: Option<u64>) {
         let mut state = self.state();
+        let clients = state.pending.values().filter(|p| p.route.is_some());
         let route = on
             .and_then(|id| state.pending.get(&id))
-            .or_else(|| only_one(state.pending.values()))
+            .or_else(|| only_one(clients))
             .and_then(|p| p.route.clone());
         let (sink, related) = match (route, &self.client) {
             (Some(route), _) => (route.sink, Some(route.id)),
@@ -588,10 +589,13 @@ impl Link {
             "idem gateway: this request belongs to no client's session",
         );
         let connection = self.connection.try_lock().ok().and_then(|c| c.clone());
-        if let Some(connection) = connection {
-            tokio::spawn(async move {
-                let _ = connection.send(&error, None).await;
-            });
+        match connection {
+            Some(connection) => {
+                tokio::spawn(async move {
+                    let _ = connection.send(&error, None).await;
+                });
+            }
+            None => tracing::debug!("the refusal found the connection being replaced"),
         }
     }
 

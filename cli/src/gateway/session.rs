@@ -29,6 +29,15 @@ use super::jsonrpc::{self, Kind, code};
 use super::link::{self, Link, Reply, Route, Sink};
 use super::proxy::{CALL, Call, Unrecorded};
 
+/// A call counted in a session's `in_flight`, until dropped.
+struct InFlight(watch::Sender<usize>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
+}
+
 /// What `--note-replays` adds to a replayed result, for the model.
 const REPLAY_NOTE: &str = "(This is the recorded result of an identical earlier call: the \
                            operation was done once and was not done again.)";
@@ -67,7 +76,9 @@ pub(crate) struct Session {
     /// The writes in flight, by the JSON of their client's id: told when
     /// the client cancels one.
     writes: Mutex<HashMap<String, Arc<Notify>>>,
-    /// How many writes are in flight.
+    /// How many calls may be writes in flight: counted from when a
+    /// `tools/call` is read until it is known to be a read, or its write
+    /// is answered.
     in_flight: watch::Sender<usize>,
 }
 
@@ -114,8 +125,9 @@ impl Session {
                 if jsonrpc::method(&message) == Some("initialize") {
                     return self.forward(message, route).await;
                 }
+                let call = (jsonrpc::method(&message) == Some("tools/call")).then(|| self.call());
                 let session = self.clone();
-                tokio::spawn(async move { session.requested(message, route, caller).await });
+                tokio::spawn(async move { session.requested(message, route, caller, call).await });
             }
             None => {
                 let id = jsonrpc::id(&message).cloned().unwrap_or(Value::Null);
@@ -171,8 +183,20 @@ impl Session {
         self.writes.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A client's request.
-    async fn requested(self: Arc<Self>, message: Value, route: Route, caller: Caller) {
+    /// Counts a call that may be a write in flight, until it is dropped.
+    fn call(&self) -> InFlight {
+        self.in_flight.send_modify(|n| *n += 1);
+        InFlight(self.in_flight.clone())
+    }
+
+    /// A client's request; `call` counts a `tools/call`.
+    async fn requested(
+        self: Arc<Self>,
+        message: Value,
+        route: Route,
+        caller: Caller,
+        call: Option<InFlight>,
+    ) {
         match jsonrpc::method(&message) {
             Some("tools/list") => self.list_tools(message, route).await,
             Some("tools/call") => {
@@ -184,8 +208,12 @@ impl Session {
                 match self.catalog().await {
                     Ok(catalog) if catalog.writes.contains(&name) => {
                         self.write(catalog, name, message, route, caller).await;
+                        drop(call);
                     }
-                    Ok(_) => self.forward(message, route).await,
+                    Ok(_) => {
+                        drop(call);
+                        self.forward(message, route).await;
+                    }
                     Err(why) => {
                         let text = format!(
                             "Error: the gateway cannot tell whether `{name}` changes things, \
@@ -311,7 +339,6 @@ impl Session {
         let cancelled = Arc::new(Notify::new());
         let key = id.to_string();
         self.lock_writes().insert(key.clone(), cancelled.clone());
-        self.in_flight.send_modify(|n| *n += 1);
         let call = Call {
             link: self.link.clone(),
             request: message,
@@ -329,7 +356,6 @@ impl Session {
             })
             .await;
         let cancelled_by_client = self.lock_writes().remove(&key).is_none();
-        self.in_flight.send_modify(|n| *n -= 1);
         // A request the client cancelled gets no response.
         if !cancelled_by_client {
             let response = self.answered(id.clone(), answer, unrecorded);

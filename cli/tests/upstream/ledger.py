@@ -9,6 +9,8 @@ writes its line, then waits until the call is cancelled (or an hour);
 `append_confirmed` asks the client to confirm first (an elicitation: a
 request mid-call on MCP 2025-11-25, an `input_required` result on
 2026-07-28); `append_with_progress` reports progress before it writes;
+`append_when_released` writes LEDGER.waiting, then its line once
+LEDGER.release exists;
 `append_keyed` writes the operation key the gateway sends in `_meta` (as a
 server that passes it on downstream as an `Idempotency-Key` would);
 `grow` adds the write tool `stamp` and notifies a change of the tool list.
@@ -118,6 +120,17 @@ async def append_with_progress(entry: str, ctx: Context) -> str:
     await ctx.report_progress(2, 2, "writing")
     write(f"progress {entry}")
     return f"appended {entry}"
+
+
+@server.tool()
+async def append_when_released(entry: str) -> str:
+    """Append an entry once the test releases it (LEDGER.waiting says it waits)."""
+    with open(LEDGER + ".waiting", "w") as f:
+        f.write(entry)
+    while not os.path.exists(LEDGER + ".release"):
+        await anyio.sleep(0.02)
+    write(f"released {entry}")
+    return f"released {entry}"
 
 
 @server.tool()
