@@ -190,6 +190,57 @@ async fn a_write_called_as_a_task_twice_makes_one_task_upstream() {
     assert_eq!(through["ids"][0], through["ids"][1], "{through}");
 }
 
+/// Starts the gateway in front of `ledger.py` with `extra` options, and an
+/// rmcp client of it over stdio.
+async fn rmcp_client(
+    place: &Place,
+    extra: &[&str],
+) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    let line = place.gateway(extra);
+    let mut command = Command::new(&line[0]);
+    command.args(&line[1..]);
+    let transport = TokioChildProcess::new(command).expect("start the gateway");
+    ().serve(transport).await.expect("initialize")
+}
+
+/// A `tools/call` of `name` with `args`, as a request rmcp sends as it is.
+fn tool_call(name: &'static str, args: &Value) -> ClientRequest {
+    let params = CallToolRequestParams::new(name)
+        .with_arguments(args.as_object().expect("an object").clone());
+    ClientRequest::CallToolRequest(CallToolRequest::new(params))
+}
+
+#[tokio::test]
+async fn a_read_the_client_cancels_is_cancelled_upstream() {
+    if !python_sdk() {
+        return;
+    }
+    let place = Place::new();
+    let client = rmcp_client(&place, &[]).await;
+    // A request first, so that the call's id differs on each side.
+    let count = client.peer().send_request(tool_call("count", &json!({})));
+    count.await.expect("count");
+    let wait = tool_call("wait_for_cancel", &json!({}));
+    let options = PeerRequestOptions::no_options();
+    let handle = client
+        .peer()
+        .send_cancellable_request(wait, options)
+        .await
+        .expect("send the call");
+    wait_for(|| place.beside("waiting").exists(), "the read never ran").await;
+    handle
+        .cancel(Some("no longer needed".into()))
+        .await
+        .expect("cancel");
+    let cancelled = place.beside("cancelled");
+    wait_for(
+        || cancelled.exists(),
+        "the upstream never saw the cancellation",
+    )
+    .await;
+    client.cancel().await.expect("shut down");
+}
+
 #[tokio::test]
 async fn a_write_the_client_cancels_in_flight_is_an_unknown_outcome_never_run_again() {
     if !python_sdk() {
@@ -202,18 +253,8 @@ async fn a_write_the_client_cancels_in_flight_is_an_unknown_outcome_never_run_ag
         "[tools.append_slowly]\non_uncertain = \"refuse\"\n",
     )
     .expect("write the configuration");
-    let line = place.gateway(&["--config", &config.display().to_string()]);
-    let mut command = Command::new(&line[0]);
-    command.args(&line[1..]);
-    let transport = TokioChildProcess::new(command).expect("start the gateway");
-    let client = ().serve(transport).await.expect("initialize");
-
-    let args = json!({"entry": "s"});
-    let call = || {
-        let params = CallToolRequestParams::new("append_slowly")
-            .with_arguments(args.as_object().expect("an object").clone());
-        ClientRequest::CallToolRequest(CallToolRequest::new(params))
-    };
+    let client = rmcp_client(&place, &["--config", &config.display().to_string()]).await;
+    let call = || tool_call("append_slowly", &json!({"entry": "s"}));
     let handle = client
         .peer()
         .send_cancellable_request(call(), PeerRequestOptions::no_options())

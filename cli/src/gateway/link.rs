@@ -240,13 +240,13 @@ impl Link {
         if let Some(object) = request.as_object_mut() {
             object.insert("id".into(), id.into());
         }
-        let mut progress = None;
-        if let Some(meta) = jsonrpc::meta_mut(&mut request) {
-            progress = meta.insert("progressToken".into(), progress_token(id));
-            if progress.is_none() {
-                meta.remove("progressToken");
-            }
-        }
+        // The client's progress token is its own: the upstream gets one of
+        // the link's, which says whose progress it is.
+        let has_token = jsonrpc::meta(&request).is_some_and(|m| m.contains_key("progressToken"));
+        let progress = match jsonrpc::meta_mut(&mut request).filter(|_| has_token) {
+            Some(meta) => meta.insert("progressToken".into(), progress_token(id)),
+            None => None,
+        };
         self.note_handshake(&method, &request);
         let pending = Pending {
             method,

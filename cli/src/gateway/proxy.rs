@@ -25,10 +25,11 @@ use std::time::Duration;
 
 use idem::{ToolInfo, WriteCtx, WriteOptions, WriteTool};
 use serde_json::{Map, Value};
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::oneshot;
 
 use super::config::ErrorResults;
 use super::link::{Failure, Link, Reply, Route};
+use super::session::Asked;
 
 tokio::task_local! {
     /// The client's call a write tool runs for: set by the session around
@@ -45,8 +46,8 @@ pub(crate) struct Call {
     /// The client's request, whole.
     pub(crate) request: Value,
     pub(crate) route: Route,
-    /// Told when the client cancels the call or goes.
-    pub(crate) cancelled: Arc<Notify>,
+    /// Told when the client cancels the call.
+    pub(crate) cancelled: Arc<Asked>,
     /// What the upstream answered that is passed on but not recorded.
     pub(crate) unrecorded: RefCell<Option<Unrecorded>>,
 }
@@ -148,7 +149,7 @@ impl WriteTool<()> for ProxiedWrite {
                 link.cancel(id, "idem gateway: the call's timeout passed").await;
                 return Err(lost(&format!("no answer within {:?}", self.timeout)));
             }
-            () = cancelled.notified() => {
+            () = cancelled.cancellation() => {
                 link.cancel(id, "the client cancelled the call").await;
                 return Err(lost("the client cancelled the call, or went, before it was answered"));
             }

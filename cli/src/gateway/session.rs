@@ -15,7 +15,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -28,6 +28,35 @@ use super::catalog::{self, Catalog, Settings};
 use super::jsonrpc::{self, Kind, code};
 use super::link::{self, Link, Reply, Route, Sink};
 use super::proxy::{CALL, Call, Unrecorded};
+
+/// A request of the client's, as its cancellation finds it.
+#[derive(Default)]
+pub(crate) struct Asked {
+    cancelled: AtomicBool,
+    told: Notify,
+}
+
+impl Asked {
+    /// The client cancelled the request.
+    fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+        self.told.notify_one();
+    }
+
+    pub(crate) fn cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// Returns once the client cancels the request.
+    pub(crate) async fn cancellation(&self) {
+        self.told.notified().await;
+    }
+}
+
+/// The key of request `id` of client `origin` among a session's asked.
+fn asked_key(origin: u64, id: &Value) -> String {
+    format!("{origin}:{id}")
+}
 
 /// A call counted in a session's `in_flight`, until dropped.
 struct InFlight(watch::Sender<usize>);
@@ -73,9 +102,10 @@ pub(crate) struct Session {
     changes: watch::Receiver<u64>,
     /// The catalog, and the count of changes it was listed at.
     catalog: tokio::sync::Mutex<Option<(u64, Arc<Catalog>)>>,
-    /// The writes in flight, by the JSON of their client's id: told when
-    /// the client cancels one.
-    writes: Mutex<HashMap<String, Arc<Notify>>>,
+    /// The client's requests not sent up yet, and its writes until they
+    /// are answered, by [`asked_key`]: what the client's cancellation of
+    /// one is told to.
+    asked: Mutex<HashMap<String, Arc<Asked>>>,
     /// How many calls may be writes in flight: counted from when a
     /// `tools/call` is read until it is known to be a read, or its write
     /// is answered.
@@ -92,7 +122,7 @@ impl Session {
             binding,
             origin: new_origin(),
             catalog: tokio::sync::Mutex::new(None),
-            writes: Mutex::new(HashMap::new()),
+            asked: Mutex::new(HashMap::new()),
             in_flight: watch::Sender::new(0),
         })
     }
@@ -123,11 +153,17 @@ impl Session {
                 };
                 // The handshake goes up before anything that follows it.
                 if jsonrpc::method(&message) == Some("initialize") {
-                    return self.forward(message, route).await;
+                    self.forward(message, route).await;
+                    return;
                 }
                 let call = (jsonrpc::method(&message) == Some("tools/call")).then(|| self.call());
+                let asked = Arc::new(Asked::default());
+                let key = asked_key(origin, &route.id);
+                self.lock_asked().insert(key, asked.clone());
                 let session = self.clone();
-                tokio::spawn(async move { session.requested(message, route, caller, call).await });
+                tokio::spawn(async move {
+                    session.requested(message, route, caller, call, asked).await;
+                });
             }
             None => {
                 let id = jsonrpc::id(&message).cloned().unwrap_or(Value::Null);
@@ -154,18 +190,18 @@ impl Session {
         self.link.close().await;
     }
 
-    /// A client's notification: a write's cancellation is the gateway's,
-    /// any other cancellation names the request by its upstream id, the
-    /// rest goes up as it came.
+    /// A client's notification: the cancellation of a request not sent up
+    /// yet, or of a write, is the gateway's; any other cancellation names
+    /// the request by its upstream id; the rest goes up as it came.
     async fn notified(&self, mut message: Value, origin: u64) {
         if jsonrpc::method(&message) == Some("notifications/cancelled") {
             let id = jsonrpc::params(&message)
                 .and_then(|p| p.get("requestId"))
                 .cloned()
                 .unwrap_or(Value::Null);
-            let write = self.lock_writes().remove(&id.to_string());
-            if let Some(cancelled) = write {
-                cancelled.notify_one();
+            let asked = self.lock_asked().get(&asked_key(origin, &id)).cloned();
+            if let Some(asked) = asked {
+                asked.cancel();
                 return;
             }
             let Some(upstream) = self.link.upstream_id(origin, &id) else {
@@ -179,8 +215,15 @@ impl Session {
         self.link.notify(message).await;
     }
 
-    fn lock_writes(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Notify>>> {
-        self.writes.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock_asked(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Asked>>> {
+        self.asked.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Forgets the client's request `route.id`: its cancellation now
+    /// goes up.
+    fn forget(&self, route: &Route) {
+        self.lock_asked()
+            .remove(&asked_key(route.origin, &route.id));
     }
 
     /// Counts a call that may be a write in flight, until it is dropped.
@@ -189,16 +232,18 @@ impl Session {
         InFlight(self.in_flight.clone())
     }
 
-    /// A client's request; `call` counts a `tools/call`.
+    /// A client's request; `call` counts a `tools/call`; `asked` is told
+    /// of its cancellation.
     async fn requested(
         self: Arc<Self>,
         message: Value,
         route: Route,
         caller: Caller,
         call: Option<InFlight>,
+        asked: Arc<Asked>,
     ) {
         match jsonrpc::method(&message) {
-            Some("tools/list") => self.list_tools(message, route).await,
+            Some("tools/list") => self.list_tools(message, route, &asked).await,
             Some("tools/call") => {
                 let name = jsonrpc::params(&message)
                     .and_then(|p| p.get("name"))
@@ -207,14 +252,16 @@ impl Session {
                     .to_owned();
                 match self.catalog().await {
                     Ok(catalog) if catalog.writes.contains(&name) => {
-                        self.write(catalog, name, message, route, caller).await;
+                        self.write(catalog, name, message, route, caller, &asked)
+                            .await;
                         drop(call);
                     }
                     Ok(_) => {
                         drop(call);
-                        self.forward(message, route).await;
+                        self.relay(message, route, &asked).await;
                     }
                     Err(why) => {
+                        self.forget(&route);
                         let text = format!(
                             "Error: the gateway cannot tell whether `{name}` changes things, \
                              so it did not call it: {why}"
@@ -225,25 +272,48 @@ impl Session {
                     }
                 }
             }
-            _ => self.forward(message, route).await,
+            _ => self.relay(message, route, &asked).await,
         }
     }
 
-    /// Sends the client's request up, its response back to it.
-    async fn forward(&self, message: Value, route: Route) {
+    /// Sends the client's request up unless it was cancelled first; if it
+    /// is cancelled while being sent, the upstream is told.
+    async fn relay(&self, message: Value, route: Route, asked: &Asked) {
+        if asked.cancelled() {
+            return self.forget(&route);
+        }
+        let key = route.clone();
+        let sent = self.forward(message, route).await;
+        self.forget(&key);
+        if let Some(id) = sent.filter(|_| asked.cancelled()) {
+            self.link
+                .cancel(id, "the client cancelled the request")
+                .await;
+        }
+    }
+
+    /// Sends the client's request up, its response back to it: the id it
+    /// was sent under.
+    async fn forward(&self, message: Value, route: Route) -> Option<u64> {
         let method = jsonrpc::method(&message).unwrap_or_default().to_owned();
         let (sink, id) = (route.sink.clone(), route.id.clone());
-        if let Err(failure) = self.link.request(message, Some(route), Reply::Client).await {
-            sink.deliver(
-                link::failed_answer(&method, id.clone(), &failure),
-                Some(&id),
-            );
+        match self.link.request(message, Some(route), Reply::Client).await {
+            Ok(sent) => Some(sent),
+            Err(failure) => {
+                let answer = link::failed_answer(&method, id.clone(), &failure);
+                sink.deliver(answer, Some(&id));
+                None
+            }
         }
     }
 
     /// `tools/list`: the upstream's page, its write tools carrying their
     /// contract.
-    async fn list_tools(&self, message: Value, route: Route) {
+    async fn list_tools(&self, message: Value, route: Route, asked: &Asked) {
+        self.forget(&route);
+        if asked.cancelled() {
+            return;
+        }
         let (tx, rx) = tokio::sync::oneshot::channel();
         let (sink, id) = (route.sink.clone(), route.id.clone());
         let sent = self.link.request(message, Some(route), Reply::Gateway(tx));
@@ -321,8 +391,13 @@ impl Session {
         message: Value,
         route: Route,
         caller: Caller,
+        asked: &Arc<Asked>,
     ) {
         let (sink, id) = (route.sink.clone(), route.id.clone());
+        if asked.cancelled() {
+            // Cancelled before anything ran: nothing to answer or record.
+            return self.forget(&route);
+        }
         let run_scoped = catalog.run_scoped.contains(&name);
         let meta = operation_meta(&message);
         let bound = match self
@@ -330,20 +405,21 @@ impl Session {
             .bind_parts(&name, meta.as_ref(), &caller, run_scoped)
         {
             Ok(bound) => bound,
-            Err(text) => return sink.deliver(error_result(id.clone(), &text), Some(&id)),
+            Err(text) => {
+                self.forget(&route);
+                return sink.deliver(error_result(id.clone(), &text), Some(&id));
+            }
         };
         let args = jsonrpc::params(&message)
             .and_then(|p| p.get("arguments"))
             .cloned()
             .unwrap_or(Value::Null);
-        let cancelled = Arc::new(Notify::new());
-        let key = id.to_string();
-        self.lock_writes().insert(key.clone(), cancelled.clone());
+        let forget = route.clone();
         let call = Call {
             link: self.link.clone(),
             request: message,
             route,
-            cancelled,
+            cancelled: asked.clone(),
             unrecorded: RefCell::new(None),
         };
         let (answer, unrecorded) = CALL
@@ -355,9 +431,9 @@ impl Session {
                 )
             })
             .await;
-        let cancelled_by_client = self.lock_writes().remove(&key).is_none();
+        self.forget(&forget);
         // A request the client cancelled gets no response.
-        if !cancelled_by_client {
+        if !asked.cancelled() {
             let response = self.answered(id.clone(), answer, unrecorded);
             sink.deliver(response, Some(&id));
         }

@@ -13,7 +13,8 @@ request mid-call on MCP 2025-11-25, an `input_required` result on
 LEDGER.release exists;
 `append_keyed` writes the operation key the gateway sends in `_meta` (as a
 server that passes it on downstream as an `Idempotency-Key` would);
-`grow` adds the write tool `stamp` and notifies a change of the tool list.
+`wait_for_cancel`, a read, writes LEDGER.waiting, waits until its call
+is cancelled and then writes LEDGER.cancelled; `grow` adds the write tool `stamp` and notifies a change of the tool list.
 """
 
 import os
@@ -157,6 +158,20 @@ async def grow(ctx: Context) -> str:
     await ctx.notify_tools_changed()
     await ctx.session.send_tool_list_changed()
     return "grown"
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+async def wait_for_cancel() -> str:
+    """Wait until the call is cancelled (LEDGER.waiting says it waits)."""
+    with open(LEDGER + ".waiting", "w") as f:
+        f.write("waiting")
+    try:
+        await anyio.sleep(3600)
+    except anyio.get_cancelled_exc_class():
+        with open(LEDGER + ".cancelled", "w") as f:
+            f.write("cancelled")
+        raise
+    return "not cancelled"
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
