@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cargo build --release -p idem-cli
-//! cargo run --release -p idem-cli --example gateway_overhead -- [--calls N] [--rounds R] [--redis URL]
+//! cargo run --release -p idem-cli --example gateway_overhead -- [--calls N] [--rounds R] [--redis URL] [--baseline IDEM]
 //! ```
 //!
 //! The upstream is `cli/tests/upstream/ledger.py` (the official Python SDK);
@@ -14,7 +14,9 @@
 //! calls (each a first call: claimed, run upstream, recorded) and N
 //! duplicates of one call (replayed from the store; directly, they run
 //! again). One JSON line per configuration and kind of call gives the
-//! median over the rounds of each round's p50 and p99, in µs.
+//! median over the rounds of each round's p50 and p99, in µs. `--baseline
+//! IDEM` adds another `idem` binary's gateway on SQLite to each round (a
+//! build of another commit), to compare two gateways in one run.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -36,6 +38,8 @@ struct Setup {
     name: &'static str,
     /// The gateway's store, or `None` to call the upstream directly.
     store: Option<String>,
+    /// The `idem` binary of the gateway.
+    idem: PathBuf,
 }
 
 /// The p50 and p99 of each round, in µs, for unique and duplicate calls.
@@ -58,20 +62,30 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let redis = flag("--redis").unwrap_or_else(|| "redis://127.0.0.1:6379".to_owned());
     let dir = std::env::temp_dir().join(format!("idem-gateway-overhead-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    let setups = [
+    let mut setups = vec![
         Setup {
             name: "direct",
             store: None,
+            idem: gateway(),
         },
         Setup {
             name: "gateway-sqlite",
             store: Some(dir.join("records.sqlite").display().to_string()),
+            idem: gateway(),
         },
         Setup {
             name: "gateway-redis",
             store: Some(redis),
+            idem: gateway(),
         },
     ];
+    if let Some(baseline) = flag("--baseline") {
+        setups.push(Setup {
+            name: "baseline-gateway-sqlite",
+            store: Some(dir.join("baseline.sqlite").display().to_string()),
+            idem: PathBuf::from(baseline),
+        });
+    }
     let mut figures: Vec<Figures> = setups.iter().map(|_| Figures::default()).collect();
     for round in 0..rounds {
         for (setup, figures) in setups.iter().zip(&mut figures) {
@@ -108,7 +122,7 @@ async fn start(setup: &Setup, dir: &std::path::Path, round: usize) -> Result<Cli
     let mut command = match &setup.store {
         None => Command::new("python3"),
         Some(store) => {
-            let mut command = Command::new(gateway());
+            let mut command = Command::new(&setup.idem);
             command.args(["gateway", "--store", store, "--namespace"]);
             command.arg(format!("overhead-{}-{round}", std::process::id()));
             command.args(["--", "python3"]);

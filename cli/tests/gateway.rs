@@ -36,6 +36,15 @@ struct Gateway<'a> {
 }
 
 impl Gateway<'_> {
+    /// A gateway on a SQLite file in `dir`.
+    fn on_sqlite(dir: &Path) -> Gateway<'_> {
+        Gateway {
+            dir,
+            store: dir.join("records.sqlite").display().to_string(),
+            extra: Vec::new(),
+        }
+    }
+
     fn ledger(&self) -> PathBuf {
         self.dir.join("ledger.txt")
     }
@@ -145,11 +154,7 @@ async fn a_write_runs_once_and_its_duplicates_are_replayed_as_it_answered() {
         return;
     }
     let dir = TempDir::new("gateway");
-    let gateway = Gateway {
-        dir: &dir.0,
-        store: dir.0.join("records.sqlite").display().to_string(),
-        extra: Vec::new(),
-    };
+    let gateway = Gateway::on_sqlite(&dir.0);
     let client = gateway.start().await;
 
     // The list: writes carry their contract, reads pass untouched.
@@ -244,12 +249,7 @@ async fn concurrent_duplicates_run_once_and_the_key_is_a_rust_tools() {
         return;
     }
     let dir = TempDir::new("gateway");
-    let gateway = Gateway {
-        dir: &dir.0,
-        store: dir.0.join("records.sqlite").display().to_string(),
-        extra: Vec::new(),
-    }
-    .configured("[tools.append]\nwait = \"30s\"\n");
+    let gateway = Gateway::on_sqlite(&dir.0).configured("[tools.append]\nwait = \"30s\"\n");
     let client = gateway.start().await;
     let args = json!({"entry": "c", "amount": 5, "tags": ["y", "x"]});
     let mut calls = tokio::task::JoinSet::new();
@@ -313,11 +313,7 @@ async fn a_duplicate_after_a_restart_is_replayed_from_sqlite() {
         return;
     }
     let dir = TempDir::new("gateway");
-    let gateway = Gateway {
-        dir: &dir.0,
-        store: dir.0.join("records.sqlite").display().to_string(),
-        extra: Vec::new(),
-    };
+    let gateway = Gateway::on_sqlite(&dir.0);
     a_duplicate_after_a_restart_is_replayed(&gateway).await;
 }
 
@@ -347,12 +343,8 @@ async fn an_upstream_killed_mid_call_leaves_an_unknown_outcome_that_is_never_rer
         return;
     }
     let dir = TempDir::new("gateway");
-    let gateway = Gateway {
-        dir: &dir.0,
-        store: dir.0.join("records.sqlite").display().to_string(),
-        extra: Vec::new(),
-    }
-    .configured("[tools.append_then_hang]\non_uncertain = \"refuse\"\n");
+    let gateway = Gateway::on_sqlite(&dir.0)
+        .configured("[tools.append_then_hang]\non_uncertain = \"refuse\"\n");
     let client = gateway.start().await;
     let lost = killed_mid_call(&gateway, &client).await;
     assert_eq!(lost.is_error, Some(true));
@@ -388,11 +380,7 @@ async fn an_upstream_killed_mid_call_runs_again_under_the_default_policy() {
         return;
     }
     let dir = TempDir::new("gateway");
-    let gateway = Gateway {
-        dir: &dir.0,
-        store: dir.0.join("records.sqlite").display().to_string(),
-        extra: Vec::new(),
-    };
+    let gateway = Gateway::on_sqlite(&dir.0);
     let client = gateway.start().await;
     // `on_uncertain = "rerun"`: the lost call is released, and its
     // duplicate runs it again, with the same key: two lines.
@@ -497,11 +485,7 @@ async fn over_http_a_principal_resumes_its_run_from_another_session_and_python_w
         return;
     }
     let dir = TempDir::new("gateway");
-    let gateway = Gateway {
-        dir: &dir.0,
-        store: dir.0.join("records.sqlite").display().to_string(),
-        extra: Vec::new(),
-    };
+    let gateway = Gateway::on_sqlite(&dir.0);
     let flags = ["--token", "alice=secret", "--note-replays"];
     let mut server = HttpGateway::start(&gateway, &flags).await;
     assert!(
@@ -670,11 +654,7 @@ async fn a_change_of_the_upstreams_tools_is_followed_and_told_to_the_client() {
         return;
     }
     let dir = TempDir::new("gateway");
-    let gateway = Gateway {
-        dir: &dir.0,
-        store: dir.0.join("records.sqlite").display().to_string(),
-        extra: Vec::new(),
-    };
+    let gateway = Gateway::on_sqlite(&dir.0);
     let mut command = Command::new(env!("CARGO_BIN_EXE_idem"));
     command
         .args([
@@ -762,14 +742,7 @@ impl HttpUpstream {
             .kill_on_drop(true)
             .spawn()
             .expect("start the upstream");
-        let started = std::time::Instant::now();
-        while tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_err()
-        {
-            assert!(started.elapsed() < PATIENCE, "the upstream never listened");
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
+        common::listening(port).await;
         HttpUpstream(child)
     }
 }
@@ -782,11 +755,7 @@ async fn an_upstream_at_a_url_is_served_and_connected_again_after_a_restart() {
     let dir = TempDir::new("gateway");
     let port = servers::free_port();
     let url = format!("http://127.0.0.1:{port}/mcp");
-    let gateway = Gateway {
-        dir: &dir.0,
-        store: dir.0.join("records.sqlite").display().to_string(),
-        extra: Vec::new(),
-    };
+    let gateway = Gateway::on_sqlite(&dir.0);
     let mut upstream = HttpUpstream::start(&gateway.ledger(), port).await;
     let mut command = Command::new(env!("CARGO_BIN_EXE_idem"));
     command.args(["gateway", "--store", &gateway.store, "--upstream-url", &url]);
@@ -829,11 +798,7 @@ async fn over_http_each_session_has_its_own_upstream_ended_with_the_idle_session
         return;
     }
     let dir = TempDir::new("gateway");
-    let gateway = Gateway {
-        dir: &dir.0,
-        store: dir.0.join("records.sqlite").display().to_string(),
-        extra: Vec::new(),
-    };
+    let gateway = Gateway::on_sqlite(&dir.0);
     let ledger = gateway.ledger().display().to_string();
     let server = HttpGateway::start(&gateway, &["--session-idle", "5s"]).await;
     let (first, second) = (server.client("").await, server.client("").await);

@@ -15,7 +15,7 @@ mod common;
 use std::process::Stdio;
 
 use common::servers::{self, TempDir};
-use common::{EVERYTHING, PATIENCE, npx, python_sdk};
+use common::{EVERYTHING, listening, npx, python_json, python_sdk};
 use rmcp::ServiceExt;
 use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -33,20 +33,7 @@ async fn report(target: &[&str]) -> Value {
 
 /// [`report`], by a client whose one root is `root`.
 async fn report_with_root(target: &[&str], root: &str) -> Value {
-    let out = Command::new("python3")
-        .arg(CHECKS)
-        .args(target)
-        .env("EVERYTHING_ROOT", root)
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(PATIENCE * 3, out)
-        .await
-        .expect("the checks end")
-        .expect("run the checks");
-    assert!(out.status.success(), "the checks failed: {target:?}");
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+    python_json(CHECKS, target, &[("EVERYTHING_ROOT", root)]).await
 }
 
 /// What the client must see of `server-everything`, directly: every
@@ -149,18 +136,6 @@ async fn http_everything(port: u16) -> tokio::process::Child {
         .expect("start server-everything");
     listening(port).await;
     child
-}
-
-/// Waits until something listens on `port`.
-async fn listening(port: u16) {
-    let started = std::time::Instant::now();
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err()
-    {
-        assert!(started.elapsed() < PATIENCE, "nothing listened on {port}");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test]

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use common::servers::TempDir;
-use common::{EVERYTHING, PATIENCE, npx, python_sdk};
+use common::{EVERYTHING, PATIENCE, npx, python_json, python_sdk, wait_for};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
 use rmcp::service::PeerRequestOptions;
@@ -58,6 +58,13 @@ impl Place {
 
     fn lines(&self) -> Vec<String> {
         read_lines(&self.ledger())
+    }
+
+    /// A configuration file holding `toml`: its path.
+    fn config(&self, toml: &str) -> String {
+        let path = self.dir.0.join("gateway.toml");
+        std::fs::write(&path, toml).expect("write the configuration");
+        path.display().to_string()
     }
 
     /// A file beside the ledger: `ledger.txt.SUFFIX`.
@@ -97,15 +104,6 @@ impl Place {
     }
 }
 
-/// Waits until `done`, at most [`PATIENCE`], or fails saying `what`.
-async fn wait_for(done: impl Fn() -> bool, what: &str) {
-    let started = std::time::Instant::now();
-    while !done() {
-        assert!(started.elapsed() < PATIENCE, "{what}");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-}
-
 fn read_lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
@@ -116,20 +114,10 @@ fn read_lines(path: &Path) -> Vec<String> {
 
 /// What `rules.py MODE` saw of the server `command` starts.
 async fn rules(mode: &str, command: &[String]) -> Value {
-    let out = Command::new("python3")
-        .arg(RULES)
-        .arg(mode)
-        .args(command)
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(PATIENCE * 2, out)
-        .await
-        .expect("the client ends")
-        .expect("run the client");
-    assert!(out.status.success(), "rules.py {mode} failed");
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+    let args: Vec<&str> = std::iter::once(mode)
+        .chain(command.iter().map(String::as_str))
+        .collect();
+    python_json(RULES, &args, &[]).await
 }
 
 #[tokio::test]
@@ -247,13 +235,8 @@ async fn a_write_the_client_cancels_in_flight_is_an_unknown_outcome_never_run_ag
         return;
     }
     let place = Place::new();
-    let config = place.dir.0.join("gateway.toml");
-    std::fs::write(
-        &config,
-        "[tools.append_slowly]\non_uncertain = \"refuse\"\n",
-    )
-    .expect("write the configuration");
-    let client = rmcp_client(&place, &["--config", &config.display().to_string()]).await;
+    let config = place.config("[tools.append_slowly]\non_uncertain = \"refuse\"\n");
+    let client = rmcp_client(&place, &["--config", &config]).await;
     let call = || tool_call("append_slowly", &json!({"entry": "s"}));
     let handle = client
         .peer()
@@ -364,12 +347,9 @@ async fn a_write_whose_http_stream_drops_goes_on_and_its_duplicate_is_replayed()
         return;
     }
     let place = Place::new();
-    let config = place.dir.0.join("gateway.toml");
-    std::fs::write(&config, "[tools.append_when_released]\nwait = \"30s\"\n")
-        .expect("write the configuration");
+    let config = place.config("[tools.append_when_released]\nwait = \"30s\"\n");
     let port = common::servers::free_port();
     let listen = format!("127.0.0.1:{port}");
-    let config = config.display().to_string();
     let line = place.gateway(&["--http", &listen, "--config", &config]);
     let _gateway = Command::new(&line[0])
         .args(&line[1..])
@@ -377,11 +357,7 @@ async fn a_write_whose_http_stream_drops_goes_on_and_its_duplicate_is_replayed()
         .kill_on_drop(true)
         .spawn()
         .expect("start the gateway");
-    wait_for(
-        || std::net::TcpStream::connect(&listen).is_ok(),
-        "no gateway",
-    )
-    .await;
+    common::listening(port).await;
 
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},

@@ -11,6 +11,8 @@ pub mod skip;
 
 use std::process::Stdio;
 
+use serde_json::Value;
+
 /// How long a test waits for what must happen before it gives up: a bound
 /// on a hang, never a measure of speed.
 pub const PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
@@ -54,4 +56,40 @@ pub fn npx() -> bool {
     let how =
         "Install Node.js and npm (apt-get install nodejs npm); the npm registry must be reachable.";
     runs("npx", &["--version"], "npx (Node.js 20 and npm)", how)
+}
+
+/// Waits until `done`, at most [`PATIENCE`], or fails saying `what`.
+pub async fn wait_for(done: impl Fn() -> bool, what: &str) {
+    let started = std::time::Instant::now();
+    while !done() {
+        assert!(started.elapsed() < PATIENCE, "{what}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until something listens on `port` of 127.0.0.1.
+pub async fn listening(port: u16) {
+    let address = format!("127.0.0.1:{port}");
+    let what = format!("nothing listened on {port}");
+    wait_for(|| std::net::TcpStream::connect(&address).is_ok(), &what).await;
+}
+
+/// Runs the Python script `script` with `args` (and `env`), which prints
+/// one JSON object: that object. A script that fails, or takes longer than
+/// three times [`PATIENCE`], fails the test.
+pub async fn python_json(script: &str, args: &[&str], env: &[(&str, &str)]) -> Value {
+    let out = tokio::process::Command::new("python3")
+        .arg(script)
+        .args(args)
+        .envs(env.iter().copied())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(PATIENCE * 3, out)
+        .await
+        .expect("the script ends")
+        .expect("run the script");
+    assert!(out.status.success(), "{script} {args:?} failed");
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
