@@ -10,6 +10,7 @@
 //! serves an upstream MCP server's tools behind idem (`gateway/`).
 
 mod gateway;
+mod output;
 mod record;
 mod release;
 mod resolve;
@@ -23,6 +24,7 @@ use idem::store::{RecordState, ScanFilter};
 use idem::{IdemKey, Scope};
 use serde_json::Value;
 
+use crate::output::say;
 use crate::release::Holder;
 use crate::resolve::Answer;
 use crate::store::StoreUrl;
@@ -286,7 +288,7 @@ fn fail(message: &str) -> ExitCode {
 async fn run(command: Command) -> Result<(), String> {
     match command {
         Command::Key(operation) => {
-            println!("{}", operation.key()?);
+            say!("{}", operation.key()?);
             Ok(())
         }
         Command::Show {
@@ -380,7 +382,7 @@ async fn show(
     let store = store.open().await?;
     let record = record::inspected(&*store, &key).await?;
     if json {
-        println!("{}", record::to_json(&record));
+        say!("{}", record::to_json(&record));
     } else {
         record::print_full(&record);
     }
@@ -395,14 +397,14 @@ async fn purge(store: StoreUrl, dry_run: bool) -> Result<(), String> {
             .count_expired()
             .await
             .map_err(|e| format!("cannot count: {e}"))?;
-        println!("{expired} expired records would be deleted");
+        say!("{expired} expired records would be deleted");
         return Ok(());
     }
     let purged = store
         .purge_expired()
         .await
         .map_err(|e| format!("cannot purge: {e}"))?;
-    println!("{purged} expired records deleted");
+    say!("{purged} expired records deleted");
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::output::say;
 use idem::store::{RecordInfo, RecordState};
 use serde_json::{Value, json};
 
@@ -46,7 +47,7 @@ pub(crate) fn to_json(record: &RecordInfo) -> Value {
 
 /// A record in full, one field a line.
 pub(crate) fn print_full(record: &RecordInfo) {
-    let line = |name: &str, value: &str| println!("{name:<12} {value}");
+    let line = |name: &str, value: &str| say!("{name:<12} {value}");
     line("key", record.key.as_str());
     line("state", record.state.as_str());
     line("tool", record.tool.as_deref().unwrap_or("-"));

@@ -13,6 +13,7 @@ use idem::store::{Outcome, RecordInfo, RecordState, ScanFilter, UnknownNote};
 use idem::{IdemKey, IdemStore, StoreError};
 use serde_json::{Value, json};
 
+use crate::output::say;
 use crate::record::{human, inspected};
 
 /// What an operator found out (one of `--done`, `--failed`, `--rerun`).
@@ -38,9 +39,13 @@ pub(crate) async fn pending(
     // Oldest first; a record of format 1 says no age, and goes last.
     records.sort_by_key(|r| std::cmp::Reverse(r.age.unwrap_or(Duration::ZERO)));
     if !json {
-        println!(
+        say!(
             "{:<8} {:<20} {:<16} {:<7} {:<60} REASON",
-            "AGE", "TOOL", "TENANT", "ATTEMPT", "KEY"
+            "AGE",
+            "TOOL",
+            "TENANT",
+            "ATTEMPT",
+            "KEY"
         );
     }
     for record in &records {
@@ -78,10 +83,10 @@ fn print_pending(record: &RecordInfo, note: Option<Result<UnknownNote, String>>,
             "key": record.key.as_str(), "tool": record.tool, "tenant": tenant,
             "attempt": record.attempt, "age_ms": age, "reason": reason,
         });
-        println!("{line}");
+        say!("{line}");
         return;
     }
-    println!(
+    say!(
         "{:<8} {:<20} {:<16} {:<7} {:<60} {reason}",
         record.age.map_or("-".into(), human),
         record.tool.as_deref().unwrap_or("-"),

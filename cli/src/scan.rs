@@ -11,6 +11,7 @@ use idem::IdemStore;
 use idem::store::{RecordInfo, RecordState, ScanFilter};
 use serde_json::json;
 
+use crate::output::say;
 use crate::record::{self, HEADER};
 
 /// How many records a page looks at.
@@ -125,24 +126,29 @@ pub(crate) async fn stats(
                 "key": key, "age_ms": u64::try_from(age.as_millis()).unwrap_or(u64::MAX),
             })),
         });
-        println!("{out}");
+        say!("{out}");
         return Ok(());
     }
-    println!(
+    say!(
         "{:<20} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "TOOL", "running", "released", "done", "failed", "unknown"
+        "TOOL",
+        "running",
+        "released",
+        "done",
+        "failed",
+        "unknown"
     );
     let print = |name: &str, counts: &BTreeMap<RecordState, u64>| {
         let [r, l, d, f, u] = RecordState::ALL.map(|s| count(counts, s));
-        println!("{name:<20} {r:>9} {l:>9} {d:>9} {f:>9} {u:>9}");
+        say!("{name:<20} {r:>9} {l:>9} {d:>9} {f:>9} {u:>9}");
     };
     for (tool, counts) in &by_tool {
         print(tool, counts);
     }
     print("all", &by_state);
     match oldest {
-        Some((age, key)) => println!("oldest running claim: {} ({key})", record::human(age)),
-        None => println!("oldest running claim: none"),
+        Some((age, key)) => say!("oldest running claim: {} ({key})", record::human(age)),
+        None => say!("oldest running claim: none"),
     }
     Ok(())
 }

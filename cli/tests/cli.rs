@@ -427,6 +427,22 @@ async fn sqlite_records_are_shown_and_purged() {
     let err = failure(&idem(&["show", "--store", absent_url, "idem:00"]));
     assert!(err.contains("no SQLite file at"), "{err}");
     assert!(!absent.exists(), "idem made a file at {absent_url}");
+    // A reader that went (`| head`) ends a command quietly.
+    for command in [["stats", "--store", url], ["pending", "--store", url]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
+            .args(command)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run idem");
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("idem ends");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && !err.contains("panicked"),
+            "{command:?}: {err}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

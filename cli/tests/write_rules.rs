@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use common::servers::TempDir;
-use common::{EVERYTHING, PATIENCE, npx, python_json, python_sdk, wait_for};
+use common::{EVERYTHING, PATIENCE, npx, python_json, python_sdk, raw, wait_for};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
 use rmcp::service::PeerRequestOptions;
@@ -362,73 +362,21 @@ async fn a_write_whose_http_stream_drops_goes_on_and_its_duplicate_is_replayed()
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "test", "version": "0"}}});
-    let (headers, _) = raw::post(&listen, None, &initialize, true).await;
+    let (headers, _) = raw::post(&listen, &[], &initialize, true).await;
     let session = raw::header(&headers, "mcp-session-id").expect("a session");
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    raw::post(&listen, Some(&session), &initialized, true).await;
+    raw::post(&listen, &[("mcp-session-id", &session)], &initialized, true).await;
     let call = |id: u64| {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                "params": {"name": "append_when_released", "arguments": {"entry": "h"}}})
     };
     // The stream of the call is dropped once the gateway answered its
     // headers; the write goes on upstream.
-    raw::post(&listen, Some(&session), &call(2), false).await;
+    raw::post(&listen, &[("mcp-session-id", &session)], &call(2), false).await;
     place.release_when_waiting().await;
     wait_for(|| !place.lines().is_empty(), "the write never finished").await;
-    let (_, body) = raw::post(&listen, Some(&session), &call(3), true).await;
+    let (_, body) = raw::post(&listen, &[("mcp-session-id", &session)], &call(3), true).await;
     assert!(body.contains(r#""idem/replayed":true"#), "{body}");
     assert!(body.contains("released h"), "{body}");
     assert_eq!(place.lines(), ["released h"]);
-}
-
-/// HTTP/1.1 by hand, so that a test can drop a response stream midway.
-mod raw {
-    use serde_json::Value;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-    /// POSTs `message` to `http://addr/mcp`: the response's head and, with
-    /// `whole`, its body; without, the connection is dropped once the
-    /// head has come.
-    pub(super) async fn post(
-        addr: &str,
-        session: Option<&str>,
-        message: &Value,
-        whole: bool,
-    ) -> (String, String) {
-        let body = message.to_string();
-        let session = session.map_or(String::new(), |s| format!("mcp-session-id: {s}\r\n"));
-        let request = format!(
-            "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
-             accept: application/json, text/event-stream\r\n{session}\
-             content-length: {}\r\nconnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        stream.write_all(request.as_bytes()).await.expect("send");
-        let mut received = Vec::new();
-        let mut buffer = [0u8; 4096];
-        loop {
-            let n = stream.read(&mut buffer).await.expect("read");
-            received.extend_from_slice(&buffer[..n]);
-            let text = String::from_utf8_lossy(&received);
-            if let Some((head, _)) = text.split_once("\r\n\r\n")
-                && !whole
-            {
-                return (head.to_owned(), String::new());
-            }
-            if n == 0 {
-                let (head, body) = text.split_once("\r\n\r\n").expect("a response");
-                return (head.to_owned(), body.to_owned());
-            }
-        }
-    }
-
-    /// The value of header `name` in `head`.
-    pub(super) fn header(head: &str, name: &str) -> Option<String> {
-        head.lines().find_map(|line| {
-            let (key, value) = line.split_once(':')?;
-            key.eq_ignore_ascii_case(name)
-                .then(|| value.trim().to_owned())
-        })
-    }
 }

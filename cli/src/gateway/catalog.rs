@@ -76,11 +76,6 @@ impl Catalog {
             }
             writes.insert(name);
         }
-        for name in settings.config.tools.keys() {
-            if !writes.contains(name) && !reads.contains(name) {
-                tracing::warn!(tool = %name, "the configuration names a tool the upstream does not list");
-            }
-        }
         let registry = builder
             .build()
             .map_err(|e| format!("cannot serve the upstream's tools: {e}"))?;
@@ -91,6 +86,64 @@ impl Catalog {
             run_scoped,
         })
     }
+
+    /// Why the configuration does not fit the upstream's tools: a table for
+    /// a tool it does not list (a misspelt name would leave the real tool
+    /// with the defaults), naming the listed tool it is closest to.
+    pub(crate) fn unlisted(&self, config: &Config) -> Option<String> {
+        let names: Vec<&str> = self.upstream_tools.iter().map(name).collect();
+        let unlisted: Vec<String> = config
+            .tools
+            .keys()
+            .filter(|configured| !names.contains(&configured.as_str()))
+            .map(|configured| match closest(configured, &names) {
+                Some(listed) => format!("`{configured}` (did you mean `{listed}`?)"),
+                None => format!("`{configured}`"),
+            })
+            .collect();
+        if unlisted.is_empty() {
+            return None;
+        }
+        let mut listed: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        listed.sort();
+        Some(format!(
+            "the configuration has settings for {}, which the upstream does not list; its tools \
+             are {}",
+            unlisted.join(", "),
+            listed.join(", ")
+        ))
+    }
+}
+
+/// The name among `names` that `given` is most likely a misspelling of:
+/// at most two edits away (one for a name of four letters or fewer).
+fn closest<'n>(given: &str, names: &[&'n str]) -> Option<&'n str> {
+    let most = if given.chars().count() <= 4 { 1 } else { 2 };
+    names
+        .iter()
+        .map(|name| (edits(given, name), *name))
+        .filter(|(distance, _)| *distance <= most)
+        .min()
+        .map(|(_, name)| name)
+}
+
+/// How many one-letter insertions, deletions or substitutions turn `a`
+/// into `b` (Levenshtein).
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 /// `tool` (as the upstream lists it) as the gateway's clients see it: a
@@ -140,9 +193,13 @@ fn proxied(
     timeout: Duration,
 ) -> Result<ProxiedWrite, String> {
     let name = name(tool);
+    // A tool without a docstring (the Python SDK then sends "") is served
+    // all the same: the registry's description is the gateway's own, never
+    // shown (clients see the upstream's listing).
     let description = tool
         .get("description")
         .and_then(Value::as_str)
+        .filter(|d| !d.trim().is_empty())
         .unwrap_or(name);
     let Some(input) = tool.get("inputSchema").filter(|s| s.is_object()) else {
         return Err(format!("the upstream's tool `{name}` has no input schema"));
@@ -251,6 +308,17 @@ mod tests {
             },
             "annotations": annotations,
         })
+    }
+
+    #[test]
+    fn a_setting_for_a_tool_not_listed_names_the_tool_it_is_closest_to() {
+        assert_eq!(edits("transfr", "transfer"), 1);
+        assert_eq!(edits("", "abc"), 3);
+        assert_eq!(edits("kitten", "sitting"), 3);
+        let names = ["transfer", "send_email", "get_balance"];
+        assert_eq!(closest("transfr", &names), Some("transfer"));
+        assert_eq!(closest("sendemail", &names), Some("send_email"));
+        assert_eq!(closest("refund", &names), None);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! `idem gateway --http ADDR`: the gateway as a streamable HTTP endpoint at
 //! `/mcp` (MCP's HTTP transport, as a server), behind bearer tokens when
 //! `--token` gives any: a request's token names its user, who is the
-//! principal (and so the tenant) of its calls.
+//! principal (and so the tenant) of its calls. Without a token it serves a
+//! loopback address only, unless `--allow-anonymous` says that a proxy
+//! in front authenticates.
 //!
 //! - An `initialize` opens an MCP session (`Mcp-Session-Id`) with an
 //!   upstream connection of its own (a child process of its own, or an
@@ -119,16 +121,33 @@ impl Downstream for PostStream {
     }
 }
 
+/// How the gateway serves HTTP (`--http` and the options that go with it).
+pub(super) struct Options {
+    /// Where it listens.
+    pub(super) addr: String,
+    /// Users and their tokens (`--token`).
+    pub(super) tokens: Vec<(String, String)>,
+    /// How long a session may be idle (`--session-idle`).
+    pub(super) idle: Duration,
+    /// Serve an address other than loopback without a token
+    /// (`--allow-anonymous`).
+    pub(super) anonymous: bool,
+}
+
 /// Serves the gateway at `http://addr/mcp` until the process is stopped.
 pub(super) async fn serve(
     shared: Arc<Shared>,
     source: Source,
     binding: Binding,
-    addr: &str,
-    tokens: Vec<(String, String)>,
-    idle: Duration,
+    options: Options,
 ) -> Result<(), String> {
-    let listener = tokio::net::TcpListener::bind(addr)
+    let Options {
+        addr,
+        tokens,
+        idle,
+        anonymous,
+    } = options;
+    let listener = tokio::net::TcpListener::bind(&addr)
         .await
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let front = Arc::new(Front {
@@ -143,34 +162,84 @@ pub(super) async fn serve(
     let mut app = axum::Router::new()
         .route("/mcp", any(endpoint))
         .with_state(front);
-    if !tokens.is_empty() {
-        let tokens: Tokens = Arc::new(tokens.into_iter().map(|(u, t)| (t, u)).collect());
-        app = app.layer(axum::middleware::from_fn_with_state(tokens, authenticate));
-    }
     // The address bound, for `--http 127.0.0.1:0`.
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    if tokens.is_empty() && !bound.ip().is_loopback() && !anonymous {
+        return Err(format!(
+            "refusing to serve {bound} without --token: anyone who can reach it could call the \
+             upstream's tools. Give --token USER=TOKEN, listen on 127.0.0.1, or, behind a proxy \
+             that authenticates, say --allow-anonymous"
+        ));
+    }
+    if !tokens.is_empty() {
+        let tokens: Tokens = Arc::new(users_by_token(tokens)?);
+        app = app.layer(axum::middleware::from_fn_with_state(tokens, authenticate));
+    }
     eprintln!("idem gateway: listening on http://{bound}/mcp");
     axum::serve(listener, app)
         .await
         .map_err(|e| format!("the HTTP server stopped: {e}"))
 }
 
-/// A known bearer token, or 401.
-async fn authenticate(
-    State(tokens): State<Tokens>,
-    mut request: Request,
-    next: Next,
-) -> Result<Response, StatusCode> {
-    let user = request
+/// A known bearer token, or 401 with a `WWW-Authenticate` challenge
+/// (RFC 6750), logged at `info` without the token.
+async fn authenticate(State(tokens): State<Tokens>, mut request: Request, next: Next) -> Response {
+    let given = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .and_then(|token| tokens.get(token))
-        .ok_or(StatusCode::UNAUTHORIZED)?;
+        .and_then(bearer);
+    let Some(given) = given else {
+        tracing::info!("an HTTP request without a bearer token was refused");
+        return challenge(None);
+    };
+    let Some(user) = tokens.get(given) else {
+        tracing::info!("an HTTP request with an unknown bearer token was refused");
+        return challenge(Some("invalid_token"));
+    };
     let user = User(user.clone());
     request.extensions_mut().insert(user);
-    Ok(next.run(request).await)
+    next.run(request).await
+}
+
+/// The token of an `Authorization` header's value of the `Bearer` scheme,
+/// whose name is case-insensitive (RFC 9110).
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// 401, asking for a bearer token (`error`: why the one given is refused).
+fn challenge(error: Option<&str>) -> Response {
+    let value = match error {
+        Some(error) => format!("Bearer realm=\"idem gateway\", error=\"{error}\""),
+        None => "Bearer realm=\"idem gateway\"".to_owned(),
+    };
+    let mut response = status(StatusCode::UNAUTHORIZED, "a bearer token is needed");
+    if let Ok(value) = HeaderValue::from_str(&value) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// Users by token, or why `--token` cannot be served: one token given to
+/// two users would make each the other.
+fn users_by_token(tokens: Vec<(String, String)>) -> Result<HashMap<String, String>, String> {
+    let mut users = HashMap::new();
+    for (user, token) in tokens {
+        if let Some(other) = users.insert(token, user.clone())
+            && other != user
+        {
+            return Err(format!(
+                "--token gives the users `{other}` and `{user}` the same token: each would be the \
+                 other; give each user a token of its own"
+            ));
+        }
+    }
+    Ok(users)
 }
 
 /// `/mcp`: POST a message, GET the standalone stream, DELETE the session.
@@ -470,4 +539,29 @@ fn session_id() -> String {
         bytes = (nanos ^ u128::from(new_origin())).to_le_bytes();
     });
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bearer_token_is_read_whatever_the_case_of_its_scheme() {
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer abc"), Some("abc"));
+        assert_eq!(bearer("BEARER  abc "), Some("abc"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearer "), None);
+        assert_eq!(bearer("Bearerabc"), None);
+    }
+
+    #[test]
+    fn one_token_for_two_users_is_refused() {
+        let token = |u: &str, t: &str| (u.to_owned(), t.to_owned());
+        let refused = users_by_token(vec![token("alice", "s"), token("bob", "s")]);
+        let refused = refused.expect_err("the same token twice");
+        assert!(refused.contains("`alice` and `bob`"), "{refused}");
+        let users = users_by_token(vec![token("alice", "s"), token("alice", "t")]);
+        assert_eq!(users.expect("two tokens of one user").len(), 2);
+    }
 }

@@ -65,6 +65,10 @@ pub(crate) struct GatewayArgs {
     /// refused.
     #[arg(long, value_name = "USER=TOKEN", value_parser = http::user_token, requires = "http")]
     token: Vec<(String, String)>,
+    /// Over HTTP without --token, serve an address other than loopback
+    /// all the same (behind a proxy that authenticates its clients).
+    #[arg(long, requires = "http", conflicts_with = "token")]
+    allow_anonymous: bool,
     /// Over HTTP, end an MCP session whose client sent nothing for this
     /// long (and that waits for no answer), and its upstream connection.
     #[arg(long, default_value = "5m", value_parser = parse_duration, requires = "http")]
@@ -126,8 +130,13 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
     }
     match args.http {
         Some(addr) => {
-            let tokens = args.token;
-            http::serve(shared, source, binding, &addr, tokens, args.session_idle).await
+            let options = http::Options {
+                addr,
+                tokens: args.token,
+                idle: args.session_idle,
+                anonymous: args.allow_anonymous,
+            };
+            http::serve(shared, source, binding, options).await
         }
         None => stdio::serve(shared, source, binding).await,
     }
@@ -142,9 +151,11 @@ async fn probe(source: &Source, settings: &Settings, patience: Duration) -> Resu
         Source::Url(url) => format!("at {url}"),
     };
     let link = Link::new(source.clone(), patience, None);
+    // Declaring what a client may, so that a server that lists some tools
+    // only to such clients lists them all; the probe asks nothing of them.
     let initialize = json!({
         "protocolVersion": "2025-11-25",
-        "capabilities": {},
+        "capabilities": {"sampling": {}, "elicitation": {}, "roots": {"listChanged": true}},
         "clientInfo": {"name": "idem-gateway", "version": env!("CARGO_PKG_VERSION")},
     });
     let initialized = link.call("initialize", initialize, patience).await;
@@ -152,9 +163,12 @@ async fn probe(source: &Source, settings: &Settings, patience: Duration) -> Resu
         Ok(_) => {
             let done = jsonrpc::notification("notifications/initialized", json!({}));
             link.notify(done).await;
-            session::list_all_tools(&link, patience)
-                .await
-                .and_then(|tools| Catalog::build(&tools, settings).map(drop))
+            let tools = session::list_all_tools(&link, patience).await;
+            let catalog = tools.and_then(|tools| Catalog::build(&tools, settings));
+            catalog.and_then(|catalog| match catalog.unlisted(&settings.config) {
+                Some(unfit) => Err(unfit),
+                None => Ok(()),
+            })
         }
         Err(e) if e.starts_with("no answer") => Err(format!(
             "the upstream server {name} did not initialize within {patience:?}"

@@ -363,6 +363,11 @@ impl Session {
             .and_then(|tools| Catalog::build(&tools, &self.shared.settings));
         match (built, slot.as_ref()) {
             (Ok(catalog), old) => {
+                // The upstream's tools changed since the gateway started:
+                // settings that no longer fit are said, not fatal.
+                if let Some(unfit) = catalog.unlisted(&self.shared.settings.config) {
+                    tracing::warn!("{unfit}");
+                }
                 // A restarted upstream says nothing of its tools: its
                 // client is told, if they are not the ones it listed.
                 if old.is_some_and(|(_, old)| old.upstream_tools != catalog.upstream_tools) {
@@ -444,7 +449,8 @@ impl Session {
     /// the model reads.
     fn answered(&self, id: Value, answer: Answer, unrecorded: Option<Unrecorded>) -> Value {
         match (answer.result, unrecorded) {
-            (Ok(mut result), _) => {
+            (Ok(result), _) => {
+                let mut result = tool_result(result);
                 if answer.replayed {
                     mark_replayed(&mut result, self.shared.note_replays);
                 }
@@ -480,6 +486,29 @@ fn operation_meta(request: &Value) -> Option<Map<String, Value>> {
         }
     }
     meta
+}
+
+/// A recorded result as a `tools/call` result: as the upstream gave it
+/// (content, or the task a call as a task was given), or, for a result an
+/// operator recorded in another shape (`idem resolve --done '"moved 7"'`),
+/// that value as a text block (and as `structuredContent` when an
+/// object), so that a duplicate is never answered what MCP cannot read.
+fn tool_result(recorded: Value) -> Value {
+    let readable = recorded
+        .as_object()
+        .is_some_and(|r| r.get("content").is_some_and(Value::is_array) || r.contains_key("task"));
+    if readable {
+        return recorded;
+    }
+    let text = match &recorded {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    let mut result = json!({"content": [{"type": "text", "text": text}]});
+    if recorded.is_object() {
+        result["structuredContent"] = recorded;
+    }
+    result
 }
 
 /// Marks a replayed `result` in its `_meta`, and with `note` ends its
@@ -532,4 +561,26 @@ pub(crate) async fn list_all_tools(
     Err(format!(
         "the upstream's tool list runs past {MAX_PAGES} pages"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_result_recorded_in_another_shape_is_answered_as_text() {
+        let upstream = json!({"content": [{"type": "text", "text": "ok"}], "isError": false});
+        assert_eq!(tool_result(upstream.clone()), upstream);
+        let task = json!({"task": {"taskId": "t", "status": "working"}});
+        assert_eq!(tool_result(task.clone()), task);
+        assert_eq!(
+            tool_result(json!("moved 7")),
+            json!({"content": [{"type": "text", "text": "moved 7"}]})
+        );
+        assert_eq!(
+            tool_result(json!({"moved": 7})),
+            json!({"content": [{"type": "text", "text": "{\"moved\":7}"}],
+                   "structuredContent": {"moved": 7}})
+        );
+    }
 }

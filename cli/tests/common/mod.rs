@@ -93,3 +93,58 @@ pub async fn python_json(script: &str, args: &[&str], env: &[(&str, &str)]) -> V
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
+
+/// HTTP/1.1 by hand, so that a test can drop a response stream midway.
+pub mod raw {
+    use serde_json::Value;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// POSTs `message` to `http://addr/mcp` with `headers`: the response's
+    /// head and, with `whole`, its body; without, the connection is
+    /// dropped once the head has come.
+    pub async fn post(
+        addr: &str,
+        headers: &[(&str, &str)],
+        message: &Value,
+        whole: bool,
+    ) -> (String, String) {
+        let body = message.to_string();
+        let headers: String = headers
+            .iter()
+            .map(|(name, value)| format!("{name}: {value}\r\n"))
+            .collect();
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+             accept: application/json, text/event-stream\r\n{headers}\
+             content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        stream.write_all(request.as_bytes()).await.expect("send");
+        let mut received = Vec::new();
+        let mut buffer = [0u8; 4096];
+        loop {
+            let n = stream.read(&mut buffer).await.expect("read");
+            received.extend_from_slice(&buffer[..n]);
+            let text = String::from_utf8_lossy(&received);
+            if let Some((head, _)) = text.split_once("\r\n\r\n")
+                && !whole
+            {
+                return (head.to_owned(), String::new());
+            }
+            if n == 0 {
+                let (head, body) = text.split_once("\r\n\r\n").expect("a response");
+                return (head.to_owned(), body.to_owned());
+            }
+        }
+    }
+
+    /// The value of header `name` in `head`.
+    pub fn header(head: &str, name: &str) -> Option<String> {
+        head.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            key.eq_ignore_ascii_case(name)
+                .then(|| value.trim().to_owned())
+        })
+    }
+}

@@ -13,7 +13,7 @@ request mid-call on MCP 2025-11-25, an `input_required` result on
 LEDGER.release exists;
 `append_keyed` writes the operation key the gateway sends in `_meta` (as a
 server that passes it on downstream as an `Idempotency-Key` would);
-`wait_for_cancel`, a read, writes LEDGER.waiting, waits until its call
+`undocumented` is a write without a docstring; `wait_for_cancel`, a read, writes LEDGER.waiting, waits until its call
 is cancelled and then writes LEDGER.cancelled; `grow` adds the write tool `stamp` and notifies a change of the tool list.
 """
 
@@ -141,6 +141,12 @@ def append_keyed(entry: str, ctx: Context) -> str:
     key = meta.get("idem/key") if isinstance(meta, dict) else getattr(meta, "idem/key", None)
     write(f"keyed {entry} {key}")
     return f"keyed {entry}"
+
+
+@server.tool()
+def undocumented(entry: str) -> str:
+    write(f"undocumented {entry}")
+    return entry
 
 
 @server.tool()

@@ -8,6 +8,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use super::defaults::SchemaDefaults;
 use super::roles::member;
 use super::sets::Sets;
 use crate::key::{Fingerprint, MAX_FIELD_TAGS, path_tag, tag_of, value_tag};
@@ -18,6 +19,9 @@ use crate::tool::Roles;
 /// fields a call can have.
 pub(crate) struct Learnt {
     pub(crate) sets: Option<Sets>,
+    /// The defaults of members a call may leave out, for a tool whose
+    /// schema was given (a typed tool's are serde's).
+    pub(crate) defaults: Option<SchemaDefaults>,
     /// The checked fields of a call keyed by the roles.
     by_roles: Vec<CheckedPath>,
     /// The checked fields of a call keyed on a caller's operation key.
@@ -32,7 +36,9 @@ pub(crate) struct CheckedPath {
 }
 
 impl Learnt {
-    pub(crate) fn of(schema: &Value, roles: &Roles) -> Learnt {
+    /// What `schema` says; `given`: the schema was given with the tool
+    /// (`ToolInfo::with_input_schema`), not derived from its `Args`.
+    pub(crate) fn of(schema: &Value, roles: &Roles, given: bool) -> Learnt {
         let paths = |by_operation_key| {
             let paths = roles.checked_paths(schema, by_operation_key);
             let tag = |path: String| CheckedPath {
@@ -43,6 +49,7 @@ impl Learnt {
         };
         Learnt {
             sets: Sets::of(schema),
+            defaults: given.then(|| SchemaDefaults::of(schema)).flatten(),
             by_roles: paths(false),
             by_operation_key: paths(true),
         }
@@ -144,7 +151,7 @@ mod tests {
         let schema = json!({"type": "object", "properties": {
             "id": {"type": "integer"}, "note": {"type": "string"}, "when": {"type": "string"},
         }});
-        let learnt = Learnt::of(&schema, &roles);
+        let learnt = Learnt::of(&schema, &roles, false);
         let key = [9; 32];
         let paths = learnt.checked_paths(false);
         let stored = Checked::of(&key, &stored, &roles, paths, false).fingerprint;

@@ -15,6 +15,7 @@
 mod args;
 mod checked;
 mod claim;
+mod defaults;
 mod hold;
 mod operation;
 mod read;

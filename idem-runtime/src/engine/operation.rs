@@ -12,8 +12,9 @@ use crate::error::ToolError;
 use crate::key::{IdemKey, Scope, write_explicit};
 use crate::tool::{Roles, WriteTool};
 
-/// Parses a write tool's arguments and derives the operation's key and
-/// fingerprint from the typed arguments, re-serialized, with the sets among
+/// Parses a write tool's arguments (what a given schema defaults filled
+/// in) and derives the operation's key and fingerprint from the typed
+/// arguments, re-serialized, with the sets among
 /// them (`sets`, from the tool's schema) in canonical order and the field
 /// roles applied (docs/spec.md, "Keys" and "Field roles"): ignored fields
 /// count for nothing, checked ones for the fingerprint only. A call that
@@ -25,8 +26,11 @@ pub(crate) fn operation<'a, S, T: WriteTool<S>>(
     learnt: Option<&'a Learnt>,
     namespace: Option<&str>,
     caller: Caller<'_>,
-    args: Value,
+    mut args: Value,
 ) -> Result<(T::Args, IdemKey, Checked<'a>), ToolError> {
+    if let Some(defaults) = learnt.and_then(|l| l.defaults.as_ref()) {
+        defaults.fill(&mut args);
+    }
     let args: T::Args = parse_keyed_args(name, args, cfg.args)?;
     let head = KeyHead {
         tenant: caller.tenant,

@@ -146,7 +146,7 @@ fn number_order(x: &Number, y: &Number) -> Ordering {
 /// names, every branch of `allOf`, and the branch of `anyOf` or `oneOf`
 /// that `value` matched ([`matched`]), flattened into `out`, each schema
 /// once (so a schema that refers to itself ends).
-fn expand<'a>(
+pub(super) fn expand<'a>(
     schema: &'a Value,
     defs: &'a Map<String, Value>,
     value: &Value,
@@ -320,7 +320,7 @@ fn has_type(value: &Value, ty: &Value) -> bool {
 }
 
 /// The schema of member `name` of an object `schema` describes.
-fn property_schema<'a>(schema: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
+pub(super) fn property_schema<'a>(schema: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
     match schema.get("properties").and_then(|p| p.get(name)) {
         Some(sub) => Some(sub),
         None => schema
@@ -330,7 +330,7 @@ fn property_schema<'a>(schema: &'a Map<String, Value>, name: &str) -> Option<&'a
 }
 
 /// The schema of item `i` of an array `schema` describes.
-fn item_schema(schema: &Map<String, Value>, i: usize) -> Option<&Value> {
+pub(super) fn item_schema(schema: &Map<String, Value>, i: usize) -> Option<&Value> {
     match schema.get("prefixItems").and_then(|p| p.get(i)) {
         Some(sub) => Some(sub),
         None => schema.get("items").filter(|items| items.is_object()),

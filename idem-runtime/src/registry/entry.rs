@@ -133,7 +133,8 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for RegisteredWrit
         let given = self.info.input_schema.as_ref();
         let input_schema = schema::tool_input_schema::<T::Args>(name, given, true)?;
         cfg.roles.validate(name, &input_schema)?;
-        let _ = self.learnt.set(Learnt::of(&input_schema, &cfg.roles));
+        let learnt = Learnt::of(&input_schema, &cfg.roles, given.is_some());
+        let _ = self.learnt.set(learnt);
         Ok(ToolDef {
             name: name.to_string(),
             description: self.info.description.to_string(),

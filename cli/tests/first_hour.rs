@@ -1,0 +1,266 @@
+//! What a new user meets putting `idem gateway` in front of their own
+//! Python server (`tests/upstream/ledger.py`, on the official SDK): a tool
+//! without a docstring is served; a default left out is the same operation
+//! as the default spelt out; a result an operator records in any shape is
+//! answered as a result MCP reads; a setting for a tool the server does not
+//! have is refused at start, naming the tool meant; HTTP authentication
+//! says what it refuses and why, and a session is its principal's alone.
+
+mod common;
+
+use std::process::Stdio;
+
+use common::servers::{self, TempDir};
+use common::{listening, python_sdk, raw};
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+const LEDGER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/upstream/ledger.py");
+const IDEM: &str = env!("CARGO_BIN_EXE_idem");
+
+/// `idem gateway` on a store in `dir`, with `extra` options, in front of
+/// `ledger.py`: its command line.
+fn gateway(dir: &TempDir, extra: &[&str]) -> Vec<String> {
+    let store = dir.0.join("records.sqlite").display().to_string();
+    let ledger = dir.0.join("ledger.txt").display().to_string();
+    [IDEM, "gateway", "--store", &store]
+        .iter()
+        .chain(extra)
+        .chain(&["--", "python3", LEDGER, &ledger])
+        .map(|s| (*s).to_owned())
+        .collect()
+}
+
+/// Runs a gateway that must refuse to start: what it says.
+fn refused(line: &[String]) -> String {
+    let out = std::process::Command::new(&line[0])
+        .args(&line[1..])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the gateway");
+    assert!(!out.status.success(), "the gateway started: {line:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn initialize(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}})
+}
+
+/// An rmcp client of the gateway `line` starts, over stdio.
+async fn stdio_client(line: &[String]) -> RunningService<RoleClient, ()> {
+    let mut command = Command::new(&line[0]);
+    command.args(&line[1..]);
+    let transport = TokioChildProcess::new(command).expect("start the gateway");
+    ().serve(transport).await.expect("the gateway initializes")
+}
+
+/// `tools/call` of `name` with `args`: the result, as JSON.
+async fn call(client: &RunningService<RoleClient, ()>, name: &'static str, args: Value) -> Value {
+    let args = args.as_object().cloned().expect("an object");
+    let params = CallToolRequestParams::new(name).with_arguments(args);
+    let result = client.call_tool(params).await.expect("tools/call");
+    serde_json::to_value(result).expect("JSON")
+}
+
+/// The status code of a response's head.
+fn status(head: &str) -> u16 {
+    head.split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("a status line: {head}"))
+}
+
+#[tokio::test]
+async fn a_tool_without_a_docstring_is_served_and_runs_once() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("first-hour");
+    let client = stdio_client(&gateway(&dir, &[])).await;
+    for _ in 0..2 {
+        let result = call(&client, "undocumented", json!({"entry": "u"})).await;
+        assert_ne!(result["isError"], true, "{result}");
+    }
+    client.cancel().await.expect("shut down");
+    let ledger = std::fs::read_to_string(dir.0.join("ledger.txt")).expect("the ledger");
+    assert_eq!(ledger, "undocumented u\n");
+}
+
+#[tokio::test]
+async fn a_default_left_out_is_the_same_operation_as_the_default_spelt_out() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("first-hour");
+    let client = stdio_client(&gateway(&dir, &[])).await;
+    // `append(entry, amount=0, tags=frozenset())`: its schema says so.
+    let spelt = call(
+        &client,
+        "append",
+        json!({"entry": "d", "amount": 0, "tags": []}),
+    )
+    .await;
+    let left_out = call(&client, "append", json!({"entry": "d"})).await;
+    client.cancel().await.expect("shut down");
+    assert_eq!(spelt["_meta"]["idem/replayed"], Value::Null, "{spelt}");
+    assert_eq!(left_out["_meta"]["idem/replayed"], true, "{left_out}");
+    let ledger = std::fs::read_to_string(dir.0.join("ledger.txt")).expect("the ledger");
+    assert_eq!(ledger, "d 0\n");
+}
+
+#[tokio::test]
+async fn a_result_an_operator_records_in_any_shape_is_answered_as_a_tool_result() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("first-hour");
+    let config = dir.0.join("gateway.toml");
+    std::fs::write(
+        &config,
+        "[tools.append_slowly]\non_uncertain = \"refuse\"\n",
+    )
+    .expect("write");
+    let client = stdio_client(&gateway(&dir, &["--config", &config.display().to_string()])).await;
+    // A call cancelled in flight: its outcome is unknown.
+    let args = json!({"entry": "o"})
+        .as_object()
+        .cloned()
+        .expect("an object");
+    let slowly = || {
+        let params = CallToolRequestParams::new("append_slowly").with_arguments(args.clone());
+        rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params))
+    };
+    let options = rmcp::service::PeerRequestOptions::no_options();
+    let handle = client
+        .peer()
+        .send_cancellable_request(slowly(), options)
+        .await;
+    let ledger = dir.0.join("ledger.txt");
+    common::wait_for(|| ledger.exists(), "the write never ran").await;
+    handle.expect("sent").cancel(None).await.expect("cancel");
+
+    let store = dir.0.join("records.sqlite").display().to_string();
+    let idem = |args: &[&str]| {
+        let out = std::process::Command::new(IDEM)
+            .args(args)
+            .output()
+            .expect("run idem");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let pending = idem(&["pending", "--json", "--store", &store]);
+    let pending: Value = serde_json::from_str(pending.trim()).expect("one record");
+    let key = pending["key"].as_str().expect("a key");
+    idem(&["resolve", "--store", &store, "--done", "\"moved 7\"", key]);
+    let answered = client
+        .peer()
+        .send_request(slowly())
+        .await
+        .expect("the duplicate");
+    let answered = serde_json::to_value(answered).expect("JSON");
+    assert_eq!(answered["content"][0]["text"], "moved 7", "{answered}");
+    assert_eq!(answered["_meta"]["idem/replayed"], true, "{answered}");
+    client.cancel().await.expect("shut down");
+}
+
+#[test]
+fn a_setting_for_a_tool_the_server_does_not_list_is_refused_naming_the_one_meant() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("first-hour");
+    let config = dir.0.join("gateway.toml");
+    std::fs::write(&config, "[tools.apend]\non_uncertain = \"refuse\"\n").expect("write");
+    let said = refused(&gateway(&dir, &["--config", &config.display().to_string()]));
+    assert!(said.contains("`apend` (did you mean `append`?)"), "{said}");
+    assert!(said.contains("the upstream does not list"), "{said}");
+}
+
+#[test]
+fn http_settings_that_would_serve_anyone_or_mix_users_up_are_refused() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("first-hour");
+    let open = refused(&gateway(&dir, &["--http", "0.0.0.0:0"]));
+    assert!(open.contains("without --token"), "{open}");
+    let tokens = [
+        "--http",
+        "127.0.0.1:0",
+        "--token",
+        "alice=s",
+        "--token",
+        "bob=s",
+    ];
+    let shared = refused(&gateway(&dir, &tokens));
+    assert!(shared.contains("`alice` and `bob`"), "{shared}");
+}
+
+#[tokio::test]
+async fn http_authentication_says_what_it_refuses_and_a_session_is_its_principals() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("first-hour");
+    let port = servers::free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let tokens = [
+        "--http",
+        &listen,
+        "--token",
+        "alice=a-secret",
+        "--token",
+        "bob=b-secret",
+    ];
+    let line = gateway(&dir, &tokens);
+    let _gateway = Command::new(&line[0])
+        .args(&line[1..])
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the gateway");
+    listening(port).await;
+
+    let (none, _) = raw::post(&listen, &[], &initialize(1), true).await;
+    assert_eq!(status(&none), 401, "{none}");
+    let challenge = raw::header(&none, "www-authenticate").expect("a challenge");
+    assert!(challenge.starts_with("Bearer"), "{challenge}");
+    let wrong = [("authorization", "Bearer not-a-token")];
+    let (wrong, _) = raw::post(&listen, &wrong, &initialize(1), true).await;
+    assert_eq!(status(&wrong), 401, "{wrong}");
+    let challenge = raw::header(&wrong, "www-authenticate").expect("a challenge");
+    assert!(challenge.contains("invalid_token"), "{challenge}");
+
+    // The scheme's name is case-insensitive.
+    let alice = [("authorization", "bearer a-secret")];
+    let (opened, body) = raw::post(&listen, &alice, &initialize(1), true).await;
+    assert_eq!(status(&opened), 200, "{opened}");
+    assert!(body.contains("protocolVersion"), "{body}");
+    let session = raw::header(&opened, "mcp-session-id").expect("a session");
+
+    // Alice's session is not Bob's.
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    let bob = [
+        ("authorization", "Bearer b-secret"),
+        ("mcp-session-id", &session),
+    ];
+    let (foreign, _) = raw::post(&listen, &bob, &ping, true).await;
+    assert_eq!(status(&foreign), 404, "{foreign}");
+    let alice = [
+        ("authorization", "Bearer a-secret"),
+        ("mcp-session-id", &session),
+    ];
+    let (own, body) = raw::post(&listen, &alice, &ping, true).await;
+    assert_eq!(status(&own), 200, "{own}");
+    assert!(body.contains(r#""id":2"#), "{body}");
+}
