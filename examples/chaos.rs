@@ -548,11 +548,21 @@ impl Server {
                 let _ = child.kill();
                 let _ = child.wait();
             }
-            Server::Postgres { url, schema, .. } => {
+            Server::Postgres { url, schema, app } => {
                 if let Ok((client, connection)) =
                     tokio_postgres::connect(url, tokio_postgres::NoTls).await
                 {
                     tokio::spawn(connection);
+                    // The backends of connections the proxy black-holed or
+                    // froze outlive their workers until TCP keepalive ends
+                    // them (hours): a run that leaves them takes the next
+                    // one's connection slots ("too many clients").
+                    let _ = client
+                        .execute(
+                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+                            &[&app.as_str()],
+                        )
+                        .await;
                     let _ = client
                         .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
                         .await;
@@ -766,8 +776,14 @@ async fn orchestrate(cli: &Cli) -> Result<(), BoxError> {
     let until = Instant::now() + Duration::from_secs(cli.seconds);
     while Instant::now() < until {
         tokio::time::sleep(Duration::from_millis(500 + fastrand::u64(..1000))).await;
-        if let Some(fault) = inject(&mut server, proxy.as_ref(), &mut workers).await? {
-            faults.push(fault);
+        // A fault that cannot be injected (the server, saturated by the
+        // faults before, refuses the connection that would terminate its
+        // backends) is said and skipped: the run goes on, and its workers
+        // are stopped at its end whatever happens.
+        match inject(&mut server, proxy.as_ref(), &mut workers).await {
+            Ok(Some(fault)) => faults.push(fault),
+            Ok(None) => {}
+            Err(e) => eprintln!("chaos: a fault could not be injected: {e}"),
         }
     }
     std::fs::write(&stop_file, b"stop")?;

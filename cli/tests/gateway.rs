@@ -776,8 +776,9 @@ async fn an_upstream_at_a_url_is_served_and_connected_again_after_a_restart() {
     client.cancel().await.expect("shut down");
 }
 
-/// The upstream processes (`python3 ledger.py LEDGER`) serving `ledger`.
-fn upstreams_of(ledger: &str) -> usize {
+/// The Python processes whose command line holds each of `needles` (the
+/// upstreams serving a ledger, by its path).
+fn pythons_with(needles: &[&str]) -> usize {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return 0;
     };
@@ -787,7 +788,7 @@ fn upstreams_of(ledger: &str) -> usize {
         .map(|cmdline| String::from_utf8_lossy(&cmdline).into_owned())
         .filter(|cmdline| {
             let program = cmdline.split('\0').next().unwrap_or_default();
-            program.ends_with("python3") && cmdline.contains(ledger)
+            program.ends_with("python3") && needles.iter().all(|n| cmdline.contains(n))
         })
         .count()
 }
@@ -808,11 +809,11 @@ async fn over_http_each_session_has_its_own_upstream_ended_with_the_idle_session
         assert_eq!(counted.structured_content, Some(json!({"result": 0})));
     }
     // A child process each.
-    assert_eq!(upstreams_of(&ledger), 2);
+    assert_eq!(pythons_with(&[&ledger]), 2);
 
     // Neither says anything more: both sessions end, and their upstreams.
     let started = std::time::Instant::now();
-    while upstreams_of(&ledger) > 0 {
+    while pythons_with(&[&ledger]) > 0 {
         assert!(started.elapsed() < PATIENCE, "the idle upstreams live on");
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
@@ -820,5 +821,35 @@ async fn over_http_each_session_has_its_own_upstream_ended_with_the_idle_session
     // is served by an upstream of its own again.
     let counted = call(&first, None, "count", json!({})).await;
     assert_eq!(counted.structured_content, Some(json!({"result": 0})));
-    assert_eq!(upstreams_of(&ledger), 1);
+    assert_eq!(pythons_with(&[&ledger]), 1);
+}
+
+#[tokio::test]
+async fn an_upstreams_own_children_end_with_it() {
+    if !python_sdk() {
+        return;
+    }
+    // A launcher that leaves a process of its own running, as `npx` leaves
+    // its server: the gateway ends the launcher's whole group.
+    let dir = TempDir::new("gateway");
+    let gateway = Gateway::on_sqlite(&dir.0);
+    let marker = dir.0.display().to_string();
+    let sleeper = "import time; time.sleep(3600)";
+    let ledger = gateway.ledger().display().to_string();
+    let script = format!("python3 -c '{sleeper}' {marker} & exec python3 {LEDGER} {ledger}");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_idem"));
+    command
+        .args(["gateway", "--store", &gateway.store, "--", "sh", "-c"])
+        .arg(&script);
+    let client = stdio_client(command).await;
+    let counted = call(&client, None, "count", json!({})).await;
+    assert_eq!(counted.structured_content, Some(json!({"result": 0})));
+    assert_eq!(
+        pythons_with(&[sleeper, &marker]),
+        1,
+        "the session's sleeper"
+    );
+    client.cancel().await.expect("shut down");
+    let gone = || pythons_with(&[sleeper, &marker]) == 0;
+    common::wait_for(gone, "the upstream's child outlived it").await;
 }

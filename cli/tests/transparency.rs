@@ -15,7 +15,7 @@ mod common;
 use std::process::Stdio;
 
 use common::servers::{self, TempDir};
-use common::{EVERYTHING, listening, npx, python_json, python_sdk};
+use common::{EVERYTHING, Group, listening, npx, python_json, python_sdk};
 use rmcp::ServiceExt;
 use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -123,19 +123,18 @@ async fn on_stdio_in_front_of_a_child_everything_passes_through_and_writes_run_o
     assert!(!tools.contains_key("get-sum") && !tools.contains_key("echo"));
 }
 
-/// Starts `server-everything` serving streamable HTTP on `port`: the
-/// process, killed on drop.
-async fn http_everything(port: u16) -> tokio::process::Child {
-    let child = Command::new("npx")
+/// Starts `server-everything` serving streamable HTTP on `port`: its
+/// process group, killed on drop.
+async fn http_everything(port: u16) -> Group {
+    let mut command = Command::new("npx");
+    command
         .args(["-y", EVERYTHING, "streamableHttp"])
         .env("PORT", port.to_string())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start server-everything");
+        .stderr(Stdio::null());
+    let server = Group::spawn(command);
     listening(port).await;
-    child
+    server
 }
 
 #[tokio::test]

@@ -58,6 +58,32 @@ pub fn npx() -> bool {
     runs("npx", &["--version"], "npx (Node.js 20 and npm)", how)
 }
 
+/// A process started in a process group of its own, killed whole when
+/// dropped (`npx` starts its server as a child of its own, which killing
+/// `npx` alone would leave running).
+pub struct Group(pub tokio::process::Child);
+
+impl Group {
+    /// Starts `command` in a group of its own.
+    pub fn spawn(mut command: tokio::process::Command) -> Group {
+        let child = command
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start a process");
+        Group(child)
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let group = self.0.id().and_then(|id| i32::try_from(id).ok());
+        if let Some(group) = group.and_then(rustix::process::Pid::from_raw) {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
+    }
+}
+
 /// Waits until `done`, at most [`PATIENCE`], or fails saying `what`.
 pub async fn wait_for(done: impl Fn() -> bool, what: &str) {
     let started = std::time::Instant::now();

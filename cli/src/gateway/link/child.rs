@@ -1,6 +1,8 @@
 //! The upstream as a child process, spoken to over its stdio: one JSON-RPC
 //! message a line each way (MCP's stdio transport). Its stderr is the
-//! gateway's. Killed when the connection is closed or dropped.
+//! gateway's. It runs in a process group of its own, killed whole when the
+//! connection is closed or dropped: a launcher (`npx`, a shell script)
+//! takes its server with it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,6 +33,7 @@ impl Child {
             .args(args)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| format!("cannot start the upstream server `{program}`: {e}"))?;
@@ -87,12 +90,23 @@ impl Child {
         self.alive.load(Ordering::Relaxed)
     }
 
-    /// Kills the process.
+    /// Kills the process and its group.
     pub(super) fn close(&self) {
         self.alive.store(false, Ordering::Relaxed);
         let process = self.process.lock().map(|mut p| p.take());
         if let Ok(Some(mut process)) = process {
+            // Its group is its pid (`process_group(0)`).
+            let group = process.id().and_then(|id| i32::try_from(id).ok());
+            if let Some(group) = group.and_then(rustix::process::Pid::from_raw) {
+                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+            }
             let _ = process.start_kill();
         }
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        self.close();
     }
 }
