@@ -801,7 +801,7 @@ async fn over_http_each_session_has_its_own_upstream_ended_with_the_idle_session
     let dir = TempDir::new("gateway");
     let gateway = Gateway::on_sqlite(&dir.0);
     let ledger = gateway.ledger().display().to_string();
-    let server = HttpGateway::start(&gateway, &["--session-idle", "5s"]).await;
+    let server = HttpGateway::start(&gateway, &["--session-idle", "10s"]).await;
     let (first, second) = (server.client("").await, server.client("").await);
     let (first, second) = (first.expect("a session"), second.expect("a session"));
     for client in [&first, &second] {
