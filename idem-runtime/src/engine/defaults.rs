@@ -5,7 +5,7 @@
 //! that spells out a default and one that leaves it out make one
 //! operation (docs/spec.md, "Keys").
 //!
-//! The schema is walked as the sets are (`sets::expand`): `$ref`s to
+//! The schema is walked as the sets are (`sets::walk`): `$ref`s to
 //! `$defs`, every branch of `allOf`, the branch of `anyOf` or `oneOf` the
 //! value matched; a member's `default` is filled in where an object the
 //! value holds leaves it out, at any depth.
@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::sets::{expand, item_schema, property_schema};
+use super::sets::{Visit, walk};
 
 /// The schema of a tool that gives defaults.
 #[derive(Debug, Clone)]
@@ -31,15 +31,17 @@ impl SchemaDefaults {
         })
     }
 
-    /// Fills in every member `args` leaves out that has a default.
+    /// Fills in every member `args` leaves out that has a default, at
+    /// any depth: an object's before its members are walked, so that a
+    /// default that is an object gets the defaults of its own members.
     pub(crate) fn fill(&self, args: &mut Value) {
-        let no_defs = Map::new();
-        let defs = self
-            .schema
-            .get("$defs")
-            .and_then(Value::as_object)
-            .unwrap_or(&no_defs);
-        fill(args, &[&*self.schema], defs);
+        walk(&self.schema, args, &mut |value, applicable, at| {
+            if at == Visit::Before
+                && let Value::Object(members) = value
+            {
+                fill_members(members, applicable);
+            }
+        });
     }
 }
 
@@ -58,49 +60,20 @@ fn has_defaults(schema: &Value) -> bool {
     }
 }
 
-/// Fills in the defaults of `value`, which every schema of `schemas`
-/// describes, then of its members.
-fn fill(value: &mut Value, schemas: &[&Value], defs: &Map<String, Value>) {
-    let mut applicable = Vec::new();
-    for schema in schemas {
-        expand(schema, defs, value, &mut applicable);
-    }
-    match value {
-        Value::Object(members) => {
-            for schema in &applicable {
-                let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
-                    continue;
-                };
-                for (name, property) in properties {
-                    if let Some(default) = property.get("default")
-                        && !members.contains_key(name)
-                    {
-                        members.insert(name.clone(), default.clone());
-                    }
-                }
-            }
-            for (name, member) in members.iter_mut() {
-                let subs: Vec<&Value> = applicable
-                    .iter()
-                    .filter_map(|s| property_schema(s, name))
-                    .collect();
-                if !subs.is_empty() {
-                    fill(member, &subs, defs);
-                }
+/// Puts in `members` the default of every property of `applicable` that
+/// they leave out.
+fn fill_members(members: &mut Map<String, Value>, applicable: &[&Map<String, Value>]) {
+    for schema in applicable {
+        let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+            continue;
+        };
+        for (name, property) in properties {
+            if let Some(default) = property.get("default")
+                && !members.contains_key(name)
+            {
+                members.insert(name.clone(), default.clone());
             }
         }
-        Value::Array(items) => {
-            for (i, item) in items.iter_mut().enumerate() {
-                let subs: Vec<&Value> = applicable
-                    .iter()
-                    .filter_map(|s| item_schema(s, i))
-                    .collect();
-                if !subs.is_empty() {
-                    fill(item, &subs, defs);
-                }
-            }
-        }
-        _ => {}
     }
 }
 

@@ -39,15 +39,20 @@ impl Sets {
         })
     }
 
-    /// Puts every set in `args` (the arguments as JSON) in canonical order.
+    /// Puts every set in `args` (the arguments as JSON) in canonical order:
+    /// each array after its members, if a schema that applies to it marks
+    /// it `uniqueItems`.
     pub(crate) fn order(&self, args: &mut Value) {
-        let no_defs = Map::new();
-        let defs = self
-            .schema
-            .get("$defs")
-            .and_then(Value::as_object)
-            .unwrap_or(&no_defs);
-        order(args, &[&*self.schema], defs);
+        walk(&self.schema, args, &mut |value, applicable, at| {
+            if at == Visit::After
+                && let Value::Array(items) = value
+                && applicable
+                    .iter()
+                    .any(|s| s.get("uniqueItems") == Some(&Value::Bool(true)))
+            {
+                items.sort_by(set_order);
+            }
+        });
     }
 }
 
@@ -62,14 +67,41 @@ fn has_sets(schema: &Value) -> bool {
     }
 }
 
-/// Orders the sets in `value`, which every schema of `schemas` describes:
-/// first the members (each with every schema that applies to it), then,
-/// if any schema marks this array `uniqueItems`, the array itself.
-fn order(value: &mut Value, schemas: &[&Value], defs: &Map<String, Value>) {
+/// When a [`walk`]'s visitor is called at a value: before its members are
+/// walked, or after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Visit {
+    Before,
+    After,
+}
+
+/// What [`walk`] calls at every value: the value, the schemas that apply
+/// to it, and when.
+pub(super) type Visitor<'v> = dyn FnMut(&mut Value, &[&Map<String, Value>], Visit) + 'v;
+
+/// Walks `value`, which the tool's input schema `root` describes, calling
+/// `visit` at every value, before and after its members, with every schema
+/// that applies to it ([`expand`]): what sets and defaults are found by.
+pub(super) fn walk(root: &Value, value: &mut Value, visit: &mut Visitor<'_>) {
+    let no_defs = Map::new();
+    let defs = root
+        .get("$defs")
+        .and_then(Value::as_object)
+        .unwrap_or(&no_defs);
+    walk_at(value, &[root], defs, visit);
+}
+
+fn walk_at(
+    value: &mut Value,
+    schemas: &[&Value],
+    defs: &Map<String, Value>,
+    visit: &mut Visitor<'_>,
+) {
     let mut applicable = Vec::new();
     for schema in schemas {
         expand(schema, defs, value, &mut applicable);
     }
+    visit(value, &applicable, Visit::Before);
     match value {
         Value::Object(members) => {
             for (name, member) in members.iter_mut() {
@@ -78,7 +110,7 @@ fn order(value: &mut Value, schemas: &[&Value], defs: &Map<String, Value>) {
                     .filter_map(|s| property_schema(s, name))
                     .collect();
                 if !subs.is_empty() {
-                    order(member, &subs, defs);
+                    walk_at(member, &subs, defs, visit);
                 }
             }
         }
@@ -89,18 +121,13 @@ fn order(value: &mut Value, schemas: &[&Value], defs: &Map<String, Value>) {
                     .filter_map(|s| item_schema(s, i))
                     .collect();
                 if !subs.is_empty() {
-                    order(item, &subs, defs);
+                    walk_at(item, &subs, defs, visit);
                 }
-            }
-            let is_set = applicable
-                .iter()
-                .any(|s| s.get("uniqueItems") == Some(&Value::Bool(true)));
-            if is_set {
-                items.sort_by(set_order);
             }
         }
         _ => {}
     }
+    visit(value, &applicable, Visit::After);
 }
 
 /// The order of set members: a `BTreeSet`'s for what sets are made of, and
@@ -146,7 +173,7 @@ fn number_order(x: &Number, y: &Number) -> Ordering {
 /// names, every branch of `allOf`, and the branch of `anyOf` or `oneOf`
 /// that `value` matched ([`matched`]), flattened into `out`, each schema
 /// once (so a schema that refers to itself ends).
-pub(super) fn expand<'a>(
+fn expand<'a>(
     schema: &'a Value,
     defs: &'a Map<String, Value>,
     value: &Value,
@@ -320,7 +347,7 @@ fn has_type(value: &Value, ty: &Value) -> bool {
 }
 
 /// The schema of member `name` of an object `schema` describes.
-pub(super) fn property_schema<'a>(schema: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
+fn property_schema<'a>(schema: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
     match schema.get("properties").and_then(|p| p.get(name)) {
         Some(sub) => Some(sub),
         None => schema
@@ -330,7 +357,7 @@ pub(super) fn property_schema<'a>(schema: &'a Map<String, Value>, name: &str) ->
 }
 
 /// The schema of item `i` of an array `schema` describes.
-pub(super) fn item_schema(schema: &Map<String, Value>, i: usize) -> Option<&Value> {
+fn item_schema(schema: &Map<String, Value>, i: usize) -> Option<&Value> {
     match schema.get("prefixItems").and_then(|p| p.get(i)) {
         Some(sub) => Some(sub),
         None => schema.get("items").filter(|items| items.is_object()),
