@@ -12,7 +12,7 @@
 //! - a JSON-RPC error, or a call never delivered: nothing ran, nothing is
 //!   recorded;
 //! - no answer (the upstream died, the timeout passed, the client
-//!   cancelled the call or went): the outcome is uncertain, and the tool's
+//!   cancelled the call): the outcome is uncertain, and the tool's
 //!   `on_uncertain` policy decides.
 //!
 //! The call a write makes upstream is the client's own request, `_meta`
@@ -151,7 +151,7 @@ impl WriteTool<()> for ProxiedWrite {
             }
             () = cancelled.cancellation() => {
                 link.cancel(id, "the client cancelled the call").await;
-                return Err(lost("the client cancelled the call, or went, before it was answered"));
+                return Err(lost("the client cancelled the call before it was answered"));
             }
         };
         self.outcome(answer)

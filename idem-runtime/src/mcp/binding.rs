@@ -176,10 +176,14 @@ impl Binding {
         context: &RequestContext<RoleServer>,
         run_scoped: bool,
     ) -> Result<BoundCall, Box<CallToolResult>> {
-        let meta = request.meta.as_ref().map(|m| &m.0.0);
-        let caller = Caller(self.caller(context));
-        let meta = merged_meta(meta, &context.meta.0.0);
-        self.bind_parts(&request.name, Some(&meta), &caller, run_scoped)
+        // rmcp moves the protocol's members (the progress token, ..) from
+        // the request's `_meta` into the context's: the request's first.
+        let metas = [
+            request.meta.as_ref().map(|m| &m.0.0),
+            Some(&context.meta.0.0),
+        ];
+        let caller = self.caller(context);
+        self.bind_by(&request.name, &metas, &caller, run_scoped)
             .map_err(|text| Box::new(CallToolResult::error(vec![ContentBlock::text(text)])))
     }
 
@@ -194,8 +198,20 @@ impl Binding {
         caller: &Caller,
         run_scoped: bool,
     ) -> Result<BoundCall, String> {
-        let caller = &caller.0;
-        let run_id = match caller.run(meta_str(meta, RUN_ID_META), &self.run_id, self.stateless) {
+        self.bind_by(tool, &[meta], &caller.0, run_scoped)
+    }
+
+    /// The binding rule: a `_meta` member is the first of `metas` that
+    /// holds it.
+    fn bind_by(
+        &self,
+        tool: &str,
+        metas: &[Option<&serde_json::Map<String, Value>>],
+        caller: &CallerKind,
+        run_scoped: bool,
+    ) -> Result<BoundCall, String> {
+        let meta = |name: &str| metas.iter().find_map(|m| meta_str(*m, name));
+        let run_id = match caller.run(meta(RUN_ID_META), &self.run_id, self.stateless) {
             Ok(run) => run,
             Err(why) if run_scoped => {
                 return Err(format!(
@@ -210,7 +226,7 @@ impl Binding {
         Ok(BoundCall {
             run_id,
             tenant: caller.tenant(self.tenant.as_deref()),
-            operation_key: meta_str(meta, OPERATION_KEY_META).map(str::to_owned),
+            operation_key: meta(OPERATION_KEY_META).map(str::to_owned),
         })
     }
 
@@ -252,20 +268,6 @@ impl Binding {
 /// processes, in hex.
 fn new_run_id() -> Arc<str> {
     format!("mcp-{:032x}", crate::unique::unique_id()).into()
-}
-
-/// The request's own `_meta` over the members rmcp took from it into the
-/// context's (the progress token, the protocol's own): a name in both is
-/// the request's.
-fn merged_meta(
-    request: Option<&serde_json::Map<String, Value>>,
-    context: &serde_json::Map<String, Value>,
-) -> serde_json::Map<String, Value> {
-    let mut meta = context.clone();
-    if let Some(request) = request {
-        meta.extend(request.iter().map(|(k, v)| (k.clone(), v.clone())));
-    }
-    meta
 }
 
 /// The non-empty string a request's `_meta` holds under `name`, if any.
