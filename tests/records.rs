@@ -266,14 +266,7 @@ async fn write_unknown<S: IdemStore>(store: &S, key: &IdemKey) -> (IdemKey, V1) 
     };
     let reason = "lapsed | twice";
     store
-        .settle(
-            key,
-            &token,
-            Outcome::Unknown {
-                reason,
-                ttl: Duration::from_secs(3600),
-            },
-        )
+        .settle(key, &token, Outcome::Unknown { reason })
         .await
         .expect("unknown");
     let read = V1 {

@@ -338,20 +338,21 @@ async fn a_duplicate_after_a_restart_is_replayed_from_redis() {
 }
 
 #[tokio::test]
-async fn an_upstream_killed_mid_call_leaves_an_unknown_outcome_that_is_never_rerun() {
+async fn an_upstream_killed_mid_call_leaves_an_unknown_outcome_never_rerun_past_its_ttl() {
     if !python_sdk() {
         return;
     }
     let dir = TempDir::new("gateway");
     let gateway = Gateway::on_sqlite(&dir.0)
-        .configured("[tools.append_then_hang]\non_uncertain = \"refuse\"\n");
+        .configured("[tools.append_then_hang]\non_uncertain = \"refuse\"\nttl = \"1s\"\n");
     let client = gateway.start().await;
     let lost = killed_mid_call(&gateway, &client).await;
     assert_eq!(lost.is_error, Some(true));
     assert!(text(&lost).contains("not known whether"), "{}", text(&lost));
 
-    // The duplicate does not run it again; the upstream, started again,
-    // serves the next write.
+    // The duplicate does not run it again, even once the tool's TTL has
+    // passed; the upstream, started again, serves the next write.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     let duplicate = call(
         &client,
         Some("run-1"),

@@ -132,7 +132,8 @@ pub enum OnStoreError {
 /// within [`CLAIM_RETENTION`](crate::store::CLAIM_RETENTION) (1 h) of the
 /// lease's end; one that comes later finds no record at all and runs as a
 /// first call, whatever the policy. An unknown record, once made, is kept
-/// for the tool's TTL.
+/// until an operator resolves it, however long after the tool's TTL
+/// ([`UNKNOWN_RETENTION`](crate::store::UNKNOWN_RETENTION)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum OnUncertain {

@@ -135,17 +135,11 @@ pub(super) async fn record_unknown(
     tenant: Option<&str>,
     reason: &str,
 ) -> ToolError {
-    let (name, key, ttl) = (hold.tool(), hold.key(), hold.ttl());
+    let (name, key) = (hold.tool(), hold.key());
     let note = UnknownNote::new(tenant, reason).to_payload();
     let payload = hold.sealed(PayloadKind::Error, note);
     let attempt = hold.token().attempt();
-    match hold
-        .settle(Outcome::Unknown {
-            reason: &payload,
-            ttl,
-        })
-        .await
-    {
+    match hold.settle(Outcome::Unknown { reason: &payload }).await {
         Ok(()) => {
             tracing::warn!(tool = name, key = %key, attempt, "the outcome is unknown: the tool will not run it again; resolve it with `idem resolve` or Registry::resolve");
             // The reason may quote the tool's error: debug only.

@@ -19,6 +19,13 @@ use crate::key::{Fingerprint, IdemKey};
 /// and a worker whose lease lapsed can still record if nobody claimed since.
 pub const CLAIM_RETENTION: Duration = Duration::from_secs(3600);
 
+/// How long an unknown record is kept: until an operator resolves it. A
+/// tool that may not run an uncertain operation again never does so
+/// because the record of it aged out; every store writes this as the
+/// record's expiry (a century), so that no backend needs a record without
+/// one.
+pub const UNKNOWN_RETENTION: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
 /// The outcome of a compare-and-set on the holder's token that changed
 /// `changed` records: one, or the lease is lost.
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -132,14 +139,12 @@ pub enum Outcome<'a> {
     /// [`CLAIM_RETENTION`] so that the next claim counts the attempt.
     Released,
     /// Nobody knows whether the operation took effect, and it may not run
-    /// again on its own: kept for `ttl`, every claim answers
-    /// [`Entry::Unknown`] until it is resolved.
+    /// again on its own: kept until it is resolved
+    /// ([`UNKNOWN_RETENTION`]), every claim answers [`Entry::Unknown`].
     Unknown {
         /// Why: the registry writes an [`UnknownNote`](super::UnknownNote)
         /// (sealed, when it encrypts results); a store keeps any text.
         reason: &'a str,
-        /// How long the store keeps it.
-        ttl: Duration,
     },
 }
 
@@ -164,14 +169,14 @@ impl<'a> Outcome<'a> {
         }
     }
 
-    /// How long the store keeps the record it leaves: the TTL, or
-    /// [`CLAIM_RETENTION`] when released.
+    /// How long the store keeps the record it leaves: the TTL,
+    /// [`CLAIM_RETENTION`] when released, [`UNKNOWN_RETENTION`] (until it
+    /// is resolved) when unknown.
     pub fn kept_for(&self) -> Duration {
         match *self {
-            Outcome::Done { ttl, .. }
-            | Outcome::Failed { ttl, .. }
-            | Outcome::Unknown { ttl, .. } => ttl,
+            Outcome::Done { ttl, .. } | Outcome::Failed { ttl, .. } => ttl,
             Outcome::Released => CLAIM_RETENTION,
+            Outcome::Unknown { .. } => UNKNOWN_RETENTION,
         }
     }
 }
@@ -249,8 +254,9 @@ pub trait IdemStore: Send + Sync + 'static {
         lease: Duration,
     ) -> BoxFuture<'a, Result<Claim, StoreError>>;
 
-    /// Ends the holder's claim with `outcome`: records a result, a
-    /// permanent failure or an unknown outcome, kept for its TTL, or
+    /// Ends the holder's claim with `outcome`: records a result or a
+    /// permanent failure, kept for its TTL, an unknown outcome, kept until
+    /// it is resolved, or
     /// releases the key so that the next claim runs again. An unknown
     /// record is settled (resolved) the same way with the token that made
     /// it unknown, into any other outcome.

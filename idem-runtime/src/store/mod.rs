@@ -9,8 +9,8 @@
 //!   every duplicate until the result TTL expires;
 //! - **unknown**: nobody knows whether the operation took effect, and its
 //!   tool may not run it again on its own (its policy for an uncertain
-//!   outcome); answered to every claim until an operator resolves it or
-//!   its TTL expires.
+//!   outcome); answered to every claim until an operator resolves it,
+//!   however long that takes.
 //!
 //! Every operation is one atomic step in the store, and every time is judged
 //! by the store's own clock.
@@ -25,8 +25,8 @@
 //! Either with a token that is not the current holder's is
 //! refused with [`StoreError::LeaseLost`](crate::StoreError::LeaseLost) and changes nothing. A running or
 //! released record is kept for [`CLAIM_RETENTION`] after its lease ends so
-//! that the next claim can count the attempt; a done, failed or unknown
-//! record for its TTL.
+//! that the next claim can count the attempt; a done or failed record for
+//! its TTL; an unknown record until it is resolved ([`UNKNOWN_RETENTION`]).
 //!
 //! # Operations sent twice
 //!
@@ -77,6 +77,6 @@ pub(crate) mod sqlite;
 mod token;
 
 pub(crate) use self::contract::IdemStore;
-pub use self::contract::{BoxFuture, CLAIM_RETENTION, Claim, Entry, Outcome};
+pub use self::contract::{BoxFuture, CLAIM_RETENTION, Claim, Entry, Outcome, UNKNOWN_RETENTION};
 pub use self::inspect::{RecordInfo, RecordState, ScanFilter, ScanPage, UnknownNote, UnknownState};
 pub use self::token::LeaseToken;

@@ -133,14 +133,7 @@ pub async fn stale_token_is_fenced<H: Harness>(h: &H) {
     );
     lease_lost(
         store
-            .settle(
-                &k,
-                &stale,
-                Outcome::Unknown {
-                    reason: "stale",
-                    ttl: LONG,
-                },
-            )
+            .settle(&k, &stale, Outcome::Unknown { reason: "stale" })
             .await,
         "stale unknown",
     );

@@ -119,7 +119,7 @@ async fn mark_unknown_after_a_lapse(store: &dyn IdemStore, k: &crate::IdemKey) -
 }
 
 fn unknown_with(reason: &str) -> Outcome<'_> {
-    Outcome::Unknown { reason, ttl: LONG }
+    Outcome::Unknown { reason }
 }
 
 /// A tool that refuses to run an uncertain operation again: after a crash
@@ -128,8 +128,10 @@ fn unknown_with(reason: &str) -> Outcome<'_> {
 /// replayed, or the body run once more, one attempt higher); a resolution
 /// of anything but an unknown record, or with a result the tool cannot
 /// replay, is refused; a failure resolved is replayed; a resolution racing
-/// a call runs the operation once. The default policy runs the body again.
+/// a call runs the operation once; an unknown record outlives the tool's
+/// TTL. The default policy runs the body again.
 pub async fn registry_refuses_an_uncertain_operation_until_resolved<H: Harness>(h: &H) {
+    unknown_outlives_the_ttl(h).await;
     let ns = namespace();
     let refuse = WriteOptions::new().on_uncertain(OnUncertain::Refuse);
     let counter = Counter::new(Duration::ZERO, refuse);
@@ -208,6 +210,26 @@ pub async fn registry_refuses_an_uncertain_operation_until_resolved<H: Harness>(
         .await
         .expect("run again by default");
     assert_eq!((rerun.total(), out["attempt"].clone()), (1, json!(1)));
+}
+
+/// A tool whose results are kept [`SHORT`]: its unknown record is still
+/// answered well past that, and the body never runs.
+async fn unknown_outlives_the_ttl<H: Harness>(h: &H) {
+    let refuse = WriteOptions::new()
+        .on_uncertain(OnUncertain::Refuse)
+        .ttl(SHORT);
+    let counter = Counter::new(Duration::ZERO, refuse);
+    let registry = registry(h.store(), &namespace(), &counter);
+    crash(&registry, 1).await;
+    for _ in 0..2 {
+        let outcome = registry.call("r", "counter", json!({"n": 1})).await;
+        assert!(
+            matches!(outcome, Err(ToolError::OutcomeUnknown { .. })),
+            "an unknown record is kept past the TTL, got {outcome:?}"
+        );
+        past_short().await;
+    }
+    assert_eq!(counter.total(), 0, "nothing ran after the TTL either");
 }
 
 /// A worker that claimed the counter's operation `n` and crashed: its
