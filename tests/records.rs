@@ -7,12 +7,12 @@
 //!   raw, then read and claimed through the current store;
 //! - *new writer, old reader*: the current store writes a record in each
 //!   state, and readers written here, frozen like the golden files, decode
-//!   the raw bytes: the SQL rows with the reader of schema 1 (schema 2 only
-//!   added columns); the Redis lines with the reader of format 2, and with
-//!   the reader of format 1 when the store writes format 1
-//!   (`RedisOptions::record_format`, for a fleet still running 0.1). An
-//!   unknown record (new in 0.2) is the one the earlier reader refuses:
-//!   its state is none of those it knows.
+//!   the raw bytes: the SQL rows with the reader of schema 1 (schemas 2
+//!   and 3 only added columns); the Redis lines with the reader of format
+//!   3, and with the reader of format 2 or 1 when the store writes that
+//!   format (`RedisOptions::record_format`, for a fleet still running 0.2
+//!   or 0.1). An unknown record (new in 0.2) is the one the earlier reader
+//!   refuses: its state is none of those it knows.
 //!
 //! `docs/spec.md` ("Record formats") describes each layout.
 #![cfg(all(feature = "redis", feature = "sqlite", feature = "postgres"))]
@@ -21,12 +21,18 @@ mod support;
 
 use std::time::Duration;
 
+use idem::store::ClaimRequest;
 use idem::store::Outcome;
 use idem::store::{Claim, Entry, LeaseToken};
 use idem::{Fingerprint, IdemKey, IdemStore};
 
 /// The fingerprint and token every golden record holds.
 const GOLDEN_FINGERPRINT: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
+/// What every golden record of version 3 says of its operation, but
+/// `done_without_token`, which says nothing.
+const GOLDEN_ABOUT: &str =
+    r#"{"tenant":"acme","run":"run-7","arguments":{"amount":1250,"card":"(hidden)","memo":"a|b"}}"#;
 
 fn golden(name: &str) -> String {
     let path = format!("{}/tests/golden/records/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -143,8 +149,14 @@ fn ageless(entry: Option<Entry>) -> Option<Entry> {
 }
 
 /// Reads each golden record `name` under `key` through `store`; `tool` is
-/// the tool the records name (`None` in formats before records named it).
-async fn read_golden<S: IdemStore>(store: &S, names: &[(String, IdemKey)], tool: Option<&str>) {
+/// the tool the records name (`None` in formats before records named it),
+/// `about` what they say of their operation (`None` before version 3).
+async fn read_golden<S: IdemStore>(
+    store: &S,
+    names: &[(String, IdemKey)],
+    tool: Option<&str>,
+    about: Option<&str>,
+) {
     // Six of every format; the unknown record is one of version 2's.
     let count = if tool.is_some() { 7 } else { 6 };
     assert_eq!(names.len(), count, "every golden record is read");
@@ -157,10 +169,15 @@ async fn read_golden<S: IdemStore>(store: &S, names: &[(String, IdemKey)], tool:
             .expect("a record");
         assert_eq!(info.tool.as_deref(), tool, "{name}: the tool");
         assert_eq!(info.age.is_some(), tool.is_some(), "{name}: the age");
+        let says = about.filter(|_| name != "done_without_token");
+        assert_eq!(info.about.as_deref(), says, "{name}: what it says");
         let got = store.get(key).await.map(ageless);
         assert_eq!(got.as_ref().ok(), Some(&entry), "{name}: get gave {got:?}");
         let claim = store
-            .claim(key, "records", &fingerprint(), Duration::from_secs(30))
+            .claim(
+                key,
+                ClaimRequest::new("records", &fingerprint(), Duration::from_secs(30)),
+            )
             .await;
         match (on_claim, claim) {
             (Expect::Existing, Ok(Claim::Existing(found))) => {
@@ -193,7 +210,10 @@ async fn write_each_state<S: IdemStore>(store: &S, prefix: &str) -> Vec<(IdemKey
     let lease = Duration::from_secs(30);
     let ttl = Duration::from_secs(3600);
     let key = |name: &str| IdemKey::from_raw(format!("{prefix}{name}"));
-    let claim = async |k: &IdemKey| match store.claim(k, "records", &fp, lease).await {
+    let claim = async |k: &IdemKey| match store
+        .claim(k, ClaimRequest::new("records", &fp, lease))
+        .await
+    {
         Ok(Claim::Acquired(token)) => token,
         other => panic!("claim: {other:?}"),
     };
@@ -257,11 +277,14 @@ async fn write_unknown<S: IdemStore>(store: &S, key: &IdemKey) -> (IdemKey, V1) 
     let short = Duration::from_millis(50);
     let lease = Duration::from_secs(30);
     store
-        .claim(key, "records", &fp, short)
+        .claim(key, ClaimRequest::new("records", &fp, short))
         .await
         .expect("claim");
     tokio::time::sleep(short * 4).await;
-    let Ok(Claim::TakenOver(token)) = store.claim(key, "records", &fp, lease).await else {
+    let Ok(Claim::TakenOver(token)) = store
+        .claim(key, ClaimRequest::new("records", &fp, lease))
+        .await
+    else {
         panic!("a lapsed claim is taken over");
     };
     let reason = "lapsed | twice";
@@ -328,7 +351,27 @@ fn redis_v2(line: &str) -> V1 {
     redis_fields(line, [state, fingerprint, attempt, token, payload])
 }
 
-/// The fields formats 1 and 2 share, checked.
+/// The reader of Redis record lines, version 3:
+/// `3|<state>|<fingerprint>|<attempt>|<tool>|<life>|<n>|<about>|<token>|<payload>`,
+/// `about` `n` bytes long; the records `write_each_state` makes name the
+/// tool `records` and say nothing of their operation.
+fn redis_v3(line: &str) -> V1 {
+    let fields: Vec<&str> = line.splitn(7, '|').collect();
+    let [version, state, fingerprint, attempt, tool, life, rest] = fields[..] else {
+        panic!("not a version 3 record: {line:?}");
+    };
+    assert_eq!((version, tool), ("3", "records"), "{line:?}");
+    assert!(life.parse::<u64>().is_ok(), "{line:?}");
+    let (n, rest) = rest.split_once('|').expect("the about's length");
+    let n: usize = n.parse().expect("a length");
+    let rest = rest.get(n..).and_then(|r| r.strip_prefix('|'));
+    let (token, payload) = rest
+        .and_then(|r| r.split_once('|'))
+        .expect("token, payload");
+    redis_fields(line, [state, fingerprint, attempt, token, payload])
+}
+
+/// The fields every format has, checked.
 fn redis_fields(line: &str, [state, fingerprint, attempt, token, payload]: [&str; 5]) -> V1 {
     assert!(STATES_BEFORE_UNKNOWN.contains(&state), "{line:?}");
     assert!(
@@ -359,9 +402,10 @@ async fn redis_records_of_every_format_are_read() {
         .await
         .expect("connect");
     let prefix = format!("idem-records-{:x}:", LeaseToken::generate(0).id() as u64);
-    for (file, tool) in [
-        ("redis-v1.txt", None),
-        ("redis-v2.txt", Some("charge_card")),
+    for (file, tool, about) in [
+        ("redis-v1.txt", None, None),
+        ("redis-v2.txt", Some("charge_card"), None),
+        ("redis-v3.txt", Some("charge_card"), Some(GOLDEN_ABOUT)),
     ] {
         let mut names = Vec::new();
         for line in golden(file).lines() {
@@ -383,9 +427,15 @@ async fn redis_records_of_every_format_are_read() {
                 .expect("plant");
             names.push((name.to_owned(), key));
         }
-        read_golden(&store, &names, tool).await;
+        read_golden(&store, &names, tool, about).await;
     }
 
+    let format_2 = idem::RedisStore::connect_with(
+        &support::redis_url(),
+        idem::RedisOptions::new().record_format(2),
+    )
+    .await
+    .expect("connect");
     let format_1 = idem::RedisStore::connect_with(
         &support::redis_url(),
         idem::RedisOptions::new().record_format(1),
@@ -395,7 +445,11 @@ async fn redis_records_of_every_format_are_read() {
     let written = [
         (
             write_each_state(&store, &format!("{prefix}new-")).await,
-            redis_v2 as fn(&str) -> V1,
+            redis_v3 as fn(&str) -> V1,
+        ),
+        (
+            write_each_state(&format_2, &format!("{prefix}v2-")).await,
+            redis_v2,
         ),
         (
             write_each_state(&format_1, &format!("{prefix}v1-")).await,
@@ -456,7 +510,12 @@ fn sqlite_v1(conn: &rusqlite::Connection, key: &str) -> V1 {
 #[tokio::test]
 async fn sqlite_records_of_every_schema_are_read() {
     let dir = support::TempDir::new("records");
-    for (version, tool) in [(1, None), (2, Some("charge_card"))] {
+    let versions = [
+        (1, None, None),
+        (2, Some("charge_card"), None),
+        (3, Some("charge_card"), Some(GOLDEN_ABOUT)),
+    ];
+    for (version, tool, about) in versions {
         let path = dir.0.join(format!("v{version}.db"));
         {
             let conn = rusqlite::Connection::open(&path).expect("create");
@@ -465,7 +524,7 @@ async fn sqlite_records_of_every_schema_are_read() {
         }
         // Opening a database of schema 1 migrates it.
         let store = idem::SqliteStore::open(&path).await.expect("open");
-        read_golden(&store, &golden_keys(version), tool).await;
+        read_golden(&store, &golden_keys(version), tool, about).await;
 
         let written = write_each_state(&store, "new-").await;
         drop(store);
@@ -484,15 +543,20 @@ async fn sqlite_records_of_every_schema_are_read() {
 
 #[tokio::test]
 async fn postgres_records_of_every_schema_are_read() {
-    for (version, tool) in [(1, None), (2, Some("charge_card"))] {
-        postgres_golden(version, tool).await;
+    let versions = [
+        (1, None, None),
+        (2, Some("charge_card"), None),
+        (3, Some("charge_card"), Some(GOLDEN_ABOUT)),
+    ];
+    for (version, tool, about) in versions {
+        postgres_golden(version, tool, about).await;
     }
 }
 
 /// Plants the golden table of schema `version`, migrates it (the deploy
 /// step), reads it, and reads what the current store writes with the
 /// reader of schema 1.
-async fn postgres_golden(version: u32, tool: Option<&str>) {
+async fn postgres_golden(version: u32, tool: Option<&str>, about: Option<&str>) {
     let Some((client, schema)) = support::postgres_schema().await else {
         return;
     };
@@ -510,7 +574,7 @@ async fn postgres_golden(version: u32, tool: Option<&str>) {
     let store = idem::PostgresStore::connect_with(&support::postgres_url(), options)
         .await
         .expect("connect to the golden table");
-    read_golden(&store, &golden_keys(version), tool).await;
+    read_golden(&store, &golden_keys(version), tool, about).await;
 
     for (key, want) in write_each_state(&store, "new-").await {
         let row = client

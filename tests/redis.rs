@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use idem::prelude::*;
+use idem::store::ClaimRequest;
 use idem::testing::{Counter, Harness, Proxy};
 use idem::{Fingerprint, IdemStore, RedisOptions, RedisStore, StoreError, WriteOptions};
 use serde_json::json;
@@ -144,13 +145,18 @@ async fn writing_format_1_keeps_the_contract() {
     let digest = "ab".repeat(32);
     let tagged = Fingerprint::from_hex(&format!("{digest}0123456789abcdef")).expect("tagged");
     let lease = Duration::from_secs(5);
-    let claimed = store.claim(&key, "format-1", &tagged, lease).await;
+    let claimed = store
+        .claim(&key, ClaimRequest::new("format-1", &tagged, lease))
+        .await;
     assert!(
         matches!(claimed, Ok(idem::store::Claim::Acquired(_))),
         "{claimed:?}"
     );
     match store
-        .claim(&key, "format-1", &Fingerprint::of(&json!(1)), lease)
+        .claim(
+            &key,
+            ClaimRequest::new("format-1", &Fingerprint::of(&json!(1)), lease),
+        )
         .await
     {
         Ok(idem::store::Claim::Existing(entry)) => {

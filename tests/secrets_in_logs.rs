@@ -10,6 +10,7 @@ mod support;
 use std::sync::Arc;
 
 use idem::prelude::*;
+use idem::store::ClaimRequest;
 use idem::store::Entry;
 use idem::store::Outcome;
 use idem::{IdemStore, MemoryStore};
@@ -71,9 +72,11 @@ async fn secrets_appear_only_at_debug_and_below() {
     let idem::store::Claim::Acquired(token) = store
         .claim(
             &key,
-            "charge_card",
-            &fingerprint,
-            std::time::Duration::from_secs(30),
+            ClaimRequest::new(
+                "charge_card",
+                &fingerprint,
+                std::time::Duration::from_secs(30),
+            ),
         )
         .await
         .expect("claim")

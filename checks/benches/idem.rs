@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use idem::prelude::*;
+use idem::store::ClaimRequest;
 use idem::store::Outcome;
 use idem::{Fingerprint, IdemStore};
 use serde_json::json;
@@ -65,7 +66,10 @@ fn memory_store(c: &mut Criterion) {
             |key| async {
                 let key = key;
                 let claim = store
-                    .claim(&key, "bench", &fp, std::time::Duration::from_secs(30))
+                    .claim(
+                        &key,
+                        ClaimRequest::new("bench", &fp, std::time::Duration::from_secs(30)),
+                    )
                     .await;
                 if let Ok(idem::store::Claim::Acquired(token)) = claim {
                     let _ = store

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use idem::store::Claim;
+use idem::store::ClaimRequest;
 use idem::store::Outcome;
 use idem::{Fingerprint, IdemKey, IdemStore, MemoryStore, Scope};
 use serde_json::json;
@@ -70,7 +71,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for key in &keys {
         let fp = fingerprint(key);
         if let Ok(Claim::Acquired(token)) = store
-            .claim(key, "bench", &fp, Duration::from_secs(30))
+            .claim(
+                key,
+                ClaimRequest::new("bench", &fp, Duration::from_secs(30)),
+            )
             .await
         {
             store

@@ -15,6 +15,7 @@ use std::process::{Command, Output};
 
 use idem::prelude::*;
 use idem::store::Claim;
+use idem::store::ClaimRequest;
 use idem::store::Outcome;
 use idem::{
     IdemKey, IdemStore, PostgresOptions, PostgresStore, RedisStore, SqliteStore, StoreError,
@@ -147,7 +148,7 @@ async fn lists_and_releases(
     let lease = std::time::Duration::from_secs(600);
     let Ok(Claim::Acquired(worker)) = registry
         .store()
-        .claim(&stuck, "charge", &fingerprint, lease)
+        .claim(&stuck, ClaimRequest::new("charge", &fingerprint, lease))
         .await
     else {
         panic!("the worker's claim")
@@ -260,7 +261,7 @@ async fn unknown_email(registry: &Registry<()>, to: &str) -> IdemKey {
     let short = std::time::Duration::from_millis(100);
     let claimed = registry
         .store()
-        .claim(&key, "send_email", &fingerprint, short)
+        .claim(&key, ClaimRequest::new("send_email", &fingerprint, short))
         .await;
     assert!(matches!(claimed, Ok(Claim::Acquired(_))), "{claimed:?}");
     tokio::time::sleep(short * 3).await;

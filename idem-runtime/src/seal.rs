@@ -26,6 +26,8 @@ pub(crate) enum PayloadKind {
     Result,
     /// A recorded failure's text.
     Error,
+    /// What a record says of its operation ([`About`](crate::store::About)).
+    About,
 }
 
 impl PayloadKind {
@@ -33,6 +35,7 @@ impl PayloadKind {
         match self {
             PayloadKind::Result => "result",
             PayloadKind::Error => "error",
+            PayloadKind::About => "about",
         }
     }
 }

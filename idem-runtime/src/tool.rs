@@ -79,6 +79,9 @@ pub(crate) struct Roles {
     pub(crate) check: Option<&'static [&'static str]>,
     /// These are ignored.
     pub(crate) ignore: Option<&'static [&'static str]>,
+    /// These are left out of the record's readable view of the arguments
+    /// (shown as `"(hidden)"`), whatever their role.
+    pub(crate) hide: Option<&'static [&'static str]>,
 }
 
 /// What a duplicate does when it arrives while the first call still runs.
@@ -203,6 +206,7 @@ impl WriteOptions {
                 key: None,
                 check: None,
                 ignore: None,
+                hide: None,
             },
             on_store_error: OnStoreError::FailClosed,
             on_uncertain: OnUncertain::Rerun,
@@ -289,6 +293,17 @@ impl WriteOptions {
     /// freely (a reason, a note) and the operation does not depend on.
     pub const fn ignore_fields(mut self, fields: &'static [&'static str]) -> Self {
         self.roles.ignore = Some(fields);
+        self
+    }
+
+    /// These argument fields are *hidden*: each record keeps a readable
+    /// view of its operation's arguments for operators
+    /// ([`About`](crate::store::About), shown by `idem pending`, `list` and
+    /// `show`), where these show as `"(hidden)"`. For what a person
+    /// resolving a record need not read (a card number, a password). A
+    /// hidden field keeps its role: hiding changes no key.
+    pub const fn hide_fields(mut self, fields: &'static [&'static str]) -> Self {
+        self.roles.hide = Some(fields);
         self
     }
 

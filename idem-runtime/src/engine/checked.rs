@@ -147,6 +147,7 @@ mod tests {
             key: Some(&["id"]),
             check: None,
             ignore: None,
+            hide: None,
         };
         let schema = json!({"type": "object", "properties": {
             "id": {"type": "integer"}, "note": {"type": "string"}, "when": {"type": "string"},

@@ -15,7 +15,7 @@ use super::trace::{CallTrace, How, note};
 use crate::error::{StoreError, ToolError};
 use crate::key::IdemKey;
 use crate::seal::{PayloadKind, open};
-use crate::store::{Claim, Entry, LeaseToken};
+use crate::store::{Claim, ClaimRequest, Entry, LeaseToken};
 use crate::tool::OnInFlight;
 
 /// What the claim step ended with.
@@ -49,6 +49,7 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
     site: &Site<'_>,
     key: &IdemKey,
     checked: &Checked<'_>,
+    about: Option<&str>,
     trace: Option<&CallTrace<'_>>,
 ) -> Result<Claimed, ToolError> {
     let Site {
@@ -69,15 +70,13 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
     let mut backoff = Duration::from_millis(10);
     // Replayed at once, or after waiting for the first call.
     let mut replayed = How::Replayed;
+    let request = ClaimRequest {
+        about,
+        ..ClaimRequest::new(name, &checked.fingerprint, cfg.lease)
+    };
     loop {
         let sent = Instant::now();
-        let claim = bounded(
-            site.meta,
-            limit,
-            "claim",
-            store.claim(key, name, &checked.fingerprint, cfg.lease),
-        )
-        .await;
+        let claim = bounded(site.meta, limit, "claim", store.claim(key, request)).await;
         let entry = match claim {
             Ok(Claim::Acquired(token)) => return Ok(Claimed::acquired(token, sent, false)),
             Ok(Claim::TakenOver(token)) => return Ok(Claimed::acquired(token, sent, true)),

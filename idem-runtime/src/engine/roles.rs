@@ -45,6 +45,7 @@ impl Roles {
             ("key", self.key),
             ("check", self.check),
             ("ignore", self.ignore),
+            ("hide", self.hide),
         ];
         for (list, fields) in lists {
             for field in fields.unwrap_or_default() {
@@ -59,6 +60,18 @@ impl Roles {
     /// Removes the ignored fields from `value`, the typed arguments.
     pub(crate) fn drop_ignored(&self, value: &mut Value) {
         remove_all(value, self.ignore);
+    }
+
+    /// Replaces the hidden fields of `value`, the typed arguments, with
+    /// `"(hidden)"`, for the record's readable view.
+    pub(crate) fn hide(&self, value: &mut Value) {
+        if let Value::Object(map) = value {
+            for field in self.hide.unwrap_or_default() {
+                if let Some(hidden) = member_mut(map, field) {
+                    *hidden = Value::String(HIDDEN.to_owned());
+                }
+            }
+        }
     }
 
     /// Removes the checked fields from `value`, leaving what is keyed when
@@ -215,6 +228,22 @@ pub(crate) fn member<'a>(map: &'a Map<String, Value>, field: &str) -> Option<&'a
     Some(value)
 }
 
+/// What a hidden field shows in a record's view of its arguments.
+pub(crate) const HIDDEN: &str = "(hidden)";
+
+/// The value `field` names in `map`, as [`member`] finds it, to change.
+fn member_mut<'a>(map: &'a mut Map<String, Value>, field: &str) -> Option<&'a mut Value> {
+    if map.contains_key(field) {
+        return map.get_mut(field);
+    }
+    let mut segments = field.split('.');
+    let mut value = map.get_mut(segments.next()?)?;
+    for segment in segments {
+        value = value.as_object_mut()?.get_mut(segment)?;
+    }
+    Some(value)
+}
+
 /// Removes what `field` names (as [`member`] finds it), if it is there.
 fn remove_path(map: &mut Map<String, Value>, field: &str) {
     if map.remove(field).is_some() {
@@ -244,6 +273,7 @@ mod tests {
             key: None,
             check: Some(&["order.note"]),
             ignore: Some(&["reason", "order.meta.trace", "absent.x"]),
+            hide: None,
         };
         let mut value = json!({
             "amount": 1, "reason": "r",

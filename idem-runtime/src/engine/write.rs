@@ -19,6 +19,8 @@ use super::uncertain::{self, Next, Why, copy_for_verify};
 use crate::ctx::{Ctx, Lease, WriteCtx};
 use crate::error::{StoreError, ToolError};
 use crate::key::IdemKey;
+use crate::seal::{PayloadKind, seal};
+use crate::store::About;
 use crate::tool::{OnStoreError, OnUncertain, WriteTool};
 
 /// Runs a write tool through the idempotent wrapper: claim or replay, run
@@ -48,11 +50,15 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
         #[cfg(feature = "metrics")]
         metrics: caller.trace.and_then(|t| t.keys()),
     };
-    let mut claimed = claim_or_replay::<T::Output>(&site, &key, &checked, caller.trace).await;
+    let about = about(&site, &key, caller, &args);
+    let about = about.as_deref();
+    let mut claimed =
+        claim_or_replay::<T::Output>(&site, &key, &checked, about, caller.trace).await;
     if cfg.on_store_error == OnStoreError::Run {
         claimed = match claimed {
             Err(ToolError::Store { source, .. }) if source.is_retryable() => {
-                confirm_unreachable::<T::Output>(&site, &key, &checked, caller, &source).await
+                let (checked, trace) = (&checked, caller.trace);
+                confirm_unreachable::<T::Output>(&site, &key, checked, about, trace, &source).await
             }
             other => other,
         };
@@ -135,7 +141,8 @@ async fn confirm_unreachable<O: serde::de::DeserializeOwned>(
     site: &Site<'_>,
     key: &IdemKey,
     checked: &Checked<'_>,
-    caller: Caller<'_>,
+    about: Option<&str>,
+    trace: Option<&CallTrace<'_>>,
     first: &StoreError,
 ) -> Result<Claimed, ToolError> {
     tracing::info!(tool = site.tool, key = %key, error = %first, "claim failed; trying once more to tell a store that cannot be reached from a slow one");
@@ -143,7 +150,24 @@ async fn confirm_unreachable<O: serde::de::DeserializeOwned>(
         limit: site.limit.saturating_mul(2),
         ..*site
     };
-    claim_or_replay::<O>(&patient, key, checked, caller.trace).await
+    claim_or_replay::<O>(&patient, key, checked, about, trace).await
+}
+
+/// What the operation's record says of it, for operators: an [`About`]
+/// of the call's tenant and run and the typed arguments as JSON (defaults
+/// filled in), the tool's hidden fields replaced; sealed like a result
+/// when the registry encrypts results. `None` if the arguments do not
+/// serialize (the key could not have been derived either).
+fn about<A: serde::Serialize>(
+    site: &Site<'_>,
+    key: &IdemKey,
+    caller: Caller<'_>,
+    args: &A,
+) -> Option<String> {
+    let mut arguments = serde_json::to_value(args).ok()?;
+    site.cfg.roles.hide(&mut arguments);
+    let about = About::new(caller.tenant, Some(caller.run_id), arguments).to_payload();
+    Some(seal(site.keys, key, PayloadKind::About, about))
 }
 
 /// Runs the body without a claim, for a tool with

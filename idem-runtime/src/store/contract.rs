@@ -90,6 +90,58 @@ impl Entry {
     }
 }
 
+/// What [`IdemStore::claim`] asks for: the tool whose call it is, the
+/// fingerprint of its arguments, the lease, and what the record tells an
+/// operator of the operation.
+///
+/// ```
+/// use std::time::Duration;
+/// use idem_runtime::Fingerprint;
+/// use idem_runtime::store::ClaimRequest;
+///
+/// let fingerprint = Fingerprint::from_bytes(&[7; 32]).unwrap();
+/// let request = ClaimRequest::new("charge_card", &fingerprint, Duration::from_secs(30))
+///     .about(r#"{"arguments":{"amount":5}}"#);
+/// assert_eq!(request.about, Some(r#"{"arguments":{"amount":5}}"#));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClaimRequest<'a> {
+    /// The tool whose call it is, kept for operators
+    /// ([`IdemStore::inspect`]); never contains `|`
+    /// ([`valid_tool_name`](crate::valid_tool_name)).
+    pub tool: &'a str,
+    /// The fingerprint of the arguments the holder runs with.
+    pub fingerprint: &'a Fingerprint,
+    /// How long the claim holds without a renewal.
+    pub lease: Duration,
+    /// What the operation is, for the person who looks at its record: the
+    /// registry writes an [`About`](super::About) (sealed when it encrypts
+    /// results); a store keeps any text, for the record's whole life, and
+    /// answers it in [`RecordInfo::about`]. `None`: the record says
+    /// nothing.
+    pub about: Option<&'a str>,
+}
+
+impl<'a> ClaimRequest<'a> {
+    /// A claim of `tool`'s call with `fingerprint` for `lease`, about
+    /// which the record says nothing.
+    pub const fn new(tool: &'a str, fingerprint: &'a Fingerprint, lease: Duration) -> Self {
+        ClaimRequest {
+            tool,
+            fingerprint,
+            lease,
+            about: None,
+        }
+    }
+
+    /// The record says `about` of the operation.
+    pub const fn about(mut self, about: &'a str) -> Self {
+        self.about = Some(about);
+        self
+    }
+}
+
 /// The answer to [`IdemStore::claim`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claim {
@@ -193,8 +245,8 @@ impl<'a> Outcome<'a> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use idem_runtime::store::{BoxFuture, Claim, Entry, LeaseToken, Outcome};
-/// use idem_runtime::{Fingerprint, IdemKey, IdemStore, MemoryStore, StoreError};
+/// use idem_runtime::store::{BoxFuture, Claim, ClaimRequest, Entry, LeaseToken, Outcome};
+/// use idem_runtime::{IdemKey, IdemStore, MemoryStore, StoreError};
 ///
 /// /// A store that counts the claims it forwards.
 /// #[derive(Default)]
@@ -207,12 +259,10 @@ impl<'a> Outcome<'a> {
 ///     fn claim<'a>(
 ///         &'a self,
 ///         key: &'a IdemKey,
-///         tool: &'a str,
-///         fingerprint: &'a Fingerprint,
-///         lease: Duration,
+///         request: ClaimRequest<'a>,
 ///     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
 ///         self.claims.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-///         self.inner.claim(key, tool, fingerprint, lease)
+///         self.inner.claim(key, request)
 ///     }
 ///
 ///     fn settle<'a>(
@@ -242,16 +292,13 @@ impl<'a> Outcome<'a> {
 /// }
 /// ```
 pub trait IdemStore: Send + Sync + 'static {
-    /// Claims `key` for a lease of `lease`, or reports what holds it. The
-    /// record names `tool`, the tool whose call it is, for operators
-    /// ([`inspect`](Self::inspect)); a tool's name never contains `|`
-    /// ([`valid_tool_name`](crate::valid_tool_name)).
+    /// Claims `key` for the request's lease, or reports what holds it. The
+    /// record keeps the request's tool and `about` for operators
+    /// ([`inspect`](Self::inspect)).
     fn claim<'a>(
         &'a self,
         key: &'a IdemKey,
-        tool: &'a str,
-        fingerprint: &'a Fingerprint,
-        lease: Duration,
+        request: ClaimRequest<'a>,
     ) -> BoxFuture<'a, Result<Claim, StoreError>>;
 
     /// Ends the holder's claim with `outcome`: records a result or a
@@ -339,11 +386,9 @@ impl<T: IdemStore + ?Sized> IdemStore for Arc<T> {
     fn claim<'a>(
         &'a self,
         key: &'a IdemKey,
-        tool: &'a str,
-        fingerprint: &'a Fingerprint,
-        lease: Duration,
+        request: ClaimRequest<'a>,
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
-        (**self).claim(key, tool, fingerprint, lease)
+        (**self).claim(key, request)
     }
 
     fn settle<'a>(

@@ -125,6 +125,55 @@ impl UnknownNote {
     }
 }
 
+/// What a record says of its operation, for the person who looks at it
+/// (`idem pending`, `list`, `show`): the call's tenant and run, and its
+/// arguments as the tool read them (defaults filled in), but for the
+/// fields the tool hides (`hide`), each shown as `"(hidden)"`. The
+/// registry writes it with every claim (sealed like a result when it
+/// encrypts results); [`ClaimRequest::about`](crate::store::ClaimRequest)
+/// carries it to the store.
+///
+/// ```
+/// use idem_runtime::store::About;
+/// use serde_json::json;
+/// let about = About::new(Some("acme"), Some("run-7"), json!({"amount": 5}));
+/// assert_eq!(About::parse(&about.to_payload()), Some(about));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct About {
+    /// The tenant of the call, if it named one.
+    pub tenant: Option<String>,
+    /// The run the operation belongs to; `None` for a tool keyed across
+    /// runs (`scope = "global"`).
+    pub run: Option<String>,
+    /// The arguments, hidden fields replaced.
+    pub arguments: serde_json::Value,
+}
+
+impl About {
+    /// What a record of a call of `tenant` in `run` with `arguments` says.
+    pub fn new(tenant: Option<&str>, run: Option<&str>, arguments: serde_json::Value) -> About {
+        About {
+            tenant: tenant.map(str::to_owned),
+            run: run.map(str::to_owned),
+            arguments,
+        }
+    }
+
+    /// The text a record keeps: JSON.
+    pub fn to_payload(&self) -> String {
+        serde_json::json!({ "tenant": self.tenant, "run": self.run, "arguments": self.arguments })
+            .to_string()
+    }
+
+    /// What `text` says, when it is an `About` (not sealed, nor written by
+    /// hand).
+    pub fn parse(text: &str) -> Option<About> {
+        serde_json::from_str(text).ok()
+    }
+}
+
 /// One record as an operator sees it. Times are durations on the store's
 /// own clock, measured when the store answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,12 +209,18 @@ pub struct RecordInfo {
     /// unknown, as stored (sealed when the registry encrypts results).
     /// Filled by `inspect`; `None` from `scan`, which never reads payloads.
     pub payload: Option<String>,
+    /// What the record says of its operation (an [`About`], sealed when
+    /// the registry encrypts results), as its claim gave it; `None` when
+    /// the claim gave none, for a record written before records said
+    /// (SQLite and PostgreSQL schema 2, Redis format 1 and 2), and from
+    /// `scan`.
+    pub about: Option<String>,
 }
 
 impl RecordInfo {
     /// A record with what every record has; a store sets the other fields
-    /// (`tool`, `age`, `lease_left`, `holder`, `payload`) where it knows
-    /// them.
+    /// (`tool`, `age`, `lease_left`, `holder`, `payload`, `about`) where it
+    /// knows them.
     ///
     /// ```
     /// use std::time::Duration;
@@ -201,6 +256,7 @@ impl RecordInfo {
             expires_in,
             holder: None,
             payload: None,
+            about: None,
         }
     }
 }

@@ -11,8 +11,8 @@ use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::store::hashing::PassThroughMap;
 use crate::store::{
-    BoxFuture, CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, Outcome, RecordInfo,
-    RecordState, ScanFilter, ScanPage,
+    BoxFuture, CLAIM_RETENTION, Claim, ClaimRequest, Entry, IdemStore, LeaseToken, Outcome,
+    RecordInfo, RecordState, ScanFilter, ScanPage,
 };
 
 /// An in-process store: sharded hash maps behind short mutex sections.
@@ -113,6 +113,8 @@ struct Record {
     /// The index of its tool's name in [`Shard::tools`].
     tool: u16,
     state: State,
+    /// What its claim said of the operation.
+    about: Option<Box<str>>,
 }
 
 /// A record's state; a settled one keeps the token that settled it, so
@@ -359,6 +361,7 @@ impl MemoryStore {
                     attempt: 0,
                     result: result.into(),
                 },
+                about: None,
             },
             now,
         );
@@ -449,19 +452,21 @@ impl Shard {
     }
 }
 
-/// The record of a claim of `tool` (its index) at `now`.
+/// The record of `request`'s claim with `fingerprint` (as [`keep`] keeps
+/// it) of `tool` (its index) at `now`.
 fn running(
+    request: ClaimRequest<'_>,
     fingerprint: Option<Box<Fingerprint>>,
     tool: u16,
     token: &LeaseToken,
-    lease: Duration,
     now: u64,
 ) -> Record {
-    let lease_until = now.saturating_add(ms(lease));
+    let lease_until = now.saturating_add(ms(request.lease));
     Record {
         fingerprint,
         expires_at: lease_until.saturating_add(ms(CLAIM_RETENTION)),
         since: secs(now),
+        about: request.about.map(Box::from),
         tool,
         state: State::Running {
             token: token.id().to_le_bytes(),
@@ -479,9 +484,7 @@ impl IdemStore for MemoryStore {
     fn claim<'a>(
         &'a self,
         key: &'a IdemKey,
-        tool: &'a str,
-        fingerprint: &'a Fingerprint,
-        lease: Duration,
+        request: ClaimRequest<'a>,
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
         Box::pin(async move {
             let now = self.now();
@@ -524,12 +527,9 @@ impl IdemStore for MemoryStore {
                 },
             };
             let token = LeaseToken::generate(attempt);
-            let tool = shard.tool(tool);
-            shard.insert(
-                slot,
-                running(keep(fingerprint, digest), tool, &token, lease, now),
-                now,
-            );
+            let tool = shard.tool(request.tool);
+            let fingerprint = keep(request.fingerprint, digest);
+            shard.insert(slot, running(request, fingerprint, tool, &token, now), now);
             Ok(if lapsed {
                 Claim::TakenOver(token)
             } else {
@@ -579,9 +579,13 @@ impl IdemStore for MemoryStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             self.with_holder(key, token, None, |record, now| {
-                let since = record.since;
-                *record = running(record.fingerprint.take(), record.tool, token, lease, now);
-                record.since = since;
+                let lease_until = now.saturating_add(ms(lease));
+                record.expires_at = lease_until.saturating_add(ms(CLAIM_RETENTION));
+                record.state = State::Running {
+                    token: token.id().to_le_bytes(),
+                    attempt: token.attempt(),
+                    lease_until,
+                };
             })
         })
     }
@@ -638,6 +642,7 @@ impl IdemStore for MemoryStore {
                 record.expires_at,
                 record.tool,
             );
+            let about = record.about.as_deref().map(String::from);
             Ok(Some(RecordInfo {
                 key: key.clone(),
                 state,
@@ -651,6 +656,7 @@ impl IdemStore for MemoryStore {
                 expires_in: Duration::from_millis(expires_at.saturating_sub(now)),
                 holder,
                 payload,
+                about,
             }))
         })
     }

@@ -77,6 +77,10 @@ pub(crate) mod sqlite;
 mod token;
 
 pub(crate) use self::contract::IdemStore;
-pub use self::contract::{BoxFuture, CLAIM_RETENTION, Claim, Entry, Outcome, UNKNOWN_RETENTION};
-pub use self::inspect::{RecordInfo, RecordState, ScanFilter, ScanPage, UnknownNote, UnknownState};
+pub use self::contract::{
+    BoxFuture, CLAIM_RETENTION, Claim, ClaimRequest, Entry, Outcome, UNKNOWN_RETENTION,
+};
+pub use self::inspect::{
+    About, RecordInfo, RecordState, ScanFilter, ScanPage, UnknownNote, UnknownState,
+};
 pub use self::token::LeaseToken;

@@ -183,6 +183,8 @@ pub(crate) struct InfoRow {
     pub(crate) lease_ms: Option<i64>,
     pub(crate) expires_ms: i64,
     pub(crate) payload: Option<String>,
+    /// What the record says of its operation (schema 3).
+    pub(crate) about: Option<String>,
 }
 
 impl InfoRow {
@@ -223,6 +225,7 @@ impl InfoRow {
             expires_in: positive_ms(self.expires_ms),
             holder,
             payload: self.payload,
+            about: self.about,
             key: IdemKey::from_raw(key),
         })
     }

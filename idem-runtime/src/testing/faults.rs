@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use crate::error::StoreError;
-use crate::key::{Fingerprint, IdemKey};
+use crate::key::IdemKey;
 use crate::store::{
-    BoxFuture, Claim, Entry, IdemStore, LeaseToken, Outcome, RecordInfo, ScanFilter, ScanPage,
+    BoxFuture, Claim, ClaimRequest, Entry, IdemStore, LeaseToken, Outcome, RecordInfo, ScanFilter,
+    ScanPage,
 };
 
 /// Which store operation a [`FaultyStore`] disturbs.
@@ -109,11 +110,9 @@ impl<S: IdemStore> IdemStore for FaultyStore<S> {
     fn claim<'a>(
         &'a self,
         key: &'a IdemKey,
-        tool: &'a str,
-        fingerprint: &'a Fingerprint,
-        lease: Duration,
+        request: ClaimRequest<'a>,
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
-        self.gate(Op::Claim, self.inner.claim(key, tool, fingerprint, lease))
+        self.gate(Op::Claim, self.inner.claim(key, request))
     }
 
     fn settle<'a>(

@@ -7,6 +7,7 @@
 //! and it runs under a tenant of its own, so that its key is its own even
 //! where a factory hands out one shared downstream.
 
+use crate::store::ClaimRequest;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -549,7 +550,10 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
         match self
             .registry
             .store()
-            .claim(&key, &self.name, &fingerprint, CRASHED_LEASE)
+            .claim(
+                &key,
+                ClaimRequest::new(&self.name, &fingerprint, CRASHED_LEASE),
+            )
             .await
             .map_err(store_error)?
         {

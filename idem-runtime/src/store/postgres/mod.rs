@@ -27,13 +27,13 @@ pub use self::options::PostgresOptions;
 use self::pool::{InFlight, PgManager, Silence, Tls, connect};
 use self::sql::Sql;
 use crate::error::StoreError;
-use crate::key::{Fingerprint, IdemKey};
+use crate::key::IdemKey;
 use crate::store::contract::fenced;
 use crate::store::keepalive;
 use crate::store::record::{self, InfoRow, Live, Row, State, keyset_page};
 use crate::store::{
-    BoxFuture, CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, Outcome, RecordInfo,
-    ScanFilter, ScanPage,
+    BoxFuture, CLAIM_RETENTION, Claim, ClaimRequest, Entry, IdemStore, LeaseToken, Outcome,
+    RecordInfo, ScanFilter, ScanPage,
 };
 
 /// A store in PostgreSQL: a pool of connections with prepared statements,
@@ -103,7 +103,7 @@ macro_rules! with_conn {
 
 impl PostgresStore {
     /// The schema version this code writes.
-    pub const SCHEMA_VERSION: i32 = 2;
+    pub const SCHEMA_VERSION: i32 = 3;
 
     /// Connects to `postgres://user:password@host:port/database` (or a
     /// `host=… user=…` string), with TLS as its `sslmode` says (feature
@@ -331,22 +331,21 @@ impl IdemStore for PostgresStore {
     fn claim<'a>(
         &'a self,
         key: &'a IdemKey,
-        tool: &'a str,
-        fingerprint: &'a Fingerprint,
-        lease: Duration,
+        request: ClaimRequest<'a>,
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
         Box::pin(async move {
             let token = LeaseToken::generate(0);
             let token_bytes = token.id().to_be_bytes().to_vec();
-            let fp = fingerprint.to_bytes();
-            let (lease_ms, retention_ms) = (millis(lease), millis(CLAIM_RETENTION));
-            let params: [&(dyn ToSql + Sync); 6] = [
+            let fp = request.fingerprint.to_bytes();
+            let (lease_ms, retention_ms) = (millis(request.lease), millis(CLAIM_RETENTION));
+            let params: [&(dyn ToSql + Sync); 7] = [
                 &key.as_str(),
                 &fp,
                 &token_bytes,
                 &lease_ms,
                 &retention_ms,
-                &tool,
+                &request.tool,
+                &request.about,
             ];
             let corrupt = |why: String| StoreError::corrupt(key.as_str(), why);
             for _ in 0..CLAIM_TRIES {
@@ -500,6 +499,7 @@ fn info_row(key: &str, row: &tokio_postgres::Row) -> Result<InfoRow, StoreError>
         lease_ms: row.try_get(7).map_err(corrupt)?,
         expires_ms: row.try_get(8).map_err(corrupt)?,
         payload: row.try_get(9).map_err(corrupt)?,
+        about: row.try_get(10).map_err(corrupt)?,
     })
 }
 

@@ -1,20 +1,21 @@
 //! [`RedisStore`]: Redis and Redis Cluster (feature `redis`).
 //!
-//! Each record is one string under its key, eight fields joined by `|`
-//! (format 2; records of format 1 are read too, docs/spec.md):
+//! Each record is one string under its key, ten fields joined by `|`
+//! (format 3; records of formats 1 and 2 are read too, docs/spec.md):
 //!
 //! ```text
-//! 2|<state>|<fingerprint>|<attempt>|<tool>|<life>|<token>|<payload>
+//! 3|<state>|<fingerprint>|<attempt>|<tool>|<life>|<n>|<about>|<token>|<payload>
 //! ```
 //!
 //! | field | meaning |
 //! |---|---|
-//! | `2` | the format version |
+//! | `3` | the format version |
 //! | state | `running`, `released`, `done`, `failed` or `unknown` |
 //! | fingerprint | the arguments' fingerprint, 64 hex digits |
 //! | attempt | the holder's attempt number |
 //! | tool | the tool whose call it is (empty in a record first written in format 1) |
 //! | life | ms from when the record entered its state (its claim, for a running one) to its expiry: its age is `life − PTTL` |
+//! | n, about | what the record says of its operation (`ClaimRequest::about`), `n` bytes of any text (`0` and nothing when it says nothing) |
 //! | token | the lease token of the holder (running), or of the worker that settled it (released, done, failed, unknown; empty in records written before idem 0.2) |
 //! | payload | the result, error or reason, verbatim (done / failed / unknown only; last, so it may hold `|`) |
 //!
@@ -69,8 +70,8 @@ use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::store::hashing::PassThroughMap;
 use crate::store::{
-    BoxFuture, CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, Outcome, RecordInfo,
-    ScanFilter, ScanPage,
+    BoxFuture, CLAIM_RETENTION, Claim, ClaimRequest, Entry, IdemStore, LeaseToken, Outcome,
+    RecordInfo, ScanFilter, ScanPage,
 };
 
 /// A store on Redis or Redis Cluster: one multiplexed connection shared by
@@ -486,7 +487,11 @@ impl RedisStore {
                     op.as_bytes(),
                     sent,
                     expiry.as_bytes(),
-                    if self.format == 1 { b"1" } else { b"2" },
+                    match self.format {
+                        1 => b"1",
+                        2 => b"2",
+                        _ => b"3",
+                    },
                     head.as_bytes(),
                 ],
                 wait,
@@ -581,12 +586,11 @@ impl RedisStore {
     async fn claim_new(
         &self,
         key: &IdemKey,
-        tool: &str,
-        fingerprint: &Fingerprint,
+        request: &ClaimRequest<'_>,
         token: &LeaseToken,
         life: u64,
     ) -> Result<Option<Claim>, StoreError> {
-        let line = RunningLine::new(self.format, fingerprint, tool, life, token);
+        let line = self.running_line(request, life, token);
         loop {
             let with_get = self.set_get.load(Ordering::Relaxed);
             let size = key.as_str().len() + line.as_str().len() + 24;
@@ -632,6 +636,24 @@ impl RedisStore {
         }
     }
 
+    /// The record `request`'s claim with `token` writes, living `life` ms.
+    fn running_line(
+        &self,
+        request: &ClaimRequest<'_>,
+        life: u64,
+        token: &LeaseToken,
+    ) -> RunningLine {
+        let about = request.about.unwrap_or_default();
+        RunningLine::new(
+            self.format,
+            request.fingerprint,
+            request.tool,
+            life,
+            token,
+            about,
+        )
+    }
+
     /// A claim that took the key with `line`, once enough replicas have it.
     /// One that too few acknowledged is given up at once (released), so
     /// that every caller of the operation is told the same, rather than
@@ -668,16 +690,14 @@ impl RedisStore {
     async fn claim_existing(
         &self,
         key: &IdemKey,
-        tool: &str,
-        fingerprint: &Fingerprint,
+        request: &ClaimRequest<'_>,
         token: &LeaseToken,
-        lease: Duration,
     ) -> Result<Claim, StoreError> {
         let mut fp = String::new();
-        record::push_fingerprint(&mut fp, self.format, fingerprint);
+        record::push_fingerprint(&mut fp, self.format, request.fingerprint);
         let id = token.id_hex();
         let (lease_ms, retention_ms, format) = (
-            millis(lease).to_string(),
+            millis(request.lease).to_string(),
             millis(CLAIM_RETENTION).to_string(),
             self.format.to_string(),
         );
@@ -690,8 +710,9 @@ impl RedisStore {
                     id.as_bytes(),
                     lease_ms.as_bytes(),
                     retention_ms.as_bytes(),
-                    tool.as_bytes(),
+                    request.tool.as_bytes(),
                     format.as_bytes(),
+                    request.about.unwrap_or_default().as_bytes(),
                 ],
             )
             .await?;
@@ -709,7 +730,7 @@ impl RedisStore {
                 .ok_or_else(|| StoreError::corrupt(key.as_str(), "bad attempt"))?;
             // The script wrote what a first claim at this attempt writes.
             let token = LeaseToken::from_parts(token.id(), attempt);
-            let line = RunningLine::new(self.format, fingerprint, tool, claim_life(lease), &token);
+            let line = self.running_line(request, claim_life(request.lease), &token);
             let lapsed = parts.get(2).and_then(as_text).as_deref() == Some("lapsed");
             return self.acquired(key, &token, line, acked, lapsed).await;
         }
@@ -801,24 +822,23 @@ impl IdemStore for RedisStore {
     fn claim<'a>(
         &'a self,
         key: &'a IdemKey,
-        tool: &'a str,
-        fingerprint: &'a Fingerprint,
-        lease: Duration,
+        request: ClaimRequest<'a>,
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
         Box::pin(async move {
+            let tool = request.tool;
             if tool.contains('|') {
                 return Err(StoreError::backend(format!(
                     "the tool name {tool:?} holds `|`, which a Redis record cannot"
                 )));
             }
             let token = LeaseToken::generate(0);
-            let life = claim_life(lease);
-            if let Some(claim) = self.claim_new(key, tool, fingerprint, &token, life).await? {
+            let life = claim_life(request.lease);
+            if let Some(claim) = self.claim_new(key, &request, &token, life).await? {
                 return Ok(claim);
             }
             // Boxed: the script's path is the rarer one (a running or
             // released record), and its future would enlarge every claim's.
-            Box::pin(self.claim_existing(key, tool, fingerprint, &token, lease)).await
+            Box::pin(self.claim_existing(key, &request, &token)).await
         })
     }
 

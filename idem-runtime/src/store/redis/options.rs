@@ -59,14 +59,17 @@ impl RedisOptions {
     }
 
     /// Writes records in format `version` (docs/spec.md, "Record
-    /// formats"): 2 by default, or 1 while workers of idem 0.1 share the
-    /// store, which read only format 1.
+    /// formats"): 3 by default; 2 while workers of idem 0.2 share the
+    /// store, which read formats 1 and 2 only; 1 while workers of idem 0.1
+    /// do, which read only format 1.
     ///
-    /// Every version reads every format, so a fleet is upgraded from 0.1
+    /// Every version reads every earlier format, so a fleet is upgraded
     /// without stopping it in two steps: deploy this version with
-    /// `record_format(1)`; once no 0.1 worker is left, deploy it without.
-    /// Records written in format 1 do not name their tool or their age
-    /// (`idem show` and `idem list` print `-`). [`connect`](super::RedisStore::connect_with)
+    /// `record_format` set to what the oldest worker reads; once no older
+    /// worker is left, deploy it without. Records written in format 1 do
+    /// not name their tool or their age (`idem show` and `idem list` print
+    /// `-`); records in format 1 and 2 do not say what their operation is
+    /// (its arguments, tenant and run). [`connect`](super::RedisStore::connect_with)
     /// refuses a format it does not know.
     pub fn record_format(mut self, version: u32) -> Self {
         self.record_format = version;
@@ -91,9 +94,9 @@ impl RedisOptions {
     /// The format to write, if this version writes it.
     pub(super) fn checked_format(&self) -> Result<u32, StoreError> {
         match self.record_format {
-            1 | 2 => Ok(self.record_format),
+            1..=3 => Ok(self.record_format),
             other => Err(StoreError::backend(format!(
-                "RedisOptions::record_format({other}): this idem writes Redis record formats 1 and 2"
+                "RedisOptions::record_format({other}): this idem writes Redis record formats 1, 2 and 3"
             ))),
         }
     }
@@ -145,7 +148,7 @@ impl Default for RedisOptions {
             response_timeout: Duration::from_secs(1),
             reconnect_retries: 2,
             wait_for_replicas: None,
-            record_format: 2,
+            record_format: 3,
             claim_reads_back: true,
             #[cfg(feature = "redis-tls")]
             tls_root_ca: None,

@@ -13,10 +13,11 @@ use crate::store::token::LeaseToken;
 pub(super) use crate::store::inspect::RecordState as State;
 
 /// The Redis record of a running claim, as the claim writes it, and the
-/// settled record its holder writes over it: `2|running|<fingerprint
-/// hex>|<attempt>|<tool>|<life>|<token hex>|` in format 2,
-/// `1|running|<fingerprint hex>|<attempt>|<token hex>|` in format 1
-/// (`scripts/prelude.lua` writes the same bytes).
+/// settled record its holder writes over it: `3|running|<fingerprint
+/// hex>|<attempt>|<tool>|<life>|<about's length>|<about>|<token hex>|` in
+/// format 3, `2|running|<fingerprint hex>|<attempt>|<tool>|<life>|<token
+/// hex>|` in format 2, `1|running|<fingerprint hex>|<attempt>|<token
+/// hex>|` in format 1 (`scripts/prelude.lua` writes the same bytes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RunningLine {
     text: String,
@@ -26,17 +27,22 @@ pub(crate) struct RunningLine {
 
 impl RunningLine {
     /// The record of `token`'s claim in `format`, of tool `tool`,
-    /// expiring in `life` ms.
+    /// expiring in `life` ms, saying `about` (format 3).
     pub(crate) fn new(
         format: u32,
         fingerprint: &Fingerprint,
         tool: &str,
         life: u64,
         token: &LeaseToken,
+        about: &str,
     ) -> RunningLine {
         // Built piece by piece: this is on every claim's path.
-        let mut text = String::with_capacity(128 + tool.len());
-        text.push_str(if format == 1 { "1|" } else { "2|" });
+        let mut text = String::with_capacity(128 + tool.len() + about.len());
+        text.push_str(match format {
+            1 => "1|",
+            2 => "2|",
+            _ => "3|",
+        });
         text.push_str(State::Running.as_str());
         text.push('|');
         push_fingerprint(&mut text, format, fingerprint);
@@ -50,6 +56,12 @@ impl RunningLine {
             let start = text.len();
             text.push_str(itoa::Buffer::new().format(life));
             life_at = Some(start..text.len());
+            text.push('|');
+        }
+        if format >= 3 {
+            text.push_str(itoa::Buffer::new().format(about.len()));
+            text.push('|');
+            text.push_str(about);
             text.push('|');
         }
         token.push_id_hex(&mut text);
@@ -67,10 +79,10 @@ impl RunningLine {
 
     /// The record that settles this one into `state` (done, failed,
     /// released) with `payload`, kept `keep_ms`: the same fingerprint,
-    /// attempt, tool and token, the life replaced by `keep_ms`. Returns it
+    /// attempt, tool, about and token, the life replaced by `keep_ms`. Returns it
     /// and the length of its head, all but the payload.
     pub(crate) fn settled(&self, state: State, keep_ms: u64, payload: &[u8]) -> (Vec<u8>, usize) {
-        // Both formats start with the version, then `|running|`.
+        // Every format starts with the version, then `|running|`.
         const RUNNING: usize = "1|running|".len();
         let text = self.text.as_bytes();
         let mut record = Vec::with_capacity(text.len() + 8 + payload.len());
@@ -104,7 +116,7 @@ pub(crate) fn push_fingerprint(out: &mut String, format: u32, fingerprint: &Fing
 
 /// The outcome a Redis record holds, read back by a claim's `SET .. NX
 /// GET`: the entry to replay when `line` is a well-formed `done` or
-/// `failed` record of format 1 or 2, else `None`. A running or released
+/// `failed` record of format 1, 2 or 3, else `None`. A running or released
 /// record, a format this version does not know or anything malformed goes
 /// to the CLAIM script, which reads it with every check
 /// (`scripts/prelude.lua`): this reader accepts a subset of what the
@@ -114,11 +126,13 @@ pub(crate) fn settled_entry(line: &[u8]) -> Option<Entry> {
     // Read as bytes, field by field: this is every duplicate's path, and
     // only the payload needs to be text.
     let mut fields = Fields(line);
-    let format_2 = match fields.next()? {
-        b"1" => false,
-        b"2" => true,
+    let format = match fields.next()? {
+        b"1" => 1,
+        b"2" => 2,
+        b"3" => 3,
         _ => return None,
     };
+    let format_2 = format >= 2;
     let state = State::parse(std::str::from_utf8(fields.next()?).ok()?)?;
     let fingerprint = fields.next()?;
     if !format_2 && fingerprint.len() != 64 {
@@ -134,6 +148,9 @@ pub(crate) fn settled_entry(line: &[u8]) -> Option<Entry> {
         if !digits(fields.next()?) {
             return None;
         }
+    }
+    if format == 3 {
+        fields.skip_about()?;
     }
     if !fields.next()?.iter().all(u8::is_ascii_hexdigit) {
         return None;
@@ -163,6 +180,16 @@ impl<'a> Fields<'a> {
         self.0 = &self.0[end + 1..];
         Some(field)
     }
+
+    /// Passes format 3's about: its length, then that many bytes and `|`.
+    fn skip_about(&mut self) -> Option<()> {
+        let n: usize = std::str::from_utf8(self.next()?).ok()?.parse().ok()?;
+        if self.0.get(n) != Some(&b'|') {
+            return None;
+        }
+        self.0 = &self.0[n + 1..];
+        Some(())
+    }
 }
 
 #[cfg(test)]
@@ -191,13 +218,28 @@ mod tests {
             settled_entry(failed.as_bytes()),
             Some(Entry::Failed {
                 error: "declined | code 51".into(),
-                fingerprint
+                fingerprint: fingerprint.clone()
             })
         );
         // Field tags after the digest (format 2).
         let tagged = format!("2|done|{FP}{TAG}|0|charge|8000|{TOKEN}|r");
         let entry = settled_entry(tagged.as_bytes()).expect("a tagged record");
         assert_eq!(entry.fingerprint().to_hex(), format!("{FP}{TAG}"));
+        // Format 3: an about holding `|`, and an empty one.
+        let about = r#"{"arguments":{"memo":"a|b"}}"#;
+        let done = format!(
+            "3|done|{FP}|0|charge|8000|{}|{about}|{TOKEN}|r|s",
+            about.len()
+        );
+        assert_eq!(
+            settled_entry(done.as_bytes()),
+            Some(Entry::Done {
+                result: "r|s".into(),
+                fingerprint
+            })
+        );
+        let bare = format!("3|done|{FP}|0|charge|8000|0||{TOKEN}|r");
+        assert!(settled_entry(bare.as_bytes()).is_some());
     }
 
     /// The settled record a holder writes is the claim's with the state,
@@ -206,7 +248,18 @@ mod tests {
     fn a_running_line_settles_into_the_scripts_record() {
         let fingerprint = Fingerprint::from_hex(FP).unwrap();
         let token = LeaseToken::from_parts(0x0123456789abcdef0123456789abcdef, 3);
-        let running = RunningLine::new(2, &fingerprint, "charge", 30_030_000, &token);
+        let about = r#"{"arguments":{"memo":"a|b"}}"#;
+        let running = RunningLine::new(3, &fingerprint, "charge", 30_030_000, &token, about);
+        assert_eq!(
+            running.as_str(),
+            format!("3|running|{FP}|3|charge|30030000|28|{about}|{TOKEN}|")
+        );
+        let head = format!("3|done|{FP}|3|charge|86400000|28|{about}|{TOKEN}|");
+        assert_eq!(
+            running.settled(State::Done, 86_400_000, b"{\"id\":7}"),
+            (format!("{head}{{\"id\":7}}").into_bytes(), head.len())
+        );
+        let running = RunningLine::new(2, &fingerprint, "charge", 30_030_000, &token, about);
         assert_eq!(
             running.as_str(),
             format!("2|running|{FP}|3|charge|30030000|{TOKEN}|")
@@ -216,16 +269,16 @@ mod tests {
             running.settled(State::Done, 86_400_000, b"{\"id\":7}"),
             (format!("{head}{{\"id\":7}}").into_bytes(), head.len())
         );
-        let old = RunningLine::new(1, &fingerprint, "charge", 30_030_000, &token);
+        let old = RunningLine::new(1, &fingerprint, "charge", 30_030_000, &token, "");
         assert_eq!(old.as_str(), format!("1|running|{FP}|3|{TOKEN}|"));
         // Field tags follow the digest in format 2; format 1 leaves them out.
         let tagged = Fingerprint::from_hex(&format!("{FP}{TAG}")).unwrap();
-        let running = RunningLine::new(2, &tagged, "charge", 8000, &token);
+        let running = RunningLine::new(2, &tagged, "charge", 8000, &token, "");
         assert_eq!(
             running.as_str(),
             format!("2|running|{FP}{TAG}|3|charge|8000|{TOKEN}|")
         );
-        let running = RunningLine::new(1, &tagged, "charge", 8000, &token);
+        let running = RunningLine::new(1, &tagged, "charge", 8000, &token, "");
         assert_eq!(running.as_str(), format!("1|running|{FP}|3|{TOKEN}|"));
         let head = format!("1|released|{FP}|3|{TOKEN}|");
         assert_eq!(
@@ -240,7 +293,9 @@ mod tests {
         for line in [
             format!("2|running|{FP}|0|charge|8000|{TOKEN}|"),
             format!("2|released|{FP}|1|charge|8000|{TOKEN}|"),
+            format!("4|done|{FP}|0|charge|8000|{TOKEN}|r"),
             format!("3|done|{FP}|0|charge|8000|{TOKEN}|r"),
+            format!("3|done|{FP}|0|charge|8000|9|short|{TOKEN}|r"),
             format!("2|done|{}|0|charge|8000|{TOKEN}|r", &FP[1..]),
             format!("2|done|{FP}|x|charge|8000|{TOKEN}|r"),
             format!("2|done|{FP}|0|charge|8s|{TOKEN}|r"),

@@ -210,7 +210,7 @@ fn bad_cursor(cursor: &str) -> StoreError {
 }
 
 /// Decodes INSPECT's `{state, fp, attempt, token, tool, age, lease, pttl,
-/// payload}`.
+/// payload, about}` (`about` empty when the record says nothing).
 fn decode(key: &IdemKey, parts: &[RValue], payload: bool) -> Result<RecordInfo, StoreError> {
     let corrupt = |why: &str| StoreError::corrupt(key.as_str(), why.to_owned());
     let field = |i: usize| {
@@ -234,6 +234,7 @@ fn decode(key: &IdemKey, parts: &[RValue], payload: bool) -> Result<RecordInfo, 
     };
     let tool = field(4)?;
     let age = number(5)?;
+    let about = field(9)?;
     Ok(RecordInfo {
         key: key.clone(),
         state,
@@ -249,5 +250,6 @@ fn decode(key: &IdemKey, parts: &[RValue], payload: bool) -> Result<RecordInfo, 
         } else {
             None
         },
+        about: (!about.is_empty()).then_some(about),
     })
 }

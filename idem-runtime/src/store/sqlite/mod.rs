@@ -20,12 +20,12 @@ use rusqlite::{Connection, OptionalExtension, params};
 use self::worker::{Worker, sql_error, write};
 
 use crate::error::StoreError;
-use crate::key::{Fingerprint, IdemKey};
+use crate::key::IdemKey;
 use crate::store::contract::fenced;
 use crate::store::record::{InfoRow, Live, Row, State, keyset_page};
 use crate::store::{
-    BoxFuture, CLAIM_RETENTION, Claim, Entry, IdemStore, LeaseToken, Outcome, RecordInfo,
-    ScanFilter, ScanPage,
+    BoxFuture, CLAIM_RETENTION, Claim, ClaimRequest, Entry, IdemStore, LeaseToken, Outcome,
+    RecordInfo, ScanFilter, ScanPage,
 };
 
 /// An embedded store in one SQLite file, durable across restarts and
@@ -51,7 +51,7 @@ impl std::fmt::Debug for SqliteStore {
 
 impl SqliteStore {
     /// The schema this code writes (`PRAGMA user_version`).
-    pub const SCHEMA_VERSION: i64 = 2;
+    pub const SCHEMA_VERSION: i64 = 3;
 
     /// Opens (creating if needed) the database at `path`.
     pub async fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
@@ -113,16 +113,17 @@ fn open_connection(path: &Path, options: &SqliteOptions) -> Result<Connection, S
     Ok(conn)
 }
 
-/// Creates the schema in a new database and brings one of version 1 to
-/// this code's; refuses one newer than this code.
+/// Creates the schema in a new database and brings one of version 1 or 2
+/// to this code's; refuses one newer than this code.
 fn migrate(conn: &Connection) -> Result<(), StoreError> {
     const WRITTEN: i64 = SqliteStore::SCHEMA_VERSION;
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .map_err(sql_error)?;
     let step = match version {
-        0 => sql::SCHEMA,
-        1 => sql::MIGRATE_1_TO_2,
+        0 => sql::SCHEMA.to_owned(),
+        1 => format!("{}{}", sql::MIGRATE_1_TO_2, sql::MIGRATE_2_TO_3),
+        2 => sql::MIGRATE_2_TO_3.to_owned(),
         WRITTEN => return Ok(()),
         newer => {
             return Err(StoreError::backend(format!(
@@ -190,15 +191,33 @@ fn live(conn: &Connection, key: &str, now: i64) -> Result<Option<Live>, StoreErr
     }
 }
 
+/// A claim's request, owned, for the worker's thread.
+struct Request {
+    tool: String,
+    /// The fingerprint as the row keeps it.
+    fingerprint: Vec<u8>,
+    lease: Duration,
+    about: Option<String>,
+}
+
+impl Request {
+    fn of(request: ClaimRequest<'_>) -> Request {
+        Request {
+            tool: request.tool.to_owned(),
+            fingerprint: request.fingerprint.to_bytes(),
+            lease: request.lease,
+            about: request.about.map(str::to_owned),
+        }
+    }
+}
+
 /// A claim inside its transaction: acquired with a new running record, or
 /// what the live record holds.
 fn claim(
     tx: &rusqlite::Transaction<'_>,
     key: &str,
-    tool: &str,
-    fingerprint: &Fingerprint,
+    request: &Request,
     token: &LeaseToken,
-    lease: Duration,
 ) -> Result<Claim, StoreError> {
     let now = now_ms();
     let mut lapsed = false;
@@ -218,18 +237,19 @@ fn claim(
             }
         },
     };
-    let lease_until = now.saturating_add(ms(lease));
+    let lease_until = now.saturating_add(ms(request.lease));
     tx.prepare_cached(sql::CLAIM)
         .and_then(|mut stmt| {
             stmt.execute(params![
                 key,
-                fingerprint.to_bytes(),
+                request.fingerprint,
                 attempt,
                 token.id().to_be_bytes().as_slice(),
                 lease_until,
                 lease_until.saturating_add(ms(CLAIM_RETENTION)),
-                tool,
+                request.tool,
                 now,
+                request.about,
             ])
         })
         .map_err(sql_error)?;
@@ -255,20 +275,15 @@ impl IdemStore for SqliteStore {
     fn claim<'a>(
         &'a self,
         key: &'a IdemKey,
-        tool: &'a str,
-        fingerprint: &'a Fingerprint,
-        lease: Duration,
+        request: ClaimRequest<'a>,
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
         Box::pin(async move {
             let key = key.as_str().to_owned();
-            let tool = tool.to_owned();
-            let fingerprint = fingerprint.clone();
+            let request = Request::of(request);
             let token = LeaseToken::generate(0);
             self.worker
                 .run(move |conn, ticket| {
-                    write(conn, ticket, |tx| {
-                        claim(tx, &key, &tool, &fingerprint, &token, lease)
-                    })
+                    write(conn, ticket, |tx| claim(tx, &key, &request, &token))
                 })
                 .await
         })
@@ -426,6 +441,7 @@ fn info_row(r: &rusqlite::Row<'_>, now: i64) -> rusqlite::Result<InfoRow> {
         lease_ms: until(r.get(7)?),
         expires_ms: r.get::<_, i64>(8)?.saturating_sub(now),
         payload: r.get(9)?,
+        about: r.get(10)?,
     })
 }
 

@@ -2,10 +2,12 @@
 //! of its own under `sql/`, named by what it does. Parameters are
 //! positional (`?1`..); each file says what they are.
 
-/// Creates the table and its index (schema version 2).
+/// Creates the table and its index (schema version 3).
 pub(super) const SCHEMA: &str = include_str!("sql/schema.sql");
 /// Brings a table of schema version 1 to version 2.
-pub(super) const MIGRATE_1_TO_2: &str = include_str!("sql/migrate.sql");
+pub(super) const MIGRATE_1_TO_2: &str = include_str!("sql/migrate_1_to_2.sql");
+/// Brings a table of schema version 2 to version 3.
+pub(super) const MIGRATE_2_TO_3: &str = include_str!("sql/migrate_2_to_3.sql");
 /// Reads a record: state, fingerprint, attempt, lease_until, payload, expires_at.
 pub(super) const READ: &str = include_str!("sql/read.sql");
 /// Writes the running record of a claim.

@@ -2,6 +2,7 @@
 //! through a namespace (`scan`), ending a stuck claim with the holder's
 //! token as an operator does, and counting what a purge would remove.
 
+use crate::store::ClaimRequest;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -19,16 +20,26 @@ async fn inspected<S: IdemStore>(store: &S, key: &IdemKey) -> RecordInfo {
     }
 }
 
-/// `inspect` shows each state with its tool, attempt, holder, lease and
-/// payload, hides nothing a released record has, and changes nothing.
+/// What a claim says of its operation in these cases: any text, `|` and
+/// all.
+const ABOUT: &str = r#"{"arguments":{"memo":"a|b — ü","n":1},"run":"r|1","tenant":null}"#;
+
+/// `inspect` shows each state with its tool, attempt, holder, lease,
+/// payload and what its claim said of the operation (kept through a
+/// renewal and a settle), hides nothing a released record has, and
+/// changes nothing.
 pub async fn inspect_shows_every_state<H: Harness>(h: &H) {
     let store = h.store();
     let (ns, f) = (namespace(), fp(1));
     let k = key(&ns, "a");
     assert_eq!(store.inspect(&k).await.ok(), Some(None), "a fresh key");
 
-    let token = acquired(store.claim(&k, TOOL, &f, LONG).await);
+    let request = ClaimRequest::new(TOOL, &f, LONG).about(ABOUT);
+    let token = acquired(store.claim(&k, request).await);
+    assert_eq!(inspected(&*store, &k).await.about.as_deref(), Some(ABOUT));
+    store.renew(&k, &token, LONG).await.expect("renew");
     let running = inspected(&*store, &k).await;
+    assert_eq!(running.about.as_deref(), Some(ABOUT), "kept by a renewal");
     assert_eq!(
         (running.state, running.tool.as_deref(), running.attempt),
         (RecordState::Running, Some(TOOL), 0)
@@ -48,7 +59,7 @@ pub async fn inspect_shows_every_state<H: Harness>(h: &H) {
     assert_eq!(running.payload, None);
     assert!(
         matches!(
-            store.claim(&k, TOOL, &f, LONG).await,
+            store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await,
             Ok(crate::store::Claim::Existing(_))
         ),
         "inspecting must not free the claim"
@@ -65,9 +76,14 @@ pub async fn inspect_shows_every_state<H: Harness>(h: &H) {
     );
     assert_eq!((done.holder, done.lease_left), (None, None));
     assert_eq!(done.payload.as_deref(), Some(r#"{"ok":1}"#));
+    assert_eq!(done.about.as_deref(), Some(ABOUT), "kept by a settle");
 
     let r = key(&ns, "released");
-    let token = acquired(store.claim(&r, "other_tool", &f, LONG).await);
+    let token = acquired(
+        store
+            .claim(&r, ClaimRequest::new("other_tool", &f, LONG))
+            .await,
+    );
     store
         .settle(&r, &token, Outcome::Released)
         .await
@@ -77,7 +93,12 @@ pub async fn inspect_shows_every_state<H: Harness>(h: &H) {
         (released.state, released.tool.as_deref(), released.holder),
         (RecordState::Released, Some("other_tool"), None)
     );
-    let token = acquired(store.claim(&r, "other_tool", &f, LONG).await);
+    assert_eq!(released.about, None, "a claim that said nothing");
+    let token = acquired(
+        store
+            .claim(&r, ClaimRequest::new("other_tool", &f, LONG))
+            .await,
+    );
     store
         .settle(&r, &token, failed_with("declined | 51"))
         .await
@@ -87,7 +108,11 @@ pub async fn inspect_shows_every_state<H: Harness>(h: &H) {
     assert_eq!(failed.payload.as_deref(), Some("declined | 51"));
 
     let lapsed = key(&ns, "lapsed");
-    acquired(store.claim(&lapsed, TOOL, &f, SHORT).await);
+    acquired(
+        store
+            .claim(&lapsed, ClaimRequest::new(TOOL, &f, SHORT))
+            .await,
+    );
     past_short().await;
     let info = inspected(&*store, &lapsed).await;
     assert_eq!(
@@ -105,7 +130,7 @@ pub async fn released_by_the_inspected_holder_fences_the_worker<H: Harness>(h: &
     let store = h.store();
     let (ns, f) = (namespace(), fp(1));
     let k = key(&ns, "stuck");
-    let worker = acquired(store.claim(&k, TOOL, &f, LONG).await);
+    let worker = acquired(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await);
     let holder = inspected(&*store, &k).await.holder.expect("a holder");
     store
         .settle(&k, &holder, Outcome::Released)
@@ -115,7 +140,7 @@ pub async fn released_by_the_inspected_holder_fences_the_worker<H: Harness>(h: &
         store.settle(&k, &worker, done_with("1")).await,
         "the fenced worker's complete",
     );
-    let next = acquired(store.claim(&k, TOOL, &f, LONG).await);
+    let next = acquired(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await);
     assert_eq!(next.attempt(), 1);
 
     store
@@ -130,7 +155,8 @@ pub async fn released_by_the_inspected_holder_fences_the_worker<H: Harness>(h: &
 }
 
 /// `scan` pages through every live record of a namespace and of no other,
-/// filters by state and tool, and never reads payloads. A store that
+/// filters by state and tool, answers what each record says of its
+/// operation, and never reads payloads. A store that
 /// cannot scan says so with `Unsupported`.
 pub async fn scan_pages_through_a_namespace<H: Harness>(h: &H) {
     let store = h.store();
@@ -148,7 +174,8 @@ pub async fn scan_pages_through_a_namespace<H: Harness>(h: &H) {
     for i in 0..7 {
         let k = key(&ns, &format!("r{i}"));
         let tool = if i < 2 { "other_tool" } else { TOOL };
-        let token = acquired(store.claim(&k, tool, &f, LONG).await);
+        let request = ClaimRequest::new(tool, &f, LONG).about(ABOUT);
+        let token = acquired(store.claim(&k, request).await);
         if i % 3 == 0 {
             store
                 .settle(&k, &token, done_with("1"))
@@ -158,9 +185,13 @@ pub async fn scan_pages_through_a_namespace<H: Harness>(h: &H) {
         made.insert(k.into_string());
     }
     // Another namespace, and an expired record: neither is answered.
-    acquired(store.claim(&key(&namespace(), "r0"), TOOL, &f, LONG).await);
+    acquired(
+        store
+            .claim(&key(&namespace(), "r0"), ClaimRequest::new(TOOL, &f, LONG))
+            .await,
+    );
     let gone = key(&ns, "gone");
-    let token = acquired(store.claim(&gone, TOOL, &f, LONG).await);
+    let token = acquired(store.claim(&gone, ClaimRequest::new(TOOL, &f, LONG)).await);
     store
         .settle(
             &gone,
@@ -177,6 +208,10 @@ pub async fn scan_pages_through_a_namespace<H: Harness>(h: &H) {
     let all = scan_all(&*store, &filter).await;
     assert_eq!(keys(&all), made, "every record of the namespace, once");
     assert!(all.iter().all(|r| r.payload.is_none()), "no payloads");
+    assert!(
+        all.iter().all(|r| r.about.as_deref() == Some(ABOUT)),
+        "what each says of its operation: {all:?}"
+    );
     let done = scan_all(&*store, &filter.clone().state(RecordState::Done)).await;
     assert_eq!(done.len(), 3, "r0, r3, r6 are done: {done:?}");
     let other = scan_all(&*store, &filter.clone().tool("other_tool")).await;

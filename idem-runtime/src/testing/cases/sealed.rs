@@ -3,6 +3,7 @@
 //! rotate, and a record that does not open (moved, under an unknown key,
 //! plaintext where sealed ones are expected) is an error, never a run.
 
+use crate::store::ClaimRequest;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -43,7 +44,11 @@ async fn plant<H: Harness>(h: &H, registry: &Registry<()>, args: Value, payload:
         .expect("identify")
         .expect("a write tool");
     let store = h.store();
-    let token = acquired(store.claim(&key, TOOL, &fingerprint, LONG).await);
+    let token = acquired(
+        store
+            .claim(&key, ClaimRequest::new(TOOL, &fingerprint, LONG))
+            .await,
+    );
     store
         .settle(&key, &token, done_with(payload))
         .await

@@ -1,6 +1,7 @@
 //! Store-level cases: the operations of the contract, one state and one
 //! token at a time, each straight on the store under test.
 
+use crate::store::ClaimRequest;
 use std::time::Duration;
 
 use serde_json::json;
@@ -23,7 +24,7 @@ pub async fn claim_complete_replay<H: Harness>(h: &H) {
         Some(None),
         "a fresh key holds nothing"
     );
-    let token = acquired(store.claim(&k, TOOL, &f, LONG).await);
+    let token = acquired(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await);
     assert_eq!(token.attempt(), 0);
     assert_eq!(
         store.get(&k).await.ok(),
@@ -40,8 +41,14 @@ pub async fn claim_complete_replay<H: Harness>(h: &H) {
         result: r#"{"ok":true}"#.into(),
         fingerprint: f.clone(),
     };
-    assert_eq!(existing(store.claim(&k, TOOL, &f, LONG).await), done);
-    assert_eq!(existing(store.claim(&k, TOOL, &f, LONG).await), done);
+    assert_eq!(
+        existing(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await),
+        done
+    );
+    assert_eq!(
+        existing(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await),
+        done
+    );
     assert_eq!(store.get(&k).await.ok(), Some(Some(done)));
     lease_lost(
         store.settle(&k, &token, done_with("1")).await,
@@ -62,7 +69,9 @@ pub async fn concurrent_claims_acquire_once<H: Harness>(h: &H) {
         let tasks: Vec<_> = (0..64)
             .map(|_| {
                 let (store, k) = (store.clone(), k.clone());
-                tokio::spawn(async move { store.claim(&k, TOOL, &fp(1), LONG).await })
+                tokio::spawn(
+                    async move { store.claim(&k, ClaimRequest::new(TOOL, &fp(1), LONG)).await },
+                )
             })
             .collect();
         let mut acquired = 0;
@@ -83,13 +92,13 @@ pub async fn lapsed_lease_lets_a_new_claim_in<H: Harness>(h: &H) {
     let store = h.store();
     let (ns, f) = (namespace(), fp(1));
     let k = key(&ns, "lapse");
-    let first = acquired(store.claim(&k, TOOL, &f, SHORT).await);
+    let first = acquired(store.claim(&k, ClaimRequest::new(TOOL, &f, SHORT)).await);
     assert!(matches!(
-        existing(store.claim(&k, TOOL, &f, SHORT).await),
+        existing(store.claim(&k, ClaimRequest::new(TOOL, &f, SHORT)).await),
         Entry::Running { .. }
     ));
     past_short().await;
-    let second = taken_over(store.claim(&k, TOOL, &f, LONG).await);
+    let second = taken_over(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await);
     assert_eq!((first.attempt(), second.attempt()), (0, 1));
     assert_ne!(first, second);
 }
@@ -100,7 +109,7 @@ pub async fn renew_keeps_the_lease<H: Harness>(h: &H) {
     let (ns, f) = (namespace(), fp(1));
     let k = key(&ns, "renew");
     let lease = Duration::from_millis(1000);
-    let token = acquired(store.claim(&k, TOOL, &f, lease).await);
+    let token = acquired(store.claim(&k, ClaimRequest::new(TOOL, &f, lease)).await);
     for _ in 0..8 {
         tokio::time::sleep(lease / 5).await;
         store
@@ -110,7 +119,7 @@ pub async fn renew_keeps_the_lease<H: Harness>(h: &H) {
     }
     // 1.5 leases have passed since the claim; the renewals kept it.
     assert!(matches!(
-        existing(store.claim(&k, TOOL, &f, lease).await),
+        existing(store.claim(&k, ClaimRequest::new(TOOL, &f, lease)).await),
         Entry::Running { attempt: 0, .. }
     ));
     store
@@ -124,9 +133,9 @@ pub async fn stale_token_is_fenced<H: Harness>(h: &H) {
     let store = h.store();
     let (ns, f) = (namespace(), fp(1));
     let k = key(&ns, "fence");
-    let stale = acquired(store.claim(&k, TOOL, &f, SHORT).await);
+    let stale = acquired(store.claim(&k, ClaimRequest::new(TOOL, &f, SHORT)).await);
     past_short().await;
-    let owner = taken_over(store.claim(&k, TOOL, &f, LONG).await);
+    let owner = taken_over(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await);
     lease_lost(
         store.settle(&k, &stale, done_with(r#""stale""#)).await,
         "stale complete",
@@ -163,7 +172,7 @@ pub async fn stale_token_is_fenced<H: Harness>(h: &H) {
         "stale complete after owner",
     );
     assert_eq!(
-        existing(store.claim(&k, TOOL, &f, LONG).await),
+        existing(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await),
         Entry::Done {
             result: r#""owner""#.into(),
             fingerprint: f.clone()
@@ -176,14 +185,14 @@ pub async fn lapsed_but_unclaimed_may_still_record<H: Harness>(h: &H) {
     let store = h.store();
     let (ns, f) = (namespace(), fp(1));
     let k = key(&ns, "late");
-    let token = acquired(store.claim(&k, TOOL, &f, SHORT).await);
+    let token = acquired(store.claim(&k, ClaimRequest::new(TOOL, &f, SHORT)).await);
     past_short().await;
     store
         .renew(&k, &token, LONG)
         .await
         .expect("re-claim by renewing");
     assert!(matches!(
-        existing(store.claim(&k, TOOL, &f, LONG).await),
+        existing(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await),
         Entry::Running { .. }
     ));
     store
@@ -191,14 +200,14 @@ pub async fn lapsed_but_unclaimed_may_still_record<H: Harness>(h: &H) {
         .await
         .expect("late complete");
     assert_eq!(
-        existing(store.claim(&k, TOOL, &f, LONG).await),
+        existing(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await),
         Entry::Done {
             result: "7".into(),
             fingerprint: f.clone()
         }
     );
     let k2 = key(&ns, "late-2");
-    let token = acquired(store.claim(&k2, TOOL, &f, SHORT).await);
+    let token = acquired(store.claim(&k2, ClaimRequest::new(TOOL, &f, SHORT)).await);
     past_short().await;
     store
         .settle(&k2, &token, done_with("8"))
@@ -211,7 +220,7 @@ pub async fn release_counts_the_attempt<H: Harness>(h: &H) {
     let store = h.store();
     let (ns, f) = (namespace(), fp(1));
     let k = key(&ns, "release");
-    let t0 = acquired(store.claim(&k, TOOL, &f, LONG).await);
+    let t0 = acquired(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await);
     store
         .settle(&k, &t0, Outcome::Released)
         .await
@@ -225,12 +234,12 @@ pub async fn release_counts_the_attempt<H: Harness>(h: &H) {
         store.settle(&k, &t0, done_with("1")).await,
         "complete after release",
     );
-    let t1 = acquired(store.claim(&k, TOOL, &f, LONG).await);
+    let t1 = acquired(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await);
     store
         .settle(&k, &t1, Outcome::Released)
         .await
         .expect("release");
-    let t2 = acquired(store.claim(&k, TOOL, &f, LONG).await);
+    let t2 = acquired(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await);
     assert_eq!((t0.attempt(), t1.attempt(), t2.attempt()), (0, 1, 2));
     store
         .settle(&k, &t2, done_with("2"))
@@ -243,7 +252,7 @@ pub async fn permanent_failure_is_replayed<H: Harness>(h: &H) {
     let store = h.store();
     let (ns, f) = (namespace(), fp(1));
     let k = key(&ns, "fail");
-    let token = acquired(store.claim(&k, TOOL, &f, LONG).await);
+    let token = acquired(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await);
     store
         .settle(
             &k,
@@ -256,7 +265,10 @@ pub async fn permanent_failure_is_replayed<H: Harness>(h: &H) {
         error: "card declined: \"insufficient funds\"".into(),
         fingerprint: f.clone(),
     };
-    assert_eq!(existing(store.claim(&k, TOOL, &f, LONG).await), failed);
+    assert_eq!(
+        existing(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await),
+        failed
+    );
     assert_eq!(store.get(&k).await.ok(), Some(Some(failed)));
 }
 
@@ -265,7 +277,7 @@ pub async fn result_ttl_expires<H: Harness>(h: &H) {
     let store = h.store();
     let (ns, f) = (namespace(), fp(1));
     let k = key(&ns, "ttl");
-    let token = acquired(store.claim(&k, TOOL, &f, LONG).await);
+    let token = acquired(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await);
     store
         .settle(
             &k,
@@ -278,12 +290,15 @@ pub async fn result_ttl_expires<H: Harness>(h: &H) {
         .await
         .expect("complete");
     assert!(matches!(
-        existing(store.claim(&k, TOOL, &f, LONG).await),
+        existing(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await),
         Entry::Done { .. }
     ));
     past_short().await;
     assert_eq!(store.get(&k).await.ok(), Some(None));
-    assert_eq!(acquired(store.claim(&k, TOOL, &f, LONG).await).attempt(), 0);
+    assert_eq!(
+        acquired(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await).attempt(),
+        0
+    );
 }
 
 /// Purging frees expired records and leaves live ones alone.
@@ -291,12 +306,12 @@ pub async fn purge_removes_only_expired_records<H: Harness>(h: &H) {
     let store = h.store();
     let (ns, f) = (namespace(), fp(1));
     let (live, dead) = (key(&ns, "live"), key(&ns, "dead"));
-    let t = acquired(store.claim(&live, TOOL, &f, LONG).await);
+    let t = acquired(store.claim(&live, ClaimRequest::new(TOOL, &f, LONG)).await);
     store
         .settle(&live, &t, done_with("1"))
         .await
         .expect("complete");
-    let t = acquired(store.claim(&dead, TOOL, &f, LONG).await);
+    let t = acquired(store.claim(&dead, ClaimRequest::new(TOOL, &f, LONG)).await);
     store
         .settle(
             &dead,
@@ -353,9 +368,9 @@ pub async fn absent_key_refuses_token_ops<H: Harness>(h: &H) {
 pub async fn fingerprint_is_kept<H: Harness>(h: &H) {
     let store = h.store();
     let k = key(&namespace(), "fp");
-    let token = acquired(store.claim(&k, TOOL, &fp(1), LONG).await);
+    let token = acquired(store.claim(&k, ClaimRequest::new(TOOL, &fp(1), LONG)).await);
     assert_eq!(
-        existing(store.claim(&k, TOOL, &fp(2), LONG).await),
+        existing(store.claim(&k, ClaimRequest::new(TOOL, &fp(2), LONG)).await),
         Entry::Running {
             fingerprint: fp(1),
             attempt: 0
@@ -366,7 +381,7 @@ pub async fn fingerprint_is_kept<H: Harness>(h: &H) {
         .await
         .expect("complete");
     assert_eq!(
-        *existing(store.claim(&k, TOOL, &fp(2), LONG).await).fingerprint(),
+        *existing(store.claim(&k, ClaimRequest::new(TOOL, &fp(2), LONG)).await).fingerprint(),
         fp(1)
     );
     // As the registry passes it for a tool keyed on all its arguments:
@@ -374,9 +389,13 @@ pub async fn fingerprint_is_kept<H: Harness>(h: &H) {
     let k = key(&namespace(), "fp-digest");
     let digest = Fingerprint::from_hex(&k.as_str()[k.as_str().len() - 64..])
         .expect("a derived key ends with its digest");
-    let token = acquired(store.claim(&k, TOOL, &digest, LONG).await);
+    let token = acquired(
+        store
+            .claim(&k, ClaimRequest::new(TOOL, &digest, LONG))
+            .await,
+    );
     assert_eq!(
-        *existing(store.claim(&k, TOOL, &fp(2), LONG).await).fingerprint(),
+        *existing(store.claim(&k, ClaimRequest::new(TOOL, &fp(2), LONG)).await).fingerprint(),
         digest
     );
     store
@@ -389,8 +408,12 @@ pub async fn fingerprint_is_kept<H: Harness>(h: &H) {
     // subset of its arguments: kept whole, tags and all, running and done.
     let k = key(&namespace(), "fp-tagged");
     let tagged = tagged_fp(1, 3);
-    let token = acquired(store.claim(&k, TOOL, &tagged, LONG).await);
-    let running = existing(store.claim(&k, TOOL, &fp(2), LONG).await);
+    let token = acquired(
+        store
+            .claim(&k, ClaimRequest::new(TOOL, &tagged, LONG))
+            .await,
+    );
+    let running = existing(store.claim(&k, ClaimRequest::new(TOOL, &fp(2), LONG)).await);
     assert_eq!(running.fingerprint().to_hex(), tagged.to_hex());
     store
         .settle(&k, &token, done_with("3"))
@@ -435,7 +458,7 @@ pub async fn settle_repeated_by_its_token_succeeds<H: Harness>(h: &H) {
     let store = h.store();
     let (ns, f) = (namespace(), fp(1));
     let k = key(&ns, "repeat-done");
-    let token = acquired(store.claim(&k, TOOL, &f, LONG).await);
+    let token = acquired(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await);
     store
         .settle(&k, &token, done_with("1"))
         .await
@@ -466,7 +489,7 @@ pub async fn settle_repeated_by_its_token_succeeds<H: Harness>(h: &H) {
     assert_eq!(store.get(&k).await.ok(), Some(Some(done)));
 
     let k = key(&ns, "repeat-fail");
-    let token = acquired(store.claim(&k, TOOL, &f, LONG).await);
+    let token = acquired(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await);
     store
         .settle(&k, &token, failed_with("no"))
         .await
@@ -481,7 +504,7 @@ pub async fn settle_repeated_by_its_token_succeeds<H: Harness>(h: &H) {
     );
 
     let k = key(&ns, "repeat-release");
-    let token = acquired(store.claim(&k, TOOL, &f, LONG).await);
+    let token = acquired(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await);
     store
         .settle(&k, &token, Outcome::Released)
         .await
@@ -490,7 +513,7 @@ pub async fn settle_repeated_by_its_token_succeeds<H: Harness>(h: &H) {
         .settle(&k, &token, Outcome::Released)
         .await
         .expect("the same release again");
-    let next = acquired(store.claim(&k, TOOL, &f, LONG).await);
+    let next = acquired(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await);
     assert_eq!(next.attempt(), 1, "a repeated release counts once");
     lease_lost(
         store.settle(&k, &token, Outcome::Released).await,
@@ -505,7 +528,7 @@ pub async fn claims_after_a_release_have_one_winner<H: Harness>(h: &H) {
     let ns = namespace();
     for round in 0..5 {
         let k = key(&ns, &format!("released-{round}"));
-        let first = acquired(store.claim(&k, TOOL, &fp(1), LONG).await);
+        let first = acquired(store.claim(&k, ClaimRequest::new(TOOL, &fp(1), LONG)).await);
         store
             .settle(&k, &first, Outcome::Released)
             .await
@@ -513,7 +536,9 @@ pub async fn claims_after_a_release_have_one_winner<H: Harness>(h: &H) {
         let tasks: Vec<_> = (0..32)
             .map(|_| {
                 let (store, k) = (store.clone(), k.clone());
-                tokio::spawn(async move { store.claim(&k, TOOL, &fp(1), LONG).await })
+                tokio::spawn(
+                    async move { store.claim(&k, ClaimRequest::new(TOOL, &fp(1), LONG)).await },
+                )
             })
             .collect();
         let mut winners = Vec::new();

@@ -4,6 +4,7 @@
 //! that refuses to run an uncertain operation again does not, until an
 //! operator resolves it.
 
+use crate::store::ClaimRequest;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -34,7 +35,7 @@ pub async fn unknown_outcome_is_kept_until_resolved_once<H: Harness>(h: &H) {
     let token = mark_unknown_after_a_lapse(&*store, &k).await;
     assert!(
         matches!(
-            existing(store.claim(&k, TOOL, &f, LONG).await),
+            existing(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await),
             Entry::Unknown { attempt: 1, ref reason, ref fingerprint, .. }
                 if reason == WHY && *fingerprint == f
         ),
@@ -83,7 +84,10 @@ pub async fn unknown_outcome_is_kept_until_resolved_once<H: Harness>(h: &H) {
         },
         other => panic!("exactly one of two resolutions must land, got {other:?}"),
     };
-    assert_eq!(existing(store.claim(&k, TOOL, &f, LONG).await), winner);
+    assert_eq!(
+        existing(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await),
+        winner
+    );
     lease_lost(
         store.settle(&k, &token, Outcome::Released).await,
         "a resolution of a record no longer unknown",
@@ -95,7 +99,7 @@ pub async fn unknown_outcome_is_kept_until_resolved_once<H: Harness>(h: &H) {
         .settle(&k, &token, Outcome::Released)
         .await
         .expect("resolved to run again");
-    let next = acquired(store.claim(&k, TOOL, &f, LONG).await);
+    let next = acquired(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await);
     assert_eq!(next.attempt(), 2, "the next claim counts the attempts");
     store
         .settle(&k, &next, done_with("2"))
@@ -107,9 +111,9 @@ pub async fn unknown_outcome_is_kept_until_resolved_once<H: Harness>(h: &H) {
 /// settles it unknown; returns the token that did.
 async fn mark_unknown_after_a_lapse(store: &dyn IdemStore, k: &crate::IdemKey) -> LeaseToken {
     let f = fp(1);
-    acquired(store.claim(k, TOOL, &f, SHORT).await);
+    acquired(store.claim(k, ClaimRequest::new(TOOL, &f, SHORT)).await);
     past_short().await;
-    let token = taken_over(store.claim(k, TOOL, &f, LONG).await);
+    let token = taken_over(store.claim(k, ClaimRequest::new(TOOL, &f, LONG)).await);
     assert_eq!(token.attempt(), 1);
     store
         .settle(k, &token, unknown_with(WHY))
@@ -246,7 +250,12 @@ async fn crashed(registry: &crate::Registry<()>, ops: &[u64]) -> Vec<crate::Idem
             .identify("r", "counter", json!({ "n": n }))
             .expect("identify")
             .expect("a write tool");
-        acquired(registry.store().claim(&k, "counter", &f, SHORT).await);
+        acquired(
+            registry
+                .store()
+                .claim(&k, ClaimRequest::new("counter", &f, SHORT))
+                .await,
+        );
         keys.push(k);
     }
     past_short().await;

@@ -1,5 +1,5 @@
 -- Claims key $1 (fingerprint $2, token $3, lease $4 ms, kept $5 ms after
--- it, for tool $6), or reads back what holds it.
+-- it, for tool $6, about $7), or reads back what holds it.
 --
 -- A recorded outcome is read without a lock (replays do not queue on the
 -- row); otherwise the row is taken over when it may be (expired, released,
@@ -23,14 +23,14 @@ WITH done AS (
            NULL::bigint AS age_ms FROM {table}
     WHERE key = $1 AND state IN ('done', 'failed') AND expires_at > now()
 ), taken AS (
-    INSERT INTO {table} AS r (key, state, fingerprint, attempt, token, lease_until, payload, expires_at, tool, changed_at)
+    INSERT INTO {table} AS r (key, state, fingerprint, attempt, token, lease_until, payload, expires_at, tool, changed_at, about)
     SELECT $1, 'running', $2, 0, $3,
            now() + $4::float8 * interval '1 millisecond', NULL,
-           now() + ($4::float8 + $5::float8) * interval '1 millisecond', $6, now()
+           now() + ($4::float8 + $5::float8) * interval '1 millisecond', $6, now(), $7::text
     WHERE NOT EXISTS (SELECT 1 FROM done)
     ON CONFLICT (key) DO UPDATE SET
         state = 'running', fingerprint = EXCLUDED.fingerprint, token = EXCLUDED.token,
-        tool = EXCLUDED.tool, changed_at = EXCLUDED.changed_at,
+        tool = EXCLUDED.tool, changed_at = EXCLUDED.changed_at, about = EXCLUDED.about,
         lease_until = EXCLUDED.lease_until, payload = NULL, expires_at = EXCLUDED.expires_at,
         attempt = CASE WHEN r.state = 'running' AND r.token = EXCLUDED.token THEN r.attempt
                        WHEN r.expires_at <= now() THEN 0

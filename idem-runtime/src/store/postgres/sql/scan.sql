@@ -5,7 +5,7 @@ SELECT key, state, tool, fingerprint, attempt, token,
        (extract(epoch FROM now() - changed_at) * 1000)::int8,
        (extract(epoch FROM lease_until - now()) * 1000)::int8,
        (extract(epoch FROM expires_at - now()) * 1000)::int8,
-       NULL::text
+       NULL::text, about
 FROM {table}
 WHERE key > $1 AND starts_with(key, $2) AND expires_at > now()
   AND ($3::text IS NULL OR state = $3) AND ($4::text IS NULL OR tool = $4)

@@ -1,6 +1,6 @@
 -- CLAIM: the claim of a key that exists (a first claim is a plain SET NX).
 -- KEYS[1]; ARGV: fingerprint, token, lease ms, retention ms, tool, the
--- format to write ('1' or '2').
+-- format to write ('1', '2' or '3'), about (format 3).
 -- Returns {'acquired', attempt} | {'acquired', attempt, 'lapsed'} (taken
 -- over from a claim whose lease lapsed) | {'running', fp, attempt} |
 -- {'done', fp, result} | {'failed', fp, error} |
@@ -29,5 +29,5 @@ if rec then
   end
 end
 local px = tonumber(ARGV[3]) + retention
-store(KEYS[1], ARGV[6], 'running', ARGV[1], attempt, ARGV[5], px, ARGV[2], '', px)
+store(KEYS[1], ARGV[6], 'running', ARGV[1], attempt, ARGV[5], px, ARGV[2], '', px, ARGV[7])
 return {'acquired', string.format('%d', attempt), lapsed}

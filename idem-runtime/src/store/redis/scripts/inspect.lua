@@ -1,7 +1,7 @@
 -- INSPECT: a record as an operator sees it, changing nothing.
 -- KEYS[1]; ARGV: retention ms, '1' to answer the payload ('0' not to).
 -- Returns nil | {state, fp, attempt, token, tool, age ms, lease ms, pttl,
--- payload}, with age -1 when the record does not say (format 1), lease
+-- payload, about}, with age -1 when the record does not say (format 1), lease
 -- the ms a running record's lease has left (negative once lapsed, -1 for
 -- other states), payload '' when not asked for.
 local rec = load(KEYS[1])
@@ -13,4 +13,4 @@ if rec.state == 'running' then lease = pttl - tonumber(ARGV[1]) end
 local payload = ''
 if ARGV[2] == '1' then payload = rec.payload end
 return {rec.state, rec.fp, tostring(rec.attempt or 0), rec.token, rec.tool, tostring(age), tostring(lease),
-  tostring(pttl), payload}
+  tostring(pttl), payload, rec.about}

@@ -4,7 +4,7 @@
 -- KEYS[1]; ARGV: token, op ('done' | 'failed' | 'released' | 'unknown' |
 -- 'renew'), the payload (result, error, or lease ms) or the whole settled
 -- record, ms to keep the record (for renew: the retention after the
--- lease), the format to write ('1' or '2'), and the length of the settled
+-- lease), the format to write ('1', '2' or '3'), and the length of the settled
 -- record's head before its payload in ARGV[3] ('0' when ARGV[3] is the
 -- payload alone: the store does not know the record its claim wrote,
 -- after a renewal or for a token from elsewhere).
@@ -38,9 +38,9 @@ if op == 'renew' then
   -- The claim's age carries over: life counts from the claim.
   local px = tonumber(payload) + tonumber(ARGV[4])
   local age = rec.life and math.max(0, rec.life - redis.call('PTTL', KEYS[1])) or 0
-  store(KEYS[1], ARGV[5], 'running', rec.fp, rec.attempt, rec.tool, age + px, rec.token, '', px)
+  store(KEYS[1], ARGV[5], 'running', rec.fp, rec.attempt, rec.tool, age + px, rec.token, '', px, rec.about)
 else
   store(KEYS[1], ARGV[5], op, rec.fp, rec.attempt, rec.tool, tonumber(ARGV[4]), rec.token, payload,
-    tonumber(ARGV[4]))
+    tonumber(ARGV[4]), rec.about)
 end
 return 'ok'
