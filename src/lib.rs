@@ -68,6 +68,7 @@ pub use idem_macros::read_tool;
 /// | `key = [a, b.c]` | key on these fields only; **every other field is checked** |
 /// | `check = [a]` | not keyed, but a duplicate with another value there is a `KeyConflict` (not beside `key`) |
 /// | `ignore = [a]` | neither keyed nor checked: a duplicate differing only there is replayed |
+/// | `hide = [a]` | shown as `"(hidden)"` where records show their arguments to operators (`idem show`, `list`, `pending`); keeps its role |
 /// | `version = 1` | part of the key: raise it when the tool's meaning changes |
 /// | `lease = "30s"` | how long a claim holds without renewal |
 /// | `ttl = "24h"` | how long a result is replayed |

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::output::say;
-use idem::store::{RecordInfo, RecordState};
+use idem::store::{About, RecordInfo, RecordState};
 use serde_json::{Value, json};
 
 /// The record under `key`, or why there is none to show.
@@ -42,7 +42,46 @@ pub(crate) fn to_json(record: &RecordInfo) -> Value {
         let name = payload_name(record.state);
         out[name] = payload_value(record.state, payload);
     }
+    match record.about.as_deref().map(about) {
+        Some(Ok(about)) => {
+            out["tenant"] = about.tenant.into();
+            out["run"] = about.run.into();
+            out["arguments"] = about.arguments;
+        }
+        Some(Err(shown)) => out["about"] = shown.into(),
+        None => {}
+    }
     out
+}
+
+/// What a record says of its operation: an [`About`], or how to show text
+/// that is none (sealed, or written by other code).
+pub(crate) fn about(text: &str) -> Result<About, String> {
+    match About::parse(text) {
+        Some(about) => Ok(about),
+        None if text.starts_with("idem-sealed:") => {
+            Err("(sealed: the application's keys read it)".to_owned())
+        }
+        None => Err(text.to_owned()),
+    }
+}
+
+/// The arguments a record shows on one line: compact JSON, or why not.
+pub(crate) fn arguments_line(record: &RecordInfo) -> String {
+    match record.about.as_deref().map(about) {
+        Some(Ok(about)) => about.arguments.to_string(),
+        Some(Err(shown)) => shown,
+        None => "-".to_owned(),
+    }
+}
+
+/// How long until the store forgets the record: an unknown one is kept
+/// until it is resolved.
+fn expires(record: &RecordInfo) -> String {
+    match record.state {
+        RecordState::Unknown => "resolved".to_owned(),
+        _ => human(record.expires_in),
+    }
 }
 
 /// A record in full, one field a line.
@@ -59,8 +98,24 @@ pub(crate) fn print_full(record: &RecordInfo) {
     if matches!(record.state, RecordState::Running | RecordState::Unknown) {
         line("holder", &record.holder.map_or("-".into(), |t| t.id_hex()));
     }
-    line("expires in", &human(record.expires_in));
+    line(
+        if record.state == RecordState::Unknown {
+            "kept until"
+        } else {
+            "expires in"
+        },
+        &expires(record),
+    );
     line("fingerprint", &record.fingerprint.to_hex());
+    match record.about.as_deref().map(about) {
+        Some(Ok(about)) => {
+            line("tenant", about.tenant.as_deref().unwrap_or("-"));
+            line("run", about.run.as_deref().unwrap_or("-"));
+            line("arguments", &about.arguments.to_string());
+        }
+        Some(Err(shown)) => line("arguments", &shown),
+        None => line("arguments", "- (the record does not say)"),
+    }
     if let Some(payload) = &record.payload {
         let shown = match payload_value(record.state, payload) {
             Value::String(s) => s,
@@ -74,8 +129,7 @@ pub(crate) fn print_full(record: &RecordInfo) {
 }
 
 /// The header of [`row`]'s table.
-pub(crate) const HEADER: &str =
-    "STATE     ATTEMPT  AGE      LEASE    EXPIRES  TOOL                 KEY";
+pub(crate) const HEADER: &str = "STATE     ATTEMPT  AGE      LEASE    EXPIRES  TOOL                 TENANT       KEY  ARGUMENTS";
 
 /// A record as a row under [`HEADER`].
 pub(crate) fn row(record: &RecordInfo) -> String {
@@ -84,15 +138,19 @@ pub(crate) fn row(record: &RecordInfo) -> String {
     } else {
         "-".into()
     };
+    let tenant = record.about.as_deref().and_then(About::parse);
+    let tenant = tenant.and_then(|a| a.tenant).unwrap_or_else(|| "-".into());
     format!(
-        "{:<9} {:<8} {:<8} {:<8} {:<8} {:<20} {}",
+        "{:<9} {:<8} {:<8} {:<8} {:<8} {:<20} {:<12} {}  {}",
         record.state.as_str(),
         record.attempt,
         record.age.map_or("-".into(), human),
         lease,
-        human(record.expires_in),
+        expires(record),
         record.tool.as_deref().unwrap_or("-"),
-        record.key
+        tenant,
+        record.key,
+        arguments_line(record),
     )
 }
 

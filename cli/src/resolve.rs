@@ -54,9 +54,12 @@ pub(crate) async fn pending(
             .inspect(&record.key)
             .await
             .map_err(|e| format!("cannot read {}: {e}", record.key))?
-            .and_then(|full| full.payload)
-            .map(|payload| UnknownNote::parse(&payload).ok_or(payload));
-        print_pending(record, note, json);
+            .map(|full| (full.payload, full.about));
+        let (payload, about) = note.unwrap_or_default();
+        let note = payload.map(|payload| UnknownNote::parse(&payload).ok_or(payload));
+        let mut record = record.clone();
+        record.about = about.or(record.about);
+        print_pending(&record, note, json);
     }
     if !json {
         let n = records.len();
@@ -65,8 +68,13 @@ pub(crate) async fn pending(
     Ok(())
 }
 
-/// One pending record: its note, or the payload that is none (sealed).
+/// One pending record: its note, or the payload that is none (sealed),
+/// and what it says of its operation.
 fn print_pending(record: &RecordInfo, note: Option<Result<UnknownNote, String>>, json: bool) {
+    let about = record
+        .about
+        .as_deref()
+        .and_then(|a| crate::record::about(a).ok());
     let (tenant, reason) = match &note {
         Some(Ok(note)) => (note.tenant.clone(), note.reason.clone()),
         Some(Err(payload)) if payload.starts_with("idem-sealed:") => {
@@ -75,13 +83,16 @@ fn print_pending(record: &RecordInfo, note: Option<Result<UnknownNote, String>>,
         Some(Err(payload)) => (None, payload.clone()),
         None => (None, "(gone since the scan)".to_owned()),
     };
+    let tenant = tenant.or_else(|| about.as_ref().and_then(|a| a.tenant.clone()));
+    let arguments = crate::record::arguments_line(record);
     let age = record
         .age
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     if json {
         let line = json!({
             "key": record.key.as_str(), "tool": record.tool, "tenant": tenant,
-            "attempt": record.attempt, "age_ms": age, "reason": reason,
+            "run": about.and_then(|a| a.run), "attempt": record.attempt, "age_ms": age,
+            "reason": reason, "arguments": record.about.as_deref().map(|_| arguments.clone()),
         });
         say!("{line}");
         return;
@@ -94,6 +105,7 @@ fn print_pending(record: &RecordInfo, note: Option<Result<UnknownNote, String>>,
         record.attempt,
         record.key,
     );
+    say!("{:<8} arguments: {arguments}", "");
 }
 
 /// `resolve`: settles the unknown record under `key` with `answer`, kept

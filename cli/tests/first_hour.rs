@@ -161,6 +161,7 @@ async fn a_result_an_operator_records_in_any_shape_is_answered_as_a_tool_result(
     let pending = idem(&["pending", "--json", "--store", &store]);
     let pending: Value = serde_json::from_str(pending.trim()).expect("one record");
     let key = pending["key"].as_str().expect("a key");
+    assert_eq!(pending["arguments"], r#"{"entry":"o"}"#, "{pending}");
     idem(&["resolve", "--store", &store, "--done", "\"moved 7\"", key]);
     let answered = client
         .peer()
@@ -171,6 +172,55 @@ async fn a_result_an_operator_records_in_any_shape_is_answered_as_a_tool_result(
     assert_eq!(answered["content"][0]["text"], "moved 7", "{answered}");
     assert_eq!(answered["_meta"]["idem/replayed"], true, "{answered}");
     client.cancel().await.expect("shut down");
+}
+
+#[tokio::test]
+async fn the_operator_commands_show_a_records_tenant_run_and_arguments_but_hidden_fields() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("first-hour");
+    let config = dir.0.join("gateway.toml");
+    std::fs::write(&config, "[tools.append]\nhide = [\"tags\"]\n").expect("write");
+    let config = config.display().to_string();
+    let line = gateway(&dir, &["--config", &config, "--tenant", "acme"]);
+    let client = stdio_client(&line).await;
+    let args = json!({"entry": "t", "amount": 7, "tags": ["secret-tag"]});
+    call(&client, "append", args).await;
+    client.cancel().await.expect("shut down");
+
+    let store = dir.0.join("records.sqlite").display().to_string();
+    let idem = |args: &[&str]| {
+        let out = std::process::Command::new(IDEM)
+            .args(args)
+            .output()
+            .expect("run idem");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let listed = idem(&["list", "--json", "--store", &store]);
+    let listed: Value = serde_json::from_str(listed.trim()).expect("one record");
+    assert_eq!(listed["tenant"], "acme", "{listed}");
+    assert!(
+        listed["run"].is_string(),
+        "the stdio connection's run: {listed}"
+    );
+    assert_eq!(
+        listed["arguments"],
+        json!({"entry": "t", "amount": 7, "tags": "(hidden)"}),
+        "{listed}"
+    );
+    let key = listed["key"].as_str().expect("a key");
+    let shown = idem(&["show", "--store", &store, key]);
+    assert!(shown.contains("acme"), "{shown}");
+    assert!(shown.contains(r#""amount":7"#), "{shown}");
+    let table = idem(&["list", "--store", &store]);
+    for text in [&shown, &table] {
+        assert!(
+            !text.contains("secret-tag"),
+            "a hidden field is not shown: {text}"
+        );
+    }
 }
 
 #[test]

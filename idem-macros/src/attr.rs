@@ -104,6 +104,8 @@ pub(crate) struct Attrs {
     pub(crate) key: Option<FieldList>,
     pub(crate) check: Option<FieldList>,
     pub(crate) ignore: Option<FieldList>,
+    /// `hide = [..]`: fields records do not show operators.
+    pub(crate) hide: Option<FieldList>,
     pub(crate) version: Option<u32>,
     pub(crate) on_in_flight: Option<InFlight>,
     pub(crate) on_store_error: Option<StoreErrorPolicy>,
@@ -172,6 +174,7 @@ impl Attrs {
             KEY => self.key = Some(parse_field_list(meta)?),
             CHECK => self.check = Some(parse_field_list(meta)?),
             IGNORE => self.ignore = Some(parse_field_list(meta)?),
+            HIDE => self.hide = Some(parse_field_list(meta)?),
             VERSION => self.version = Some(parse_version(meta)?),
             ON_IN_FLIGHT => self.on_in_flight = Some(parse_on_in_flight(meta)?),
             ON_STORE_ERROR => self.on_store_error = Some(parse_on_store_error(meta)?),

@@ -10,6 +10,7 @@ pub(crate) const SCOPE: &str = "scope";
 pub(crate) const KEY: &str = "key";
 pub(crate) const CHECK: &str = "check";
 pub(crate) const IGNORE: &str = "ignore";
+pub(crate) const HIDE: &str = "hide";
 pub(crate) const VERSION: &str = "version";
 pub(crate) const ON_IN_FLIGHT: &str = "on_in_flight";
 pub(crate) const ON_STORE_ERROR: &str = "on_store_error";
@@ -39,6 +40,7 @@ pub(crate) const WRITE_KEYS: &[&str] = &[
     KEY,
     CHECK,
     IGNORE,
+    HIDE,
     VERSION,
     ON_IN_FLIGHT,
     ON_STORE_ERROR,

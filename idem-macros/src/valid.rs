@@ -66,6 +66,7 @@ pub(crate) fn check(cx: &mut Ctxt, kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs)
     }
     check_params(cx, kind, tool);
     check_roles(cx, tool, attrs);
+    check_hidden(cx, tool, attrs);
     if let (Some(_), Some((_, span))) = (&attrs.verify, &attrs.on_uncertain) {
         cx.error_at(
             *span,
@@ -388,6 +389,28 @@ fn check_roles(cx: &mut Ctxt, tool: &ToolFn<'_>, attrs: &Attrs) {
                     ),
                 );
             }
+        }
+    }
+}
+
+/// `hide = [..]`: for flat parameters, each path starts at a parameter
+/// (an `#[args]` struct's fields are checked by `Registry::build`).
+fn check_hidden(cx: &mut Ctxt, tool: &ToolFn<'_>, attrs: &Attrs) {
+    if tool.args_param().is_some() {
+        return;
+    }
+    let params: Vec<String> = tool.flat().map(|(ident, _)| ident.unraw_string()).collect();
+    for path in attrs.hide.iter().flat_map(|l| &l.fields) {
+        let first = path.first().unraw_string();
+        if !params.contains(&first) {
+            let names: Vec<String> = params.iter().map(|n| format!("`{n}`")).collect();
+            cx.error_spanned_by(
+                path.first(),
+                format!(
+                    "`hide` names `{first}`, which is not a parameter of this tool; the parameters are {}",
+                    if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+                ),
+            );
         }
     }
 }

@@ -6,6 +6,7 @@
 //! [tools.charge_card]
 //! scope = "global"          # or "run" (the default)
 //! key = ["order_id"]        # or check = [..]; and ignore = [..]
+//! hide = ["card_number"]    # left out of what records show operators
 //! lease = "30s"
 //! ttl = "24h"
 //! on_uncertain = "refuse"   # or "rerun" (the default)
@@ -65,6 +66,9 @@ pub(crate) struct ToolConfig {
     pub(crate) check: Option<&'static [&'static str]>,
     #[serde(default, deserialize_with = "fields")]
     pub(crate) ignore: Option<&'static [&'static str]>,
+    /// Left out of the record's readable view of the arguments.
+    #[serde(default, deserialize_with = "fields")]
+    pub(crate) hide: Option<&'static [&'static str]>,
     #[serde(default, deserialize_with = "duration")]
     pub(crate) lease: Option<Duration>,
     #[serde(default, deserialize_with = "duration")]
@@ -117,6 +121,9 @@ impl ToolConfig {
         }
         if let Some(fields) = self.ignore {
             options = options.ignore_fields(fields);
+        }
+        if let Some(fields) = self.hide {
+            options = options.hide_fields(fields);
         }
         if let Some(lease) = self.lease {
             options = options.lease(lease);

@@ -156,6 +156,10 @@ pub(super) fn write_options(private: &Private, tool: &ToolFn<'_>, attrs: &Attrs)
         let names = json_paths(tool, list);
         chain = quote!(#chain.ignore_fields(&[#(#names),*]));
     }
+    if let Some(list) = &attrs.hide {
+        let names = json_paths(tool, list);
+        chain = quote!(#chain.hide_fields(&[#(#names),*]));
+    }
     if let Some(on) = &attrs.on_in_flight {
         let on = match on {
             InFlight::Reject => quote!(#private::OnInFlight::Reject),

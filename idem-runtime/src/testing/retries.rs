@@ -7,7 +7,6 @@
 //! and it runs under a tenant of its own, so that its key is its own even
 //! where a factory hands out one shared downstream.
 
-use crate::store::ClaimRequest;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,6 +17,7 @@ use crate::ctx::{Ctx, WriteCtx};
 use crate::error::ToolError;
 use crate::key::IdemKey;
 use crate::registry::{CallContext, CallThroughRegistry, Registry, marker};
+use crate::store::ClaimRequest;
 use crate::tool::{OnUncertain, ToolInfo, Verified, WriteOptions, WriteTool};
 
 /// What [`RetryCheck::new`] accepts: a `#[write_tool]` function, or a

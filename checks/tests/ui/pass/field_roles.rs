@@ -4,10 +4,11 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use idem::prelude::*;
+use idem::IdemStore;
 use serde_json::json;
 
 /// Charge a customer.
-#[write_tool(check = [r#type], ignore = [reason], scope = "global", version = 2)]
+#[write_tool(check = [r#type], ignore = [reason], hide = [customer], scope = "global", version = 2)]
 async fn charge(
     customer: String,
     r#type: String,
@@ -48,6 +49,13 @@ async fn main() {
         let args = json!({"customer": "c", "type": "card", "why": why});
         assert_eq!(registry.call("r", "charge", args).await.expect("charge"), json!(1));
     }
+    // The record shows its arguments to operators, but a hidden field.
+    let args = json!({"customer": "c", "type": "card", "why": "x"});
+    let (key, _) = registry.identify("r", "charge", args).expect("valid").expect("a write");
+    let record = registry.store().inspect(&key).await.expect("inspect").expect("a record");
+    let about = record.about.expect("what it is about");
+    assert!(about.contains(r#""customer":"(hidden)""#), "{about}");
+    assert!(about.contains(r#""type":"card""#), "{about}");
     for trace in ["t-1", "t-2"] {
         let args = json!({"title": "down", "meta": {"team": "ops", "trace": trace}});
         assert_eq!(registry.call("r", "open", args).await.expect("open"), json!(2));

@@ -21,7 +21,7 @@ pub(super) use crate::store::inspect::RecordState as State;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RunningLine {
     text: String,
-    /// Where the life's digits are (format 2).
+    /// Where the life's digits are (formats 2 and 3).
     life: Option<std::ops::Range<usize>>,
 }
 
@@ -104,7 +104,7 @@ impl RunningLine {
 }
 
 /// Appends `fingerprint` as a Redis record of `format` holds it: whole in
-/// format 2; format 1's readers take 64 digits only, so there its field
+/// formats 2 and 3; format 1's readers take 64 digits only, so there its field
 /// tags are left out (and a conflict names no field).
 pub(crate) fn push_fingerprint(out: &mut String, format: u32, fingerprint: &Fingerprint) {
     if format == 1 {

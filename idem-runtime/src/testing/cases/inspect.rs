@@ -2,13 +2,12 @@
 //! through a namespace (`scan`), ending a stuck claim with the holder's
 //! token as an operator does, and counting what a purge would remove.
 
-use crate::store::ClaimRequest;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crate::error::StoreError;
 use crate::key::IdemKey;
-use crate::store::{IdemStore, Outcome, RecordInfo, RecordState, ScanFilter};
+use crate::store::{ClaimRequest, IdemStore, Outcome, RecordInfo, RecordState, ScanFilter};
 use crate::testing::harness::Harness;
 use crate::testing::helpers::*;
 

@@ -3,14 +3,13 @@
 //! rotate, and a record that does not open (moved, under an unknown key,
 //! plaintext where sealed ones are expected) is an error, never a run.
 
-use crate::store::ClaimRequest;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::error::ToolError;
 use crate::registry::Registry;
-use crate::store::IdemStore;
+use crate::store::{ClaimRequest, IdemStore};
 use crate::testing::fixtures::Counter;
 use crate::testing::harness::Harness;
 use crate::testing::helpers::*;
@@ -159,10 +158,21 @@ mod with_keys {
             }
         }
         assert_eq!(counter.total(), 2);
-        let stored = payload(h, sealed, declined).await;
+        let stored = payload(h, sealed, declined.clone()).await;
         assert!(
             stored.starts_with("idem-sealed:v1:k1:") && !stored.contains("4111"),
             "{stored}"
+        );
+        // What the record says of its operation is sealed too.
+        let (key, _) = sealed
+            .identify("r", "counter", declined)
+            .expect("identify")
+            .expect("a write tool");
+        let about = h.store().inspect(&key).await.expect("inspect");
+        let about = about.and_then(|info| info.about).unwrap_or_default();
+        assert!(
+            about.starts_with("idem-sealed:v1:k1:") && !about.contains("4111"),
+            "the arguments in the clear: {about:?}"
         );
     }
 

@@ -1,14 +1,13 @@
 //! Store-level cases: the operations of the contract, one state and one
 //! token at a time, each straight on the store under test.
 
-use crate::store::ClaimRequest;
 use std::time::Duration;
 
 use serde_json::json;
 
 use crate::error::{StoreError, ToolError};
 use crate::key::Fingerprint;
-use crate::store::{Claim, Entry, IdemStore, LeaseToken, Outcome};
+use crate::store::{Claim, ClaimRequest, Entry, IdemStore, LeaseToken, Outcome};
 use crate::testing::fixtures::Counter;
 use crate::testing::harness::Harness;
 use crate::testing::helpers::*;

@@ -4,7 +4,6 @@
 //! that refuses to run an uncertain operation again does not, until an
 //! operator resolves it.
 
-use crate::store::ClaimRequest;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -13,7 +12,7 @@ use serde_json::json;
 
 use crate::error::{ResolveError, StoreError, ToolError};
 use crate::registry::Resolution;
-use crate::store::{Entry, IdemStore, LeaseToken, Outcome, RecordState, UnknownNote};
+use crate::store::{ClaimRequest, Entry, IdemStore, LeaseToken, Outcome, RecordState, UnknownNote};
 use crate::testing::fixtures::{Counter, CounterOut};
 use crate::testing::harness::Harness;
 use crate::testing::helpers::*;
