@@ -6,7 +6,10 @@
 //! - every library file opens with a comment saying what it is for;
 //! - no library function is longer than 80 lines unless a comment right
 //!   above it, starting `// Long:`, says why;
-//! - every test `docs/spec.md` names as showing a guarantee exists.
+//! - every test `docs/spec.md` names as showing a guarantee exists;
+//! - a store that wraps another (`impl<S: IdemStore> IdemStore for ..`)
+//!   forwards every operation of the trait: a default left in place would
+//!   silently answer `Unsupported` for the store it wraps.
 //!
 //! Run with `--nocapture` to see the import graph, file by file.
 
@@ -479,6 +482,66 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
         }
     }
     files
+}
+
+/// The methods of the trait `name` in the runtime, and each impl of it for
+/// a type generic over an implementor of it (a wrapper), with the methods
+/// that impl writes.
+fn wrappers_of(name: &str) -> (BTreeSet<String>, Vec<(String, BTreeSet<String>)>) {
+    let methods = |items: &mut dyn Iterator<Item = String>| items.collect::<BTreeSet<_>>();
+    let (mut declared, mut wrappers) = (BTreeSet::new(), Vec::new());
+    for file in source_files("idem-runtime/src") {
+        for item in &file.ast.items {
+            match item {
+                syn::Item::Trait(t) if t.ident == name => {
+                    declared = methods(&mut t.items.iter().filter_map(|i| match i {
+                        syn::TraitItem::Fn(f) => Some(f.sig.ident.to_string()),
+                        _ => None,
+                    }));
+                }
+                syn::Item::Impl(i)
+                    if i.trait_.as_ref().is_some_and(|(_, path, _)| {
+                        path.segments.last().is_some_and(|s| s.ident == name)
+                    }) && i.generics.type_params().any(|p| {
+                        p.bounds.iter().any(|b| {
+                            matches!(b, syn::TypeParamBound::Trait(t)
+                                if t.path.segments.last().is_some_and(|s| s.ident == name))
+                        })
+                    }) =>
+                {
+                    let written = methods(&mut i.items.iter().filter_map(|i| match i {
+                        syn::ImplItem::Fn(f) => Some(f.sig.ident.to_string()),
+                        _ => None,
+                    }));
+                    let ty = match &*i.self_ty {
+                        syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+                        _ => None,
+                    };
+                    let ty = ty.unwrap_or_default();
+                    wrappers.push((format!("{} ({ty})", file.path.display()), written));
+                }
+                _ => {}
+            }
+        }
+    }
+    (declared, wrappers)
+}
+
+#[test]
+fn a_wrapping_store_forwards_every_operation() {
+    let (declared, wrappers) = wrappers_of("IdemStore");
+    assert!(declared.len() >= 9, "the trait's methods: {declared:?}");
+    assert!(
+        wrappers.len() >= 2,
+        "the Arc impl and the fault injector: {wrappers:?}"
+    );
+    for (at, written) in wrappers {
+        let missing: Vec<_> = declared.difference(&written).collect();
+        assert!(
+            missing.is_empty(),
+            "{at} wraps a store but leaves {missing:?} to the trait's defaults: forward them"
+        );
+    }
 }
 
 #[test]

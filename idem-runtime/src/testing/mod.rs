@@ -74,6 +74,7 @@ macro_rules! __idem_with_cases {
             claims_after_a_release_have_one_winner,
             unknown_outcome_is_kept_until_resolved_once,
             registry_refuses_an_uncertain_operation_until_resolved,
+            registry_keeps_an_unknown_outcome_past_the_ttl,
             registry_verifies_an_uncertain_operation,
             registry_uncertain_errors_follow_the_policy,
             registry_records_any_error_text,

@@ -12,7 +12,7 @@ use crate::testing::harness::Harness;
 use crate::testing::helpers::*;
 
 /// The record under `key`, which must be there.
-async fn inspected<S: IdemStore>(store: &S, key: &IdemKey) -> RecordInfo {
+async fn inspected(store: &dyn IdemStore, key: &IdemKey) -> RecordInfo {
     match store.inspect(key).await {
         Ok(Some(info)) => info,
         other => panic!("inspect {key}: expected a record, got {other:?}"),
@@ -76,8 +76,13 @@ pub async fn inspect_shows_every_state<H: Harness>(h: &H) {
     assert_eq!((done.holder, done.lease_left), (None, None));
     assert_eq!(done.payload.as_deref(), Some(r#"{"ok":1}"#));
     assert_eq!(done.about.as_deref(), Some(ABOUT), "kept by a settle");
+    released_failed_and_lapsed(&*store, &ns).await;
+}
 
-    let r = key(&ns, "released");
+/// `inspect` of a released record, then failed, and of a lapsed claim.
+async fn released_failed_and_lapsed(store: &dyn IdemStore, ns: &str) {
+    let f = fp(1);
+    let r = key(ns, "released");
     let token = acquired(
         store
             .claim(&r, ClaimRequest::new("other_tool", &f, LONG))
@@ -87,7 +92,7 @@ pub async fn inspect_shows_every_state<H: Harness>(h: &H) {
         .settle(&r, &token, Outcome::Released)
         .await
         .expect("release");
-    let released = inspected(&*store, &r).await;
+    let released = inspected(store, &r).await;
     assert_eq!(
         (released.state, released.tool.as_deref(), released.holder),
         (RecordState::Released, Some("other_tool"), None)
@@ -102,18 +107,18 @@ pub async fn inspect_shows_every_state<H: Harness>(h: &H) {
         .settle(&r, &token, failed_with("declined | 51"))
         .await
         .expect("fail");
-    let failed = inspected(&*store, &r).await;
+    let failed = inspected(store, &r).await;
     assert_eq!((failed.state, failed.attempt), (RecordState::Failed, 1));
     assert_eq!(failed.payload.as_deref(), Some("declined | 51"));
 
-    let lapsed = key(&ns, "lapsed");
+    let lapsed = key(ns, "lapsed");
     acquired(
         store
             .claim(&lapsed, ClaimRequest::new(TOOL, &f, SHORT))
             .await,
     );
     past_short().await;
-    let info = inspected(&*store, &lapsed).await;
+    let info = inspected(store, &lapsed).await;
     assert_eq!(
         (info.state, info.lease_left),
         (RecordState::Running, Some(Duration::ZERO)),

@@ -131,10 +131,9 @@ fn unknown_with(reason: &str) -> Outcome<'_> {
 /// replayed, or the body run once more, one attempt higher); a resolution
 /// of anything but an unknown record, or with a result the tool cannot
 /// replay, is refused; a failure resolved is replayed; a resolution racing
-/// a call runs the operation once; an unknown record outlives the tool's
-/// TTL. The default policy runs the body again.
+/// a call runs the operation once. The default policy runs the body
+/// again.
 pub async fn registry_refuses_an_uncertain_operation_until_resolved<H: Harness>(h: &H) {
-    unknown_outlives_the_ttl(h).await;
     let ns = namespace();
     let refuse = WriteOptions::new().on_uncertain(OnUncertain::Refuse);
     let counter = Counter::new(Duration::ZERO, refuse);
@@ -215,9 +214,10 @@ pub async fn registry_refuses_an_uncertain_operation_until_resolved<H: Harness>(
     assert_eq!((rerun.total(), out["attempt"].clone()), (1, json!(1)));
 }
 
-/// A tool whose results are kept [`SHORT`]: its unknown record is still
-/// answered well past that, and the body never runs.
-async fn unknown_outlives_the_ttl<H: Harness>(h: &H) {
+/// A tool that refuses to rerun an uncertain operation, whose results are
+/// kept [`SHORT`]: its unknown record is still answered well past that
+/// TTL, and the body never runs.
+pub async fn registry_keeps_an_unknown_outcome_past_the_ttl<H: Harness>(h: &H) {
     let refuse = WriteOptions::new()
         .on_uncertain(OnUncertain::Refuse)
         .ttl(SHORT);
