@@ -75,11 +75,11 @@ pub(crate) fn arguments_line(record: &RecordInfo) -> String {
     }
 }
 
-/// How long until the store forgets the record: an unknown one is kept
-/// until it is resolved.
+/// How long until the store forgets the record: `-` for an unknown one,
+/// which is kept until it is resolved.
 fn expires(record: &RecordInfo) -> String {
     match record.state {
-        RecordState::Unknown => "resolved".to_owned(),
+        RecordState::Unknown => "-".to_owned(),
         _ => human(record.expires_in),
     }
 }
@@ -98,14 +98,10 @@ pub(crate) fn print_full(record: &RecordInfo) {
     if matches!(record.state, RecordState::Running | RecordState::Unknown) {
         line("holder", &record.holder.map_or("-".into(), |t| t.id_hex()));
     }
-    line(
-        if record.state == RecordState::Unknown {
-            "kept until"
-        } else {
-            "expires in"
-        },
-        &expires(record),
-    );
+    match record.state {
+        RecordState::Unknown => line("kept until", "resolved"),
+        _ => line("expires in", &expires(record)),
+    }
     line("fingerprint", &record.fingerprint.to_hex());
     match record.about.as_deref().map(about) {
         Some(Ok(about)) => {

@@ -35,6 +35,27 @@ fn gateway(dir: &TempDir, extra: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// A `--config` file in `dir` holding `toml`: its path.
+fn config(dir: &TempDir, toml: &str) -> String {
+    let path = dir.0.join("gateway.toml");
+    std::fs::write(&path, toml).expect("write the configuration");
+    path.display().to_string()
+}
+
+/// Runs an operator command, which must succeed: what it prints.
+fn idem(args: &[&str]) -> String {
+    let out = std::process::Command::new(IDEM)
+        .args(args)
+        .output()
+        .expect("run idem");
+    assert!(
+        out.status.success(),
+        "idem {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Runs a gateway that must refuse to start: what it says.
 fn refused(line: &[String]) -> String {
     let out = std::process::Command::new(&line[0])
@@ -120,13 +141,8 @@ async fn a_result_an_operator_records_in_any_shape_is_answered_as_a_tool_result(
         return;
     }
     let dir = TempDir::new("first-hour");
-    let config = dir.0.join("gateway.toml");
-    std::fs::write(
-        &config,
-        "[tools.append_slowly]\non_uncertain = \"refuse\"\n",
-    )
-    .expect("write");
-    let client = stdio_client(&gateway(&dir, &["--config", &config.display().to_string()])).await;
+    let config = config(&dir, "[tools.append_slowly]\non_uncertain = \"refuse\"\n");
+    let client = stdio_client(&gateway(&dir, &["--config", &config])).await;
     // A call cancelled in flight: its outcome is unknown.
     let args = json!({"entry": "o"})
         .as_object()
@@ -146,18 +162,6 @@ async fn a_result_an_operator_records_in_any_shape_is_answered_as_a_tool_result(
     handle.expect("sent").cancel(None).await.expect("cancel");
 
     let store = dir.0.join("records.sqlite").display().to_string();
-    let idem = |args: &[&str]| {
-        let out = std::process::Command::new(IDEM)
-            .args(args)
-            .output()
-            .expect("run idem");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
     let pending = idem(&["pending", "--json", "--store", &store]);
     let pending: Value = serde_json::from_str(pending.trim()).expect("one record");
     let key = pending["key"].as_str().expect("a key");
@@ -180,9 +184,7 @@ async fn the_operator_commands_show_a_records_tenant_run_and_arguments_but_hidde
         return;
     }
     let dir = TempDir::new("first-hour");
-    let config = dir.0.join("gateway.toml");
-    std::fs::write(&config, "[tools.append]\nhide = [\"tags\"]\n").expect("write");
-    let config = config.display().to_string();
+    let config = config(&dir, "[tools.append]\nhide = [\"tags\"]\n");
     let line = gateway(&dir, &["--config", &config, "--tenant", "acme"]);
     let client = stdio_client(&line).await;
     let args = json!({"entry": "t", "amount": 7, "tags": ["secret-tag"]});
@@ -190,14 +192,6 @@ async fn the_operator_commands_show_a_records_tenant_run_and_arguments_but_hidde
     client.cancel().await.expect("shut down");
 
     let store = dir.0.join("records.sqlite").display().to_string();
-    let idem = |args: &[&str]| {
-        let out = std::process::Command::new(IDEM)
-            .args(args)
-            .output()
-            .expect("run idem");
-        assert!(out.status.success(), "{out:?}");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
     let listed = idem(&["list", "--json", "--store", &store]);
     let listed: Value = serde_json::from_str(listed.trim()).expect("one record");
     assert_eq!(listed["tenant"], "acme", "{listed}");
@@ -229,9 +223,8 @@ fn a_setting_for_a_tool_the_server_does_not_list_is_refused_naming_the_one_meant
         return;
     }
     let dir = TempDir::new("first-hour");
-    let config = dir.0.join("gateway.toml");
-    std::fs::write(&config, "[tools.apend]\non_uncertain = \"refuse\"\n").expect("write");
-    let said = refused(&gateway(&dir, &["--config", &config.display().to_string()]));
+    let config = config(&dir, "[tools.apend]\non_uncertain = \"refuse\"\n");
+    let said = refused(&gateway(&dir, &["--config", &config]));
     assert!(said.contains("`apend` (did you mean `append`?)"), "{said}");
     assert!(said.contains("the upstream does not list"), "{said}");
 }

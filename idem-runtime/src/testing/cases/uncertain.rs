@@ -215,8 +215,8 @@ pub async fn registry_refuses_an_uncertain_operation_until_resolved<H: Harness>(
 }
 
 /// A tool that refuses to rerun an uncertain operation, whose results are
-/// kept [`SHORT`]: its unknown record is still answered well past that
-/// TTL, and the body never runs.
+/// kept a quarter of a second: its unknown record is still answered well
+/// past that TTL, and the body never runs.
 pub async fn registry_keeps_an_unknown_outcome_past_the_ttl<H: Harness>(h: &H) {
     let refuse = WriteOptions::new()
         .on_uncertain(OnUncertain::Refuse)
