@@ -171,9 +171,9 @@ async fn writing_format_1_keeps_the_contract() {
         .await
         .expect("DEL");
     assert!(
-        RedisStore::connect_with(&support::redis_url(), RedisOptions::new().record_format(3))
+        RedisStore::connect_with(&support::redis_url(), RedisOptions::new().record_format(4))
             .await
-            .is_err_and(|e| e.to_string().contains("record formats 1 and 2")),
+            .is_err_and(|e| e.to_string().contains("record formats 1, 2 and 3")),
         "a format this idem does not write is refused"
     );
 }
@@ -375,13 +375,21 @@ async fn records_carry_a_format_version() {
         .query_async(&mut conn)
         .await
         .expect("GET");
-    let fields: Vec<&str> = record.splitn(8, '|').collect();
+    let fields: Vec<&str> = record.splitn(7, '|').collect();
     assert_eq!(
         fields[..5],
-        ["2", "done", fp.to_hex().as_str(), "0", "counter"],
+        ["3", "done", fp.to_hex().as_str(), "0", "counter"],
         "{record}"
     );
-    let payload: serde_json::Value = serde_json::from_str(fields[7]).expect("the result, verbatim");
+    // The length of what the record says of its operation, that, the
+    // token, the payload.
+    let (n, rest) = fields[6].split_once('|').expect("the about's length");
+    let (about, rest) = rest.split_at(n.parse().expect("a length"));
+    let about = idem::store::About::parse(about).expect("an About");
+    assert_eq!(about.run.as_deref(), Some("r"), "{record}");
+    assert_eq!(about.arguments["n"], 1, "{record}");
+    let (_token, payload) = rest[1..].split_once('|').expect("token, payload");
+    let payload: serde_json::Value = serde_json::from_str(payload).expect("the result, verbatim");
     assert_eq!(payload, json!({"n": 1, "key": key.as_str(), "attempt": 0}));
     let ttl: i64 = redis::cmd("PTTL")
         .arg(key.as_str())
