@@ -209,6 +209,24 @@ mod worker {
         effect(op, ctx).await
     }
 
+    /// The store, connected to as a restarted agent would: again and
+    /// again while a fault keeps it out of reach (a worker restarted after
+    /// a SIGKILL may start in the middle of the next fault), for up to
+    /// [`DRAIN`]. A worker that gave up at once left the rounds it had
+    /// called unanswered.
+    async fn store_reached(cli: &Cli) -> Result<Arc<dyn idem::IdemStore>, BoxError> {
+        let deadline = Instant::now() + DRAIN;
+        loop {
+            match store(cli).await {
+                Ok(store) => return Ok(store),
+                Err(_) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     async fn store(cli: &Cli) -> Result<Arc<dyn idem::IdemStore>, BoxError> {
         let url = cli.url.as_deref().ok_or("--url")?;
         Ok(match cli.store {
@@ -248,7 +266,7 @@ mod worker {
             worker: id,
             ops,
         })
-        .store(store(cli).await?)
+        .store(store_reached(cli).await?)
         .namespace("chaos");
         let registry = match cli.verify {
             true => builder.tool(charge_verified).build()?,
