@@ -62,6 +62,11 @@ impl Roles {
         remove_all(value, self.ignore);
     }
 
+    /// Whether any field is hidden.
+    pub(crate) fn hides(&self) -> bool {
+        self.hide.is_some_and(|fields| !fields.is_empty())
+    }
+
     /// Replaces the hidden fields of `value`, the typed arguments, with
     /// `"(hidden)"`, for the record's readable view.
     pub(crate) fn hide(&self, value: &mut Value) {

@@ -20,7 +20,6 @@ use crate::ctx::{Ctx, Lease, WriteCtx};
 use crate::error::{StoreError, ToolError};
 use crate::key::IdemKey;
 use crate::seal::{PayloadKind, seal};
-use crate::store::About;
 use crate::tool::{OnStoreError, OnUncertain, WriteTool};
 
 /// Runs a write tool through the idempotent wrapper: claim or replay, run
@@ -153,21 +152,43 @@ async fn confirm_unreachable<O: serde::de::DeserializeOwned>(
     claim_or_replay::<O>(&patient, key, checked, about, trace).await
 }
 
-/// What the operation's record says of it, for operators: an [`About`]
+/// What the operation's record says of it, for operators: an [`About`](crate::store::About)
 /// of the call's tenant and run and the typed arguments as JSON (defaults
 /// filled in), the tool's hidden fields replaced; sealed like a result
 /// when the registry encrypts results. `None` if the arguments do not
-/// serialize (the key could not have been derived either).
+/// serialize (the key could not have been derived either). Written
+/// straight from the typed arguments unless a field is hidden: this is
+/// every write call's path, replays included.
 fn about<A: serde::Serialize>(
     site: &Site<'_>,
     key: &IdemKey,
     caller: Caller<'_>,
     args: &A,
 ) -> Option<String> {
-    let mut arguments = serde_json::to_value(args).ok()?;
-    site.cfg.roles.hide(&mut arguments);
-    let about = About::new(caller.tenant, Some(caller.run_id), arguments).to_payload();
-    Some(seal(site.keys, key, PayloadKind::About, about))
+    /// `About`'s JSON, borrowing what it holds.
+    #[derive(serde::Serialize)]
+    struct Of<'a, T> {
+        tenant: Option<&'a str>,
+        run: Option<&'a str>,
+        arguments: &'a T,
+    }
+    let (tenant, run) = (caller.tenant, Some(caller.run_id));
+    let text = if site.cfg.roles.hides() {
+        let mut arguments = serde_json::to_value(args).ok()?;
+        site.cfg.roles.hide(&mut arguments);
+        serde_json::to_string(&Of {
+            tenant,
+            run,
+            arguments: &arguments,
+        })
+    } else {
+        serde_json::to_string(&Of {
+            tenant,
+            run,
+            arguments: args,
+        })
+    };
+    Some(seal(site.keys, key, PayloadKind::About, text.ok()?))
 }
 
 /// Runs the body without a claim, for a tool with
