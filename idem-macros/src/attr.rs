@@ -10,36 +10,8 @@ use syn::{Ident, LitBool, LitInt, LitStr, Token};
 use crate::ctxt::Ctxt;
 use crate::kind::Kind;
 use crate::symbol::*;
-
-/// A duration literal, checked: `"30s"`.
-pub(crate) struct DurationLit {
-    pub(crate) millis: u64,
-}
-
-pub(crate) enum InFlight {
-    Reject,
-    Wait(DurationLit),
-}
-
-#[derive(Clone, Copy)]
-pub(crate) enum Scope {
-    Run,
-    Global,
-}
-
-/// `on_store_error = "fail_closed" | "run"`.
-#[derive(Clone, Copy)]
-pub(crate) enum StoreErrorPolicy {
-    FailClosed,
-    Run,
-}
-
-/// `on_uncertain = "rerun" | "refuse"`.
-#[derive(Clone, Copy)]
-pub(crate) enum UncertainPolicy {
-    Rerun,
-    Refuse,
-}
+use idem_rules::{OnInFlight, OnStoreError, OnUncertain, ScopeKind, SettingError};
+use std::time::Duration;
 
 /// One entry of `key = [..]`, `check = [..]` or `ignore = [..]`: a field,
 /// or a path into nested objects (`order.id`), as the user wrote it.
@@ -94,11 +66,11 @@ pub(crate) struct Attrs {
     /// A string literal, or a macro that expands to one (`concat!`,
     /// `include_str!`).
     pub(crate) description: Option<TokenStream>,
-    pub(crate) lease: Option<DurationLit>,
-    pub(crate) ttl: Option<DurationLit>,
-    pub(crate) max_hold: Option<DurationLit>,
+    pub(crate) lease: Option<Duration>,
+    pub(crate) ttl: Option<Duration>,
+    pub(crate) max_hold: Option<Duration>,
     pub(crate) max_result_bytes: Option<usize>,
-    pub(crate) scope: Option<Scope>,
+    pub(crate) scope: Option<ScopeKind>,
     /// `key = [..]`, `check = [..]` and `ignore = [..]`: the field roles,
     /// each with the span of its brackets.
     pub(crate) key: Option<FieldList>,
@@ -107,10 +79,10 @@ pub(crate) struct Attrs {
     /// `hide = [..]`: fields records do not show operators.
     pub(crate) hide: Option<FieldList>,
     pub(crate) version: Option<u32>,
-    pub(crate) on_in_flight: Option<InFlight>,
-    pub(crate) on_store_error: Option<StoreErrorPolicy>,
+    pub(crate) on_in_flight: Option<OnInFlight>,
+    pub(crate) on_store_error: Option<OnStoreError>,
     /// `on_uncertain = ".."`, and where it was written.
-    pub(crate) on_uncertain: Option<(UncertainPolicy, Span)>,
+    pub(crate) on_uncertain: Option<(OnUncertain, Span)>,
     /// `verify = path`: the function that asks the downstream.
     pub(crate) verify: Option<syn::Expr>,
     pub(crate) permanent_errors: Option<syn::Expr>,
@@ -170,14 +142,14 @@ impl Attrs {
             TTL => self.ttl = Some(duration()?),
             MAX_HOLD => self.max_hold = Some(duration()?),
             MAX_RESULT_BYTES => self.max_result_bytes = Some(parse_max_result_bytes(meta)?),
-            SCOPE => self.scope = Some(parse_scope(meta)?),
+            SCOPE => self.scope = Some(parse_named(meta, ScopeKind::parse)?),
             KEY => self.key = Some(parse_field_list(meta)?),
             CHECK => self.check = Some(parse_field_list(meta)?),
             IGNORE => self.ignore = Some(parse_field_list(meta)?),
             HIDE => self.hide = Some(parse_field_list(meta)?),
             VERSION => self.version = Some(parse_version(meta)?),
-            ON_IN_FLIGHT => self.on_in_flight = Some(parse_on_in_flight(meta)?),
-            ON_STORE_ERROR => self.on_store_error = Some(parse_on_store_error(meta)?),
+            ON_IN_FLIGHT => self.on_in_flight = Some(parse_named(meta, OnInFlight::parse)?),
+            ON_STORE_ERROR => self.on_store_error = Some(parse_named(meta, OnStoreError::parse)?),
             ON_UNCERTAIN => {
                 self.on_uncertain = Some((parse_on_uncertain(meta)?, meta.path.span()));
             }
@@ -229,60 +201,42 @@ fn parse_crate(meta: &ParseNestedMeta<'_>) -> syn::Result<syn::Path> {
 fn parse_max_result_bytes(meta: &ParseNestedMeta<'_>) -> syn::Result<usize> {
     let lit: syn::Lit = meta.value()?.parse()?;
     let bytes = match &lit {
-        syn::Lit::Int(int) => int.base10_parse::<usize>().ok().filter(|b| *b >= 1024),
+        syn::Lit::Int(int) => int
+            .base10_parse::<usize>()
+            .ok()
+            .filter(|b| *b >= idem_rules::MIN_RESULT_BYTES),
         _ => None,
     };
     bytes.ok_or_else(|| {
         syn::Error::new_spanned(
             &lit,
-            "`max_result_bytes` is a whole number of bytes, at least 1024 (room for an error message), e.g. `max_result_bytes = 65536`",
+            format!(
+                "`max_result_bytes` is a whole number of bytes, at least {} (room for an error message), e.g. `max_result_bytes = 65536`",
+                idem_rules::MIN_RESULT_BYTES
+            ),
         )
     })
 }
 
-fn parse_scope(meta: &ParseNestedMeta<'_>) -> syn::Result<Scope> {
-    parse_choice(
-        meta,
-        &[("run", Scope::Run), ("global", Scope::Global)],
-        "`scope` is \"run\" (one operation per agent run, the default) or \"global\" (one operation across all runs)",
-    )
+/// `on_uncertain = "rerun" | "refuse"`; `verify` is a key of its own.
+fn parse_on_uncertain(meta: &ParseNestedMeta<'_>) -> syn::Result<OnUncertain> {
+    let lit: LitStr = meta.value()?.parse()?;
+    OnUncertain::parse(&lit.value()).map_err(|e| {
+        syn::Error::new_spanned(
+            &lit,
+            format!("{e}; to ask the downstream first, write `{VERIFY} = path::to::fn` instead"),
+        )
+    })
 }
 
-fn parse_on_store_error(meta: &ParseNestedMeta<'_>) -> syn::Result<StoreErrorPolicy> {
-    parse_choice(
-        meta,
-        &[
-            ("fail_closed", StoreErrorPolicy::FailClosed),
-            ("run", StoreErrorPolicy::Run),
-        ],
-        "`on_store_error` is \"fail_closed\" (when the store cannot be reached, do not run: the default) or \"run\" (run without a claim, recording nothing: a duplicate may run again)",
-    )
-}
-
-fn parse_on_uncertain(meta: &ParseNestedMeta<'_>) -> syn::Result<UncertainPolicy> {
-    parse_choice(
-        meta,
-        &[
-            ("rerun", UncertainPolicy::Rerun),
-            ("refuse", UncertainPolicy::Refuse),
-        ],
-        "`on_uncertain` is \"rerun\" (when an earlier attempt may or may not have taken effect, run again with the same key: the default) or \"refuse\" (at most once: never run again on its own; an operator resolves it); to ask the downstream first, write `verify = path::to::fn` instead",
-    )
-}
-
-/// A string that must be one of `choices`; `message` says which otherwise.
-fn parse_choice<T: Copy>(
+/// A string read by `parse`, one of idem's named settings; its error is
+/// spanned at the string.
+fn parse_named<T>(
     meta: &ParseNestedMeta<'_>,
-    choices: &[(&str, T)],
-    message: &str,
+    parse: impl FnOnce(&str) -> Result<T, SettingError<'_>>,
 ) -> syn::Result<T> {
     let lit: LitStr = meta.value()?.parse()?;
-    let value = lit.value();
-    choices
-        .iter()
-        .find(|(name, _)| *name == value)
-        .map(|(_, choice)| *choice)
-        .ok_or_else(|| syn::Error::new_spanned(&lit, message))
+    parse(&lit.value()).map_err(|e| syn::Error::new_spanned(&lit, e))
 }
 
 /// `key = [a, b.c]` (or `check`, `ignore`): the fields, or paths into
@@ -347,24 +301,6 @@ fn parse_version(meta: &ParseNestedMeta<'_>) -> syn::Result<u32> {
     })
 }
 
-fn parse_on_in_flight(meta: &ParseNestedMeta<'_>) -> syn::Result<InFlight> {
-    let lit: LitStr = meta.value()?.parse()?;
-    let value = lit.value();
-    if value == "reject" {
-        Ok(InFlight::Reject)
-    } else if let Some(inner) = value
-        .strip_prefix("wait(")
-        .and_then(|v| v.strip_suffix(')'))
-    {
-        Ok(InFlight::Wait(duration_from_str(inner, &lit, true)?))
-    } else {
-        Err(syn::Error::new_spanned(
-            &lit,
-            "`on_in_flight` is \"reject\" (answer InFlight at once) or \"wait(<duration>)\", e.g. \"wait(5s)\"",
-        ))
-    }
-}
-
 /// `Ident::parse_any` so that `key = [type]` works for raw-named fields.
 trait ParseAnyIdent {
     fn parse_any_ident(input: syn::parse::ParseStream<'_>) -> syn::Result<Ident>;
@@ -419,9 +355,11 @@ fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
 }
 
 /// `lease = "30s"`: a duration literal, named `key` in errors.
-fn parse_duration(key: &str, meta: &ParseNestedMeta<'_>) -> syn::Result<DurationLit> {
+fn parse_duration(key: &str, meta: &ParseNestedMeta<'_>) -> syn::Result<Duration> {
     match meta.value()?.parse()? {
-        syn::Lit::Str(lit) => duration_from_str(&lit.value(), &lit, false),
+        syn::Lit::Str(lit) => {
+            idem_rules::parse_duration(&lit.value()).map_err(|e| syn::Error::new_spanned(&lit, e))
+        }
         syn::Lit::Int(int) => Err(syn::Error::new_spanned(
             &int,
             format!(
@@ -445,37 +383,6 @@ fn parse_flag(meta: &ParseNestedMeta<'_>) -> syn::Result<LitBool> {
     } else {
         Ok(LitBool::new(true, meta.path.span()))
     }
-}
-
-/// `"<whole number><unit>"` with unit `ms`, `s`, `m`, `h` or `d`.
-fn duration_from_str(text: &str, lit: &LitStr, allow_zero: bool) -> syn::Result<DurationLit> {
-    let bad = || {
-        syn::Error::new_spanned(
-            lit,
-            format!(
-                "invalid duration \"{text}\": write a whole number and a unit (ms, s, m, h or d), e.g. \"30s\", \"500ms\" or \"24h\""
-            ),
-        )
-    };
-    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number.parse().map_err(|_| bad())?;
-    let scale = match unit {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => return Err(bad()),
-    };
-    let millis = number.checked_mul(scale).ok_or_else(bad)?;
-    if millis == 0 && !allow_zero {
-        return Err(syn::Error::new_spanned(
-            lit,
-            format!("the duration \"{text}\" is zero: it must be positive"),
-        ));
-    }
-    Ok(DurationLit { millis })
 }
 
 /// Levenshtein distance, for "did you mean".

@@ -1,12 +1,20 @@
-//! The rules of [idem](https://docs.rs/idem) that both its macros and its
-//! runtime check: `#[read_tool]` / `#[write_tool]` reject a bad tool name
-//! or bad field roles at compile time, and `RegistryBuilder::build` rejects
-//! those a hand-written tool gives. One rule, written once, so the two can
-//! never disagree.
+//! The rules and vocabulary of [idem](https://docs.rs/idem) that its
+//! macros, its runtime and its gateway share: `#[read_tool]` /
+//! `#[write_tool]` reject a bad tool name, bad field roles or a bad setting
+//! at compile time, `RegistryBuilder::build` rejects those a hand-written
+//! tool gives, and `idem gateway` reads its TOML with the same grammar. One
+//! rule, written once, so they can never disagree.
 //!
 //! This crate has no dependencies; use it through `idem`.
 
 #![no_std]
+
+mod settings;
+
+pub use settings::{
+    MAX_DURATION, MIN_LEASE, MIN_RESULT_BYTES, OnInFlight, OnStoreError, OnUncertain, ScopeKind,
+    SettingError, parse_duration,
+};
 
 /// Whether `name` matches `^[A-Za-z_][A-Za-z0-9_-]{0,63}$`, the names every
 /// provider (OpenAI, Anthropic, Gemini, MCP) accepts.

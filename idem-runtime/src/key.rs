@@ -34,21 +34,12 @@ pub enum Scope<'a> {
     Global,
 }
 
-/// How a write tool scopes its keys; [`Scope`] without the run id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ScopeKind {
-    /// Per run (the default).
-    #[default]
-    Run,
-    /// Across all runs.
-    Global,
-}
+pub use idem_rules::ScopeKind;
 
-impl ScopeKind {
-    /// The scope of a call made in `run_id`.
-    pub fn with_run(self, run_id: &str) -> Scope<'_> {
-        match self {
+impl<'a> Scope<'a> {
+    /// The scope of a call made in `run_id` by a tool scoped `kind`.
+    pub fn of(kind: ScopeKind, run_id: &'a str) -> Scope<'a> {
+        match kind {
             ScopeKind::Run => Scope::Run(run_id),
             ScopeKind::Global => Scope::Global,
         }

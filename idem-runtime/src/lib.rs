@@ -78,8 +78,8 @@ pub use crate::store::redis::{RedisOptions, RedisStore};
 #[cfg(feature = "sqlite")]
 pub use crate::store::sqlite::{SqliteOptions, SqliteStore};
 pub use crate::tool::{
-    OnInFlight, OnStoreError, OnUncertain, ReadTool, ToolDef, ToolInfo, ToolKind, Verified,
-    WriteOptions, WriteTool,
+    OnInFlight, OnStoreError, OnUncertain, ReadTool, SettingError, ToolDef, ToolInfo, ToolKind,
+    Verified, WriteOptions, WriteTool, parse_duration,
 };
 // The bounds of the tool traits' types, named where the compiler explains
 // an unmet one; not an API of their own.

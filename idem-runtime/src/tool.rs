@@ -84,81 +84,7 @@ pub(crate) struct Roles {
     pub(crate) hide: Option<&'static [&'static str]>,
 }
 
-/// What a duplicate does when it arrives while the first call still runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OnInFlight {
-    /// Return [`ToolError::InFlight`](crate::ToolError::InFlight) at once
-    /// (the default).
-    #[default]
-    Reject,
-    /// Wait up to this long for the first call's result, then return it
-    /// (or `InFlight` if it is still running).
-    Wait(Duration),
-}
-
-/// What a write tool does when its claim cannot reach the store (the store
-/// is unreachable or does not answer in time).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OnStoreError {
-    /// Refuse: the body does not run, and the caller gets
-    /// [`ToolError::Store`](crate::ToolError::Store) (the default). Nothing
-    /// can then run twice.
-    #[default]
-    FailClosed,
-    /// Run the body without a claim, for low-stakes tools that had better
-    /// act than stay silent while the store is away (posting a chat
-    /// message). Only when the store is unreachable: after the claim
-    /// failed, a second one, over a new connection and given twice the
-    /// store timeout, must fail with
-    /// [`StoreError::Unavailable`](crate::StoreError::Unavailable) (a
-    /// connection refused, reset, or not made in time). A timeout, a lock
-    /// wait, a busy or full store is no proof and fails closed, and a
-    /// recorded result is replayed. Each such call is logged at `warn` as
-    /// running without a claim. Nothing is recorded, even if the store is back by the time
-    /// the body ends: no record may claim an at-most-once that did not
-    /// hold, so a duplicate that comes later runs the body again. The body
-    /// still gets the operation's key ([`WriteCtx::idem_key`](crate::WriteCtx::idem_key))
-    /// for a downstream to deduplicate on, and
-    /// [`WriteCtx::is_claimed`](crate::WriteCtx::is_claimed) is `false`. A
-    /// record the store holds but cannot read (corrupt) still refuses.
-    Run,
-}
-
-/// What a write tool does when an operation's outcome is uncertain: an
-/// earlier attempt's claim lapsed before it recorded anything (the worker
-/// crashed, hung, or lost the store for longer than its lease), or the body
-/// failed with an error that leaves it unknown
-/// ([`WriteTool::is_uncertain`], `uncertain_errors = path`), so its side
-/// effect may or may not have happened.
-///
-/// The window: a lapsed claim is found by the next duplicate that comes
-/// within [`CLAIM_RETENTION`](crate::store::CLAIM_RETENTION) (1 h) of the
-/// lease's end; one that comes later finds no record at all and runs as a
-/// first call, whatever the policy. An unknown record, once made, is kept
-/// until an operator resolves it, however long after the tool's TTL
-/// ([`UNKNOWN_RETENTION`](crate::store::UNKNOWN_RETENTION)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum OnUncertain {
-    /// Run the body again, with the same
-    /// [`idem_key`](crate::WriteCtx::idem_key) and
-    /// [`attempt`](crate::WriteCtx::attempt) one higher, for a downstream
-    /// that deduplicates on the key (the default).
-    #[default]
-    Rerun,
-    /// Ask the downstream first ([`WriteTool::verify`], `verify = path`):
-    /// record what it says happened, run the body if it says nothing did,
-    /// and refuse as [`Refuse`](Self::Refuse) does if it cannot tell.
-    Verify,
-    /// At most once: never run the body again on its own. The record is
-    /// kept as *unknown*, every caller is answered
-    /// [`ToolError::OutcomeUnknown`](crate::ToolError::OutcomeUnknown) until
-    /// an operator resolves it
-    /// ([`Registry::resolve`](crate::Registry::resolve), `idem resolve`),
-    /// and the body runs again only if they say so. For a downstream that
-    /// cannot deduplicate (an email, an SMS, a shell command).
-    Refuse,
-}
+pub use idem_rules::{OnInFlight, OnStoreError, OnUncertain, SettingError, parse_duration};
 
 /// The settings of a write tool; unset ones take the registry's defaults.
 ///
@@ -524,6 +450,7 @@ pub struct ToolDef {
     pub input_schema: Value,
     /// How a write tool scopes its keys (`None` for read tools): only a
     /// `global` tool is idempotent whatever run it is called in.
+    #[serde(serialize_with = "scope_name")]
     pub scope: Option<ScopeKind>,
     /// MCP's `destructiveHint` (always `false` for read tools).
     pub destructive: bool,
@@ -532,4 +459,9 @@ pub struct ToolDef {
     /// JSON Schema of the result when it is known and an object (MCP's
     /// `outputSchema`); see [`ToolInfo::output_schema`].
     pub output_schema: Option<Value>,
+}
+
+/// A scope by its name (`"run"`, `"global"`), as [`ToolDef`] shows it.
+fn scope_name<S: serde::Serializer>(scope: &Option<ScopeKind>, s: S) -> Result<S::Ok, S::Error> {
+    scope.map(ScopeKind::name).serialize(s)
 }

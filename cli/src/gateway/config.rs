@@ -9,18 +9,25 @@
 //! hide = ["card_number"]    # left out of what records show operators
 //! lease = "30s"
 //! ttl = "24h"
+//! on_in_flight = "wait(5s)" # or "reject" (the default)
 //! on_uncertain = "refuse"   # or "rerun" (the default)
 //! error_results = "record"  # or "release" (the default)
 //!
 //! [tools.search]
 //! kind = "read"
 //! ```
+//!
+//! Each write setting is spelled, bounded and explained as the
+//! `#[write_tool(..)]` attribute spells it: both read it with the parsers
+//! of idem's settings (`idem::parse_duration`, `OnUncertain::parse`, ..).
+//! The gateway's older `wait = "5s"` still reads, as
+//! `on_in_flight = "wait(5s)"`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use idem::{OnInFlight, OnStoreError, OnUncertain, ScopeKind, WriteOptions};
+use idem::{OnInFlight, OnStoreError, OnUncertain, ScopeKind, SettingError, WriteOptions};
 use serde::{Deserialize, Deserializer};
 
 /// The whole file.
@@ -58,7 +65,7 @@ pub(crate) enum ErrorResults {
 #[serde(deny_unknown_fields)]
 pub(crate) struct ToolConfig {
     pub(crate) kind: Option<Kind>,
-    #[serde(default, deserialize_with = "scope")]
+    #[serde(default, deserialize_with = "named")]
     pub(crate) scope: Option<ScopeKind>,
     #[serde(default, deserialize_with = "fields")]
     pub(crate) key: Option<&'static [&'static str]>,
@@ -73,18 +80,21 @@ pub(crate) struct ToolConfig {
     pub(crate) lease: Option<Duration>,
     #[serde(default, deserialize_with = "duration")]
     pub(crate) ttl: Option<Duration>,
-    /// A duplicate that arrives while the first call runs waits this long
-    /// for its result (default: it is answered "in flight" at once).
-    #[serde(default, deserialize_with = "duration")]
-    pub(crate) wait: Option<Duration>,
+    /// What a duplicate that arrives while the first call runs does
+    /// (default: it is answered "in flight" at once).
+    #[serde(default, deserialize_with = "named")]
+    pub(crate) on_in_flight: Option<OnInFlight>,
+    /// The older spelling of `on_in_flight = "wait(..)"`: the duration alone.
+    #[serde(default, deserialize_with = "wait")]
+    pub(crate) wait: Option<OnInFlight>,
     /// How long the upstream has to answer a call (the gateway's
     /// `--timeout` by default); past it the outcome is uncertain.
     #[serde(default, deserialize_with = "duration")]
     pub(crate) timeout: Option<Duration>,
     pub(crate) version: Option<u32>,
-    #[serde(default, deserialize_with = "on_store_error")]
+    #[serde(default, deserialize_with = "named")]
     pub(crate) on_store_error: Option<OnStoreError>,
-    #[serde(default, deserialize_with = "on_uncertain")]
+    #[serde(default, deserialize_with = "named")]
     pub(crate) on_uncertain: Option<OnUncertain>,
     pub(crate) error_results: Option<ErrorResults>,
 }
@@ -94,7 +104,17 @@ impl Config {
     pub(crate) fn load(path: &Path) -> Result<Config, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read the configuration {}: {e}", path.display()))?;
-        toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+        let config: Config =
+            toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        for (name, tool) in &config.tools {
+            if tool.wait.is_some() && tool.on_in_flight.is_some() {
+                return Err(format!(
+                    "{}: [tools.{name}] gives both `wait` and `on_in_flight`: keep `on_in_flight` (`wait = \"5s\"` is its older spelling)",
+                    path.display()
+                ));
+            }
+        }
+        Ok(config)
     }
 
     /// The settings of tool `name` (all unset if the file names it not).
@@ -131,8 +151,8 @@ impl ToolConfig {
         if let Some(ttl) = self.ttl {
             options = options.ttl(ttl);
         }
-        if let Some(wait) = self.wait {
-            options = options.on_in_flight(OnInFlight::Wait(wait));
+        if let Some(on_in_flight) = self.on_in_flight.or(self.wait) {
+            options = options.on_in_flight(on_in_flight);
         }
         if let Some(version) = self.version {
             options = options.version(version);
@@ -158,47 +178,33 @@ fn fields<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'static [&'static s
     Ok(Some(Box::leak(fields.into_boxed_slice())))
 }
 
-fn scope<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ScopeKind>, D::Error> {
-    named(
-        d,
-        "scope",
-        &[("run", ScopeKind::Run), ("global", ScopeKind::Global)],
-    )
+/// A setting idem names (a policy, a scope), read as `#[write_tool]`
+/// reads it.
+trait Named: Sized {
+    fn parse(given: &str) -> Result<Self, SettingError<'_>>;
 }
 
-fn on_store_error<'de, D: Deserializer<'de>>(d: D) -> Result<Option<OnStoreError>, D::Error> {
-    let names = [
-        ("fail_closed", OnStoreError::FailClosed),
-        ("run", OnStoreError::Run),
-    ];
-    named(d, "on_store_error", &names)
-}
-
-fn on_uncertain<'de, D: Deserializer<'de>>(d: D) -> Result<Option<OnUncertain>, D::Error> {
-    let names = [
-        ("rerun", OnUncertain::Rerun),
-        ("refuse", OnUncertain::Refuse),
-    ];
-    named(d, "on_uncertain", &names)
-}
-
-/// One of `names`, by its name.
-fn named<'de, D: Deserializer<'de>, T: Copy>(
-    d: D,
-    setting: &str,
-    names: &[(&str, T)],
-) -> Result<Option<T>, D::Error> {
-    let given = String::deserialize(d)?;
-    match names.iter().find(|(name, _)| *name == given) {
-        Some((_, value)) => Ok(Some(*value)),
-        None => {
-            let expected: Vec<String> = names.iter().map(|(n, _)| format!("`{n}`")).collect();
-            Err(serde::de::Error::custom(format!(
-                "{setting} = `{given}`: expected one of {}",
-                expected.join(", ")
-            )))
+macro_rules! named {
+    ($($setting:ty),*) => {$(
+        impl Named for $setting {
+            fn parse(given: &str) -> Result<Self, SettingError<'_>> {
+                <$setting>::parse(given)
+            }
         }
-    }
+    )*};
+}
+named!(ScopeKind, OnInFlight, OnStoreError, OnUncertain);
+
+fn named<'de, D: Deserializer<'de>, T: Named>(d: D) -> Result<Option<T>, D::Error> {
+    let given = String::deserialize(d)?;
+    T::parse(&given).map(Some).map_err(serde::de::Error::custom)
+}
+
+fn wait<'de, D: Deserializer<'de>>(d: D) -> Result<Option<OnInFlight>, D::Error> {
+    let given = String::deserialize(d)?;
+    OnInFlight::parse_wait(&given)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
 }
 
 fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
@@ -208,30 +214,10 @@ fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Erro
         .map_err(serde::de::Error::custom)
 }
 
-/// `"500ms"`, `"30s"`, `"10m"`, `"24h"` or `"7d"`.
+/// A positive duration as every write setting takes it: `"500ms"`, `"30s"`,
+/// `"10m"`, `"24h"` or `"7d"`.
 pub(crate) fn parse_duration(given: &str) -> Result<Duration, String> {
-    let split = given
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(given.len());
-    let (number, unit) = given.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("`{given}` is not a duration: write a number and a unit, as `30s`"))?;
-    let seconds = |per: u64| {
-        n.checked_mul(per)
-            .map(Duration::from_secs)
-            .ok_or_else(|| format!("`{given}` is too long"))
-    };
-    match unit {
-        "ms" => Ok(Duration::from_millis(n)),
-        "s" => seconds(1),
-        "m" => seconds(60),
-        "h" => seconds(3600),
-        "d" => seconds(86_400),
-        _ => Err(format!(
-            "`{given}`: the unit must be ms, s, m, h or d (as `30s`)"
-        )),
-    }
+    idem::parse_duration(given).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -248,7 +234,7 @@ mod tests {
             ignore = ["note"]
             lease = "500ms"
             ttl = "7d"
-            wait = "5s"
+            on_in_flight = "wait(5s)"
             timeout = "2m"
             version = 2
             on_store_error = "fail_closed"
@@ -266,14 +252,23 @@ mod tests {
         assert_eq!(charge.lease, Some(Duration::from_millis(500)));
         assert_eq!(charge.on_uncertain, Some(OnUncertain::Refuse));
         assert_eq!(charge.error_results, Some(ErrorResults::Record));
+        let five = OnInFlight::Wait(Duration::from_secs(5));
+        assert_eq!(charge.on_in_flight, Some(five));
         assert_eq!(config.tool("search").kind, Some(Kind::Read));
         assert_eq!(config.tool("absent").kind, None);
 
         let typo = toml::from_str::<Config>("[tools.x]\non_uncertain = \"verify\"\n");
         let message = typo.expect_err("refused").to_string();
         assert!(
-            message.contains("expected one of `rerun`, `refuse`"),
-            "{message}"
+            message.contains("`on_uncertain` is \"rerun\" (")
+                && message.contains("or \"refuse\" ("),
+            "the attribute's words: {message}"
+        );
+        let older: Config = toml::from_str("[tools.x]\nwait = \"5s\"\n").expect("reads");
+        assert_eq!(
+            older.tool("x").wait,
+            Some(five),
+            "the older spelling still reads"
         );
         let unknown = toml::from_str::<Config>("[tools.x]\nkeys = [\"a\"]\n");
         assert!(

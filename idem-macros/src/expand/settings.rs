@@ -8,8 +8,9 @@ use syn::spanned::Spanned;
 use syn::{PathArguments, Type};
 
 use crate::ast::ToolFn;
-use crate::attr::{Attrs, FieldList, InFlight, Scope, StoreErrorPolicy, UncertainPolicy};
+use crate::attr::{Attrs, FieldList};
 use crate::krate::Private;
+use idem_rules::{OnInFlight, OnUncertain};
 
 /// The body of `is_permanent` or `is_uncertain`: the `permanent_errors` or
 /// `uncertain_errors` predicate `expr` (checked against the error type
@@ -117,28 +118,28 @@ pub(super) fn split_result(private: &Private, ret: &Type) -> (TokenStream, Token
 }
 
 pub(super) fn write_options(private: &Private, tool: &ToolFn<'_>, attrs: &Attrs) -> TokenStream {
-    let millis = |ms: u64| quote!(::core::time::Duration::from_millis(#ms));
+    let millis = |d: &std::time::Duration| {
+        let ms = d.as_millis() as u64;
+        quote!(::core::time::Duration::from_millis(#ms))
+    };
     let mut chain = quote!(#private::WriteOptions::new());
     if let Some(d) = &attrs.lease {
-        let d = millis(d.millis);
+        let d = millis(d);
         chain = quote!(#chain.lease(#d));
     }
     if let Some(d) = &attrs.ttl {
-        let d = millis(d.millis);
+        let d = millis(d);
         chain = quote!(#chain.ttl(#d));
     }
     if let Some(d) = &attrs.max_hold {
-        let d = millis(d.millis);
+        let d = millis(d);
         chain = quote!(#chain.max_hold(#d));
     }
     if let Some(bytes) = attrs.max_result_bytes {
         chain = quote!(#chain.max_result_bytes(#bytes));
     }
     if let Some(scope) = &attrs.scope {
-        let scope = match scope {
-            Scope::Run => quote!(#private::ScopeKind::Run),
-            Scope::Global => quote!(#private::ScopeKind::Global),
-        };
+        let scope = variant(quote!(#private::ScopeKind), scope);
         chain = quote!(#chain.scope(#scope));
     }
     if let Some(version) = attrs.version {
@@ -162,27 +163,24 @@ pub(super) fn write_options(private: &Private, tool: &ToolFn<'_>, attrs: &Attrs)
     }
     if let Some(on) = &attrs.on_in_flight {
         let on = match on {
-            InFlight::Reject => quote!(#private::OnInFlight::Reject),
-            InFlight::Wait(d) => {
-                let d = millis(d.millis);
+            OnInFlight::Reject => quote!(#private::OnInFlight::Reject),
+            OnInFlight::Wait(d) => {
+                let d = millis(d);
                 quote!(#private::OnInFlight::Wait(#d))
             }
         };
         chain = quote!(#chain.on_in_flight(#on));
     }
     if let Some(policy) = &attrs.on_store_error {
-        let policy = match policy {
-            StoreErrorPolicy::FailClosed => quote!(#private::OnStoreError::FailClosed),
-            StoreErrorPolicy::Run => quote!(#private::OnStoreError::Run),
-        };
+        let policy = variant(quote!(#private::OnStoreError), policy);
         chain = quote!(#chain.on_store_error(#policy));
     }
     let policy = match (&attrs.verify, &attrs.on_uncertain) {
-        (Some(_), _) => Some(quote!(#private::OnUncertain::Verify)),
-        (None, Some((UncertainPolicy::Rerun, _))) => Some(quote!(#private::OnUncertain::Rerun)),
-        (None, Some((UncertainPolicy::Refuse, _))) => Some(quote!(#private::OnUncertain::Refuse)),
+        (Some(_), _) => Some(&OnUncertain::Verify),
+        (None, Some((policy, _))) => Some(policy),
         (None, None) => None,
-    };
+    }
+    .map(|policy| variant(quote!(#private::OnUncertain), policy));
     if let Some(policy) = policy {
         chain = quote!(#chain.on_uncertain(#policy));
     }
@@ -193,6 +191,14 @@ pub(super) fn write_options(private: &Private, tool: &ToolFn<'_>, attrs: &Attrs)
         chain = quote!(#chain.open_world(#b));
     }
     chain
+}
+
+/// `policy`'s variant under `path`: the runtime re-exports the very enums
+/// the attribute was parsed into (`idem_rules`), so a variant's name is its
+/// path there.
+fn variant(path: TokenStream, policy: &impl std::fmt::Debug) -> TokenStream {
+    let name = quote::format_ident!("{policy:?}");
+    quote!(#path::#name)
 }
 
 /// A field list's paths as the arguments' JSON names them: flat parameters

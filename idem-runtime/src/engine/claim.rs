@@ -54,7 +54,7 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
 ) -> Result<Claimed, ToolError> {
     let Site {
         store,
-        cfg,
+        settings,
         limit,
         tool: name,
         ..
@@ -63,7 +63,7 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
         tool: name.to_owned(),
         source,
     };
-    let wait_until = match cfg.on_in_flight {
+    let wait_until = match settings.on_in_flight {
         OnInFlight::Reject => None,
         OnInFlight::Wait(d) => Some(Instant::now() + d),
     };
@@ -72,7 +72,7 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
     let mut replayed = How::Replayed;
     let request = ClaimRequest {
         about,
-        ..ClaimRequest::new(name, &checked.fingerprint, cfg.lease)
+        ..ClaimRequest::new(name, &checked.fingerprint, settings.lease)
     };
     loop {
         let sent = Instant::now();

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::settings::{Resolved, StoreMeta};
+use super::settings::{StoreMeta, ToolSettings};
 use super::task::bounded;
 use crate::ctx::Lease;
 use crate::error::StoreError;
@@ -34,7 +34,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(1);
 #[derive(Clone, Copy)]
 pub(crate) struct Site<'a> {
     pub(crate) store: &'a dyn IdemStore,
-    pub(crate) cfg: &'a Resolved,
+    pub(crate) settings: &'a ToolSettings,
     /// The registry's bound on one store operation.
     pub(crate) limit: Duration,
     /// The tool's name, for logs and errors.
@@ -81,7 +81,7 @@ impl<'a> Hold<'a> {
             key,
             token,
             claimed_at,
-            held_until: Mutex::new(claimed_at + site.cfg.lease),
+            held_until: Mutex::new(claimed_at + site.settings.lease),
             ops: tokio::sync::Mutex::new(()),
             lease,
             taken_over: AtomicBool::new(false),
@@ -113,12 +113,12 @@ impl<'a> Hold<'a> {
 
     /// How long a recorded outcome is kept.
     pub(crate) fn ttl(&self) -> Duration {
-        self.site.cfg.ttl
+        self.site.settings.ttl
     }
 
     /// The largest result or error text recorded.
     pub(crate) fn max_result_bytes(&self) -> usize {
-        self.site.cfg.max_result_bytes
+        self.site.settings.max_result_bytes
     }
 
     /// `text` as it can be recorded by every store and replayed: NUL
@@ -186,9 +186,9 @@ impl<'a> Hold<'a> {
     /// the body when the lease is lost. Renews up to `max_hold` after the
     /// claim, then lets the lease lapse. Never ends by itself.
     pub(crate) async fn heartbeat(&self) -> Infallible {
-        let lease = self.site.cfg.lease;
+        let lease = self.site.settings.lease;
         let period = lease / 3;
-        let give_up = self.claimed_at + self.site.cfg.max_hold;
+        let give_up = self.claimed_at + self.site.settings.max_hold;
         let mut next = self.claimed_at + period;
         let mut backoff = FIRST_BACKOFF;
         loop {
@@ -209,7 +209,7 @@ impl<'a> Hold<'a> {
             }
             let remaining = give_up.saturating_duration_since(now);
             if remaining.is_zero() {
-                tracing::warn!(tool = self.site.tool, key = %self.key, max_hold = ?self.site.cfg.max_hold, "max_hold reached: the lease is no longer renewed and will lapse");
+                tracing::warn!(tool = self.site.tool, key = %self.key, max_hold = ?self.site.settings.max_hold, "max_hold reached: the lease is no longer renewed and will lapse");
                 tokio::time::sleep_until(self.held_until()).await;
                 self.lose("max_hold reached");
                 return std::future::pending().await;
@@ -288,7 +288,7 @@ impl<'a> Hold<'a> {
             }
             let deadline = match outcome {
                 Outcome::Released => self.held_until(),
-                _ => (self.claimed_at + self.site.cfg.max_hold).max(self.held_until()),
+                _ => (self.claimed_at + self.site.settings.max_hold).max(self.held_until()),
             };
             let now = Instant::now();
             if now + backoff >= deadline {

@@ -33,7 +33,7 @@ pub(crate) use self::checked::Learnt;
 pub(crate) use self::operation::operation;
 pub(crate) use self::read::call_read;
 pub use self::settings::DEFAULT_MAX_RESULT_BYTES;
-pub(crate) use self::settings::{Caller, Defaults, Resolved, Shared, StoreMeta};
+pub(crate) use self::settings::{Caller, Defaults, Shared, StoreMeta, ToolSettings};
 pub(crate) use self::task::bounded;
 pub(crate) use self::trace::{CallTrace, How};
 pub(crate) use self::write::call_write;

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use super::args::parse_keyed_args;
 use super::checked::{Checked, CheckedPath, Learnt};
 use super::roles::member;
-use super::settings::{Caller, Resolved};
+use super::settings::{Caller, ToolSettings};
 use crate::canonical::{write_typed, write_value};
 use crate::error::ToolError;
 use crate::key::{IdemKey, Scope, write_explicit};
@@ -22,24 +22,24 @@ use crate::tool::{Roles, WriteTool};
 /// and every argument not ignored is checked.
 pub(crate) fn operation<'a, S, T: WriteTool<S>>(
     name: &str,
-    cfg: &Resolved,
-    learnt: Option<&'a Learnt>,
+    settings: &ToolSettings,
+    learnt: &'a Learnt,
     namespace: Option<&str>,
     caller: Caller<'_>,
     mut args: Value,
 ) -> Result<(T::Args, IdemKey, Checked<'a>), ToolError> {
-    if let Some(defaults) = learnt.and_then(|l| l.defaults.as_ref()) {
+    if let Some(defaults) = &learnt.defaults {
         defaults.fill(&mut args);
     }
-    let args: T::Args = parse_keyed_args(name, args, cfg.args)?;
+    let args: T::Args = parse_keyed_args(name, args, settings.args)?;
     let head = KeyHead {
         tenant: caller.tenant,
-        scope: cfg.scope.with_run(caller.run_id),
+        scope: Scope::of(settings.scope, caller.run_id),
         tool: name,
-        version: cfg.version,
+        version: settings.version,
     };
-    let roles = &cfg.roles;
-    let sets = learnt.and_then(|l| l.sets.as_ref());
+    let roles = &settings.roles;
+    let sets = learnt.sets.as_ref();
     let (digest, checked) = if roles.all_keyed() && sets.is_none() && caller.operation_key.is_none()
     {
         // The common case: every argument keyed, straight from the typed
@@ -53,7 +53,7 @@ pub(crate) fn operation<'a, S, T: WriteTool<S>>(
         }
         roles.drop_ignored(&mut value);
         let by_operation_key = caller.operation_key.is_some();
-        let paths = learnt.map_or(&[][..], |l| l.checked_paths(by_operation_key));
+        let paths = learnt.checked_paths(by_operation_key);
         identity(&head, &value, roles, paths, caller.operation_key)?
     };
     Ok((args, IdemKey::from_digest(namespace, &digest), checked))

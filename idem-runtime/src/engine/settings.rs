@@ -89,7 +89,7 @@ impl Default for Defaults {
 
 /// A write tool's settings with the registry's defaults filled in.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Resolved {
+pub(crate) struct ToolSettings {
     pub(crate) lease: Duration,
     pub(crate) ttl: Duration,
     pub(crate) max_hold: Duration,
@@ -103,10 +103,11 @@ pub(crate) struct Resolved {
     pub(crate) args: ArgLimits,
 }
 
-impl Resolved {
-    /// `options`, each unset one taken from `defaults`.
-    pub(crate) fn new(options: &WriteOptions, defaults: &Defaults) -> Self {
-        Resolved {
+impl ToolSettings {
+    /// `options`, each unset one taken from `defaults`: made once, when the
+    /// registry is built.
+    pub(crate) fn of(options: &WriteOptions, defaults: &Defaults) -> Self {
+        ToolSettings {
             lease: options.lease.unwrap_or(defaults.lease),
             ttl: options.ttl.unwrap_or(defaults.ttl),
             max_hold: options.max_hold.unwrap_or(defaults.max_hold),

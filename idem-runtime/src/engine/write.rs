@@ -12,7 +12,7 @@ use super::hold::{Hold, Site};
 use super::operation::operation;
 use super::read::unrecorded;
 use super::record::record;
-use super::settings::{Caller, Resolved, Shared};
+use super::settings::{Caller, Shared, ToolSettings};
 use super::task::{beside, catch_panic};
 use super::trace::{CallTrace, How, note};
 use super::uncertain::{self, Next, Why, copy_for_verify};
@@ -28,20 +28,20 @@ use crate::tool::{OnStoreError, OnUncertain, WriteTool};
 pub(crate) async fn call_write<S, T: WriteTool<S>>(
     tool: &T,
     name: &str,
-    cfg: &Resolved,
-    learnt: Option<&Learnt>,
+    settings: &ToolSettings,
+    learnt: &Learnt,
     shared: &Shared<S>,
     caller: Caller<'_>,
     args: Value,
 ) -> Result<Value, ToolError> {
     let namespace = shared.namespace.as_deref();
-    let (args, key, checked) = operation::<S, T>(name, cfg, learnt, namespace, caller, args)?;
+    let (args, key, checked) = operation::<S, T>(name, settings, learnt, namespace, caller, args)?;
     if let Some(trace) = caller.trace {
         trace.key(&key);
     }
     let site = Site {
         store: &*shared.store,
-        cfg,
+        settings,
         limit: shared.store_timeout,
         tool: name,
         keys: shared.result_keys.as_deref(),
@@ -53,7 +53,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
     let about = about.as_deref();
     let mut claimed =
         claim_or_replay::<T::Output>(&site, &key, &checked, about, caller.trace).await;
-    if cfg.on_store_error == OnStoreError::Run {
+    if settings.on_store_error == OnStoreError::Run {
         claimed = match claimed {
             Err(ToolError::Store { source, .. }) if source.is_retryable() => {
                 let (checked, trace) = (&checked, caller.trace);
@@ -70,7 +70,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
         }) => (token, sent, taken_over),
         Ok(Claimed::Answered(answer)) => return answer,
         Err(ToolError::Store { source, .. })
-            if cfg.on_store_error == OnStoreError::Run && source.is_unreachable() =>
+            if settings.on_store_error == OnStoreError::Run && source.is_unreachable() =>
         {
             return run_unclaimed(tool, name, shared, caller, key, args, &source).await;
         }
@@ -91,7 +91,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
     let hold = Hold::new(site, ctx.idem_key(), token, claimed_at, lease);
     let work = async {
         if lapsed {
-            let policy = cfg.on_uncertain;
+            let policy = settings.on_uncertain;
             let copy = copy_for_verify(policy, &args);
             let why = (policy, Why::Lapsed);
             let next = uncertain::decide(tool, &hold, copy, &ctx, why, caller.trace);
@@ -100,7 +100,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
             }
         }
         note(caller.trace, How::Ran);
-        run_and_record(tool, &hold, args, &ctx, cfg.on_uncertain, caller.trace).await
+        run_and_record(tool, &hold, args, &ctx, settings.on_uncertain, caller.trace).await
     };
     beside(work, hold.heartbeat()).await
 }
@@ -173,9 +173,9 @@ fn about<A: serde::Serialize>(
         arguments: &'a T,
     }
     let (tenant, run) = (caller.tenant, Some(caller.run_id));
-    let text = if site.cfg.roles.hides() {
+    let text = if site.settings.roles.hides() {
         let mut arguments = serde_json::to_value(args).ok()?;
-        site.cfg.roles.hide(&mut arguments);
+        site.settings.roles.hide(&mut arguments);
         serde_json::to_string(&Of {
             tenant,
             run,

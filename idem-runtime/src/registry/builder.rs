@@ -8,14 +8,14 @@ use std::time::Duration;
 
 use super::checks::{check_settings, valid_namespace, within_max};
 use super::dispatch::{Inner, Registry};
-use super::entry::ErasedTool;
+use super::entry::UnpreparedTool;
 use super::into_tool::IntoTool;
-use crate::engine::{Defaults, MAX_ARGS_DEPTH, Shared, StoreMeta};
+use crate::engine::{Defaults, MAX_ARGS_DEPTH, Shared, StoreMeta, ToolSettings};
 use crate::error::RegistryError;
 use crate::seal::ResultKeys;
 use crate::store::IdemStore;
 use crate::store::memory::MemoryStore;
-use crate::tool::OnInFlight;
+use crate::tool::{OnInFlight, WriteOptions};
 
 impl<S: Send + Sync + 'static> Registry<S> {
     /// Starts a registry whose tools see `state` through
@@ -43,7 +43,7 @@ pub struct RegistryBuilder<S> {
     store_timeout: Duration,
     require_tenant: bool,
     result_keys: Option<Arc<ResultKeys>>,
-    tools: Vec<Box<dyn ErasedTool<S>>>,
+    tools: Vec<Box<dyn UnpreparedTool<S>>>,
 }
 
 impl<S: Send + Sync + 'static> RegistryBuilder<S> {
@@ -171,14 +171,7 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
             });
         }
         let d = &self.defaults;
-        check_settings(
-            "*",
-            d.lease,
-            d.ttl,
-            d.max_hold,
-            d.on_in_flight,
-            d.max_result_bytes,
-        )?;
+        check_settings("*", &ToolSettings::of(&WriteOptions::new(), d))?;
         if d.args.max_bytes < 1024 || !(2..=MAX_ARGS_DEPTH).contains(&d.args.max_depth) {
             return Err(RegistryError::InvalidSetting {
                 tool: "*".into(),
@@ -195,12 +188,13 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
             });
         }
         within_max("*", "store_timeout", self.store_timeout)?;
-        let tools = self.tools;
-        let mut by_name = HashMap::with_capacity(tools.len());
+        let mut by_name = HashMap::with_capacity(self.tools.len());
         let store: Arc<dyn IdemStore> = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
-        let mut definitions = Vec::with_capacity(tools.len());
-        for (index, tool) in tools.iter().enumerate() {
-            let def = tool.prepare(&self.defaults)?;
+        let mut definitions = Vec::with_capacity(self.tools.len());
+        let mut tools = Vec::with_capacity(self.tools.len());
+        for (index, tool) in self.tools.into_iter().enumerate() {
+            let (def, tool) = tool.prepare(&self.defaults)?;
+            tools.push(tool);
             if by_name.insert(def.name.clone(), index).is_some() {
                 return Err(RegistryError::DuplicateName { name: def.name });
             }

@@ -4,22 +4,11 @@
 use std::time::Duration;
 
 pub use idem_rules::valid_tool_name;
+use idem_rules::{MAX_DURATION, MIN_LEASE, MIN_RESULT_BYTES};
 
+use crate::engine::ToolSettings;
 use crate::error::RegistryError;
 use crate::tool::{OnInFlight, ToolInfo};
-
-/// The smallest lease accepted: the heartbeat renews every third of it.
-const MIN_LEASE: Duration = Duration::from_millis(10);
-
-/// The smallest `max_result_bytes` accepted: room for an error message.
-const MIN_RESULT_BYTES: usize = 1024;
-
-/// The longest duration a setting may have (100 years, of 365.25 days):
-/// longer than any record needs keeping, and within what every store can
-/// keep (a Redis expiry, a PostgreSQL timestamp) and a clock can add up.
-/// Beyond it a setting is refused when the registry is built, not cut
-/// short or lost when a call records its outcome.
-pub(super) const MAX_DURATION: Duration = Duration::from_secs(100 * 31_557_600);
 
 /// `Err` naming `setting` if `value` is longer than [`MAX_DURATION`].
 pub(super) fn within_max(tool: &str, setting: &str, value: Duration) -> Result<(), RegistryError> {
@@ -42,14 +31,17 @@ pub(super) fn valid_namespace(ns: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'))
 }
 
-pub(super) fn check_settings(
-    tool: &str,
-    lease: Duration,
-    ttl: Duration,
-    max_hold: Duration,
-    on_in_flight: OnInFlight,
-    max_result_bytes: usize,
-) -> Result<(), RegistryError> {
+/// Whether a tool's settings (or, as tool `"*"`, the registry's defaults)
+/// are within the bounds `idem_rules` sets.
+pub(super) fn check_settings(tool: &str, settings: &ToolSettings) -> Result<(), RegistryError> {
+    let ToolSettings {
+        lease,
+        ttl,
+        max_hold,
+        on_in_flight,
+        max_result_bytes,
+        ..
+    } = *settings;
     within_max(tool, "lease", lease)?;
     within_max(tool, "ttl", ttl)?;
     within_max(tool, "max_hold", max_hold)?;

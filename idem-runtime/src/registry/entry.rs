@@ -1,25 +1,36 @@
 //! A registered tool behind one object-safe face, whatever its kind and
-//! types: how the registry prepares, calls and identifies it.
+//! types: how the builder prepares it (checking its settings and resolving
+//! them against the registry's defaults, once) and how the registry then
+//! calls and identifies it.
 
 use std::marker::PhantomData;
-use std::sync::OnceLock;
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::checks::{check_info, check_settings};
-use crate::engine::{self, Caller, Defaults, Learnt, Resolved, Shared};
+use crate::engine::{self, Caller, Defaults, Learnt, Shared, ToolSettings};
 use crate::error::{RegistryError, ToolError};
 use crate::key::{Fingerprint, IdemKey};
 use crate::schema;
 use crate::store::BoxFuture;
 use crate::tool::{ReadTool, ToolDef, ToolInfo, ToolKind, WriteOptions, WriteTool};
 
-/// A tool behind a uniform, object-safe face.
-pub(super) trait ErasedTool<S>: Send + Sync {
-    /// Validates the tool and its settings and returns its definition.
-    fn prepare(&self, defaults: &Defaults) -> Result<ToolDef, RegistryError>;
+/// A tool as given to the builder, its settings not yet checked.
+pub(super) trait UnpreparedTool<S>: Send + Sync {
+    /// Checks the tool and its settings, resolves them against the
+    /// registry's `defaults`, and returns its definition and the tool as
+    /// the registry calls it.
+    fn prepare(
+        self: Box<Self>,
+        defaults: &Defaults,
+    ) -> Result<(ToolDef, Box<dyn ErasedTool<S>>), RegistryError>;
+}
 
+/// A tool behind a uniform, object-safe face, prepared: its settings
+/// resolved once, when the registry was built.
+pub(super) trait ErasedTool<S>: Send + Sync {
     fn call<'a>(
         &'a self,
         shared: &'a Shared<S>,
@@ -30,7 +41,7 @@ pub(super) trait ErasedTool<S>: Send + Sync {
     /// For a write tool, how an operator's resolution of one of its
     /// records is written: how long it is kept, and the largest result
     /// recorded. `None` for read tools.
-    fn resolution_terms(&self, defaults: &Defaults) -> Option<(std::time::Duration, usize)>;
+    fn resolution_terms(&self) -> Option<(Duration, usize)>;
 
     /// Whether `result` fits the tool's result type (what a replay checks).
     fn fits_output(&self, result: &Value) -> Result<(), String>;
@@ -54,21 +65,27 @@ pub(super) struct RegisteredWrite<S, T> {
     pub(super) tool: T,
     pub(super) info: ToolInfo,
     pub(super) options: WriteOptions,
-    /// What `prepare` learns from the schema: sets, checked fields.
-    pub(super) learnt: OnceLock<Learnt>,
     pub(super) _state: PhantomData<fn() -> S>,
 }
 
-impl<S, T> RegisteredWrite<S, T> {
-    fn learnt(&self) -> Option<&Learnt> {
-        self.learnt.get()
-    }
+/// A write tool as the registry calls it.
+struct PreparedWrite<S, T> {
+    tool: T,
+    info: ToolInfo,
+    /// Its options with the registry's defaults filled in, checked.
+    settings: ToolSettings,
+    /// What `prepare` learnt from the schema: sets, checked fields.
+    learnt: Learnt,
+    _state: PhantomData<fn() -> S>,
 }
 
-impl<S: Send + Sync + 'static, T: ReadTool<S>> ErasedTool<S> for RegisteredRead<S, T> {
-    fn prepare(&self, _: &Defaults) -> Result<ToolDef, RegistryError> {
+impl<S: Send + Sync + 'static, T: ReadTool<S>> UnpreparedTool<S> for RegisteredRead<S, T> {
+    fn prepare(
+        self: Box<Self>,
+        _: &Defaults,
+    ) -> Result<(ToolDef, Box<dyn ErasedTool<S>>), RegistryError> {
         check_info(&self.info)?;
-        Ok(ToolDef {
+        let def = ToolDef {
             name: self.info.name.to_string(),
             description: self.info.description.to_string(),
             kind: ToolKind::Read,
@@ -81,9 +98,12 @@ impl<S: Send + Sync + 'static, T: ReadTool<S>> ErasedTool<S> for RegisteredRead<
             destructive: false,
             open_world: false,
             output_schema: self.info.output_schema.clone(),
-        })
+        };
+        Ok((def, self))
     }
+}
 
+impl<S: Send + Sync + 'static, T: ReadTool<S>> ErasedTool<S> for RegisteredRead<S, T> {
     fn call<'a>(
         &'a self,
         shared: &'a Shared<S>,
@@ -99,7 +119,7 @@ impl<S: Send + Sync + 'static, T: ReadTool<S>> ErasedTool<S> for RegisteredRead<
         ))
     }
 
-    fn resolution_terms(&self, _: &Defaults) -> Option<(std::time::Duration, usize)> {
+    fn resolution_terms(&self) -> Option<(Duration, usize)> {
         None
     }
 
@@ -117,52 +137,57 @@ impl<S: Send + Sync + 'static, T: ReadTool<S>> ErasedTool<S> for RegisteredRead<
     }
 }
 
-impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for RegisteredWrite<S, T> {
-    fn prepare(&self, defaults: &Defaults) -> Result<ToolDef, RegistryError> {
+impl<S: Send + Sync + 'static, T: WriteTool<S>> UnpreparedTool<S> for RegisteredWrite<S, T> {
+    fn prepare(
+        self: Box<Self>,
+        defaults: &Defaults,
+    ) -> Result<(ToolDef, Box<dyn ErasedTool<S>>), RegistryError> {
         check_info(&self.info)?;
         let name = &self.info.name;
-        let cfg = Resolved::new(&self.options, defaults);
-        check_settings(
-            name,
-            cfg.lease,
-            cfg.ttl,
-            cfg.max_hold,
-            cfg.on_in_flight,
-            cfg.max_result_bytes,
-        )?;
+        let settings = ToolSettings::of(&self.options, defaults);
+        check_settings(name, &settings)?;
         let given = self.info.input_schema.as_ref();
         let input_schema = schema::tool_input_schema::<T::Args>(name, given, true)?;
-        cfg.roles.validate(name, &input_schema)?;
-        let learnt = Learnt::of(&input_schema, &cfg.roles, given.is_some());
-        let _ = self.learnt.set(learnt);
-        Ok(ToolDef {
+        settings.roles.validate(name, &input_schema)?;
+        let learnt = Learnt::of(&input_schema, &settings.roles, given.is_some());
+        let def = ToolDef {
             name: name.to_string(),
             description: self.info.description.to_string(),
             kind: ToolKind::Write,
             input_schema,
-            scope: Some(cfg.scope),
+            scope: Some(settings.scope),
             destructive: self.options.destructive,
             open_world: self.options.open_world,
             output_schema: self.info.output_schema.clone(),
-        })
+        };
+        let RegisteredWrite { tool, info, .. } = *self;
+        let prepared = PreparedWrite {
+            tool,
+            info,
+            settings,
+            learnt,
+            _state: PhantomData,
+        };
+        Ok((def, Box::new(prepared)))
     }
+}
 
+impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for PreparedWrite<S, T> {
     fn call<'a>(
         &'a self,
         shared: &'a Shared<S>,
         caller: Caller<'a>,
         args: Value,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
-        Box::pin(async move {
-            let cfg = Resolved::new(&self.options, &shared.defaults);
-            let (tool, name, learnt) = (&self.tool, &self.info.name, self.learnt());
-            engine::call_write(tool, name, &cfg, learnt, shared, caller, args).await
-        })
+        let (tool, name, settings, learnt) =
+            (&self.tool, &self.info.name, &self.settings, &self.learnt);
+        Box::pin(engine::call_write(
+            tool, name, settings, learnt, shared, caller, args,
+        ))
     }
 
-    fn resolution_terms(&self, defaults: &Defaults) -> Option<(std::time::Duration, usize)> {
-        let cfg = Resolved::new(&self.options, defaults);
-        Some((cfg.ttl, cfg.max_result_bytes))
+    fn resolution_terms(&self) -> Option<(Duration, usize)> {
+        Some((self.settings.ttl, self.settings.max_result_bytes))
     }
 
     fn fits_output(&self, result: &Value) -> Result<(), String> {
@@ -177,11 +202,10 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for RegisteredWrit
         caller: Caller<'_>,
         args: Value,
     ) -> Result<Option<(IdemKey, Fingerprint)>, ToolError> {
-        let cfg = Resolved::new(&self.options, &shared.defaults);
         let (_, key, checked) = engine::operation::<S, T>(
             &self.info.name,
-            &cfg,
-            self.learnt(),
+            &self.settings,
+            &self.learnt,
             shared.namespace.as_deref(),
             caller,
             args,

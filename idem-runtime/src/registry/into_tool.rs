@@ -3,14 +3,13 @@
 //! function's name stands for its tool type.
 
 use std::marker::PhantomData;
-use std::sync::OnceLock;
 
-use super::entry::{ErasedTool, RegisteredRead, RegisteredWrite};
+use super::entry::{RegisteredRead, RegisteredWrite, UnpreparedTool};
 use crate::tool::{ReadTool, WriteTool};
 
 /// A tool ready to be registered; made by [`IntoTool`].
 #[doc(hidden)]
-pub struct Registration<S>(pub(super) Box<dyn ErasedTool<S>>);
+pub struct Registration<S>(pub(super) Box<dyn UnpreparedTool<S>>);
 
 /// Something [`RegistryBuilder::tool`](crate::RegistryBuilder::tool) accepts: a [`ReadTool`] or a
 /// [`WriteTool`]. `M` tells the two apart and is inferred.
@@ -117,7 +116,6 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> IntoTool<S, marker::Write> for T
             tool: self,
             info,
             options,
-            learnt: OnceLock::new(),
             _state: PhantomData,
         }))
     }

@@ -66,7 +66,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
         let (ttl, max_bytes) = self
             .tool(tool)
             .ok()
-            .and_then(|t| t.resolution_terms(&shared.defaults))
+            .and_then(|t| t.resolution_terms())
             .unwrap_or((shared.defaults.ttl, shared.defaults.max_result_bytes));
         let keys = shared.result_keys.as_deref();
         let payload = match &resolution {
