@@ -335,7 +335,7 @@ async fn every_outcome_of_a_healthy_store_is_a_span_and_a_count() {
         .iter()
         .filter_map(|s| s.field("db.operation.name").map(str::to_owned))
         .collect();
-    assert_eq!(ops, ["claim", "complete"]);
+    assert_eq!(ops, ["claim", "settle_done"]);
     assert!(
         spans
             .store_ops(ran)

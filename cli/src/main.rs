@@ -325,8 +325,7 @@ async fn run(command: Command) -> Result<(), String> {
                 Some(token) if !force => Holder::Token(token),
                 _ => Holder::Force { yes },
             };
-            let store = store.open().await?;
-            release::release(&*store, &IdemKey::from_raw(key), holder).await
+            release(store, key, holder).await
         }
         Command::Pending {
             store,
@@ -354,9 +353,7 @@ async fn run(command: Command) -> Result<(), String> {
                 (None, Some(error)) => Answer::Failed(error),
                 (None, None) => Answer::Rerun,
             };
-            let ttl = std::time::Duration::from_secs(ttl_secs);
-            let store = store.open().await?;
-            resolve::resolve(&*store, &IdemKey::from_raw(key), answer, ttl).await
+            resolve(store, key, answer, ttl_secs).await
         }
         Command::Purge { store, dry_run } => purge(store, dry_run).await,
         Command::Gateway(args) => gateway::serve(args).await,
@@ -365,6 +362,24 @@ async fn run(command: Command) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// `release`: ends the claim under `key` as `holder` says.
+async fn release(store: StoreUrl, key: String, holder: Holder) -> Result<(), String> {
+    let store = store.open().await?;
+    release::release(&*store, &IdemKey::from_raw(key), holder).await
+}
+
+/// `resolve`: answers the unknown outcome under `key`, kept `ttl_secs`.
+async fn resolve(
+    store: StoreUrl,
+    key: String,
+    answer: Answer,
+    ttl_secs: u64,
+) -> Result<(), String> {
+    let ttl = std::time::Duration::from_secs(ttl_secs);
+    let store = store.open().await?;
+    resolve::resolve(&*store, &IdemKey::from_raw(key), answer, ttl).await
 }
 
 /// `show`: the record under a key, or under an operation's key.

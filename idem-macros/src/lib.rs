@@ -65,7 +65,7 @@ fn expand_tool(
     let attrs = attr::Attrs::parse(&mut cx, kind, attr);
     // The path every step writes, the stub's included.
     let private = Private::of(attrs.krate.as_ref());
-    match try_expand(kind, cx, &attrs, &item) {
+    match try_expand(kind, cx, &attrs, &item, &private) {
         Ok(tokens) => tokens,
         Err(e) => stub(&item, e, &private),
     }
@@ -76,6 +76,7 @@ fn try_expand(
     mut cx: ctxt::Ctxt,
     attrs: &attr::Attrs,
     item: &ItemFn,
+    private: &Private,
 ) -> Result<TokenStream2, syn::Error> {
     let tool = ast::ToolFn::from_item(item);
     valid::check(&mut cx, kind, &tool, attrs);
@@ -86,7 +87,7 @@ fn try_expand(
             "a tool must return `Result<T, E>`",
         ));
     };
-    Ok(expand::expand(kind, &tool, attrs, ret))
+    Ok(expand::expand(kind, &tool, attrs, ret, private.clone()))
 }
 
 /// A tool inside an `impl` block or a trait: the error saying where it

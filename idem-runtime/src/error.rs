@@ -44,7 +44,7 @@ pub enum StoreError {
     /// The store did not answer within the bounded time.
     #[error("store did not answer `{op}` within {after:?}")]
     Timeout {
-        /// The operation that timed out (`claim`, `complete`, ...).
+        /// The operation that timed out (`claim`, `settle_done`, ...).
         op: &'static str,
         /// The bound that was exceeded.
         after: Duration,

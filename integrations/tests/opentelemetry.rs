@@ -104,7 +104,7 @@ async fn call_spans_export_as_opentelemetry_genai_spans() {
     let names: Vec<&str> = ops.iter().map(|s| &*s.name).collect();
     assert_eq!(names.len(), 2, "{names:?}");
     assert!(
-        names.contains(&"claim") && names.contains(&"complete"),
+        names.contains(&"claim") && names.contains(&"settle_done"),
         "{names:?}"
     );
     for op in ops {

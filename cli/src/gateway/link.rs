@@ -19,6 +19,7 @@
 
 mod child;
 mod http;
+mod inbox;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,6 +29,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use self::inbox::{Inbound, Inbox};
 use super::jsonrpc::{self, Kind, SUBSCRIPTION_META};
 
 /// Where the upstream server is.
@@ -104,16 +106,6 @@ struct Pending {
     generation: u64,
 }
 
-/// What a connection's readers hand the link.
-enum Inbound {
-    /// A message, and the id of the request on whose HTTP response stream
-    /// it came, if it came on one.
-    Message(Value, Option<u64>),
-    /// The stream that was to carry the response to this request ended
-    /// without it.
-    Gone(u64, String),
-}
-
 /// One connection to the upstream.
 enum Connection {
     Child(Box<child::Child>),
@@ -186,9 +178,6 @@ pub(crate) struct Link {
     /// or a new connection was made.
     changed: watch::Sender<u64>,
 }
-
-/// Where the link hands what the upstream sends.
-type Inbox = mpsc::UnboundedSender<Inbound>;
 
 /// The progress token the link gives request `id`.
 fn progress_token(id: u64) -> Value {

@@ -21,15 +21,15 @@
 
 use std::cell::RefCell;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use idem::{ToolInfo, WriteCtx, WriteOptions, WriteTool};
 use serde_json::{Map, Value};
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 
 use super::config::ErrorResults;
 use super::link::{Failure, Link, Reply, Route};
-use super::session::Asked;
 
 tokio::task_local! {
     /// The client's call a write tool runs for: set by the session around
@@ -38,6 +38,30 @@ tokio::task_local! {
     /// session to give its client as it came (the registry keeps only an
     /// error's text).
     pub(crate) static CALL: Call;
+}
+
+/// A request of the client's, as its cancellation finds it.
+#[derive(Default)]
+pub(crate) struct Asked {
+    cancelled: AtomicBool,
+    told: Notify,
+}
+
+impl Asked {
+    /// The client cancelled the request.
+    pub(crate) fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+        self.told.notify_one();
+    }
+
+    pub(crate) fn cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// Returns once the client cancels the request.
+    pub(crate) async fn cancellation(&self) {
+        self.told.notified().await;
+    }
 }
 
 /// The client's call, as a write tool makes it upstream.

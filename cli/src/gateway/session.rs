@@ -15,43 +15,19 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use idem::mcp::{Binding, Caller, OPERATION_KEY_META, REPLAYED_META};
 use idem::{Answer, ToolError};
 use serde_json::{Map, Value, json};
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 
 use super::catalog::{self, Catalog, Settings};
 use super::jsonrpc::{self, Kind, code};
 use super::link::{self, Link, Reply, Route, Sink};
-use super::proxy::{CALL, Call, Unrecorded};
-
-/// A request of the client's, as its cancellation finds it.
-#[derive(Default)]
-pub(crate) struct Asked {
-    cancelled: AtomicBool,
-    told: Notify,
-}
-
-impl Asked {
-    /// The client cancelled the request.
-    fn cancel(&self) {
-        self.cancelled.store(true, Ordering::Relaxed);
-        self.told.notify_one();
-    }
-
-    pub(crate) fn cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::Relaxed)
-    }
-
-    /// Returns once the client cancels the request.
-    pub(crate) async fn cancellation(&self) {
-        self.told.notified().await;
-    }
-}
+use super::proxy::{Asked, CALL, Call, Unrecorded};
 
 /// The key of request `id` of client `origin` among a session's asked.
 fn asked_key(origin: u64, id: &Value) -> String {

@@ -26,8 +26,14 @@ use crate::krate::Private;
 ///
 /// `ret` is the function's return type (validation rejected functions
 /// without one).
-pub(crate) fn expand(kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs, ret: &Type) -> TokenStream {
-    let parts = Parts::new(kind, tool, attrs, ret);
+pub(crate) fn expand(
+    kind: Kind,
+    tool: &ToolFn<'_>,
+    attrs: &Attrs,
+    ret: &Type,
+    private: Private,
+) -> TokenStream {
+    let parts = Parts::new(kind, tool, attrs, ret, private);
     let private = &parts.private;
     let tool_impl = match kind {
         Kind::Read => parts.read_impl(),
@@ -120,9 +126,8 @@ struct Parts<'a> {
 }
 
 impl<'a> Parts<'a> {
-    fn new(kind: Kind, tool: &ToolFn<'a>, attrs: &Attrs, ret: &Type) -> Self {
+    fn new(kind: Kind, tool: &ToolFn<'a>, attrs: &Attrs, ret: &Type, private: Private) -> Self {
         let item = tool.item;
-        let private = Private::of(attrs.krate.as_ref());
         let ident = &item.sig.ident;
         let name = attrs
             .name

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use super::checked::Checked;
 use super::hold::Site;
 use super::task::bounded;
-use super::trace::{CallTrace, How, note};
+use super::trace::{How, note};
 use crate::error::{StoreError, ToolError};
 use crate::key::IdemKey;
 use crate::seal::{PayloadKind, open};
@@ -50,7 +50,6 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
     key: &IdemKey,
     checked: &Checked<'_>,
     about: Option<&str>,
-    trace: Option<&CallTrace<'_>>,
 ) -> Result<Claimed, ToolError> {
     let Site {
         store,
@@ -113,7 +112,7 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
                 }
             }
             settled => {
-                note(trace, replayed);
+                note(site.trace, replayed);
                 replay_settled::<O>(site, key, settled)
             }
         };
@@ -171,13 +170,13 @@ fn replay_settled<O: DeserializeOwned>(
     match entry {
         Entry::Done { result, .. } => {
             tracing::info!(tool = name, key = %key, "replayed recorded result");
-            open(site.keys, key, PayloadKind::Result, result)
+            open(site.result_keys, key, PayloadKind::Result, result)
                 .and_then(|result| replay::<O>(key, &result))
                 .map_err(store_err)
         }
         Entry::Failed { error, .. } => {
             tracing::info!(tool = name, key = %key, "replayed recorded failure");
-            match open(site.keys, key, PayloadKind::Error, error) {
+            match open(site.result_keys, key, PayloadKind::Error, error) {
                 Ok(message) => Err(ToolError::Failed {
                     tool: name.to_owned(),
                     message,

@@ -1,7 +1,7 @@
 //! Holding a claim from the moment it is acquired until its outcome is
 //! recorded: the heartbeat that renews the lease beside the body (never
 //! blocking it), the signal the body sees when its lease is lost, and the
-//! settling operations (complete, fail, release, mark unknown), retried
+//! settles (done, failed, released, unknown), retried
 //! while the lease can be held.
 //!
 //! The lease is *known held* until the send time of the last successful
@@ -19,6 +19,7 @@ use tokio::time::Instant;
 
 use super::settings::{StoreMeta, ToolSettings};
 use super::task::bounded;
+use super::trace::CallTrace;
 use crate::ctx::Lease;
 use crate::error::StoreError;
 use crate::key::IdemKey;
@@ -40,12 +41,12 @@ pub(crate) struct Site<'a> {
     /// The tool's name, for logs and errors.
     pub(crate) tool: &'a str,
     /// What seals the payloads written.
-    pub(crate) keys: Option<&'a ResultKeys>,
+    pub(crate) result_keys: Option<&'a ResultKeys>,
     /// The store's kind and metric keys.
     pub(crate) meta: &'a StoreMeta,
-    /// The tool's metric keys.
-    #[cfg(feature = "metrics")]
-    pub(crate) metrics: Option<&'a crate::metrics::ToolKeys>,
+    /// Where the call's span, outcome and (feature `metrics`) its tool's
+    /// metric keys are.
+    pub(crate) trace: Option<&'a CallTrace<'a>>,
 }
 
 /// One call's hold on its claim.
@@ -57,13 +58,13 @@ pub(crate) struct Hold<'a> {
     /// Until when the lease is known held.
     held_until: Mutex<Instant>,
     /// The operations of one call never overlap: a renewal racing the
-    /// `complete` would find the record settled and report the lease lost.
+    /// settle would find the record settled and report the lease lost.
     ops: tokio::sync::Mutex<()>,
     /// What the body sees of the lease.
     lease: Arc<Lease>,
     /// The store said another worker holds the key: nothing this call
     /// writes can land any more.
-    taken_over: AtomicBool,
+    lease_lost: AtomicBool,
 }
 
 impl<'a> Hold<'a> {
@@ -84,13 +85,13 @@ impl<'a> Hold<'a> {
             held_until: Mutex::new(claimed_at + site.settings.lease),
             ops: tokio::sync::Mutex::new(()),
             lease,
-            taken_over: AtomicBool::new(false),
+            lease_lost: AtomicBool::new(false),
         }
     }
 
     /// `text` as the payload to write: sealed when the registry has keys.
     pub(crate) fn sealed(&self, kind: PayloadKind, text: String) -> String {
-        seal(self.site.keys, self.key, kind, text)
+        seal(self.site.result_keys, self.key, kind, text)
     }
 
     pub(crate) fn key(&self) -> &'a IdemKey {
@@ -108,7 +109,7 @@ impl<'a> Hold<'a> {
     /// The tool's metric keys.
     #[cfg(feature = "metrics")]
     pub(crate) fn metrics(&self) -> Option<&'a crate::metrics::ToolKeys> {
-        self.site.metrics
+        self.site.trace.and_then(CallTrace::metrics)
     }
 
     /// How long a recorded outcome is kept.
@@ -159,7 +160,7 @@ impl<'a> Hold<'a> {
     fn lose(&self, why: &str) {
         if self.lease.lose() {
             #[cfg(feature = "metrics")]
-            if let Some(keys) = self.site.metrics {
+            if let Some(keys) = self.metrics() {
                 crate::metrics::lease_lost(keys);
             }
             tracing::warn!(tool = self.site.tool, key = %self.key, why, "lease lost while the tool runs: another worker may run this operation");
@@ -176,7 +177,7 @@ impl<'a> Hold<'a> {
         let _turn = self.ops.lock().await;
         let result = bounded(self.site.meta, self.site.limit, name, fut).await;
         if matches!(result, Err(StoreError::LeaseLost)) {
-            self.taken_over.store(true, Ordering::Relaxed);
+            self.lease_lost.store(true, Ordering::Relaxed);
         }
         result
     }
@@ -220,7 +221,7 @@ impl<'a> Hold<'a> {
             match Box::pin(self.renew(extension)).await {
                 Ok(()) => {
                     #[cfg(feature = "metrics")]
-                    if let Some(keys) = self.site.metrics {
+                    if let Some(keys) = self.metrics() {
                         crate::metrics::lease_renewed(keys);
                     }
                     self.extend(now + extension);
@@ -269,10 +270,10 @@ impl<'a> Hold<'a> {
     pub(crate) async fn settle(&self, outcome: Outcome<'_>) -> Result<(), StoreError> {
         // The operation's name in traces and metrics.
         let name = match outcome {
-            Outcome::Done { .. } => "complete",
-            Outcome::Failed { .. } => "fail",
-            Outcome::Released => "release",
-            Outcome::Unknown { .. } => "mark_unknown",
+            Outcome::Done { .. } => "settle_done",
+            Outcome::Failed { .. } => "settle_failed",
+            Outcome::Released => "settle_released",
+            Outcome::Unknown { .. } => "settle_unknown",
         };
         let mut backoff = FIRST_BACKOFF;
         loop {
@@ -282,7 +283,7 @@ impl<'a> Hold<'a> {
                 Err(e) if !e.is_retryable() => return Err(e),
                 Err(e) => e,
             };
-            if self.taken_over.load(Ordering::Relaxed) {
+            if self.lease_lost.load(Ordering::Relaxed) {
                 // A renewal was refused meanwhile: this cannot land.
                 return Err(StoreError::LeaseLost);
             }

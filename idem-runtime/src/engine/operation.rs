@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use super::args::parse_keyed_args;
 use super::checked::{Checked, CheckedPath, Learnt};
 use super::roles::member;
-use super::settings::{Caller, ToolSettings};
+use super::settings::{CallOrigin, ToolSettings};
 use crate::canonical::{write_typed, write_value};
 use crate::error::ToolError;
 use crate::key::{IdemKey, Scope, write_explicit};
@@ -25,7 +25,7 @@ pub(crate) fn operation<'a, S, T: WriteTool<S>>(
     settings: &ToolSettings,
     learnt: &'a Learnt,
     namespace: Option<&str>,
-    caller: Caller<'_>,
+    caller: CallOrigin<'_>,
     mut args: Value,
 ) -> Result<(T::Args, IdemKey, Checked<'a>), ToolError> {
     if let Some(defaults) = &learnt.defaults {

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::args::parse_args;
-use super::settings::{Caller, Shared};
+use super::settings::{CallOrigin, Shared};
 use super::task::{catch_panic, panicked};
 use crate::ctx::Ctx;
 use crate::error::ToolError;
@@ -18,7 +18,7 @@ pub(crate) async fn call_read<S, T: ReadTool<S>>(
     tool: &T,
     name: &str,
     shared: &Shared<S>,
-    caller: Caller<'_>,
+    caller: CallOrigin<'_>,
     args: Value,
 ) -> Result<Value, ToolError> {
     let args: T::Args = parse_args(name, args, shared.defaults.args)?;

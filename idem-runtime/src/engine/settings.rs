@@ -17,7 +17,7 @@ pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
 /// Who makes a call: the agent run it belongs to, the tenant it is made
 /// for and the operation key it chose, if any (docs/spec.md, "Keys").
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Caller<'a> {
+pub(crate) struct CallOrigin<'a> {
     pub(crate) run_id: &'a str,
     pub(crate) tenant: Option<&'a str>,
     /// The key the caller chose for the operation, if any.
@@ -48,7 +48,7 @@ pub(crate) struct StoreMeta {
     /// [`IdemStore::backend`](crate::IdemStore::backend).
     pub(crate) backend: &'static str,
     #[cfg(feature = "metrics")]
-    pub(crate) keys: crate::metrics::StoreKeys,
+    pub(crate) metrics: crate::metrics::StoreKeys,
 }
 
 impl StoreMeta {
@@ -57,7 +57,7 @@ impl StoreMeta {
         StoreMeta {
             backend,
             #[cfg(feature = "metrics")]
-            keys: crate::metrics::StoreKeys::new(backend),
+            metrics: crate::metrics::StoreKeys::new(backend),
         }
     }
 }

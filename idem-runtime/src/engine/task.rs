@@ -41,7 +41,9 @@ pub(crate) async fn bounded<T>(
         within(limit, op, fut).instrument(span).await
     };
     #[cfg(feature = "metrics")]
-    store.keys.operation(op, result.is_ok(), started.elapsed());
+    store
+        .metrics
+        .operation(op, result.is_ok(), started.elapsed());
     result
 }
 

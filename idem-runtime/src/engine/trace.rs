@@ -35,9 +35,9 @@ pub(crate) struct CallTrace<'a> {
     span: tracing::Span,
     how: AtomicU8,
     #[cfg(feature = "metrics")]
-    keys: Option<&'a crate::metrics::ToolKeys>,
+    metrics: Option<&'a crate::metrics::ToolKeys>,
     #[cfg(not(feature = "metrics"))]
-    keys: std::marker::PhantomData<&'a ()>,
+    metrics: std::marker::PhantomData<&'a ()>,
 }
 
 impl<'a> CallTrace<'a> {
@@ -45,21 +45,21 @@ impl<'a> CallTrace<'a> {
         CallTrace {
             span,
             how: AtomicU8::new(How::Unnoted as u8),
-            keys: Default::default(),
+            metrics: Default::default(),
         }
     }
 
     /// The called tool's metric keys.
     #[cfg(feature = "metrics")]
-    pub(crate) fn with_keys(mut self, keys: Option<&'a crate::metrics::ToolKeys>) -> Self {
-        self.keys = keys;
+    pub(crate) fn with_metrics(mut self, metrics: Option<&'a crate::metrics::ToolKeys>) -> Self {
+        self.metrics = metrics;
         self
     }
 
     /// The called tool's metric keys, if it is registered.
     #[cfg(feature = "metrics")]
-    pub(crate) fn keys(&self) -> Option<&'a crate::metrics::ToolKeys> {
-        self.keys
+    pub(crate) fn metrics(&self) -> Option<&'a crate::metrics::ToolKeys> {
+        self.metrics
     }
 
     pub(crate) fn span(&self) -> &tracing::Span {

@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::hold::Hold;
-use super::record::{record_error, record_result, record_unknown};
+use super::settle::{settle_done, settle_failed, settle_unknown};
 use super::task::catch_panic;
 use super::trace::{CallTrace, How, note};
 use crate::ctx::WriteCtx;
@@ -81,7 +81,7 @@ pub(super) async fn decide<S, T: WriteTool<S>>(
     match policy {
         OnUncertain::Refuse => {
             let reason = why.reason(attempt, None);
-            Next::Answer(Err(record_unknown(hold, ctx.tenant(), &reason).await))
+            Next::Answer(Err(settle_unknown(hold, ctx.tenant(), &reason).await))
         }
         OnUncertain::Verify => verify(tool, hold, args, ctx, why, trace).await,
         _ => {
@@ -108,7 +108,7 @@ pub(super) async fn after_error<S, T: WriteTool<S>>(
     let why = Why::Error(&message);
     match decide(tool, hold, args, ctx, (policy, why), trace).await {
         Next::Answer(answer) => answer,
-        Next::Run => Err(record_error(hold, &message, false).await),
+        Next::Run => Err(settle_failed(hold, &message, false).await),
     }
 }
 
@@ -137,7 +137,7 @@ async fn verify<S, T: WriteTool<S>>(
             Ok(value) => {
                 tracing::info!(tool = name, key = %key, attempt, "verified: the operation took effect; its result is recorded and the body does not run");
                 note(trace, How::Verified);
-                Next::Answer(record_result(hold, value).await)
+                Next::Answer(settle_done(hold, value).await)
             }
             // It happened, but what it gave cannot be recorded: left
             // unknown for an operator, who can record it by hand, rather
@@ -147,7 +147,7 @@ async fn verify<S, T: WriteTool<S>>(
                     "verify said it took effect, but its result could not be serialized ({e})"
                 );
                 let reason = why.reason(attempt, Some(&said));
-                Next::Answer(Err(record_unknown(hold, ctx.tenant(), &reason).await))
+                Next::Answer(Err(settle_unknown(hold, ctx.tenant(), &reason).await))
             }
         },
         Ok(Verified::NotDone) => {
@@ -159,7 +159,7 @@ async fn verify<S, T: WriteTool<S>>(
                 attempt,
                 Some("verify could not tell whether it took effect"),
             );
-            Next::Answer(Err(record_unknown(hold, ctx.tenant(), &reason).await))
+            Next::Answer(Err(settle_unknown(hold, ctx.tenant(), &reason).await))
         }
         Err(e) => {
             tracing::warn!(tool = name, key = %key, attempt, "verify failed; the claim is left to lapse, and the next duplicate verifies again");

@@ -11,8 +11,8 @@ use super::claim::{Claimed, claim_or_replay};
 use super::hold::{Hold, Site};
 use super::operation::operation;
 use super::read::unrecorded;
-use super::record::record;
-use super::settings::{Caller, Shared, ToolSettings};
+use super::settings::{CallOrigin, Shared, ToolSettings};
+use super::settle::settle;
 use super::task::{beside, catch_panic};
 use super::trace::{CallTrace, How, note};
 use super::uncertain::{self, Next, Why, copy_for_verify};
@@ -31,7 +31,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
     settings: &ToolSettings,
     learnt: &Learnt,
     shared: &Shared<S>,
-    caller: Caller<'_>,
+    caller: CallOrigin<'_>,
     args: Value,
 ) -> Result<Value, ToolError> {
     let namespace = shared.namespace.as_deref();
@@ -44,25 +44,22 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
         settings,
         limit: shared.store_timeout,
         tool: name,
-        keys: shared.result_keys.as_deref(),
+        result_keys: shared.result_keys.as_deref(),
         meta: &shared.store_meta,
-        #[cfg(feature = "metrics")]
-        metrics: caller.trace.and_then(|t| t.keys()),
+        trace: caller.trace,
     };
     let about = about(&site, &key, caller, &args);
     let about = about.as_deref();
-    let mut claimed =
-        claim_or_replay::<T::Output>(&site, &key, &checked, about, caller.trace).await;
+    let mut claimed = claim_or_replay::<T::Output>(&site, &key, &checked, about).await;
     if settings.on_store_error == OnStoreError::Run {
         claimed = match claimed {
             Err(ToolError::Store { source, .. }) if source.is_retryable() => {
-                let (checked, trace) = (&checked, caller.trace);
-                confirm_unreachable::<T::Output>(&site, &key, checked, about, trace, &source).await
+                confirm_unreachable::<T::Output>(&site, &key, &checked, about, &source).await
             }
             other => other,
         };
     }
-    let (token, claimed_at, lapsed) = match claimed {
+    let (token, claimed_at, taken_over) = match claimed {
         Ok(Claimed::Acquired {
             token,
             sent,
@@ -90,7 +87,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
     );
     let hold = Hold::new(site, ctx.idem_key(), token, claimed_at, lease);
     let work = async {
-        if lapsed {
+        if taken_over {
             let policy = settings.on_uncertain;
             let copy = copy_for_verify(policy, &args);
             let why = (policy, Why::Lapsed);
@@ -123,7 +120,7 @@ async fn run_and_record<S, T: WriteTool<S>>(
             let error = e.to_string();
             uncertain::after_error(tool, hold, copy, ctx, (policy, &error), trace).await
         }
-        outcome => record(tool, hold, outcome).await,
+        outcome => settle(tool, hold, outcome).await,
     }
 }
 
@@ -141,7 +138,6 @@ async fn confirm_unreachable<O: serde::de::DeserializeOwned>(
     key: &IdemKey,
     checked: &Checked<'_>,
     about: Option<&str>,
-    trace: Option<&CallTrace<'_>>,
     first: &StoreError,
 ) -> Result<Claimed, ToolError> {
     tracing::info!(tool = site.tool, key = %key, error = %first, "claim failed; trying once more to tell a store that cannot be reached from a slow one");
@@ -149,7 +145,7 @@ async fn confirm_unreachable<O: serde::de::DeserializeOwned>(
         limit: site.limit.saturating_mul(2),
         ..*site
     };
-    claim_or_replay::<O>(&patient, key, checked, about, trace).await
+    claim_or_replay::<O>(&patient, key, checked, about).await
 }
 
 /// What the operation's record says of it, for operators: an [`About`](crate::store::About)
@@ -162,7 +158,7 @@ async fn confirm_unreachable<O: serde::de::DeserializeOwned>(
 fn about<A: serde::Serialize>(
     site: &Site<'_>,
     key: &IdemKey,
-    caller: Caller<'_>,
+    caller: CallOrigin<'_>,
     args: &A,
 ) -> Option<String> {
     /// `About`'s JSON, borrowing what it holds.
@@ -188,7 +184,7 @@ fn about<A: serde::Serialize>(
             arguments: args,
         })
     };
-    Some(seal(site.keys, key, PayloadKind::About, text.ok()?))
+    Some(seal(site.result_keys, key, PayloadKind::About, text.ok()?))
 }
 
 /// Runs the body without a claim, for a tool with
@@ -198,7 +194,7 @@ async fn run_unclaimed<S, T: WriteTool<S>>(
     tool: &T,
     name: &str,
     shared: &Shared<S>,
-    caller: Caller<'_>,
+    caller: CallOrigin<'_>,
     key: IdemKey,
     args: T::Args,
     cause: &StoreError,

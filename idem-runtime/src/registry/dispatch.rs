@@ -11,7 +11,7 @@ use super::entry::ErasedTool;
 use tracing::Instrument;
 
 use super::observe;
-use crate::engine::{CallTrace, Caller, How, Shared};
+use crate::engine::{CallOrigin, CallTrace, How, Shared};
 use crate::error::ToolError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::store::IdemStore;
@@ -158,7 +158,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
         let index = self.index(name);
         let trace = CallTrace::new(observe::call_span(name, &context));
         #[cfg(feature = "metrics")]
-        let trace = trace.with_keys(
+        let trace = trace.with_metrics(
             index
                 .as_ref()
                 .ok()
@@ -200,7 +200,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
 
     /// Who a call is made by, checked: a run id, a tenant where the
     /// registry requires one, and no empty tenant or operation key.
-    fn caller<'a>(&self, context: CallContext<'a>) -> Result<Caller<'a>, ToolError> {
+    fn caller<'a>(&self, context: CallContext<'a>) -> Result<CallOrigin<'a>, ToolError> {
         if context.run_id.is_empty() {
             return Err(ToolError::InvalidRunId);
         }
@@ -210,7 +210,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
         match context.tenant {
             Some("") => Err(ToolError::InvalidTenant),
             None if self.inner.shared.require_tenant => Err(ToolError::TenantRequired),
-            tenant => Ok(Caller {
+            tenant => Ok(CallOrigin {
                 run_id: context.run_id,
                 tenant,
                 operation_key: context.operation_key,

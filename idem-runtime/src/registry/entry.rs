@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::checks::{check_info, check_settings};
-use crate::engine::{self, Caller, Defaults, Learnt, Shared, ToolSettings};
+use crate::engine::{self, CallOrigin, Defaults, Learnt, Shared, ToolSettings};
 use crate::error::{RegistryError, ToolError};
 use crate::key::{Fingerprint, IdemKey};
 use crate::schema;
@@ -34,7 +34,7 @@ pub(super) trait ErasedTool<S>: Send + Sync {
     fn call<'a>(
         &'a self,
         shared: &'a Shared<S>,
-        caller: Caller<'a>,
+        caller: CallOrigin<'a>,
         args: Value,
     ) -> BoxFuture<'a, Result<Value, ToolError>>;
 
@@ -50,7 +50,7 @@ pub(super) trait ErasedTool<S>: Send + Sync {
     fn identify(
         &self,
         shared: &Shared<S>,
-        caller: Caller<'_>,
+        caller: CallOrigin<'_>,
         args: Value,
     ) -> Result<Option<(IdemKey, Fingerprint)>, ToolError>;
 }
@@ -107,7 +107,7 @@ impl<S: Send + Sync + 'static, T: ReadTool<S>> ErasedTool<S> for RegisteredRead<
     fn call<'a>(
         &'a self,
         shared: &'a Shared<S>,
-        caller: Caller<'a>,
+        caller: CallOrigin<'a>,
         args: Value,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(engine::call_read(
@@ -130,7 +130,7 @@ impl<S: Send + Sync + 'static, T: ReadTool<S>> ErasedTool<S> for RegisteredRead<
     fn identify(
         &self,
         _: &Shared<S>,
-        _: Caller<'_>,
+        _: CallOrigin<'_>,
         _: Value,
     ) -> Result<Option<(IdemKey, Fingerprint)>, ToolError> {
         Ok(None)
@@ -176,7 +176,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for PreparedWrite<
     fn call<'a>(
         &'a self,
         shared: &'a Shared<S>,
-        caller: Caller<'a>,
+        caller: CallOrigin<'a>,
         args: Value,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         let (tool, name, settings, learnt) =
@@ -199,7 +199,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for PreparedWrite<
     fn identify(
         &self,
         shared: &Shared<S>,
-        caller: Caller<'_>,
+        caller: CallOrigin<'_>,
         args: Value,
     ) -> Result<Option<(IdemKey, Fingerprint)>, ToolError> {
         let (_, key, checked) = engine::operation::<S, T>(

@@ -91,7 +91,13 @@ pub(super) fn finish(
         }
     }
     #[cfg(feature = "metrics")]
-    crate::metrics::call(trace.keys(), name, outcome, result.as_ref().err(), started);
+    crate::metrics::call(
+        trace.metrics(),
+        name,
+        outcome,
+        result.as_ref().err(),
+        started,
+    );
     #[cfg(not(feature = "metrics"))]
     let _ = (name, started);
 }

@@ -8,7 +8,8 @@
 //! - `faults`: [`FaultyStore`], injected failures for in-process stores;
 //! - `proxy`: [`Proxy`], real network faults between a client and its
 //!   server;
-//! - `retries`: [`RetryCheck`], the check users run on their own tools.
+//! - `retries`: [`RetryCheck`], the check users run on their own tools;
+//!   `report`: what it found ([`RetryReport`]).
 //!
 //! A backend's test file is three lines:
 //!
@@ -31,6 +32,7 @@ mod fixtures;
 mod harness;
 mod helpers;
 mod proxy;
+mod report;
 mod retries;
 
 pub use self::cases::malformed_records_are_refused;
@@ -38,7 +40,8 @@ pub use self::faults::{Fault, FaultyStore, Op};
 pub use self::fixtures::{Counter, CounterArgs, CounterOut};
 pub use self::harness::{Erased, Harness, MemoryHarness, run};
 pub use self::proxy::{Flow, Proxy};
-pub use self::retries::{IntoWriteTool, RetryCheck, RetryReport, Row, Verdict};
+pub use self::report::{RetryReport, Row, Verdict};
+pub use self::retries::{IntoWriteTool, RetryCheck};
 
 /// Calls `$crate::$mac!` with `$args`, `;` and the list of every
 /// conformance case: the one place the cases are named.

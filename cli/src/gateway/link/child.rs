@@ -12,7 +12,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, Command};
 use tokio::sync::Mutex;
 
-use super::{Inbound, Inbox};
+use super::inbox::{Inbound, Inbox};
 
 /// A running upstream process.
 pub(super) struct Child {

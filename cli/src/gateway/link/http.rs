@@ -13,7 +13,7 @@ use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 use serde_json::Value;
 
-use super::{Inbound, Inbox};
+use super::inbox::{Inbound, Inbox};
 
 const SESSION: &str = "mcp-session-id";
 const PROTOCOL_VERSION: &str = "mcp-protocol-version";

@@ -7,9 +7,9 @@
 //! not take; complete, fail, release and renew are one compare-and-set
 //! `UPDATE` each. Every time is the database's `now()`.
 
+mod connection;
 mod error;
 mod options;
-mod pool;
 mod sql;
 #[cfg(feature = "postgres-tls")]
 mod tls;
@@ -22,9 +22,9 @@ use bb8::Pool;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config};
 
+use self::connection::{InFlight, PgManager, Silence, Tls, connect};
 use self::error::{PgError, connection_lost, pg_error, sql_error};
 pub use self::options::PostgresOptions;
-use self::pool::{InFlight, PgManager, Silence, Tls, connect};
 use self::sql::Sql;
 use crate::error::StoreError;
 use crate::key::IdemKey;

@@ -29,7 +29,7 @@
 //!   answers what holds it in the same round trip: a recorded outcome is
 //!   replayed from that answer, and only a running, released or
 //!   unrecognised record goes on to the CLAIM script;
-//! - a settle (complete, fail, release, renew) is the SETTLE script: when
+//! - a settle (done, failed, released or unknown, or a renewal) is the SETTLE script: when
 //!   the key still holds the running record of the settling token, it
 //!   writes the settled record the client built from the one its claim
 //!   wrote; anything else it parses. On a server that compares and sets
@@ -39,8 +39,16 @@
 //!   when the key holds anything else;
 //! - the other operations are one Lua script each (a `GET`, and a `PTTL`
 //!   when a running record is found).
+//!
+//! The folder has the files every backend has: `connection.rs` (the
+//! connections), `error.rs`, `options.rs`, `scripts.rs` (the scripts),
+//! `record.rs` (the record format); and `dispatch.rs` (how a script is
+//! run), `claim.rs` (a claim's two steps), `scan.rs` (inspect and scan)
+//! and `server.rs` (what the server supports).
 
-mod conn;
+mod claim;
+mod connection;
+mod dispatch;
 mod error;
 mod options;
 mod record;
@@ -53,19 +61,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use redis::cluster::ClusterClient;
-use redis::{AsyncConnectionConfig, Cmd, ErrorKind, RedisError, ServerErrorKind, Value as RValue};
+use redis::{AsyncConnectionConfig, Cmd, RedisError, Value as RValue};
 
-use self::conn::{Connections, Dialer, tcp_settings};
-use self::error::{
-    as_bytes, as_text, function_missing, refuses_functions, rejects_option, script_error,
-    store_error,
-};
+use self::connection::{Connections, Dialer, tcp_settings};
+use self::error::{as_bytes, as_text, rejects_option, script_error, store_error};
 pub use self::options::RedisOptions;
 #[cfg(feature = "redis-tls")]
 use self::options::install_crypto_provider;
 use self::options::url_error;
 use self::record::{RunningLine, State};
-use self::scripts::{Script, scripts};
+use self::scripts::scripts;
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::store::hashing::PassThroughMap;
@@ -317,129 +322,6 @@ impl RedisStore {
         }
     }
 
-    /// Runs `script` over `key` (see [`scripts`]): as a function while the
-    /// server takes them, else EVALSHA, then EVAL if the node lacks it.
-    /// Returns the reply and how many replicas acknowledged it (see
-    /// [`write`](Self::write)).
-    async fn eval(
-        &self,
-        script: &Script,
-        key: &IdemKey,
-        args: &[&[u8]],
-    ) -> Result<(RValue, usize), StoreError> {
-        self.eval_waiting(script, key, args, self.wait).await
-    }
-
-    /// [`eval`](Self::eval), waiting for replicas as `wait` says.
-    async fn eval_waiting(
-        &self,
-        script: &Script,
-        key: &IdemKey,
-        args: &[&[u8]],
-        wait: Option<(usize, Duration)>,
-    ) -> Result<(RValue, usize), StoreError> {
-        let call = ScriptCall {
-            script,
-            key,
-            args,
-            wait,
-        };
-        // Only the usual path is in this future: what follows a refusal,
-        // and EVALSHA, are boxed, since their futures would enlarge every
-        // call's (moved and allocated on each).
-        if self.functions.load(Ordering::Relaxed) {
-            let fcall = call.command("FCALL", &script.function);
-            return match self.write(&fcall, wait).await {
-                Err(e)
-                    if function_missing(&e)
-                        || refuses_functions(&e)
-                        || !self.functions.load(Ordering::Relaxed) =>
-                {
-                    Box::pin(self.eval_after_refusal(call, &fcall, e)).await
-                }
-                sent => sent.map_err(|e| script_error(key, e)),
-            };
-        }
-        Box::pin(self.eval_by_sha(call)).await
-    }
-
-    /// `fcall` failed with `e`: sent again once the library is loaded
-    /// again (a server restarted without its data, a failover to a node
-    /// that never had the library, a `FUNCTION FLUSH`), or, functions
-    /// refused, the script run by EVALSHA.
-    async fn eval_after_refusal(
-        &self,
-        call: ScriptCall<'_>,
-        fcall: &Cmd,
-        e: RedisError,
-    ) -> Result<(RValue, usize), StoreError> {
-        let mut sent = Err(e);
-        if matches!(&sent, Err(e) if function_missing(e))
-            && self.load_library().await.map_err(store_error)?
-        {
-            sent = self.write(fcall, call.wait).await;
-        }
-        match sent {
-            Err(e) if refuses_functions(&e) => self.stop_functions(&e),
-            // The library could not be loaded again: functions are
-            // stopped, and this call runs by EVALSHA below.
-            Err(_) if !self.functions.load(Ordering::Relaxed) => {}
-            sent => return sent.map_err(|e| script_error(call.key, e)),
-        }
-        self.eval_by_sha(call).await
-    }
-
-    /// The script run by EVALSHA, or by EVAL when the server lacks it.
-    async fn eval_by_sha(&self, call: ScriptCall<'_>) -> Result<(RValue, usize), StoreError> {
-        let evalsha = call.command("EVALSHA", &call.script.sha);
-        let sent = match self.write(&evalsha, call.wait).await {
-            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                let eval = call.command("EVAL", &call.script.body);
-                self.write(&eval, call.wait).await
-            }
-            other => other,
-        };
-        sent.map_err(|e| script_error(call.key, e))
-    }
-
-    /// Loads the scripts' library (on a cluster, on every primary).
-    /// `Ok(false)` when the server does not take it (before Redis 7.0, a
-    /// user whose ACL refuses `FUNCTION LOAD`, or any other error reply: a
-    /// server that cannot compile it): scripts are then run by EVALSHA
-    /// from now on. A failure to reach the server is an error.
-    async fn load_library(&self) -> Result<bool, RedisError> {
-        let mut load = redis::cmd("FUNCTION");
-        // REPLACE: loading is the same on every node whether or not it
-        // has the library (a cluster answers for all primaries at once).
-        load.arg("LOAD").arg("REPLACE").arg(&scripts().library);
-        match self.query::<RValue>(&load).await {
-            Ok(_) => Ok(true),
-            Err(e) if matches!(e.code(), Some("ERR" | "NOPERM")) => {
-                self.stop_functions(&e);
-                Ok(false)
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Runs scripts by EVALSHA for good, the server having refused
-    /// functions with `e`.
-    fn stop_functions(&self, e: &RedisError) {
-        if self.functions.swap(false, Ordering::Relaxed) {
-            tracing::debug!(error = %e, "Redis refuses functions; running idem's scripts by EVALSHA");
-        }
-    }
-
-    /// The verb and first argument that run `script`: `FCALL` and its
-    /// function, or `EVALSHA` and its SHA-1.
-    fn invocation<'s>(&self, script: &'s Script) -> (&'static str, &'s str) {
-        if self.functions.load(Ordering::Relaxed) {
-            ("FCALL", &script.function)
-        } else {
-            ("EVALSHA", &script.sha)
-        }
-    }
-
     /// Runs SETTLE: `op` on the record held with `token`, which is
     /// `State`'s name or `renew`, waiting for replicas as `wait` says (the
     /// store's `wait_for_replicas`, but for the release of a claim they
@@ -567,201 +449,6 @@ impl RedisStore {
     fn forget(&self, token: &LeaseToken) -> Option<RunningLine> {
         let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
         written.remove(&token.id())
-    }
-}
-
-/// The two steps of a claim.
-impl RedisStore {
-    /// A key seen for the first time, the usual case, needs no script:
-    /// `SET .. NX` writes the record CLAIM would write there (attempt 0).
-    /// A script costs the server several times a plain SET, and the
-    /// server is what bounds a fleet's throughput (BENCHMARKS.md).
-    ///
-    /// With `GET` (Redis 7.0 and later) a taken key answers its record in
-    /// the same reply, so a duplicate of a finished operation, the traffic
-    /// of a retry storm, is replayed without a script or a second round
-    /// trip. The claim's record, or what holds the key when it is a
-    /// recorded outcome; `None` when the CLAIM script must decide (the key
-    /// is running, released, or not a record this reader recognises).
-    async fn claim_new(
-        &self,
-        key: &IdemKey,
-        request: &ClaimRequest<'_>,
-        token: &LeaseToken,
-        life: u64,
-    ) -> Result<Option<Claim>, StoreError> {
-        let line = self.running_line(request, life, token);
-        loop {
-            let with_get = self.set_get.load(Ordering::Relaxed);
-            let size = key.as_str().len() + line.as_str().len() + 24;
-            let mut first = redis::Cmd::with_capacity(7, size);
-            first
-                .arg("SET")
-                .arg(key.as_str())
-                .arg(line.as_str())
-                .arg("NX");
-            if with_get {
-                first.arg("GET");
-            }
-            first.arg("PX").arg(life);
-            return match self.write(&first, self.wait).await {
-                // Without GET a new key answers OK; with it, nil (there
-                // was no old value), and a taken one its value.
-                Ok((RValue::Okay, acked)) if !with_get => self
-                    .acquired(key, token, line, acked, false)
-                    .await
-                    .map(Some),
-                Ok((RValue::Nil, acked)) if with_get => self
-                    .acquired(key, token, line, acked, false)
-                    .await
-                    .map(Some),
-                Ok((RValue::Nil, _)) => Ok(None),
-                Ok((RValue::BulkString(held), _)) if with_get => {
-                    Ok(record::settled_entry(&held).map(Claim::Existing))
-                }
-                Ok((other, _)) => Err(StoreError::corrupt(
-                    key.as_str(),
-                    format!("unexpected reply to SET NX: {other:?}"),
-                )),
-                Err(e) if with_get && rejects_option(&e) => {
-                    tracing::info!(
-                        error = %e,
-                        "the Redis server does not take `SET .. NX GET` (Redis 7.0+): claiming with `SET .. NX` and a script from now on"
-                    );
-                    self.set_get.store(false, Ordering::Relaxed);
-                    continue;
-                }
-                Err(e) => Err(script_error(key, e)),
-            };
-        }
-    }
-
-    /// The record `request`'s claim with `token` writes, living `life` ms.
-    fn running_line(
-        &self,
-        request: &ClaimRequest<'_>,
-        life: u64,
-        token: &LeaseToken,
-    ) -> RunningLine {
-        let about = request.about.unwrap_or_default();
-        RunningLine::new(
-            self.format,
-            request.fingerprint,
-            request.tool,
-            life,
-            token,
-            about,
-        )
-    }
-
-    /// A claim that took the key with `line`, once enough replicas have it.
-    /// One that too few acknowledged is given up at once (released), so
-    /// that every caller of the operation is told the same, rather than
-    /// the next ones finding it in flight for a lease while nothing runs.
-    async fn acquired(
-        &self,
-        key: &IdemKey,
-        token: &LeaseToken,
-        line: RunningLine,
-        acked: usize,
-        lapsed: bool,
-    ) -> Result<Claim, StoreError> {
-        self.remember(token, line);
-        if let Err(e) = self.replicated(acked) {
-            // Without waiting for replicas again: the release only keeps
-            // the primary from holding a claim nobody runs under.
-            let released = State::Released.as_str();
-            // Boxed: rare, and its future would enlarge every claim's.
-            let release = self.run_settle(key, token, released, b"", CLAIM_RETENTION, None);
-            if let Err(release) = Box::pin(release).await {
-                tracing::debug!(key = %key, error = %release, "releasing a claim too few replicas acknowledged");
-            }
-            return Err(e);
-        }
-        Ok(if lapsed {
-            Claim::TakenOver(*token)
-        } else {
-            Claim::Acquired(*token)
-        })
-    }
-
-    /// The CLAIM script, for a key that exists: claimed with `token` (at
-    /// the attempt the record counts), or what holds it.
-    async fn claim_existing(
-        &self,
-        key: &IdemKey,
-        request: &ClaimRequest<'_>,
-        token: &LeaseToken,
-    ) -> Result<Claim, StoreError> {
-        let mut fp = String::new();
-        record::push_fingerprint(&mut fp, self.format, request.fingerprint);
-        let id = token.id_hex();
-        let (lease_ms, retention_ms, format) = (
-            millis(request.lease).to_string(),
-            millis(CLAIM_RETENTION).to_string(),
-            self.format.to_string(),
-        );
-        let (reply, acked) = self
-            .eval(
-                &scripts().claim,
-                key,
-                &[
-                    fp.as_bytes(),
-                    id.as_bytes(),
-                    lease_ms.as_bytes(),
-                    retention_ms.as_bytes(),
-                    request.tool.as_bytes(),
-                    format.as_bytes(),
-                    request.about.unwrap_or_default().as_bytes(),
-                ],
-            )
-            .await?;
-        let RValue::Array(parts) = reply else {
-            return Err(StoreError::corrupt(
-                key.as_str(),
-                "unexpected reply to claim",
-            ));
-        };
-        if parts.first().and_then(as_text).as_deref() == Some("acquired") {
-            let attempt = parts
-                .get(1)
-                .and_then(as_text)
-                .and_then(|a| a.parse().ok())
-                .ok_or_else(|| StoreError::corrupt(key.as_str(), "bad attempt"))?;
-            // The script wrote what a first claim at this attempt writes.
-            let token = LeaseToken::from_parts(token.id(), attempt);
-            let line = self.running_line(request, claim_life(request.lease), &token);
-            let lapsed = parts.get(2).and_then(as_text).as_deref() == Some("lapsed");
-            return self.acquired(key, &token, line, acked, lapsed).await;
-        }
-        parse_entry(key, &parts).map(Claim::Existing)
-    }
-}
-
-/// One run of a script: which, on which key, with which arguments, and
-/// how many replicas to wait for.
-#[derive(Clone, Copy)]
-struct ScriptCall<'a> {
-    script: &'a Script,
-    key: &'a IdemKey,
-    args: &'a [&'a [u8]],
-    wait: Option<(usize, Duration)>,
-}
-
-impl ScriptCall<'_> {
-    /// The command that runs it: `verb` (FCALL, EVALSHA, EVAL) with
-    /// `first` (the function's name, the script's hash or body). Sized up
-    /// front: a command grown argument by argument reallocates its buffers
-    /// several times, on every call's path.
-    fn command(&self, verb: &str, first: &str) -> Cmd {
-        let size = self.args.iter().map(|a| a.len()).sum::<usize>();
-        let size = size + self.key.as_str().len() + first.len() + 16;
-        let mut cmd = redis::Cmd::with_capacity(self.args.len() + 4, size);
-        cmd.arg(verb).arg(first).arg(1).arg(self.key.as_str());
-        for a in self.args {
-            cmd.arg(*a);
-        }
-        cmd
     }
 }
 

@@ -116,7 +116,7 @@ impl RedisOptions {
     }
 
     /// The client for `url`, its sockets set up by
-    /// [`tcp_settings`](super::conn::tcp_settings).
+    /// [`tcp_settings`](super::connection::tcp_settings).
     pub(super) fn client(&self, url: &str) -> Result<redis::Client, StoreError> {
         if url.starts_with("rediss://") && !cfg!(feature = "redis-tls") {
             return Err(StoreError::backend(
@@ -126,7 +126,7 @@ impl RedisOptions {
         let info = url
             .into_connection_info()
             .map_err(|e| url_error(url, e))?
-            .set_tcp_settings(super::conn::tcp_settings());
+            .set_tcp_settings(super::connection::tcp_settings());
         #[cfg(feature = "redis-tls")]
         install_crypto_provider();
         #[cfg(feature = "redis-tls")]

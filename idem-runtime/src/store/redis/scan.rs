@@ -7,7 +7,7 @@
 use redis::Value as RValue;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 
-use super::conn::Conn;
+use super::connection::Conn;
 use super::error::{as_text, connection_lost, store_error};
 use super::record::State;
 use super::scripts::scripts;

@@ -12,6 +12,11 @@
 //! their own.
 
 use std::sync::OnceLock;
+use std::time::Duration;
+
+use redis::Cmd;
+
+use crate::key::IdemKey;
 
 /// One script: its body for `EVAL`, its SHA-1 for `EVALSHA`, and its name
 /// as a function of the library ([`Scripts::library`]).
@@ -117,5 +122,32 @@ mod tests {
             );
             assert_eq!(script.sha, sha1(&script.body));
         }
+    }
+}
+
+/// One run of a script: which, on which key, with which arguments, and
+/// how many replicas to wait for.
+#[derive(Clone, Copy)]
+pub(super) struct ScriptCall<'a> {
+    pub(super) script: &'a Script,
+    pub(super) key: &'a IdemKey,
+    pub(super) args: &'a [&'a [u8]],
+    pub(super) wait: Option<(usize, Duration)>,
+}
+
+impl ScriptCall<'_> {
+    /// The command that runs it: `verb` (FCALL, EVALSHA, EVAL) with
+    /// `first` (the function's name, the script's hash or body). Sized up
+    /// front: a command grown argument by argument reallocates its buffers
+    /// several times, on every call's path.
+    pub(super) fn command(&self, verb: &str, first: &str) -> Cmd {
+        let size = self.args.iter().map(|a| a.len()).sum::<usize>();
+        let size = size + self.key.as_str().len() + first.len() + 16;
+        let mut cmd = redis::Cmd::with_capacity(self.args.len() + 4, size);
+        cmd.arg(verb).arg(first).arg(1).arg(self.key.as_str());
+        for a in self.args {
+            cmd.arg(*a);
+        }
+        cmd
     }
 }

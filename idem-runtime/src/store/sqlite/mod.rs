@@ -6,9 +6,10 @@
 //! transaction, keeping blocking I/O off the async runtime, and never
 //! applies an operation whose caller gave up.
 
+mod connection;
+mod error;
 mod options;
 mod sql;
-mod worker;
 
 pub use self::options::SqliteOptions;
 
@@ -17,7 +18,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use self::worker::{Worker, sql_error, write};
+use self::connection::{Worker, write};
+use self::error::{cannot_open, newer_schema, sql_error};
 
 use crate::error::StoreError;
 use crate::key::IdemKey;
@@ -91,12 +93,7 @@ impl SqliteStore {
 }
 
 fn open_connection(path: &Path, options: &SqliteOptions) -> Result<Connection, StoreError> {
-    let conn = Connection::open(path).map_err(|e| {
-        StoreError::backend(format!(
-            "cannot open SQLite database {}: {e}",
-            path.display()
-        ))
-    })?;
+    let conn = Connection::open(path).map_err(|e| cannot_open(path, e))?;
     conn.pragma_update(None, "journal_mode", "WAL")
         .map_err(sql_error)?;
     conn.pragma_update(
@@ -125,11 +122,7 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
         1 => format!("{}{}", sql::MIGRATE_1_TO_2, sql::MIGRATE_2_TO_3),
         2 => sql::MIGRATE_2_TO_3.to_owned(),
         WRITTEN => return Ok(()),
-        newer => {
-            return Err(StoreError::backend(format!(
-                "the SQLite database has idem schema version {newer}, newer than this idem understands ({WRITTEN}); upgrade idem"
-            )));
-        }
+        newer => return Err(newer_schema(newer, WRITTEN)),
     };
     // The version is read again under the write lock: another process may
     // have migrated the file meanwhile.

@@ -67,7 +67,7 @@ pub async fn inspect_shows_every_state<H: Harness>(h: &H) {
     store
         .settle(&k, &token, done_with(r#"{"ok":1}"#))
         .await
-        .expect("complete");
+        .expect("settle done");
     let done = inspected(&*store, &k).await;
     assert_eq!(
         (done.state, done.tool.as_deref(), done.attempt),
@@ -91,7 +91,7 @@ async fn released_failed_and_lapsed(store: &dyn IdemStore, ns: &str) {
     store
         .settle(&r, &token, Outcome::Released)
         .await
-        .expect("release");
+        .expect("settle released");
     let released = inspected(store, &r).await;
     assert_eq!(
         (released.state, released.tool.as_deref(), released.holder),
@@ -106,7 +106,7 @@ async fn released_failed_and_lapsed(store: &dyn IdemStore, ns: &str) {
     store
         .settle(&r, &token, failed_with("declined | 51"))
         .await
-        .expect("fail");
+        .expect("settle failed");
     let failed = inspected(store, &r).await;
     assert_eq!((failed.state, failed.attempt), (RecordState::Failed, 1));
     assert_eq!(failed.payload.as_deref(), Some("declined | 51"));
@@ -150,7 +150,7 @@ pub async fn released_by_the_inspected_holder_fences_the_worker<H: Harness>(h: &
     store
         .settle(&k, &next, done_with("2"))
         .await
-        .expect("complete");
+        .expect("settle done");
     lease_lost(
         store.settle(&k, &holder, Outcome::Released).await,
         "a release with a holder that has since recorded",
@@ -184,7 +184,7 @@ pub async fn scan_pages_through_a_namespace<H: Harness>(h: &H) {
             store
                 .settle(&k, &token, done_with("1"))
                 .await
-                .expect("complete");
+                .expect("settle done");
         }
         made.insert(k.into_string());
     }
@@ -206,7 +206,7 @@ pub async fn scan_pages_through_a_namespace<H: Harness>(h: &H) {
             },
         )
         .await
-        .expect("complete");
+        .expect("settle done");
     past_short().await;
 
     let all = scan_all(&*store, &filter).await;

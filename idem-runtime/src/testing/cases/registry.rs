@@ -155,7 +155,7 @@ pub async fn registry_fails_closed_on_outage<H: Harness>(h: &H) {
     assert_eq!(counter.total(), 1);
 }
 
-/// The body ran but `complete` fails for longer than `max_hold` (it is
+/// The body ran but its settle (done) fails for longer than `max_hold` (it is
 /// retried until then): the caller still gets the result, and a retry
 /// after the lease reuses the same key, one attempt higher.
 pub async fn registry_returns_result_when_recording_fails<H: Harness>(h: &H) {

@@ -51,7 +51,7 @@ async fn plant<H: Harness>(h: &H, registry: &Registry<()>, args: Value, payload:
     store
         .settle(&key, &token, done_with(payload))
         .await
-        .expect("complete");
+        .expect("settle done");
 }
 
 fn assert_store_error(err: &ToolError, says: &str) {

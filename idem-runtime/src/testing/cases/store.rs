@@ -35,7 +35,7 @@ pub async fn claim_complete_replay<H: Harness>(h: &H) {
     store
         .settle(&k, &token, done_with(r#"{"ok":true}"#))
         .await
-        .expect("complete");
+        .expect("settle done");
     let done = Entry::Done {
         result: r#"{"ok":true}"#.into(),
         fingerprint: f.clone(),
@@ -223,7 +223,7 @@ pub async fn release_counts_the_attempt<H: Harness>(h: &H) {
     store
         .settle(&k, &t0, Outcome::Released)
         .await
-        .expect("release");
+        .expect("settle released");
     assert_eq!(
         store.get(&k).await.ok(),
         Some(None),
@@ -237,13 +237,13 @@ pub async fn release_counts_the_attempt<H: Harness>(h: &H) {
     store
         .settle(&k, &t1, Outcome::Released)
         .await
-        .expect("release");
+        .expect("settle released");
     let t2 = acquired(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await);
     assert_eq!((t0.attempt(), t1.attempt(), t2.attempt()), (0, 1, 2));
     store
         .settle(&k, &t2, done_with("2"))
         .await
-        .expect("complete");
+        .expect("settle done");
 }
 
 /// A permanent failure is recorded and replayed.
@@ -259,7 +259,7 @@ pub async fn permanent_failure_is_replayed<H: Harness>(h: &H) {
             failed_with("card declined: \"insufficient funds\""),
         )
         .await
-        .expect("fail");
+        .expect("settle failed");
     let failed = Entry::Failed {
         error: "card declined: \"insufficient funds\"".into(),
         fingerprint: f.clone(),
@@ -287,7 +287,7 @@ pub async fn result_ttl_expires<H: Harness>(h: &H) {
             },
         )
         .await
-        .expect("complete");
+        .expect("settle done");
     assert!(matches!(
         existing(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await),
         Entry::Done { .. }
@@ -309,7 +309,7 @@ pub async fn purge_removes_only_expired_records<H: Harness>(h: &H) {
     store
         .settle(&live, &t, done_with("1"))
         .await
-        .expect("complete");
+        .expect("settle done");
     let t = acquired(store.claim(&dead, ClaimRequest::new(TOOL, &f, LONG)).await);
     store
         .settle(
@@ -321,7 +321,7 @@ pub async fn purge_removes_only_expired_records<H: Harness>(h: &H) {
             },
         )
         .await
-        .expect("complete");
+        .expect("settle done");
     past_short().await;
     let counted = store.count_expired().await.expect("count");
     if store.backend() == "redis" {
@@ -351,7 +351,10 @@ pub async fn absent_key_refuses_token_ops<H: Harness>(h: &H) {
     let store = h.store();
     let k = key(&namespace(), "absent");
     let token = LeaseToken::generate(0);
-    lease_lost(store.settle(&k, &token, done_with("1")).await, "complete");
+    lease_lost(
+        store.settle(&k, &token, done_with("1")).await,
+        "settle done",
+    );
     lease_lost(store.settle(&k, &token, failed_with("x")).await, "fail");
     lease_lost(store.renew(&k, &token, LONG).await, "renew");
     lease_lost(store.settle(&k, &token, Outcome::Released).await, "release");
@@ -378,7 +381,7 @@ pub async fn fingerprint_is_kept<H: Harness>(h: &H) {
     store
         .settle(&k, &token, done_with("1"))
         .await
-        .expect("complete");
+        .expect("settle done");
     assert_eq!(
         *existing(store.claim(&k, ClaimRequest::new(TOOL, &fp(2), LONG)).await).fingerprint(),
         fp(1)
@@ -400,7 +403,7 @@ pub async fn fingerprint_is_kept<H: Harness>(h: &H) {
     store
         .settle(&k, &token, done_with("2"))
         .await
-        .expect("complete");
+        .expect("settle done");
     let entry = store.get(&k).await.expect("get").expect("recorded");
     assert_eq!(*entry.fingerprint(), digest);
     // With field tags, as the registry passes it for a tool keyed on a
@@ -417,7 +420,7 @@ pub async fn fingerprint_is_kept<H: Harness>(h: &H) {
     store
         .settle(&k, &token, done_with("3"))
         .await
-        .expect("complete");
+        .expect("settle done");
     let entry = store.get(&k).await.expect("get").expect("recorded");
     assert_eq!(entry.fingerprint().to_hex(), tagged.to_hex());
 }
@@ -461,7 +464,7 @@ pub async fn settle_repeated_by_its_token_succeeds<H: Harness>(h: &H) {
     store
         .settle(&k, &token, done_with("1"))
         .await
-        .expect("complete");
+        .expect("settle done");
     store
         .settle(&k, &token, done_with("1"))
         .await
@@ -492,7 +495,7 @@ pub async fn settle_repeated_by_its_token_succeeds<H: Harness>(h: &H) {
     store
         .settle(&k, &token, failed_with("no"))
         .await
-        .expect("fail");
+        .expect("settle failed");
     store
         .settle(&k, &token, failed_with("no"))
         .await
@@ -507,7 +510,7 @@ pub async fn settle_repeated_by_its_token_succeeds<H: Harness>(h: &H) {
     store
         .settle(&k, &token, Outcome::Released)
         .await
-        .expect("release");
+        .expect("settle released");
     store
         .settle(&k, &token, Outcome::Released)
         .await
@@ -531,7 +534,7 @@ pub async fn claims_after_a_release_have_one_winner<H: Harness>(h: &H) {
         store
             .settle(&k, &first, Outcome::Released)
             .await
-            .expect("release");
+            .expect("settle released");
         let tasks: Vec<_> = (0..32)
             .map(|_| {
                 let (store, k) = (store.clone(), k.clone());

@@ -103,7 +103,7 @@ pub async fn unknown_outcome_is_kept_until_resolved_once<H: Harness>(h: &H) {
     store
         .settle(&k, &next, done_with("2"))
         .await
-        .expect("complete");
+        .expect("settle done");
 }
 
 /// Claims `k` for a [`SHORT`] lease, lets it lapse, takes it over and

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 use tokio::sync::oneshot;
 
+use super::error::{sql_error, thread_stopped};
 use crate::error::StoreError;
 
 /// The caller waits for the job.
@@ -145,9 +146,8 @@ impl Worker {
         });
         self.jobs
             .send((job, Ticket(state)))
-            .map_err(|_| StoreError::unavailable("the SQLite thread has stopped"))?;
-        rx.await
-            .map_err(|_| StoreError::unavailable("the SQLite thread has stopped"))?
+            .map_err(|_| thread_stopped())?;
+        rx.await.map_err(|_| thread_stopped())?
     }
 }
 
@@ -170,17 +170,4 @@ pub(super) fn write<T>(
     }
     tx.commit().map_err(sql_error)?;
     Ok(out)
-}
-
-/// A lock held by another connection is `Busy`, a full disk or database
-/// (`SQLITE_FULL`) `Full`, I/O failures `Unavailable`; the rest the
-/// backend's own.
-pub(super) fn sql_error(e: rusqlite::Error) -> StoreError {
-    use rusqlite::ErrorCode::*;
-    match e.sqlite_error_code() {
-        Some(DatabaseBusy | DatabaseLocked) => StoreError::busy(e),
-        Some(DiskFull) => StoreError::full(e),
-        Some(SystemIoFailure | CannotOpen) => StoreError::unavailable(e),
-        _ => StoreError::backend(e),
-    }
 }

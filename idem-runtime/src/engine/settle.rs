@@ -1,5 +1,5 @@
-//! The record stage: what the body did, written to the store (retried
-//! while the hold allows) and answered to the caller.
+//! The settle stage: what the body did, settled in the store as its
+//! outcome (retried while the hold allows) and answered to the caller.
 
 use serde_json::Value;
 
@@ -20,7 +20,7 @@ use crate::tool::WriteTool;
 /// - A panic is handled as a crash would be: nothing is recorded or
 ///   released, so the claim lapses with its lease and the next claim counts
 ///   an attempt; the body may or may not have taken effect.
-pub(super) async fn record<S, T: WriteTool<S>>(
+pub(super) async fn settle<S, T: WriteTool<S>>(
     tool: &T,
     hold: &Hold<'_>,
     outcome: Result<Result<T::Output, T::Error>, String>,
@@ -34,15 +34,15 @@ pub(super) async fn record<S, T: WriteTool<S>>(
     })?;
     let out = match outcome {
         Ok(out) => out,
-        Err(e) => return Err(record_error(hold, &e.to_string(), tool.is_permanent(&e)).await),
+        Err(e) => return Err(settle_failed(hold, &e.to_string(), tool.is_permanent(&e)).await),
     };
     match serde_json::to_value(&out) {
-        Ok(value) => record_result(hold, value).await,
+        Ok(value) => settle_done(hold, value).await,
         Err(e) => {
             // It ran, but nothing can be replayed: record a permanent
             // failure so that duplicates do not run it again.
             let message = hold.storable_error(&format!("the result could not be serialized: {e}"));
-            record_failure(hold, &message).await;
+            settle_failed_or_log(hold, &message).await;
             Err(failed(hold, message, true))
         }
     }
@@ -58,10 +58,10 @@ fn failed(hold: &Hold<'_>, message: String, permanent: bool) -> ToolError {
 
 /// The body failed: a permanent error is recorded, a transient one
 /// releases the key for a retry.
-pub(super) async fn record_error(hold: &Hold<'_>, error: &str, permanent: bool) -> ToolError {
+pub(super) async fn settle_failed(hold: &Hold<'_>, error: &str, permanent: bool) -> ToolError {
     let message = hold.storable_error(error);
     if permanent {
-        record_failure(hold, &message).await;
+        settle_failed_or_log(hold, &message).await;
     } else {
         release(hold, &message).await;
     }
@@ -70,7 +70,7 @@ pub(super) async fn record_error(hold: &Hold<'_>, error: &str, permanent: bool) 
 
 /// The body succeeded: its result is recorded (or, too large or refused by
 /// the store, a failure saying it ran) and returned.
-pub(super) async fn record_result(hold: &Hold<'_>, value: Value) -> Result<Value, ToolError> {
+pub(super) async fn settle_done(hold: &Hold<'_>, value: Value) -> Result<Value, ToolError> {
     let (name, key) = (hold.tool(), hold.key());
     let text = value.to_string();
     if text.len() > hold.max_result_bytes() {
@@ -84,7 +84,7 @@ pub(super) async fn record_result(hold: &Hold<'_>, value: Value) -> Result<Value
         if let Some(keys) = hold.metrics() {
             crate::metrics::record_too_large(keys);
         }
-        record_failure(hold, &message).await;
+        settle_failed_or_log(hold, &message).await;
         return Ok(value);
     }
     let ttl = hold.ttl();
@@ -114,7 +114,7 @@ pub(super) async fn record_result(hold: &Hold<'_>, value: Value) -> Result<Value
             let message = hold.storable_error(&format!(
                 "the tool ran, but the store refused its result ({e}), so it cannot be replayed"
             ));
-            record_failure(hold, &message).await;
+            settle_failed_or_log(hold, &message).await;
             Ok(value)
         }
         Err(e) => {
@@ -130,7 +130,7 @@ pub(super) async fn record_result(hold: &Hold<'_>, value: Value) -> Result<Value
 /// a call of `tenant`), retried within `max_hold`, and answers the caller:
 /// every duplicate is refused the same way until an operator resolves the
 /// record. Logs with the key, never the arguments.
-pub(super) async fn record_unknown(
+pub(super) async fn settle_unknown(
     hold: &Hold<'_>,
     tenant: Option<&str>,
     reason: &str,
@@ -162,7 +162,7 @@ pub(super) async fn record_unknown(
 
 /// Records a permanent failure, retried within `max_hold`; logs what
 /// could not be done.
-async fn record_failure(hold: &Hold<'_>, message: &str) {
+async fn settle_failed_or_log(hold: &Hold<'_>, message: &str) {
     let (name, key, ttl) = (hold.tool(), hold.key(), hold.ttl());
     let payload = hold.sealed(PayloadKind::Error, message.to_owned());
     match hold
