@@ -379,7 +379,7 @@ async fn every_outcome_of_a_healthy_store_is_a_span_and_a_count() {
     assert!(store("claim") >= 8, "{}", store("claim"));
     // The declined payment is transient (released), the result too large
     // recorded as a failure.
-    assert_eq!((store("release"), store("fail")), (1, 1));
+    assert_eq!((store("settle_released"), store("settle_failed")), (1, 1));
     let too_large = metrics.counter(names::RECORDS_TOO_LARGE, &[("gen_ai.tool.name", "pay")]);
     assert_eq!(too_large, 1);
     spans.clear();

@@ -192,7 +192,7 @@ pub struct RecordInfo {
     /// The fingerprint of the arguments.
     pub fingerprint: Fingerprint,
     /// How long ago the record entered its state (was claimed, released,
-    /// completed or failed); `None` for a record of format 1.
+    /// settled done, failed or unknown); `None` for a record of format 1.
     pub age: Option<Duration>,
     /// For a running record, how long its lease has left (zero once it has
     /// lapsed, when the next claim takes the key over); `None` otherwise.

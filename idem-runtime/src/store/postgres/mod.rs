@@ -4,8 +4,8 @@
 //! one statement, prepared once per pooled connection: a claim is an
 //! `INSERT .. ON CONFLICT DO UPDATE .. WHERE` that takes over an expired,
 //! released or lapsed row, reading back in the same statement the row it did
-//! not take; complete, fail, release and renew are one compare-and-set
-//! `UPDATE` each. Every time is the database's `now()`.
+//! not take; a settle (done, failed, released, unknown) and a renewal are
+//! one compare-and-set `UPDATE` each. Every time is the database's `now()`.
 
 mod connection;
 mod error;
