@@ -27,7 +27,7 @@ pub(super) fn refused(what: &str, error: &ToolError) -> Verdict {
 
 /// A passed scenario whose downstream counted other than `expected`
 /// effects (when told how to count them) is unsafe: the rule of
-/// [`RetryCheck::effects`], for every scenario.
+/// [`RetryCheck::effects`](super::RetryCheck::effects), for every scenario.
 pub(super) fn counted(row: &mut Row, expected: usize) {
     match row.effects {
         Some(n) if n != expected && row.verdict == Verdict::Passed => {
@@ -124,7 +124,7 @@ impl fmt::Display for Verdict {
     }
 }
 
-/// What [`RetryCheck::run`] found: one row a scenario.
+/// What [`RetryCheck::run`](super::RetryCheck::run) found: one row a scenario.
 #[derive(Debug, Clone)]
 pub struct RetryReport {
     /// The scenarios, in the order played.
