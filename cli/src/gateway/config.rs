@@ -280,4 +280,24 @@ mod tests {
         assert!(parse_duration("10 s").is_err());
         assert!(parse_duration("99999999999999999999d").is_err());
     }
+
+    #[test]
+    fn both_spellings_of_on_in_flight_are_refused_naming_the_one_to_keep() {
+        let path = std::env::temp_dir().join(format!("idem-config-{}.toml", std::process::id()));
+        let both = "[tools.pay]\nwait = \"5s\"\non_in_flight = \"reject\"\n";
+        std::fs::write(&path, both).expect("write the file");
+        let refused = Config::load(&path);
+        let one = "[tools.pay]\non_in_flight = \"reject\"\n";
+        std::fs::write(&path, one).expect("write the file");
+        let loaded = Config::load(&path);
+        let _ = std::fs::remove_file(&path);
+        let message = refused.expect_err("both spellings are refused");
+        assert!(
+            message
+                .contains("[tools.pay] gives both `wait` and `on_in_flight`: keep `on_in_flight`"),
+            "{message}"
+        );
+        let on = loaded.expect("one spelling loads").tool("pay").on_in_flight;
+        assert_eq!(on, Some(OnInFlight::Reject));
+    }
 }
