@@ -9,10 +9,10 @@
 //!   state, and readers written here, frozen like the golden files, decode
 //!   the raw bytes: the SQL rows with the reader of schema 1 (schemas 2
 //!   and 3 only added columns); the Redis lines with the reader of format
-//!   3, and with the reader of format 2 or 1 when the store writes that
-//!   format (`RedisOptions::record_format`, for a fleet still running 0.2
-//!   or 0.1). An unknown record (new in 0.2) is the one the earlier reader
-//!   refuses: its state is none of those it knows.
+//!   4, and with the reader of format 3, 2 or 1 when the store writes that
+//!   format (`RedisOptions::record_format`, for a fleet still running 0.3,
+//!   0.2 or 0.1). An unknown record (new in 0.2) is the one the earlier
+//!   reader refuses: its state is none of those it knows.
 //!
 //! `docs/spec.md` ("Record formats") describes each layout.
 #![cfg(all(feature = "redis", feature = "sqlite", feature = "postgres"))]
@@ -29,7 +29,7 @@ use idem::{Fingerprint, IdemKey, IdemStore};
 /// The fingerprint and token every golden record holds.
 const GOLDEN_FINGERPRINT: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
 
-/// What every golden record of version 3 says of its operation, but
+/// What every golden record of version 3 and later says of its operation, but
 /// `done_without_token`, which says nothing.
 const GOLDEN_ABOUT: &str =
     r#"{"tenant":"acme","run":"run-7","arguments":{"amount":1250,"card":"(hidden)","memo":"a|b"}}"#;
@@ -362,6 +362,37 @@ fn redis_v3(line: &str) -> V1 {
     };
     assert_eq!((version, tool), ("3", "records"), "{line:?}");
     assert!(life.parse::<u64>().is_ok(), "{line:?}");
+    redis_about_on(line, [state, fingerprint, attempt], rest)
+}
+
+/// The reader of Redis record lines, version 4:
+/// `4|<state>|<fingerprint>|<attempt>|<tool>|<life>|<retention>|<n>|<about>|<token>|<payload>`,
+/// the retention the ms a running record outlives its lease (the hour
+/// for the claims `write_each_state` makes, which ask for none), then
+/// as version 3.
+fn redis_v4(line: &str) -> V1 {
+    let fields: Vec<&str> = line.splitn(8, '|').collect();
+    let [
+        version,
+        state,
+        fingerprint,
+        attempt,
+        tool,
+        life,
+        retention,
+        rest,
+    ] = fields[..]
+    else {
+        panic!("not a version 4 record: {line:?}");
+    };
+    assert_eq!((version, tool), ("4", "records"), "{line:?}");
+    assert!(life.parse::<u64>().is_ok(), "{line:?}");
+    assert_eq!(retention, "3600000", "{line:?}");
+    redis_about_on(line, [state, fingerprint, attempt], rest)
+}
+
+/// The fields of versions 3 and 4 from the about on: `<n>|<about>|<token>|<payload>`.
+fn redis_about_on(line: &str, [state, fingerprint, attempt]: [&str; 3], rest: &str) -> V1 {
     let (n, rest) = rest.split_once('|').expect("the about's length");
     let n: usize = n.parse().expect("a length");
     let rest = rest.get(n..).and_then(|r| r.strip_prefix('|'));
@@ -406,6 +437,7 @@ async fn redis_records_of_every_format_are_read() {
         ("redis-v1.txt", None, None),
         ("redis-v2.txt", Some("charge_card"), None),
         ("redis-v3.txt", Some("charge_card"), Some(GOLDEN_ABOUT)),
+        ("redis-v4.txt", Some("charge_card"), Some(GOLDEN_ABOUT)),
     ] {
         let mut names = Vec::new();
         for line in golden(file).lines() {
@@ -430,6 +462,12 @@ async fn redis_records_of_every_format_are_read() {
         read_golden(&store, &names, tool, about).await;
     }
 
+    let format_3 = idem::RedisStore::connect_with(
+        &support::redis_url(),
+        idem::RedisOptions::new().record_format(3),
+    )
+    .await
+    .expect("connect");
     let format_2 = idem::RedisStore::connect_with(
         &support::redis_url(),
         idem::RedisOptions::new().record_format(2),
@@ -445,7 +483,11 @@ async fn redis_records_of_every_format_are_read() {
     let written = [
         (
             write_each_state(&store, &format!("{prefix}new-")).await,
-            redis_v3 as fn(&str) -> V1,
+            redis_v4 as fn(&str) -> V1,
+        ),
+        (
+            write_each_state(&format_3, &format!("{prefix}v3-")).await,
+            redis_v3,
         ),
         (
             write_each_state(&format_2, &format!("{prefix}v2-")).await,

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use idem::testing::{Counter, Fault, FaultyStore};
 use idem::{
-    Ctx, IdemStore, MemoryStore, OnInFlight, ReadTool, Registry, RegistryError, ScopeKind,
-    StoreError, ToolError, ToolInfo, WriteCtx, WriteOptions, WriteTool,
+    Ctx, IdemStore, MemoryStore, OnInFlight, OnUncertain, ReadTool, Registry, RegistryError,
+    ScopeKind, StoreError, ToolError, ToolInfo, WriteCtx, WriteOptions, WriteTool,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -66,6 +66,69 @@ async fn max_hold_caps_renewal_so_a_hung_body_cannot_hold_the_key() {
     let runs = counter.runs(1);
     assert_eq!(runs.len(), 2);
     assert_eq!(runs[0].0, runs[1].0, "both ran under one idem_key");
+}
+
+/// A worker that crashed in the body of operation `n`: its call dropped
+/// mid-body (as a killed process drops it), its claim left to lapse.
+async fn crash_in_the_body(registry: &Registry<()>, counter: &Counter, n: u64) {
+    let before = counter.total();
+    let call = registry.call("r", "counter", json!({ "n": n }));
+    assert!(
+        tokio::time::timeout(Duration::from_secs(5), call)
+            .await
+            .is_err(),
+        "the body was still running when the worker died"
+    );
+    assert_eq!(counter.total(), before + 1, "the body had started");
+}
+
+/// An at-most-once tool (`refuse`) remembers a crashed attempt for as long
+/// as its result would have been kept, not the hour a lapsed claim of a
+/// `rerun` tool is: a duplicate a day later (an agent resumed from
+/// yesterday's checkpoint) is refused, not run; after the TTL it is a first
+/// call, as a duplicate of a recorded result then is. Under `rerun` nothing
+/// changed: within the hour the call is taken over (attempt 1), after it
+/// the record is gone and the call runs at attempt 0.
+#[tokio::test(start_paused = true)]
+async fn a_crashed_at_most_once_call_is_refused_for_the_whole_ttl() {
+    const HOUR: u64 = 3600 * 1000;
+    let ttl = Duration::from_secs(2 * 24 * 3600);
+    let refuse = Counter::new(
+        Duration::from_secs(3600),
+        WriteOptions::new()
+            .on_uncertain(OnUncertain::Refuse)
+            .lease(Duration::from_secs(1))
+            .ttl(ttl),
+    );
+    let registry = build(refuse.clone());
+    crash_in_the_body(&registry, &refuse, 1).await;
+    crash_in_the_body(&registry, &refuse, 2).await;
+    sleep(24 * HOUR).await;
+    match registry.call("r", "counter", json!({ "n": 1 })).await {
+        Err(ToolError::OutcomeUnknown { attempt: 1, .. }) => {}
+        other => panic!("a day after the crash the call must be refused, got {other:?}"),
+    }
+    assert_eq!(refuse.total(), 2, "nothing ran again within the TTL");
+    sleep(25 * HOUR).await; // past the TTL after operation 2's lease
+    let after = registry
+        .call("r", "counter", json!({ "n": 2 }))
+        .await
+        .expect("past the TTL, a first call");
+    assert_eq!((refuse.total(), after["attempt"].clone()), (3, json!(0)));
+
+    let rerun = Counter::new(
+        Duration::from_secs(3600),
+        WriteOptions::new().lease(Duration::from_secs(1)).ttl(ttl),
+    );
+    let registry = build(rerun.clone());
+    crash_in_the_body(&registry, &rerun, 1).await;
+    crash_in_the_body(&registry, &rerun, 2).await;
+    sleep(HOUR / 2).await;
+    let within = registry.call("r", "counter", json!({ "n": 1 })).await;
+    assert_eq!(within.expect("run again")["attempt"], 1, "taken over");
+    // Operation 2's claim lapsed more than an hour ago by now.
+    let after = registry.call("r", "counter", json!({ "n": 2 })).await;
+    assert_eq!(after.expect("a first call")["attempt"], 0, "forgotten");
 }
 
 #[tokio::test(start_paused = true)]

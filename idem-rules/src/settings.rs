@@ -263,12 +263,17 @@ impl OnStoreError {
 /// `uncertain_errors = path`), so its side effect may or may not have
 /// happened: `on_uncertain = "rerun" | "refuse"`, or `verify = path`.
 ///
-/// The window: a lapsed claim is found by the next duplicate that comes
-/// within `store::CLAIM_RETENTION` (1 h) of the lease's end; one that comes
-/// later finds no record at all and runs as a first call, whatever the
-/// policy. An unknown record, once made, is kept until an operator
-/// resolves it, however long after the tool's TTL
-/// (`store::UNKNOWN_RETENTION`).
+/// The window: under `refuse` and `verify` a lapsed claim is remembered
+/// for as long as its result would have been, the tool's TTL (never less
+/// than `store::CLAIM_RETENTION`, 1 h, after the lease's end), so a
+/// duplicate within it (an agent resumed from yesterday's checkpoint, a
+/// queue's redelivery after an outage) is refused or verified, not run;
+/// one that comes after it finds no record, as a duplicate of a settled
+/// operation after its TTL does. Under `rerun` a lapsed claim is kept 1 h,
+/// to count the attempt. An unknown record, once made, is kept until an
+/// operator resolves it, however long after the tool's TTL
+/// (`store::UNKNOWN_RETENTION`). A Redis store writing a record format
+/// before 4, during a rolling upgrade, keeps every lapsed claim 1 h.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum OnUncertain {

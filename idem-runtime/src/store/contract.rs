@@ -14,9 +14,11 @@ use super::token::LeaseToken;
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 
-/// How long a running (lapsed) or released record outlives its lease, so
+/// How long a released record is kept, and a running (lapsed) one outlives
+/// its lease unless its claim asks longer ([`ClaimRequest::retention`]), so
 /// that the next claim of the same operation can count the earlier attempt
-/// and a worker whose lease lapsed can still record if nobody claimed since.
+/// (and is told it was taken over) and a worker whose lease lapsed can
+/// still record if nobody claimed since.
 pub const CLAIM_RETENTION: Duration = Duration::from_secs(3600);
 
 /// How long an unknown record is kept: until an operator resolves it. A
@@ -91,18 +93,26 @@ impl Entry {
 }
 
 /// What [`IdemStore::claim`] asks for: the tool whose call it is, the
-/// fingerprint of its arguments, the lease, and what the record tells an
-/// operator of the operation.
+/// fingerprint of its arguments, the lease, how long the claim is
+/// remembered if it lapses, and what the record tells an operator of the
+/// operation.
 ///
 /// ```
 /// use std::time::Duration;
 /// use idem_runtime::Fingerprint;
-/// use idem_runtime::store::ClaimRequest;
+/// use idem_runtime::store::{CLAIM_RETENTION, ClaimRequest};
 ///
 /// let fingerprint = Fingerprint::from_bytes(&[7; 32]).unwrap();
+/// let day = Duration::from_secs(24 * 3600);
 /// let request = ClaimRequest::new("charge_card", &fingerprint, Duration::from_secs(30))
+///     .retention(day)
 ///     .about(r#"{"arguments":{"amount":5}}"#);
 /// assert_eq!(request.about, Some(r#"{"arguments":{"amount":5}}"#));
+/// assert_eq!(request.retention, day);
+/// assert_eq!(
+///     ClaimRequest::new("charge_card", &fingerprint, day).retention,
+///     CLAIM_RETENTION
+/// );
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -115,6 +125,18 @@ pub struct ClaimRequest<'a> {
     pub fingerprint: &'a Fingerprint,
     /// How long the claim holds without a renewal.
     pub lease: Duration,
+    /// How long the record of the claim outlives its lease if it lapses
+    /// (its worker crashed, hung, or lost the store): within it, the next
+    /// claim is [`Claim::TakenOver`] and the tool's policy for an
+    /// uncertain outcome applies; after it, the record is gone and the next
+    /// claim is a first one. [`CLAIM_RETENTION`] unless asked; the registry
+    /// asks the tool's result TTL (never less) for a tool that may not run
+    /// an uncertain operation again (`refuse`, `verify`), so a lapsed claim
+    /// is remembered as long as its result would have been. A renewal
+    /// keeps it. A Redis store writing a record format before 4
+    /// (`RedisOptions::record_format`, during a rolling upgrade) cannot
+    /// keep it and uses [`CLAIM_RETENTION`].
+    pub retention: Duration,
     /// What the operation is, for the person who looks at its record: the
     /// registry writes an [`About`](super::About) (sealed when it encrypts
     /// results); a store keeps any text, for the record's whole life, and
@@ -124,15 +146,24 @@ pub struct ClaimRequest<'a> {
 }
 
 impl<'a> ClaimRequest<'a> {
-    /// A claim of `tool`'s call with `fingerprint` for `lease`, about
-    /// which the record says nothing.
+    /// A claim of `tool`'s call with `fingerprint` for `lease`, remembered
+    /// for [`CLAIM_RETENTION`] if it lapses, about which the record says
+    /// nothing.
     pub const fn new(tool: &'a str, fingerprint: &'a Fingerprint, lease: Duration) -> Self {
         ClaimRequest {
             tool,
             fingerprint,
             lease,
+            retention: CLAIM_RETENTION,
             about: None,
         }
+    }
+
+    /// The record of the claim, if it lapses, is kept `retention` after
+    /// its lease ([`ClaimRequest::retention`](Self#structfield.retention)).
+    pub const fn retention(mut self, retention: Duration) -> Self {
+        self.retention = retention;
+        self
     }
 
     /// The record says `about` of the operation.

@@ -464,7 +464,7 @@ fn running(
     let lease_until = now.saturating_add(ms(request.lease));
     Record {
         fingerprint,
-        expires_at: lease_until.saturating_add(ms(CLAIM_RETENTION)),
+        expires_at: lease_until.saturating_add(ms(request.retention)),
         since: secs(now),
         about: request.about.map(Box::from),
         tool,
@@ -579,8 +579,15 @@ impl IdemStore for MemoryStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             self.with_holder(key, token, None, |record, now| {
+                // The claim's retention carries over.
+                let retention = match record.state {
+                    State::Running { lease_until, .. } => {
+                        record.expires_at.saturating_sub(lease_until)
+                    }
+                    _ => ms(CLAIM_RETENTION),
+                };
                 let lease_until = now.saturating_add(ms(lease));
-                record.expires_at = lease_until.saturating_add(ms(CLAIM_RETENTION));
+                record.expires_at = lease_until.saturating_add(retention);
                 record.state = State::Running {
                     token: token.id().to_le_bytes(),
                     attempt: token.attempt(),

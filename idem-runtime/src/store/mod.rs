@@ -23,10 +23,12 @@
 //! | `settle` (any [`Outcome`]), `renew` with the holder's token | `LeaseLost` | applied | applied (nobody claimed since) | `LeaseLost` | `LeaseLost` | `settle` to done, failed or released with the token that made it unknown: applied (resolved); else `LeaseLost` |
 //!
 //! Either with a token that is not the current holder's is
-//! refused with [`StoreError::LeaseLost`](crate::StoreError::LeaseLost) and changes nothing. A running or
-//! released record is kept for [`CLAIM_RETENTION`] after its lease ends so
-//! that the next claim can count the attempt; a done or failed record for
-//! its TTL; an unknown record until it is resolved ([`UNKNOWN_RETENTION`]).
+//! refused with [`StoreError::LeaseLost`](crate::StoreError::LeaseLost) and changes nothing. A running
+//! record is kept for its claim's retention after its lease ends
+//! ([`ClaimRequest::retention`]: [`CLAIM_RETENTION`] unless asked longer),
+//! and a released one for [`CLAIM_RETENTION`], so that the next claim can
+//! count the attempt; a done or failed record for its TTL; an unknown
+//! record until it is resolved ([`UNKNOWN_RETENTION`]).
 //!
 //! # Operations sent twice
 //!

@@ -10,7 +10,7 @@ use super::fixtures::Counter;
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey, Scope};
 use crate::registry::{Registry, RegistryBuilder};
-use crate::store::{Claim, Entry, IdemStore, LeaseToken, Outcome};
+use crate::store::{Claim, Entry, IdemStore, LeaseToken, Outcome, RecordInfo};
 
 /// A fresh namespace per case, so cases share no keys.
 pub(super) fn namespace() -> String {
@@ -53,6 +53,14 @@ pub(super) fn failed_with(error: &str) -> Outcome<'_> {
 /// Sleeps well past a [`SHORT`] lease or TTL.
 pub(super) async fn past_short() {
     tokio::time::sleep(SHORT * 3).await;
+}
+
+/// The record under `key`, which must be there.
+pub(super) async fn inspected(store: &dyn IdemStore, key: &IdemKey) -> RecordInfo {
+    match store.inspect(key).await {
+        Ok(Some(info)) => info,
+        other => panic!("inspect {key}: expected a record, got {other:?}"),
+    }
 }
 
 pub(super) fn acquired(claim: Result<Claim, StoreError>) -> LeaseToken {

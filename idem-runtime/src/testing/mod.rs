@@ -76,6 +76,8 @@ macro_rules! __idem_with_cases {
             settle_repeated_by_its_token_succeeds,
             claims_after_a_release_have_one_winner,
             unknown_outcome_is_kept_until_resolved_once,
+            a_lapsed_claim_is_remembered_for_its_retention,
+            registry_remembers_a_lapsed_claim_for_the_ttl,
             registry_refuses_an_uncertain_operation_until_resolved,
             registry_keeps_an_unknown_outcome_past_the_ttl,
             registry_verifies_an_uncertain_operation,

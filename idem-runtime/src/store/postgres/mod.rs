@@ -32,8 +32,8 @@ use crate::store::contract::fenced;
 use crate::store::keepalive;
 use crate::store::record::{self, InfoRow, Live, Row, State, keyset_page};
 use crate::store::{
-    BoxFuture, CLAIM_RETENTION, Claim, ClaimRequest, Entry, IdemStore, LeaseToken, Outcome,
-    RecordInfo, ScanFilter, ScanPage,
+    BoxFuture, Claim, ClaimRequest, Entry, IdemStore, LeaseToken, Outcome, RecordInfo, ScanFilter,
+    ScanPage,
 };
 
 /// A store in PostgreSQL: a pool of connections with prepared statements,
@@ -337,7 +337,7 @@ impl IdemStore for PostgresStore {
             let token = LeaseToken::generate(0);
             let token_bytes = token.id().to_be_bytes().to_vec();
             let fp = request.fingerprint.to_bytes();
-            let (lease_ms, retention_ms) = (millis(request.lease), millis(CLAIM_RETENTION));
+            let (lease_ms, retention_ms) = (millis(request.lease), millis(request.retention));
             let params: [&(dyn ToSql + Sync); 7] = [
                 &key.as_str(),
                 &fp,
@@ -405,9 +405,8 @@ impl IdemStore for PostgresStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let token = token.id().to_be_bytes().to_vec();
-            let (lease_ms, retention_ms) = (millis(lease), millis(CLAIM_RETENTION));
-            let params: [&(dyn ToSql + Sync); 4] =
-                [&key.as_str(), &token, &lease_ms, &retention_ms];
+            let lease_ms = millis(lease);
+            let params: [&(dyn ToSql + Sync); 3] = [&key.as_str(), &token, &lease_ms];
             let changed = with_conn!(self, |conn| conn.client.execute(&conn.renew, &params))?;
             fenced(changed)
         })

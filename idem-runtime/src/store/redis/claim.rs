@@ -9,7 +9,7 @@ use redis::Value as RValue;
 use super::error::{as_text, rejects_option, script_error};
 use super::record::{self, RunningLine, State};
 use super::scripts::scripts;
-use super::{RedisStore, claim_life, millis, parse_entry};
+use super::{RedisStore, millis, parse_entry};
 use crate::error::StoreError;
 use crate::key::IdemKey;
 use crate::store::{CLAIM_RETENTION, Claim, ClaimRequest, LeaseToken};
@@ -93,9 +93,28 @@ impl RedisStore {
             request.fingerprint,
             request.tool,
             life,
+            self.retention_ms(request),
             token,
             about,
         )
+    }
+
+    /// How long the record of `request`'s claim outlives its lease, in ms:
+    /// what it asks, where the format written keeps it (4 and later);
+    /// [`CLAIM_RETENTION`], which every reader of an earlier format
+    /// assumes, where it does not.
+    pub(super) fn retention_ms(&self, request: &ClaimRequest<'_>) -> u64 {
+        millis(if self.format >= 4 {
+            request.retention
+        } else {
+            CLAIM_RETENTION
+        })
+    }
+
+    /// How long the record of `request`'s claim lives, in ms: its lease,
+    /// then its retention (the CLAIM script reckons the same).
+    pub(super) fn claim_life(&self, request: &ClaimRequest<'_>) -> u64 {
+        millis(request.lease).saturating_add(self.retention_ms(request))
     }
 
     /// A claim that took the key with `line`, once enough replicas have it.
@@ -142,7 +161,7 @@ impl RedisStore {
         let id = token.id_hex();
         let (lease_ms, retention_ms, format) = (
             millis(request.lease).to_string(),
-            millis(CLAIM_RETENTION).to_string(),
+            self.retention_ms(request).to_string(),
             self.format.to_string(),
         );
         let (reply, acked) = self
@@ -174,7 +193,7 @@ impl RedisStore {
                 .ok_or_else(|| StoreError::corrupt(key.as_str(), "bad attempt"))?;
             // The script wrote what a first claim at this attempt writes.
             let token = LeaseToken::from_parts(token.id(), attempt);
-            let line = self.running_line(request, claim_life(request.lease), &token);
+            let line = self.running_line(request, self.claim_life(request), &token);
             let lapsed = parts.get(2).and_then(as_text).as_deref() == Some("lapsed");
             return self.acquired(key, &token, line, acked, lapsed).await;
         }

@@ -1,27 +1,28 @@
 //! [`RedisStore`]: Redis and Redis Cluster (feature `redis`).
 //!
-//! Each record is one string under its key, ten fields joined by `|`
-//! (format 3; records of formats 1 and 2 are read too, docs/spec.md):
+//! Each record is one string under its key, eleven fields joined by `|`
+//! (format 4; records of formats 1 to 3 are read too, docs/spec.md):
 //!
 //! ```text
-//! 3|<state>|<fingerprint>|<attempt>|<tool>|<life>|<n>|<about>|<token>|<payload>
+//! 4|<state>|<fingerprint>|<attempt>|<tool>|<life>|<retention>|<n>|<about>|<token>|<payload>
 //! ```
 //!
 //! | field | meaning |
 //! |---|---|
-//! | `3` | the format version |
+//! | `4` | the format version |
 //! | state | `running`, `released`, `done`, `failed` or `unknown` |
 //! | fingerprint | the arguments' fingerprint, 64 hex digits |
 //! | attempt | the holder's attempt number |
 //! | tool | the tool whose call it is (empty in a record first written in format 1) |
 //! | life | ms from when the record entered its state (its claim, for a running one) to its expiry: its age is `life − PTTL` |
+//! | retention | ms a running record outlives its lease: its claim's (`ClaimRequest::retention`), kept by a renewal and a settle; [`CLAIM_RETENTION`](crate::store::CLAIM_RETENTION) for a record of an earlier format |
 //! | n, about | what the record says of its operation (`ClaimRequest::about`), `n` bytes of any text (`0` and nothing when it says nothing) |
 //! | token | the lease token of the holder (running), or of the worker that settled it (released, done, failed, unknown; empty in records written before idem 0.2) |
 //! | payload | the result, error or reason, verbatim (done / failed / unknown only; last, so it may hold `|`) |
 //!
 //! Time is the key's own expiry, kept by the server: a running record
-//! expires [`CLAIM_RETENTION`] after its lease ends, so its lease is live
-//! while its `PTTL` exceeds the retention. Every operation is over that one
+//! expires its retention after its lease ends, so its lease is live while
+//! its `PTTL` exceeds the retention it holds. Every operation is over that one
 //! key (cluster-safe):
 //!
 //! - a claim is `SET .. NX GET PX` of the running record (Redis 7.0 and
@@ -75,8 +76,8 @@ use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::store::hashing::PassThroughMap;
 use crate::store::{
-    BoxFuture, CLAIM_RETENTION, Claim, ClaimRequest, Entry, IdemStore, LeaseToken, Outcome,
-    RecordInfo, ScanFilter, ScanPage,
+    BoxFuture, Claim, ClaimRequest, Entry, IdemStore, LeaseToken, Outcome, RecordInfo, ScanFilter,
+    ScanPage,
 };
 
 /// A store on Redis or Redis Cluster: one multiplexed connection shared by
@@ -372,7 +373,8 @@ impl RedisStore {
                     match self.format {
                         1 => b"1",
                         2 => b"2",
-                        _ => b"3",
+                        3 => b"3",
+                        _ => b"4",
                     },
                     head.as_bytes(),
                 ],
@@ -452,12 +454,6 @@ impl RedisStore {
     }
 }
 
-/// How long a running record lives: its lease, then the claim retention
-/// (the CLAIM script reckons the same).
-fn claim_life(lease: Duration) -> u64 {
-    millis(lease).saturating_add(millis(CLAIM_RETENTION))
-}
-
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
 }
@@ -519,7 +515,7 @@ impl IdemStore for RedisStore {
                 )));
             }
             let token = LeaseToken::generate(0);
-            let life = claim_life(request.lease);
+            let life = self.claim_life(&request);
             if let Some(claim) = self.claim_new(key, &request, &token, life).await? {
                 return Ok(claim);
             }
@@ -552,15 +548,15 @@ impl IdemStore for RedisStore {
         lease: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            // SETTLE's `renew` takes the lease as payload and the retention as
-            // the expiry beyond it.
+            // SETTLE's `renew` takes the lease as payload and keeps the
+            // record's retention beyond it: its expiry argument is unused.
             let lease_ms = millis(lease).to_string();
             self.run_settle(
                 key,
                 token,
                 "renew",
                 lease_ms.as_bytes(),
-                CLAIM_RETENTION,
+                Duration::ZERO,
                 self.wait,
             )
             .await

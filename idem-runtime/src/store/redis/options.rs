@@ -59,9 +59,10 @@ impl RedisOptions {
     }
 
     /// Writes records in format `version` (docs/spec.md, "Record
-    /// formats"): 3 by default; 2 while workers of idem 0.2 share the
-    /// store, which read formats 1 and 2 only; 1 while workers of idem 0.1
-    /// do, which read only format 1.
+    /// formats"): 4 by default; 3 while workers of idem 0.3 share the
+    /// store, which read formats 1 to 3; 2 while workers of idem 0.2 do,
+    /// which read formats 1 and 2 only; 1 while workers of idem 0.1 do,
+    /// which read only format 1.
     ///
     /// Every version reads every earlier format, so a fleet is upgraded
     /// without stopping it in two steps: deploy this version with
@@ -69,7 +70,10 @@ impl RedisOptions {
     /// worker is left, deploy it without. Records written in format 1 do
     /// not name their tool or their age (`idem show` and `idem list` print
     /// `-`); records in format 1 and 2 do not say what their operation is
-    /// (its arguments, tenant and run). [`connect`](super::RedisStore::connect_with)
+    /// (its arguments, tenant and run); records before format 4 do not
+    /// keep their claim's retention, so a lapsed claim is remembered for
+    /// [`CLAIM_RETENTION`](crate::store::CLAIM_RETENTION) whatever the
+    /// claim asked (`ClaimRequest::retention`). [`connect`](super::RedisStore::connect_with)
     /// refuses a format it does not know.
     pub fn record_format(mut self, version: u32) -> Self {
         self.record_format = version;
@@ -94,9 +98,9 @@ impl RedisOptions {
     /// The format to write, if this version writes it.
     pub(super) fn checked_format(&self) -> Result<u32, StoreError> {
         match self.record_format {
-            1..=3 => Ok(self.record_format),
+            1..=4 => Ok(self.record_format),
             other => Err(StoreError::backend(format!(
-                "RedisOptions::record_format({other}): this idem writes Redis record formats 1, 2 and 3"
+                "RedisOptions::record_format({other}): this idem writes Redis record formats 1 to 4"
             ))),
         }
     }
@@ -148,7 +152,7 @@ impl Default for RedisOptions {
             response_timeout: Duration::from_secs(1),
             reconnect_retries: 2,
             wait_for_replicas: None,
-            record_format: 3,
+            record_format: 4,
             claim_reads_back: true,
             #[cfg(feature = "redis-tls")]
             tls_root_ca: None,

@@ -13,11 +13,13 @@ use crate::store::token::LeaseToken;
 pub(super) use crate::store::inspect::RecordState as State;
 
 /// The Redis record of a running claim, as the claim writes it, and the
-/// settled record its holder writes over it: `3|running|<fingerprint
-/// hex>|<attempt>|<tool>|<life>|<about's length>|<about>|<token hex>|` in
-/// format 3, `2|running|<fingerprint hex>|<attempt>|<tool>|<life>|<token
-/// hex>|` in format 2, `1|running|<fingerprint hex>|<attempt>|<token
-/// hex>|` in format 1 (`scripts/prelude.lua` writes the same bytes).
+/// settled record its holder writes over it: `4|running|<fingerprint
+/// hex>|<attempt>|<tool>|<life>|<retention>|<about's length>|<about>|<token
+/// hex>|` in format 4; format 3 without the retention, format 2 without
+/// the about either (`2|running|<fingerprint
+/// hex>|<attempt>|<tool>|<life>|<token hex>|`), format 1 without the tool
+/// and life (`1|running|<fingerprint hex>|<attempt>|<token hex>|`).
+/// `scripts/prelude.lua` writes the same bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RunningLine {
     text: String,
@@ -27,12 +29,14 @@ pub(crate) struct RunningLine {
 
 impl RunningLine {
     /// The record of `token`'s claim in `format`, of tool `tool`,
-    /// expiring in `life` ms, saying `about` (format 3).
+    /// expiring in `life` ms, kept `retention` ms after its lease (format
+    /// 4), saying `about` (format 3 and later).
     pub(crate) fn new(
         format: u32,
         fingerprint: &Fingerprint,
         tool: &str,
         life: u64,
+        retention: u64,
         token: &LeaseToken,
         about: &str,
     ) -> RunningLine {
@@ -41,7 +45,8 @@ impl RunningLine {
         text.push_str(match format {
             1 => "1|",
             2 => "2|",
-            _ => "3|",
+            3 => "3|",
+            _ => "4|",
         });
         text.push_str(State::Running.as_str());
         text.push('|');
@@ -56,6 +61,10 @@ impl RunningLine {
             let start = text.len();
             text.push_str(itoa::Buffer::new().format(life));
             life_at = Some(start..text.len());
+            text.push('|');
+        }
+        if format >= 4 {
+            text.push_str(itoa::Buffer::new().format(retention));
             text.push('|');
         }
         if format >= 3 {
@@ -79,8 +88,9 @@ impl RunningLine {
 
     /// The record that settles this one into `state` (done, failed,
     /// released) with `payload`, kept `keep_ms`: the same fingerprint,
-    /// attempt, tool, about and token, the life replaced by `keep_ms`. Returns it
-    /// and the length of its head, all but the payload.
+    /// attempt, tool, retention, about and token, the life replaced by
+    /// `keep_ms`. Returns it and the length of its head, all but the
+    /// payload.
     pub(crate) fn settled(&self, state: State, keep_ms: u64, payload: &[u8]) -> (Vec<u8>, usize) {
         // Every format starts with the version, then `|running|`.
         const RUNNING: usize = "1|running|".len();
@@ -104,7 +114,7 @@ impl RunningLine {
 }
 
 /// Appends `fingerprint` as a Redis record of `format` holds it: whole in
-/// formats 2 and 3; format 1's readers take 64 digits only, so there its field
+/// formats 2 and later; format 1's readers take 64 digits only, so there its field
 /// tags are left out (and a conflict names no field).
 pub(crate) fn push_fingerprint(out: &mut String, format: u32, fingerprint: &Fingerprint) {
     if format == 1 {
@@ -116,7 +126,7 @@ pub(crate) fn push_fingerprint(out: &mut String, format: u32, fingerprint: &Fing
 
 /// The outcome a Redis record holds, read back by a claim's `SET .. NX
 /// GET`: the entry to replay when `line` is a well-formed `done` or
-/// `failed` record of format 1, 2 or 3, else `None`. A running or released
+/// `failed` record of format 1 to 4, else `None`. A running or released
 /// record, a format this version does not know or anything malformed goes
 /// to the CLAIM script, which reads it with every check
 /// (`scripts/prelude.lua`): this reader accepts a subset of what the
@@ -130,6 +140,7 @@ pub(crate) fn settled_entry(line: &[u8]) -> Option<Entry> {
         b"1" => 1,
         b"2" => 2,
         b"3" => 3,
+        b"4" => 4,
         _ => return None,
     };
     let format_2 = format >= 2;
@@ -149,7 +160,10 @@ pub(crate) fn settled_entry(line: &[u8]) -> Option<Entry> {
             return None;
         }
     }
-    if format == 3 {
+    if format >= 4 && !digits(fields.next()?) {
+        return None; // the retention
+    }
+    if format >= 3 {
         fields.skip_about()?;
     }
     if !fields.next()?.iter().all(u8::is_ascii_hexdigit) {
@@ -181,7 +195,7 @@ impl<'a> Fields<'a> {
         Some(field)
     }
 
-    /// Passes format 3's about: its length, then that many bytes and `|`.
+    /// Passes the about (format 3 and later): its length, then that many bytes and `|`.
     fn skip_about(&mut self) -> Option<()> {
         let n: usize = std::str::from_utf8(self.next()?).ok()?.parse().ok()?;
         if self.0.get(n) != Some(&b'|') {
@@ -240,6 +254,12 @@ mod tests {
         );
         let bare = format!("3|done|{FP}|0|charge|8000|0||{TOKEN}|r");
         assert!(settled_entry(bare.as_bytes()).is_some());
+        // Format 4: the claim's retention before the about.
+        let done = format!("4|done|{FP}|0|charge|8000|86400000|0||{TOKEN}|r|s");
+        assert_eq!(
+            settled_entry(done.as_bytes()).map(|e| e.fingerprint().to_hex()),
+            Some(FP.to_owned())
+        );
     }
 
     /// The settled record a holder writes is the claim's with the state,
@@ -249,7 +269,25 @@ mod tests {
         let fingerprint = Fingerprint::from_hex(FP).unwrap();
         let token = LeaseToken::from_parts(0x0123456789abcdef0123456789abcdef, 3);
         let about = r#"{"arguments":{"memo":"a|b"}}"#;
-        let running = RunningLine::new(3, &fingerprint, "charge", 30_030_000, &token, about);
+        let running = RunningLine::new(
+            4,
+            &fingerprint,
+            "charge",
+            86_430_000,
+            86_400_000,
+            &token,
+            about,
+        );
+        assert_eq!(
+            running.as_str(),
+            format!("4|running|{FP}|3|charge|86430000|86400000|28|{about}|{TOKEN}|")
+        );
+        let head = format!("4|done|{FP}|3|charge|86400000|86400000|28|{about}|{TOKEN}|");
+        assert_eq!(
+            running.settled(State::Done, 86_400_000, b"{\"id\":7}"),
+            (format!("{head}{{\"id\":7}}").into_bytes(), head.len())
+        );
+        let running = RunningLine::new(3, &fingerprint, "charge", 30_030_000, 0, &token, about);
         assert_eq!(
             running.as_str(),
             format!("3|running|{FP}|3|charge|30030000|28|{about}|{TOKEN}|")
@@ -259,7 +297,7 @@ mod tests {
             running.settled(State::Done, 86_400_000, b"{\"id\":7}"),
             (format!("{head}{{\"id\":7}}").into_bytes(), head.len())
         );
-        let running = RunningLine::new(2, &fingerprint, "charge", 30_030_000, &token, about);
+        let running = RunningLine::new(2, &fingerprint, "charge", 30_030_000, 0, &token, about);
         assert_eq!(
             running.as_str(),
             format!("2|running|{FP}|3|charge|30030000|{TOKEN}|")
@@ -269,16 +307,16 @@ mod tests {
             running.settled(State::Done, 86_400_000, b"{\"id\":7}"),
             (format!("{head}{{\"id\":7}}").into_bytes(), head.len())
         );
-        let old = RunningLine::new(1, &fingerprint, "charge", 30_030_000, &token, "");
+        let old = RunningLine::new(1, &fingerprint, "charge", 30_030_000, 0, &token, "");
         assert_eq!(old.as_str(), format!("1|running|{FP}|3|{TOKEN}|"));
         // Field tags follow the digest in format 2; format 1 leaves them out.
         let tagged = Fingerprint::from_hex(&format!("{FP}{TAG}")).unwrap();
-        let running = RunningLine::new(2, &tagged, "charge", 8000, &token, "");
+        let running = RunningLine::new(2, &tagged, "charge", 8000, 0, &token, "");
         assert_eq!(
             running.as_str(),
             format!("2|running|{FP}{TAG}|3|charge|8000|{TOKEN}|")
         );
-        let running = RunningLine::new(1, &tagged, "charge", 8000, &token, "");
+        let running = RunningLine::new(1, &tagged, "charge", 8000, 0, &token, "");
         assert_eq!(running.as_str(), format!("1|running|{FP}|3|{TOKEN}|"));
         let head = format!("1|released|{FP}|3|{TOKEN}|");
         assert_eq!(
@@ -293,7 +331,9 @@ mod tests {
         for line in [
             format!("2|running|{FP}|0|charge|8000|{TOKEN}|"),
             format!("2|released|{FP}|1|charge|8000|{TOKEN}|"),
-            format!("4|done|{FP}|0|charge|8000|{TOKEN}|r"),
+            format!("5|done|{FP}|0|charge|8000|{TOKEN}|r"),
+            format!("4|done|{FP}|0|charge|8000|0||{TOKEN}|r"),
+            format!("4|done|{FP}|0|charge|8000|1h|0||{TOKEN}|r"),
             format!("3|done|{FP}|0|charge|8000|{TOKEN}|r"),
             format!("3|done|{FP}|0|charge|8000|9|short|{TOKEN}|r"),
             format!("2|done|{}|0|charge|8000|{TOKEN}|r", &FP[1..]),

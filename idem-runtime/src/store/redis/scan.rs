@@ -7,14 +7,14 @@
 use redis::Value as RValue;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 
+use super::RedisStore;
 use super::connection::Conn;
 use super::error::{as_text, connection_lost, store_error};
 use super::record::State;
 use super::scripts::scripts;
-use super::{RedisStore, millis};
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
-use crate::store::{CLAIM_RETENTION, LeaseToken, RecordInfo, ScanFilter, ScanPage};
+use crate::store::{LeaseToken, RecordInfo, ScanFilter, ScanPage};
 
 impl RedisStore {
     /// The record under `key` as INSPECT reads it, with its payload if
@@ -24,17 +24,8 @@ impl RedisStore {
         key: &IdemKey,
         payload: bool,
     ) -> Result<Option<RecordInfo>, StoreError> {
-        let retention = millis(CLAIM_RETENTION).to_string();
         let with_payload: &[u8] = if payload { b"1" } else { b"0" };
-        match self
-            .eval(
-                &scripts().inspect,
-                key,
-                &[retention.as_bytes(), with_payload],
-            )
-            .await?
-            .0
-        {
+        match self.eval(&scripts().inspect, key, &[with_payload]).await?.0 {
             RValue::Nil => Ok(None),
             RValue::Array(parts) => decode(key, &parts, payload).map(Some),
             other => Err(StoreError::corrupt(
@@ -121,16 +112,10 @@ impl RedisStore {
         };
         let mut records: Vec<RecordInfo> =
             self.read_info(first, false).await?.into_iter().collect();
-        let retention = millis(CLAIM_RETENTION).to_string();
         let mut pipe = redis::pipe();
         let (verb, script) = self.invocation(&scripts().inspect);
         for key in rest {
-            pipe.cmd(verb)
-                .arg(script)
-                .arg(1)
-                .arg(key.as_str())
-                .arg(&retention)
-                .arg("0");
+            pipe.cmd(verb).arg(script).arg(1).arg(key.as_str()).arg("0");
         }
         let sent: Result<Vec<RValue>, _> = self
             .conns

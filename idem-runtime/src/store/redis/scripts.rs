@@ -10,6 +10,10 @@
 //! the server's work per call. The library's name carries a hash of its
 //! code, so that workers of two idem versions sharing a server each find
 //! their own.
+//!
+//! The prelude names [`CLAIM_RETENTION`], the retention of a record whose
+//! format does not say its own, as `@CLAIM_RETENTION_MS@`: the constant is
+//! written into it here, so that it is defined once.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -17,6 +21,7 @@ use std::time::Duration;
 use redis::Cmd;
 
 use crate::key::IdemKey;
+use crate::store::CLAIM_RETENTION;
 
 /// One script: its body for `EVAL`, its SHA-1 for `EVALSHA`, and its name
 /// as a function of the library ([`Scripts::library`]).
@@ -28,24 +33,25 @@ pub(super) struct Script {
 
 /// The scripts, by what they do.
 pub(super) struct Scripts {
-    /// KEYS[1]; ARGV: fingerprint, token, lease ms, retention ms, tool,
-    /// the format to write. Returns
-    /// `{'acquired', attempt}`, `{'running', fp, attempt}`, `{'done', fp,
-    /// result}` or `{'failed', fp, error}`.
+    /// KEYS[1]; ARGV: fingerprint, token, lease ms, the claim's retention
+    /// ms, tool, the format to write, about. Returns `{'acquired',
+    /// attempt}` (and `'lapsed'` when taken over), `{'running', fp,
+    /// attempt}`, `{'done', fp, result}`, `{'failed', fp, error}` or
+    /// `{'unknown', fp, reason, attempt, age}`.
     pub(super) claim: Script,
     /// KEYS[1]; ARGV: token, op (`done`, `failed`, `released`, `unknown`
     /// or `renew`), the payload (result, error, or lease ms) or the whole
-    /// settled record, ms to keep the record (for renew: the retention
-    /// after the lease), the format to write, and the length of the
+    /// settled record, ms to keep the record (unused by renew, which keeps
+    /// the record's retention), the format to write, and the length of the
     /// settled record's head (`0` when ARGV[3] is the payload alone).
     /// Returns `ok` or `lost`.
     pub(super) settle: Script,
     /// KEYS[1]. Returns nil (a released record too), or what CLAIM returns
     /// for a record it does not take.
     pub(super) get: Script,
-    /// KEYS[1]; ARGV: retention ms, `1` to answer the payload. Returns nil
-    /// or `{state, fp, attempt, token, tool, age ms, lease ms, pttl,
-    /// payload}` (`inspect.lua` says more).
+    /// KEYS[1]; ARGV: `1` to answer the payload. Returns nil or `{state,
+    /// fp, attempt, token, tool, age ms, lease ms, pttl, payload, about}`
+    /// (`inspect.lua` says more).
     pub(super) inspect: Script,
     /// The code of `FUNCTION LOAD`: the prelude once, then each script as
     /// a function `idem_<hash>_<what>` of the library `idem_<hash>`.
@@ -69,10 +75,14 @@ pub(super) fn scripts() -> &'static Scripts {
 }
 
 fn build() -> Scripts {
+    let prelude = PRELUDE.replace(
+        "@CLAIM_RETENTION_MS@",
+        &CLAIM_RETENTION.as_millis().to_string(),
+    );
     // The library is named by what it runs: the hash of every script.
     let all: String = FILES.iter().map(|(_, body, _)| *body).collect();
-    let name = format!("idem_{}", &sha1(&format!("{PRELUDE}{all}"))[..16]);
-    let mut library = format!("#!lua name={name}\n{PRELUDE}\n");
+    let name = format!("idem_{}", &sha1(&format!("{prelude}{all}"))[..16]);
+    let mut library = format!("#!lua name={name}\n{prelude}\n");
     let [claim, settle, get, inspect] = FILES.map(|(what, body, reads)| {
         let function = format!("{name}_{what}");
         // A function is given the keys and arguments as parameters; named
@@ -85,7 +95,7 @@ fn build() -> Scripts {
             "redis.register_function{{function_name = '{function}', flags = {{{flags}}},\n\
              callback = function(KEYS, ARGV)\n{body}\nend}}\n"
         ));
-        let body = format!("{PRELUDE}\n{body}");
+        let body = format!("{prelude}\n{body}");
         Script {
             sha: sha1(&body),
             body,
@@ -122,6 +132,10 @@ mod tests {
             );
             assert_eq!(script.sha, sha1(&script.body));
         }
+        assert!(
+            !s.library.contains('@') && s.library.contains("CLAIM_RETENTION = 3600000"),
+            "the prelude's constant is written in"
+        );
     }
 }
 

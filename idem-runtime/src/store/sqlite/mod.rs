@@ -26,8 +26,8 @@ use crate::key::IdemKey;
 use crate::store::contract::fenced;
 use crate::store::record::{InfoRow, Live, Row, State, keyset_page};
 use crate::store::{
-    BoxFuture, CLAIM_RETENTION, Claim, ClaimRequest, Entry, IdemStore, LeaseToken, Outcome,
-    RecordInfo, ScanFilter, ScanPage,
+    BoxFuture, Claim, ClaimRequest, Entry, IdemStore, LeaseToken, Outcome, RecordInfo, ScanFilter,
+    ScanPage,
 };
 
 /// An embedded store in one SQLite file, durable across restarts and
@@ -190,6 +190,7 @@ struct Request {
     /// The fingerprint as the row keeps it.
     fingerprint: Vec<u8>,
     lease: Duration,
+    retention: Duration,
     about: Option<String>,
 }
 
@@ -199,6 +200,7 @@ impl Request {
             tool: request.tool.to_owned(),
             fingerprint: request.fingerprint.to_bytes(),
             lease: request.lease,
+            retention: request.retention,
             about: request.about.map(str::to_owned),
         }
     }
@@ -239,7 +241,7 @@ fn claim(
                 attempt,
                 token.id().to_be_bytes().as_slice(),
                 lease_until,
-                lease_until.saturating_add(ms(CLAIM_RETENTION)),
+                lease_until.saturating_add(ms(request.retention)),
                 request.tool,
                 now,
                 request.about,
@@ -312,9 +314,7 @@ impl IdemStore for SqliteStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(
             self.fenced_update(sql::RENEW, key, token, move |key, token, now| {
-                let lease_until = now.saturating_add(ms(lease));
-                let expires_at = lease_until.saturating_add(ms(CLAIM_RETENTION));
-                (key, token, lease_until, expires_at, now)
+                (key, token, now.saturating_add(ms(lease)), now)
             }),
         )
     }

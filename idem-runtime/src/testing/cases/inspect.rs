@@ -6,18 +6,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crate::error::StoreError;
-use crate::key::IdemKey;
 use crate::store::{ClaimRequest, IdemStore, Outcome, RecordInfo, RecordState, ScanFilter};
 use crate::testing::harness::Harness;
 use crate::testing::helpers::*;
-
-/// The record under `key`, which must be there.
-async fn inspected(store: &dyn IdemStore, key: &IdemKey) -> RecordInfo {
-    match store.inspect(key).await {
-        Ok(Some(info)) => info,
-        other => panic!("inspect {key}: expected a record, got {other:?}"),
-    }
-}
 
 /// What a claim says of its operation in these cases: any text, `|` and
 /// all.

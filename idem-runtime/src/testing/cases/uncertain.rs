@@ -1,8 +1,9 @@
-//! Uncertain outcomes: a claim taken over from a lapsed one is told so, an
+//! Uncertain outcomes: a claim taken over from a lapsed one is told so, a
+//! lapsed claim is remembered for the retention its claim asked, an
 //! unknown record is answered to every claim until it is resolved, and of
 //! two resolutions at once exactly one lands; through the registry, a tool
 //! that refuses to run an uncertain operation again does not, until an
-//! operator resolves it.
+//! operator resolves it, and remembers a lapsed claim for its TTL.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,7 +13,9 @@ use serde_json::json;
 
 use crate::error::{ResolveError, StoreError, ToolError};
 use crate::registry::Resolution;
-use crate::store::{ClaimRequest, Entry, IdemStore, LeaseToken, Outcome, RecordState, UnknownNote};
+use crate::store::{
+    CLAIM_RETENTION, ClaimRequest, Entry, IdemStore, LeaseToken, Outcome, RecordState, UnknownNote,
+};
 use crate::testing::fixtures::{Counter, CounterOut};
 use crate::testing::harness::Harness;
 use crate::testing::helpers::*;
@@ -44,7 +47,7 @@ pub async fn unknown_outcome_is_kept_until_resolved_once<H: Harness>(h: &H) {
         store.get(&k).await,
         Ok(Some(Entry::Unknown { attempt: 1, .. }))
     ));
-    let info = store.inspect(&k).await.expect("inspect").expect("a record");
+    let info = inspected(&*store, &k).await;
     assert_eq!(info.state, RecordState::Unknown);
     assert_eq!(info.holder, Some(token), "the token that made it unknown");
     assert_eq!(info.payload.as_deref(), Some(WHY));
@@ -106,6 +109,102 @@ pub async fn unknown_outcome_is_kept_until_resolved_once<H: Harness>(h: &H) {
         .expect("settle done");
 }
 
+/// A lapsed claim is remembered for the retention its claim asked, and no
+/// longer: a day's retention neither keeps the lease live past its end
+/// (the next claim takes it over) nor lets the record go at the hour
+/// (`CLAIM_RETENTION`), and a renewal keeps it; a retention of a quarter
+/// of a second lets the record go once it has passed, and the next claim
+/// is a first one.
+pub async fn a_lapsed_claim_is_remembered_for_its_retention<H: Harness>(h: &H) {
+    let store = h.store();
+    let (ns, f) = (namespace(), fp(1));
+    let day = Duration::from_secs(24 * 3600);
+    let k = key(&ns, "day");
+    let first = acquired(
+        store
+            .claim(&k, ClaimRequest::new(TOOL, &f, SHORT).retention(day))
+            .await,
+    );
+    assert!(
+        matches!(
+            existing(store.claim(&k, ClaimRequest::new(TOOL, &f, SHORT)).await),
+            Entry::Running { .. }
+        ),
+        "a long retention is not a live lease"
+    );
+    store
+        .renew(&k, &first, SHORT)
+        .await
+        .expect("renewed by the holder");
+    let info = inspected(&*store, &k).await;
+    assert!(
+        info.expires_in > day - LONG && info.expires_in <= day + SHORT,
+        "kept the claim's retention after the renewed lease: {info:?}"
+    );
+    assert!(
+        info.lease_left.is_some_and(|left| left <= SHORT),
+        "the lease is the lease, not the retention: {info:?}"
+    );
+    past_short().await;
+    let info = inspected(&*store, &k).await;
+    assert!(
+        info.state == RecordState::Running && info.expires_in > CLAIM_RETENTION,
+        "a lapsed claim is kept past the hour: {info:?}"
+    );
+    let next = taken_over(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await);
+    assert_eq!(next.attempt(), 1);
+
+    let k = key(&ns, "short");
+    acquired(
+        store
+            .claim(&k, ClaimRequest::new(TOOL, &f, SHORT).retention(SHORT))
+            .await,
+    );
+    past_short().await;
+    assert_eq!(store.get(&k).await.expect("get"), None, "forgotten");
+    let fresh = acquired(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await);
+    assert_eq!(
+        fresh.attempt(),
+        0,
+        "a first claim once the retention passed"
+    );
+}
+
+/// Through the registry, a tool that may not run an uncertain operation
+/// again (`refuse`, `verify`) claims with its TTL as the retention, so a
+/// worker's crash is remembered that long; a `rerun` tool's lapsed claim
+/// is kept the hour, as before. Read from the lapsed records themselves.
+pub async fn registry_remembers_a_lapsed_claim_for_the_ttl<H: Harness>(h: &H) {
+    let ttl = Duration::from_secs(3 * 24 * 3600);
+    for (policy, kept) in [
+        (OnUncertain::Refuse, ttl),
+        (OnUncertain::Rerun, CLAIM_RETENTION),
+    ] {
+        let options = WriteOptions::new()
+            .on_uncertain(policy)
+            .lease(SHORT)
+            .ttl(ttl);
+        let counter = Counter::new(LONG, options);
+        let registry = registry(h.store(), &namespace(), &counter);
+        let (k, _) = registry
+            .identify("r", "counter", json!({ "n": 1 }))
+            .expect("identify")
+            .expect("a write tool");
+        // The worker dies in the body: its call is dropped, the claim lapses.
+        let call = registry.call("r", "counter", json!({ "n": 1 }));
+        let died = tokio::time::timeout(SHORT * 2, call).await;
+        assert!(died.is_err(), "{policy:?}: the body was still running");
+        assert_eq!(counter.total(), 1, "{policy:?}: the body had started");
+        past_short().await;
+        let info = inspected(registry.store(), &k).await;
+        assert_eq!(info.state, RecordState::Running, "{policy:?}");
+        assert!(
+            info.expires_in > kept - LONG && info.expires_in <= kept,
+            "{policy:?}: a lapsed claim is kept {kept:?} after its lease: {info:?}"
+        );
+    }
+}
+
 /// Claims `k` for a [`SHORT`] lease, lets it lapse, takes it over and
 /// settles it unknown; returns the token that did.
 async fn mark_unknown_after_a_lapse(store: &dyn IdemStore, k: &crate::IdemKey) -> LeaseToken {
@@ -154,12 +253,7 @@ pub async fn registry_refuses_an_uncertain_operation_until_resolved<H: Harness>(
         0,
         "an uncertain operation never runs again by itself"
     );
-    let info = registry
-        .store()
-        .inspect(&k)
-        .await
-        .expect("inspect")
-        .expect("a record");
+    let info = inspected(registry.store(), &k).await;
     let note = info
         .payload
         .as_deref()

@@ -1,12 +1,13 @@
 -- CLAIM: the claim of a key that exists (a first claim is a plain SET NX).
--- KEYS[1]; ARGV: fingerprint, token, lease ms, retention ms, tool, the
--- format to write ('1', '2' or '3'), about (format 3).
+-- KEYS[1]; ARGV: fingerprint, token, lease ms, the claim's retention ms
+-- (how long its record outlives its lease: written in format 4, and
+-- CLAIM_RETENTION when an earlier format is written), tool, the format to
+-- write ('1' to '4'), about (format 3 and later).
 -- Returns {'acquired', attempt} | {'acquired', attempt, 'lapsed'} (taken
 -- over from a claim whose lease lapsed) | {'running', fp, attempt} |
 -- {'done', fp, result} | {'failed', fp, error} |
 -- {'unknown', fp, reason, attempt, age}.
 local rec = load(KEYS[1])
-local retention = tonumber(ARGV[4])
 local attempt = 0
 local lapsed = nil
 if rec then
@@ -16,8 +17,8 @@ if rec then
     redis.call('SET', KEYS[1], redis.call('GET', KEYS[1]), 'KEEPTTL')
     return {'acquired', tostring(rec.attempt)}
   elseif rec.state == 'running' then
-    -- The lease is live while more than the retention is left.
-    if redis.call('PTTL', KEYS[1]) > retention then return {'running', rec.fp, tostring(rec.attempt)} end
+    -- The lease is live while more than the record's retention is left.
+    if redis.call('PTTL', KEYS[1]) > rec.retention then return {'running', rec.fp, tostring(rec.attempt)} end
     attempt = rec.attempt + 1
     lapsed = 'lapsed'
   elseif rec.state == 'released' then
@@ -28,6 +29,7 @@ if rec then
     return {rec.state, rec.fp, rec.payload}
   end
 end
+local retention = tonumber(ARGV[4])
 local px = tonumber(ARGV[3]) + retention
-store(KEYS[1], ARGV[6], 'running', ARGV[1], attempt, ARGV[5], px, ARGV[2], '', px, ARGV[7])
+store(KEYS[1], ARGV[6], 'running', ARGV[1], attempt, ARGV[5], px, ARGV[2], '', px, ARGV[7], retention)
 return {'acquired', string.format('%d', attempt), lapsed}

@@ -7,24 +7,34 @@
 -- life - PTTL, on the server's clock).
 -- Format 3: 3|state|fp|attempt|tool|life|n|about|token|payload, where about
 -- (n bytes, any text) says what the operation is, for operators.
+-- Format 4: 4|state|fp|attempt|tool|life|retention|n|about|token|payload,
+-- where retention is the ms a running record outlives its lease (its
+-- claim's, kept by a renewal and a settle); a record of an earlier format
+-- is read as having CLAIM_RETENTION, the one its writer gave every claim.
 -- Returns the record, nil when absent, or raises 'corrupt: ..'. A key of
 -- another type fails the GET (WRONGTYPE).
 -- States: running, released, done, failed, unknown (idem 0.3: readers
 -- before it refuse an unknown record as corrupt, never misread it).
+local CLAIM_RETENTION = @CLAIM_RETENTION_MS@
 local function load(key)
   local raw = redis.call('GET', key)
   if not raw then return nil end
   local v = string.match(raw, '^(%d+)|')
-  local state, fp, attempt, tool, life, token, payload, about
+  local state, fp, attempt, tool, life, retention, token, payload, about
   if v == '1' then
     state, fp, attempt, token, payload = string.match(raw, '^1|(%l+)|(%x*)|(%d*)|(%x*)|(.*)$')
   elseif v == '2' then
     state, fp, attempt, tool, life, token, payload =
       string.match(raw, '^2|(%l+)|(%x*)|(%d*)|([^|]*)|(%d*)|(%x*)|(.*)$')
-  elseif v == '3' then
+  elseif v == '3' or v == '4' then
     local n, rest
-    state, fp, attempt, tool, life, n, rest =
-      string.match(raw, '^3|(%l+)|(%x*)|(%d*)|([^|]*)|(%d*)|(%d+)|(.*)$')
+    if v == '3' then
+      state, fp, attempt, tool, life, n, rest =
+        string.match(raw, '^3|(%l+)|(%x*)|(%d*)|([^|]*)|(%d*)|(%d+)|(.*)$')
+    else
+      state, fp, attempt, tool, life, retention, n, rest =
+        string.match(raw, '^4|(%l+)|(%x*)|(%d*)|([^|]*)|(%d*)|(%d+)|(%d+)|(.*)$')
+    end
     if state then
       about = string.sub(rest, 1, tonumber(n))
       token, payload = string.match(string.sub(rest, tonumber(n) + 1), '^|(%x*)|(.*)$')
@@ -34,13 +44,14 @@ local function load(key)
     return error('corrupt: unknown record format version ' .. v)
   end
   if not state then return error('corrupt: the value is not an idem record') end
-  -- 64 digits, then (format 2 and 3) 16 per field tag, at most 64 tags
+  -- 64 digits, then (format 2 and later) 16 per field tag, at most 64 tags
   -- (MAX_FIELD_TAGS in key.rs).
   if #fp ~= 64 and (v == '1' or #fp < 64 or (#fp - 64) % 16 ~= 0 or #fp > 64 + 16 * 64) then
     return error('corrupt: bad fingerprint')
   end
   local rec = { state = state, fp = fp, attempt = tonumber(attempt), token = token, payload = payload,
-    tool = tool or '', life = tonumber(life), about = about or '' }
+    tool = tool or '', life = tonumber(life), about = about or '',
+    retention = tonumber(retention) or CLAIM_RETENTION }
   if state == 'running' then
     if not rec.attempt or #token ~= 32 then return error('corrupt: incomplete running record') end
   elseif state == 'released' then
@@ -52,20 +63,24 @@ local function load(key)
   end
   return rec
 end
--- Writes a record of format v ('1', '2' or '3') that expires in px ms, life
--- ms after it entered its state (format 1 keeps neither life nor tool,
--- format 2 no about).
-local function store(key, v, state, fp, attempt, tool, life, token, payload, px, about)
+-- Writes a record of format v ('1' to '4') that expires in px ms, life ms
+-- after it entered its state, its claim's retention ms (format 1 keeps
+-- neither life nor tool, format 2 no about, 3 no retention).
+local function store(key, v, state, fp, attempt, tool, life, token, payload, px, about, retention)
   local line
   if v == '1' then
     line = '1|' .. state .. '|' .. fp .. '|' .. string.format('%d', attempt) .. '|' .. token .. '|' .. payload
   elseif v == '2' then
     line = '2|' .. state .. '|' .. fp .. '|' .. string.format('%d', attempt) .. '|' .. tool
       .. '|' .. string.format('%d', life) .. '|' .. token .. '|' .. payload
-  else
+  elseif v == '3' then
     line = '3|' .. state .. '|' .. fp .. '|' .. string.format('%d', attempt) .. '|' .. tool
       .. '|' .. string.format('%d', life) .. '|' .. string.format('%d', #about) .. '|' .. about
       .. '|' .. token .. '|' .. payload
+  else
+    line = '4|' .. state .. '|' .. fp .. '|' .. string.format('%d', attempt) .. '|' .. tool
+      .. '|' .. string.format('%d', life) .. '|' .. string.format('%d', retention)
+      .. '|' .. string.format('%d', #about) .. '|' .. about .. '|' .. token .. '|' .. payload
   end
   redis.call('SET', key, line, 'PX', string.format('%d', px))
 end

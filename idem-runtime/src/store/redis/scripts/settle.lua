@@ -3,8 +3,9 @@
 -- released) with the token that made it unknown.
 -- KEYS[1]; ARGV: token, op ('done' | 'failed' | 'released' | 'unknown' |
 -- 'renew'), the payload (result, error, or lease ms) or the whole settled
--- record, ms to keep the record (for renew: the retention after the
--- lease), the format to write ('1', '2' or '3'), and the length of the settled
+-- record, ms to keep the record (unused by renew, which keeps the
+-- record's retention after the new lease), the format to write ('1' to
+-- '4'), and the length of the settled
 -- record's head before its payload in ARGV[3] ('0' when ARGV[3] is the
 -- payload alone: the store does not know the record its claim wrote,
 -- after a renewal or for a token from elsewhere).
@@ -36,11 +37,12 @@ local resolving = rec and rec.state == 'unknown' and op ~= 'unknown' and op ~= '
 if not rec or (rec.state ~= 'running' and not resolving) or rec.token ~= ARGV[1] then return 'lost' end
 if op == 'renew' then
   -- The claim's age carries over: life counts from the claim.
-  local px = tonumber(payload) + tonumber(ARGV[4])
+  local px = tonumber(payload) + rec.retention
   local age = rec.life and math.max(0, rec.life - redis.call('PTTL', KEYS[1])) or 0
-  store(KEYS[1], ARGV[5], 'running', rec.fp, rec.attempt, rec.tool, age + px, rec.token, '', px, rec.about)
+  store(KEYS[1], ARGV[5], 'running', rec.fp, rec.attempt, rec.tool, age + px, rec.token, '', px, rec.about,
+    rec.retention)
 else
   store(KEYS[1], ARGV[5], op, rec.fp, rec.attempt, rec.tool, tonumber(ARGV[4]), rec.token, payload,
-    tonumber(ARGV[4]), rec.about)
+    tonumber(ARGV[4]), rec.about, rec.retention)
 end
 return 'ok'
