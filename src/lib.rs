@@ -78,6 +78,7 @@ pub use idem_macros::read_tool;
 /// | `on_store_error = "fail_closed"` or `"run"` | whether the body runs unclaimed when the store is unreachable |
 /// | `on_uncertain = "rerun"` or `"refuse"` | whether the body runs again when an earlier attempt's outcome is uncertain (its claim lapsed before it recorded anything, or an uncertain error) ([`OnUncertain`]) |
 /// | `verify = path` | asks the downstream first: an `async fn` taking the tool's parameters and context, returning `Result<Verified<T>, E>` ([`WriteTool::verify`]) |
+/// | `approval = "required"` or `path` | a person approves each operation before it runs, or those a `fn(&param.., &Ctx) -> bool` says need it ([`Approval`], [`Registry::approve`]) |
 /// | `uncertain_errors = path` | a `fn(&E) -> bool` saying which errors leave the outcome unknown ([`WriteTool::is_uncertain`]) |
 /// | `permanent_errors = path::to::fn` | a `fn(&E) -> bool`: errors recorded and replayed, not retried |
 /// | `destructive`, `open_world` (or `= bool`) | MCP annotations |

@@ -11,8 +11,9 @@
 //!   and 3 only added columns); the Redis lines with the reader of format
 //!   4, and with the reader of format 3, 2 or 1 when the store writes that
 //!   format (`RedisOptions::record_format`, for a fleet still running 0.3,
-//!   0.2 or 0.1). An unknown record (new in 0.2) is the one the earlier
-//!   reader refuses: its state is none of those it knows.
+//!   0.2 or 0.1). An unknown record (new in 0.2) and an awaiting one (new
+//!   in 0.4) are the ones the earlier readers refuse: their state is none
+//!   of those they know.
 //!
 //! `docs/spec.md` ("Record formats") describes each layout.
 #![cfg(all(feature = "redis", feature = "sqlite", feature = "postgres"))]
@@ -93,6 +94,15 @@ fn expected(name: &str) -> (Option<Entry>, Expect) {
             }),
             Expect::Existing,
         ),
+        "awaiting" => (
+            Some(Entry::Awaiting {
+                request: "a person's approval is asked for `charge_card`".into(),
+                fingerprint,
+                age: Duration::ZERO,
+            }),
+            Expect::Existing,
+        ),
+        "approved" => (Some(Entry::Approved { fingerprint }), Expect::Approved(0)),
         other => panic!("a golden record this test does not know: {other}"),
     }
 }
@@ -105,6 +115,8 @@ enum Expect {
     Acquired(u32),
     /// The key, taken over from a lapsed claim, at this attempt.
     TakenOver(u32),
+    /// The key, using up the approval it held, at this attempt.
+    Approved(u32),
 }
 
 /// The golden records of the SQL stores of schema `version`, each under
@@ -144,6 +156,15 @@ fn ageless(entry: Option<Entry>) -> Option<Entry> {
             attempt,
             age: Duration::ZERO,
         }),
+        Some(Entry::Awaiting {
+            request,
+            fingerprint,
+            ..
+        }) => Some(Entry::Awaiting {
+            request,
+            fingerprint,
+            age: Duration::ZERO,
+        }),
         other => other,
     }
 }
@@ -151,14 +172,16 @@ fn ageless(entry: Option<Entry>) -> Option<Entry> {
 /// Reads each golden record `name` under `key` through `store`; `tool` is
 /// the tool the records name (`None` in formats before records named it),
 /// `about` what they say of their operation (`None` before version 3).
+/// Six of every format; the unknown record is one of version 2's and
+/// later, the awaiting and approved ones of Redis version 4's.
 async fn read_golden<S: IdemStore>(
     store: &S,
     names: &[(String, IdemKey)],
     tool: Option<&str>,
     about: Option<&str>,
 ) {
-    // Six of every format; the unknown record is one of version 2's.
-    let count = if tool.is_some() { 7 } else { 6 };
+    let has = |name: &str| names.iter().any(|(n, _)| n == name);
+    let count = 6 + usize::from(tool.is_some()) + 2 * usize::from(has("awaiting"));
     assert_eq!(names.len(), count, "every golden record is read");
     for (name, key) in names {
         let (entry, on_claim) = expected(name);
@@ -170,7 +193,13 @@ async fn read_golden<S: IdemStore>(
         assert_eq!(info.tool.as_deref(), tool, "{name}: the tool");
         assert_eq!(info.age.is_some(), tool.is_some(), "{name}: the age");
         let says = about.filter(|_| name != "done_without_token");
-        assert_eq!(info.about.as_deref(), says, "{name}: what it says");
+        if name == "approved" {
+            let approved = info.about.as_deref().and_then(idem::store::About::parse);
+            let by = approved.and_then(|a| a.approved).map(|a| a.by);
+            assert_eq!(by.as_deref(), Some("ana | ops"), "{name}: who approved");
+        } else {
+            assert_eq!(info.about.as_deref(), says, "{name}: what it says");
+        }
         let got = store.get(key).await.map(ageless);
         assert_eq!(got.as_ref().ok(), Some(&entry), "{name}: get gave {got:?}");
         let claim = store
@@ -184,7 +213,8 @@ async fn read_golden<S: IdemStore>(
                 assert_eq!(ageless(Some(found)), entry, "{name}: the claim found it");
             }
             (Expect::Acquired(attempt), Ok(Claim::Acquired(token)))
-            | (Expect::TakenOver(attempt), Ok(Claim::TakenOver(token))) => {
+            | (Expect::TakenOver(attempt), Ok(Claim::TakenOver(token)))
+            | (Expect::Approved(attempt), Ok(Claim::Approved(token))) => {
                 assert_eq!(token.attempt(), attempt, "{name}: the attempt counts on");
             }
             (_, other) => panic!("{name}: the claim gave {other:?}"),
@@ -262,6 +292,7 @@ async fn write_each_state<S: IdemStore>(store: &S, prefix: &str) -> Vec<(IdemKey
         (done, v1("done", &completed, Some(r#"{"a":"|"}"#))),
         (failed, v1("failed", &refused, Some("no | way"))),
         write_unknown(store, &key("unknown")).await,
+        write_awaiting(store, &key("awaiting")).await,
     ]
 }
 
@@ -302,15 +333,43 @@ async fn write_unknown<S: IdemStore>(store: &S, key: &IdemKey) -> (IdemKey, V1) 
     (key.clone(), read)
 }
 
+/// Has the current store leave the record under `key` awaiting a
+/// person's approval (claimed, then asked for); returns it with what a
+/// reader of its columns or fields finds.
+async fn write_awaiting<S: IdemStore>(store: &S, key: &IdemKey) -> (IdemKey, V1) {
+    let fp = fingerprint();
+    let lease = Duration::from_secs(30);
+    let Ok(Claim::Acquired(token)) = store
+        .claim(key, ClaimRequest::new("records", &fp, lease))
+        .await
+    else {
+        panic!("a first claim");
+    };
+    let request = "approve | please";
+    let ttl = Duration::from_secs(3600);
+    store
+        .settle(key, &token, Outcome::Awaiting { request, ttl })
+        .await
+        .expect("awaiting");
+    let read = V1 {
+        state: "awaiting".into(),
+        fingerprint: GOLDEN_FINGERPRINT.into(),
+        attempt: 0,
+        token: Some(token.id_hex()),
+        payload: Some(request.into()),
+    };
+    (key.clone(), read)
+}
+
 /// Checks what an earlier reader makes of `read`, a record the current
-/// store wrote that should read as `want`: the same, or, for an unknown
-/// record, a state it refuses.
+/// store wrote that should read as `want`: the same, or, for a record in a
+/// state added since (unknown, awaiting), a state it refuses.
 fn old_reader_sees(read: V1, want: &V1) {
     assert_eq!(&read, want);
-    if want.state == "unknown" {
+    if !STATES_BEFORE_UNKNOWN.contains(&want.state.as_str()) {
         assert!(
             !STATES_BEFORE_UNKNOWN.contains(&read.state.as_str()),
-            "an earlier reader must refuse an unknown record"
+            "an earlier reader must refuse a record in a state it does not know"
         );
     }
 }
@@ -505,12 +564,13 @@ async fn redis_records_of_every_format_are_read() {
                 .query_async(&mut conn)
                 .await
                 .expect("read back");
-            if want.state == "unknown" {
+            if !STATES_BEFORE_UNKNOWN.contains(&want.state.as_str()) {
                 // Refused by the frozen readers' state check, which sees
                 // the state where it always was.
                 let state = raw.split('|').nth(1).expect("a state field");
                 assert!(!STATES_BEFORE_UNKNOWN.contains(&state), "{raw:?}");
-                assert!(raw.ends_with("|lapsed | twice"), "{raw:?}");
+                let payload = want.payload.as_deref().unwrap_or_default();
+                assert!(raw.ends_with(&format!("|{payload}")), "{raw:?}");
                 continue;
             }
             assert_eq!(reader(&raw), want, "{raw:?}");

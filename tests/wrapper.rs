@@ -1092,3 +1092,51 @@ async fn a_verified_result_that_cannot_be_recorded_leaves_the_outcome_unknown() 
         "asked once, then left to an operator"
     );
 }
+
+/// The approval hook is told of each operation that comes to await a
+/// person's approval, once (its duplicates are not asked again), with the
+/// key the person approves and what the operation is; a hook that panics
+/// changes nothing for the call or the record.
+#[tokio::test]
+async fn the_approval_hook_is_told_once_per_operation() {
+    let told = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = told.clone();
+    let counter = Counter::new(
+        Duration::ZERO,
+        WriteOptions::new().approval(idem::Approval::Required),
+    );
+    let registry = Registry::builder(())
+        .tool(counter.clone())
+        .on_approval_requested(move |request| {
+            let told = {
+                let mut seen = seen.lock().expect("lock");
+                seen.push(request.clone());
+                seen.len()
+            };
+            if told == 2 {
+                panic!("a hook that panics");
+            }
+        })
+        .build()
+        .expect("registry");
+    let context = idem::CallContext::run("run-9").tenant("acme");
+    for n in [1, 1, 2, 2] {
+        let asked = registry.call(context, "counter", json!({ "n": n })).await;
+        assert!(
+            matches!(asked, Err(ToolError::ApprovalRequired { .. })),
+            "{asked:?}"
+        );
+    }
+    let told = told.lock().expect("lock");
+    assert_eq!(told.len(), 2, "one request per operation: {told:?}");
+    let (key, _) = registry
+        .identify(context, "counter", json!({ "n": 1 }))
+        .expect("identify")
+        .expect("a write tool");
+    assert_eq!(told[0].key, key);
+    assert_eq!(told[0].tool, "counter");
+    assert_eq!(told[0].about.tenant.as_deref(), Some("acme"));
+    assert_eq!(told[0].about.run.as_deref(), Some("run-9"));
+    assert_eq!(told[0].about.arguments["n"], 1);
+    assert_eq!(counter.total(), 0, "nothing ran");
+}

@@ -2,13 +2,16 @@
 //! operation's key with the function the runtime uses; `show` prints a
 //! record; `list` and `stats` scan a namespace (`scan.rs`); `release` ends
 //! a stuck claim (`release.rs`); `pending` lists the operations whose
-//! outcome is unknown and `resolve` answers one (`resolve.rs`); `purge`
-//! deletes expired records. Every
+//! outcome is unknown and `resolve` answers one (`resolve.rs`);
+//! `approvals` lists the operations awaiting a person's approval, and
+//! `approve` and `deny` decide one (`approve.rs`); `purge` deletes expired
+//! records. Every
 //! command that reads a store takes it by URL (`--store`, or
 //! `IDEM_STORE`): `redis://`, `rediss://`, `postgres://` or a SQLite file's
 //! path. `gateway` is the exception to "nothing here runs a tool": it
 //! serves an upstream MCP server's tools behind idem (`gateway/`).
 
+mod approve;
 mod gateway;
 mod output;
 mod record;
@@ -24,6 +27,7 @@ use idem::store::{RecordState, ScanFilter};
 use idem::{IdemKey, Scope};
 use serde_json::Value;
 
+use crate::approve::Decision;
 use crate::output::say;
 use crate::release::Holder;
 use crate::resolve::Answer;
@@ -104,19 +108,7 @@ enum Command {
     /// List the operations whose outcome is unknown (a tool that refuses to
     /// rerun an uncertain operation), oldest first, with tool, tenant, age
     /// and why.
-    Pending {
-        #[command(flatten)]
-        store: StoreUrl,
-        /// The registry's namespace, if it has one.
-        #[arg(long, default_value = "")]
-        namespace: String,
-        /// Only records of this tool.
-        #[arg(long)]
-        tool: Option<String>,
-        /// One JSON object a line instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
+    Pending(Waiting),
     /// Resolve an operation whose outcome is unknown with what you found
     /// out: it happened (--done with its result), it failed (--failed), or
     /// it did not happen and may run again (--rerun). Refused for a record
@@ -138,6 +130,37 @@ enum Command {
         rerun: bool,
         /// How long a result or error is kept, in seconds (the tool's TTL;
         /// 24 h by default, as the registry's).
+        #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
+        ttl_secs: u64,
+    },
+    /// List the operations awaiting a person's approval (a tool with
+    /// `approval = "required"`), oldest first, with tool, tenant, run, age
+    /// and arguments.
+    Approvals(Waiting),
+    /// Approve an operation awaiting approval: its next call (the same
+    /// arguments) runs it, once, within the hour. Refused for a record
+    /// that does not await one, or that another decision changed first.
+    Approve {
+        #[command(flatten)]
+        store: StoreUrl,
+        /// The record's key, as `approvals` lists it.
+        key: String,
+        /// Who approves, kept in the record [default: $USER].
+        #[arg(long, value_name = "NAME")]
+        by: Option<String>,
+    },
+    /// Refuse an operation awaiting approval: it never runs, and every call
+    /// of it is answered the refusal.
+    Deny {
+        #[command(flatten)]
+        store: StoreUrl,
+        /// The record's key, as `approvals` lists it.
+        key: String,
+        /// Why, as every call of it is told.
+        #[arg(long, value_name = "TEXT")]
+        reason: String,
+        /// How long the refusal is kept, in seconds (the tool's TTL; 24 h
+        /// by default, as the registry's).
         #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
         ttl_secs: u64,
     },
@@ -195,14 +218,42 @@ struct Operation {
     namespace: Option<String>,
 }
 
+/// The operations waiting for a person (`pending`, `approvals`): where,
+/// and how they are listed.
+#[derive(Args, Clone)]
+struct Waiting {
+    #[command(flatten)]
+    store: StoreUrl,
+    /// The registry's namespace, if it has one.
+    #[arg(long, default_value = "")]
+    namespace: String,
+    /// Only records of this tool.
+    #[arg(long)]
+    tool: Option<String>,
+    /// One JSON object a line instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+impl Waiting {
+    /// The scan of the namespace (and tool) it names.
+    fn filter(&self) -> ScanFilter {
+        let filter = ScanFilter::namespace(self.namespace.clone());
+        match &self.tool {
+            Some(tool) => filter.tool(tool.clone()),
+            None => filter,
+        }
+    }
+}
+
 /// Which records `list` shows.
 #[derive(Args, Clone)]
 struct Filter {
     /// The registry's namespace, if it has one.
     #[arg(long, default_value = "")]
     namespace: String,
-    /// Only records in this state: running, released, done, failed or
-    /// unknown.
+    /// Only records in this state: awaiting, approved, running, released,
+    /// done, failed or unknown.
     #[arg(long)]
     state: Option<RecordState>,
     /// Only records of this tool.
@@ -327,18 +378,9 @@ async fn run(command: Command) -> Result<(), String> {
             };
             release(store, key, holder).await
         }
-        Command::Pending {
-            store,
-            namespace,
-            tool,
-            json,
-        } => {
-            let mut filter = ScanFilter::namespace(namespace);
-            if let Some(tool) = tool {
-                filter = filter.tool(tool);
-            }
-            let store = store.open().await?;
-            resolve::pending(&*store, filter, json).await
+        Command::Pending(waiting) => {
+            let store = waiting.store.open().await?;
+            resolve::pending(&*store, waiting.filter(), waiting.json).await
         }
         Command::Resolve {
             store,
@@ -347,13 +389,9 @@ async fn run(command: Command) -> Result<(), String> {
             failed,
             rerun: _,
             ttl_secs,
-        } => {
-            let answer = match (done, failed) {
-                (Some(result), _) => Answer::Done(result),
-                (None, Some(error)) => Answer::Failed(error),
-                (None, None) => Answer::Rerun,
-            };
-            resolve(store, key, answer, ttl_secs).await
+        } => resolve(store, key, (done, failed), ttl_secs).await,
+        approvals @ (Command::Approvals(_) | Command::Approve { .. } | Command::Deny { .. }) => {
+            approval(approvals).await
         }
         Command::Purge { store, dry_run } => purge(store, dry_run).await,
         Command::Gateway(args) => gateway::serve(args).await,
@@ -370,16 +408,53 @@ async fn release(store: StoreUrl, key: String, holder: Holder) -> Result<(), Str
     release::release(&*store, &IdemKey::from_raw(key), holder).await
 }
 
-/// `resolve`: answers the unknown outcome under `key`, kept `ttl_secs`.
+/// `resolve`: answers the unknown outcome under `key` done (with a result)
+/// or failed (with an error) as `given` says, else to run again; kept
+/// `ttl_secs`.
 async fn resolve(
     store: StoreUrl,
     key: String,
-    answer: Answer,
+    given: (Option<String>, Option<String>),
     ttl_secs: u64,
 ) -> Result<(), String> {
+    let answer = match given {
+        (Some(result), _) => Answer::Done(result),
+        (None, Some(error)) => Answer::Failed(error),
+        (None, None) => Answer::Rerun,
+    };
     let ttl = std::time::Duration::from_secs(ttl_secs);
     let store = store.open().await?;
     resolve::resolve(&*store, &IdemKey::from_raw(key), answer, ttl).await
+}
+
+/// `approvals`, `approve` and `deny`: what waits for a person, and their
+/// decision on one.
+async fn approval(command: Command) -> Result<(), String> {
+    let (store, key, decision) = match command {
+        Command::Approvals(waiting) => {
+            let store = waiting.store.open().await?;
+            return approve::approvals(&*store, waiting.filter(), waiting.json).await;
+        }
+        Command::Approve { store, key, by } => {
+            let by = by
+                .or_else(|| std::env::var("USER").ok())
+                .filter(|by| !by.is_empty())
+                .ok_or("give --by NAME: who approves is kept in the record")?;
+            (store, key, Decision::Approve { by })
+        }
+        Command::Deny {
+            store,
+            key,
+            reason,
+            ttl_secs,
+        } => {
+            let ttl = std::time::Duration::from_secs(ttl_secs);
+            (store, key, Decision::Deny { reason, ttl })
+        }
+        _ => unreachable!("only the approval commands are given here"),
+    };
+    let store = store.open().await?;
+    approve::decide(&*store, &IdemKey::from_raw(key), decision).await
 }
 
 /// `show`: the record under a key, or under an operation's key.

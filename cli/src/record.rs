@@ -35,7 +35,7 @@ pub(crate) fn to_json(record: &RecordInfo) -> Value {
     if record.state == RecordState::Running {
         out["lease_left_ms"] = record.lease_left.map(ms).into();
     }
-    if matches!(record.state, RecordState::Running | RecordState::Unknown) {
+    if has_holder(record.state) {
         out["holder"] = record.holder.map(|t| t.id_hex()).into();
     }
     if let Some(payload) = &record.payload {
@@ -47,6 +47,9 @@ pub(crate) fn to_json(record: &RecordInfo) -> Value {
             out["tenant"] = about.tenant.into();
             out["run"] = about.run.into();
             out["arguments"] = about.arguments;
+            if let Some(approved) = about.approved {
+                out["approved"] = json!({ "by": approved.by, "at": approved.at });
+            }
         }
         Some(Err(shown)) => out["about"] = shown.into(),
         None => {}
@@ -95,7 +98,7 @@ pub(crate) fn print_full(record: &RecordInfo) {
     if record.state == RecordState::Running {
         line("lease", &lease(record));
     }
-    if matches!(record.state, RecordState::Running | RecordState::Unknown) {
+    if has_holder(record.state) {
         line("holder", &record.holder.map_or("-".into(), |t| t.id_hex()));
     }
     match record.state {
@@ -108,6 +111,12 @@ pub(crate) fn print_full(record: &RecordInfo) {
             line("tenant", about.tenant.as_deref().unwrap_or("-"));
             line("run", about.run.as_deref().unwrap_or("-"));
             line("arguments", &about.arguments.to_string());
+            if let Some(approved) = about.approved {
+                line(
+                    "approved",
+                    &format!("by {} at {}", approved.by, approved.at),
+                );
+            }
         }
         Some(Err(shown)) => line("arguments", &shown),
         None => line("arguments", "- (the record does not say)"),
@@ -159,10 +168,19 @@ fn lease(record: &RecordInfo) -> String {
     }
 }
 
+/// Whether a record in `state` shows the token that holds it (running) or
+/// that a decision is made with (unknown, awaiting).
+fn has_holder(state: RecordState) -> bool {
+    matches!(
+        state,
+        RecordState::Running | RecordState::Unknown | RecordState::Awaiting
+    )
+}
+
 fn payload_name(state: RecordState) -> &'static str {
     match state {
         RecordState::Failed => "error",
-        RecordState::Unknown => "why",
+        RecordState::Unknown | RecordState::Awaiting => "why",
         _ => "result",
     }
 }
@@ -170,8 +188,10 @@ fn payload_name(state: RecordState) -> &'static str {
 /// A result or an unknown record's note as the JSON it is (an error, or a
 /// sealed payload, as text).
 fn payload_value(state: RecordState, text: &str) -> Value {
-    if matches!(state, RecordState::Done | RecordState::Unknown)
-        && !text.starts_with("idem-sealed:")
+    if matches!(
+        state,
+        RecordState::Done | RecordState::Unknown | RecordState::Awaiting
+    ) && !text.starts_with("idem-sealed:")
         && let Ok(value) = serde_json::from_str(text)
     {
         return value;

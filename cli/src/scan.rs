@@ -129,18 +129,17 @@ pub(crate) async fn stats(
         say!("{out}");
         return Ok(());
     }
-    say!(
-        "{:<20} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "TOOL",
-        "running",
-        "released",
-        "done",
-        "failed",
-        "unknown"
-    );
+    let mut header = format!("{:<20}", "TOOL");
+    for state in RecordState::ALL {
+        header.push_str(&format!(" {:>9}", state.as_str()));
+    }
+    say!("{header}");
     let print = |name: &str, counts: &BTreeMap<RecordState, u64>| {
-        let [r, l, d, f, u] = RecordState::ALL.map(|s| count(counts, s));
-        say!("{name:<20} {r:>9} {l:>9} {d:>9} {f:>9} {u:>9}");
+        let mut line = format!("{name:<20}");
+        for state in RecordState::ALL {
+            line.push_str(&format!(" {:>9}", count(counts, state)));
+        }
+        say!("{line}");
     };
     for (tool, counts) in &by_tool {
         print(tool, counts);

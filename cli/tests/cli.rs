@@ -127,6 +127,7 @@ async fn shows_what_the_registry_recorded(
     assert!(err.contains("no record under idem:0000"), "{err}");
     lists_and_releases(url, extra, registry, ns, &key).await;
     pending_and_resolved(url, extra, registry.store().clone(), ns).await;
+    approvals_and_decisions(url, extra, registry.store().clone(), ns).await;
 }
 
 /// With a done record (`done`) and a claim left stuck by a crashed worker:
@@ -243,6 +244,16 @@ async fn lists_and_releases(
     assert!(err.contains("is done, not running"), "{err}");
 }
 
+/// What a command printed, and its lines as JSON objects.
+fn json_lines(out: &Output) -> (String, Vec<Value>) {
+    let printed = stdout(out);
+    let rows = printed
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    (printed, rows)
+}
+
 /// Send the customer an email: at most once.
 #[write_tool(on_uncertain = "refuse")]
 async fn send_email(to: String, ctx: &WriteCtx) -> Result<Value, String> {
@@ -298,7 +309,7 @@ async fn pending_and_resolved(
         unknown_email(&registry, "c@example.com").await,
     ];
     let cmd = |args: &[&str]| idem(&[args, extra].concat());
-    let listed = stdout(&cmd(&[
+    let (listed, rows) = json_lines(&cmd(&[
         "pending",
         "--store",
         url,
@@ -306,10 +317,6 @@ async fn pending_and_resolved(
         ns,
         "--json",
     ]));
-    let rows: Vec<Value> = listed
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
     assert_eq!(rows.len(), 3, "{listed}");
     for row in &rows {
         assert_eq!(
@@ -404,6 +411,87 @@ async fn pending_and_resolved(
         );
     }
     assert_eq!(landed, 1, "exactly one of two resolutions lands");
+}
+
+/// Delete a customer's account: a person approves each one.
+#[write_tool(approval = "required")]
+async fn delete_account(account: String, ctx: &WriteCtx) -> Result<Value, String> {
+    Ok(json!({"deleted": account, "attempt": ctx.attempt()}))
+}
+
+/// What every store must show of operations awaiting approval:
+/// `approvals` lists them with tool, tenant, run and arguments; `approve`
+/// lets the next call run once, keeping who approved; `deny` has every
+/// call answered the refusal; a decision on a record that does not await
+/// one is refused, naming what it is.
+async fn approvals_and_decisions(
+    url: &str,
+    extra: &[&str],
+    store: std::sync::Arc<dyn IdemStore>,
+    ns: &str,
+) {
+    let registry = Registry::builder(())
+        .store(store)
+        .namespace(ns)
+        .tool(delete_account)
+        .build()
+        .expect("registry");
+    let context = idem::CallContext::run("run-7").tenant("acme");
+    let call =
+        |account: &str| registry.call(context, "delete_account", json!({ "account": account }));
+    let mut keys = Vec::new();
+    for account in ["ann", "bob"] {
+        match call(account).await {
+            Err(ToolError::ApprovalRequired { key, .. }) => keys.push(key),
+            other => panic!("the call asks for approval, got {other:?}"),
+        }
+    }
+    let cmd = |args: &[&str]| idem(&[args, extra].concat());
+    let (listed, rows) = json_lines(&cmd(&[
+        "approvals",
+        "--store",
+        url,
+        "--namespace",
+        ns,
+        "--json",
+    ]));
+    assert_eq!(rows.len(), 2, "{listed}");
+    for row in &rows {
+        assert_eq!(
+            (&row["tool"], &row["tenant"], &row["run"]),
+            (&json!("delete_account"), &json!("acme"), &json!("run-7")),
+            "{row}"
+        );
+    }
+    let table = stdout(&cmd(&["approvals", "--store", url, "--namespace", ns]));
+    assert!(table.contains(r#"arguments: {"account":"ann"}"#), "{table}");
+    let (ann, bob) = (keys[0].as_str(), keys[1].as_str());
+    let approved = cmd(&["approve", "--store", url, ann, "--by", "ops-lead"]);
+    stdout(&approved);
+    assert!(String::from_utf8_lossy(&approved.stderr).contains("approved"));
+    let ran = call("ann").await.expect("runs once approved");
+    assert_eq!(call("ann").await.expect("replayed"), ran);
+    let shown: Value =
+        serde_json::from_str(&stdout(&cmd(&["show", "--store", url, ann, "--json"])))
+            .expect("one JSON object");
+    assert_eq!(shown["state"], "done");
+    assert_eq!(shown["approved"]["by"], "ops-lead", "{shown}");
+    let err = failure(&cmd(&["approve", "--store", url, ann, "--by", "x"]));
+    assert!(err.contains("is done, not awaiting approval"), "{err}");
+    stdout(&cmd(&[
+        "deny",
+        "--store",
+        url,
+        bob,
+        "--reason",
+        "the customer called back",
+    ]));
+    match call("bob").await {
+        Err(ToolError::Failed { message, .. }) => {
+            assert!(message.contains("the customer called back"), "{message}");
+        }
+        other => panic!("the refusal is answered, got {other:?}"),
+    }
 }
 
 #[tokio::test]

@@ -4,7 +4,9 @@
 //! as the default spelt out; a result an operator records in any shape is
 //! answered as a result MCP reads; a setting for a tool the server does not
 //! have is refused at start, naming the tool meant; HTTP authentication
-//! says what it refuses and why, and a session is its principal's alone.
+//! says what it refuses and why, and a session is its principal's alone; a
+//! tool that needs a person's approval calls nothing upstream until one is
+//! given for that very operation, then once.
 
 mod common;
 
@@ -136,6 +138,39 @@ async fn a_default_left_out_is_the_same_operation_as_the_default_spelt_out() {
 }
 
 #[tokio::test]
+async fn a_tool_that_needs_approval_runs_upstream_once_approved() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("first-hour");
+    let config = config(&dir, "[tools.append]\napproval = \"required\"\n");
+    let client = stdio_client(&gateway(&dir, &["--config", &config])).await;
+    let ledger = dir.0.join("ledger.txt");
+    for _ in 0..2 {
+        let asked = call(&client, "append", json!({"entry": "a", "amount": 3})).await;
+        assert_eq!(asked["isError"], true, "{asked}");
+        let text = asked["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.contains("needs a person's approval"), "{asked}");
+    }
+    assert!(!ledger.exists(), "nothing ran upstream before the approval");
+    let store = dir.0.join("records.sqlite").display().to_string();
+    let waiting = idem(&["approvals", "--json", "--store", &store]);
+    let waiting: Value = serde_json::from_str(waiting.trim()).expect("one record");
+    assert_eq!(waiting["tool"], "append", "{waiting}");
+    let key = waiting["key"].as_str().expect("a key");
+    let other = call(&client, "append", json!({"entry": "b", "amount": 3})).await;
+    assert_eq!(other["isError"], true, "other arguments ask for themselves");
+    idem(&["approve", "--store", &store, "--by", "ops", key]);
+    for _ in 0..2 {
+        let ran = call(&client, "append", json!({"entry": "a", "amount": 3})).await;
+        assert_ne!(ran["isError"], true, "{ran}");
+    }
+    client.cancel().await.expect("shut down");
+    let ledger = std::fs::read_to_string(ledger).expect("the ledger");
+    assert_eq!(ledger, "a 3\n", "one approval, one run upstream");
+}
+
+#[tokio::test]
 async fn a_result_an_operator_records_in_any_shape_is_answered_as_a_tool_result() {
     if !python_sdk() {
         return;
@@ -162,7 +197,17 @@ async fn a_result_an_operator_records_in_any_shape_is_answered_as_a_tool_result(
     handle.expect("sent").cancel(None).await.expect("cancel");
 
     let store = dir.0.join("records.sqlite").display().to_string();
-    let pending = idem(&["pending", "--json", "--store", &store]);
+    // The gateway settles the cancelled call unknown once the cancellation
+    // reaches it: looked for until then.
+    let listed = std::sync::Mutex::new(String::new());
+    let unknown = || {
+        let pending = idem(&["pending", "--json", "--store", &store]);
+        let found = !pending.trim().is_empty();
+        *listed.lock().expect("lock") = pending;
+        found
+    };
+    common::wait_for(unknown, "the cancelled call was never recorded unknown").await;
+    let pending = listed.into_inner().expect("lock");
     let pending: Value = serde_json::from_str(pending.trim()).expect("one record");
     let key = pending["key"].as_str().expect("a key");
     assert_eq!(pending["arguments"], r#"{"entry":"o"}"#, "{pending}");

@@ -10,7 +10,7 @@ use syn::{Ident, LitBool, LitInt, LitStr, Token};
 use crate::ctxt::Ctxt;
 use crate::kind::Kind;
 use crate::symbol::*;
-use idem_rules::{OnInFlight, OnStoreError, OnUncertain, ScopeKind, SettingError};
+use idem_rules::{Approval, OnInFlight, OnStoreError, OnUncertain, ScopeKind, SettingError};
 use std::time::Duration;
 
 /// One entry of `key = [..]`, `check = [..]` or `ignore = [..]`: a field,
@@ -85,6 +85,9 @@ pub(crate) struct Attrs {
     pub(crate) on_uncertain: Option<(OnUncertain, Span)>,
     /// `verify = path`: the function that asks the downstream.
     pub(crate) verify: Option<syn::Expr>,
+    /// `approval = "never" | "required"`, or `approval = path`: the
+    /// function that says whether a call needs one.
+    pub(crate) approval: Option<ApprovalAttr>,
     pub(crate) permanent_errors: Option<syn::Expr>,
     pub(crate) uncertain_errors: Option<syn::Expr>,
     pub(crate) destructive: Option<LitBool>,
@@ -154,6 +157,7 @@ impl Attrs {
                 self.on_uncertain = Some((parse_on_uncertain(meta)?, meta.path.span()));
             }
             VERIFY => self.verify = Some(meta.value()?.parse()?),
+            APPROVAL => self.approval = Some(parse_approval(meta)?),
             PERMANENT_ERRORS => self.permanent_errors = Some(meta.value()?.parse()?),
             UNCERTAIN_ERRORS => self.uncertain_errors = Some(meta.value()?.parse()?),
             DESTRUCTIVE => self.destructive = Some(parse_flag(meta)?),
@@ -216,6 +220,34 @@ fn parse_max_result_bytes(meta: &ParseNestedMeta<'_>) -> syn::Result<usize> {
             ),
         )
     })
+}
+
+/// What `approval = ..` says.
+pub(crate) enum ApprovalAttr {
+    /// A name: `"never"` or `"required"`, and where it was written.
+    Named(Approval, Span),
+    /// A path to the function that decides, call by call.
+    Decided(syn::Expr),
+}
+
+/// `approval = "never" | "required"`, or `approval = path`.
+fn parse_approval(meta: &ParseNestedMeta<'_>) -> syn::Result<ApprovalAttr> {
+    let value: syn::Expr = meta.value()?.parse()?;
+    match &value {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(lit),
+            ..
+        }) => Approval::parse(&lit.value())
+            .map(|approval| ApprovalAttr::Named(approval, lit.span()))
+            .map_err(|e| syn::Error::new_spanned(lit, e)),
+        syn::Expr::Path(_) => Ok(ApprovalAttr::Decided(value)),
+        other => Err(syn::Error::new_spanned(
+            other,
+            "`approval` is \"never\", \"required\", or the path of a function of the tool's \
+             parameters (each by reference) that says whether this call needs a person's \
+             approval: `approval = over_limit`",
+        )),
+    }
 }
 
 /// `on_uncertain = "rerun" | "refuse"`; `verify` is a key of its own.

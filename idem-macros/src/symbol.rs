@@ -18,6 +18,7 @@ pub(crate) const ON_UNCERTAIN: &str = "on_uncertain";
 pub(crate) const PERMANENT_ERRORS: &str = "permanent_errors";
 pub(crate) const UNCERTAIN_ERRORS: &str = "uncertain_errors";
 pub(crate) const VERIFY: &str = "verify";
+pub(crate) const APPROVAL: &str = "approval";
 pub(crate) const DESTRUCTIVE: &str = "destructive";
 pub(crate) const OPEN_WORLD: &str = "open_world";
 pub(crate) const CRATE: &str = "crate";
@@ -38,6 +39,7 @@ pub(crate) const WRITE_KEYS: &[&str] = &[
     MAX_RESULT_BYTES,
     SCOPE,
     KEY,
+    APPROVAL,
     CHECK,
     IGNORE,
     HIDE,

@@ -5,9 +5,9 @@ use quote::ToTokens;
 use syn::ReturnType;
 
 use crate::ast::{CtxKind, Param, ToolFn};
-use idem_rules::{Problem, Role};
+use idem_rules::{Approval, OnStoreError, Problem, Role};
 
-use crate::attr::{Attrs, KeyPath};
+use crate::attr::{ApprovalAttr, Attrs, KeyPath};
 use crate::ctxt::Ctxt;
 use crate::kind::Kind;
 
@@ -67,11 +67,29 @@ pub(crate) fn check(cx: &mut Ctxt, kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs)
     check_params(cx, kind, tool);
     check_roles(cx, tool, attrs);
     check_hidden(cx, tool, attrs);
+    check_approval(cx, attrs);
     if let (Some(_), Some((_, span))) = (&attrs.verify, &attrs.on_uncertain) {
         cx.error_at(
             *span,
             "`verify = ..` is this tool's policy for an uncertain outcome (ask the downstream; refuse if it cannot tell): remove `on_uncertain`",
         );
+    }
+}
+
+/// A tool that needs a person's approval may never run without a claim,
+/// which `on_store_error = "run"` would let it.
+fn check_approval(cx: &mut Ctxt, attrs: &Attrs) {
+    let asks = match &attrs.approval {
+        Some(ApprovalAttr::Named(Approval::Never, _)) | None => false,
+        Some(_) => true,
+    };
+    if asks && attrs.on_store_error == Some(OnStoreError::Run) {
+        let message = "a tool that needs a person's approval never runs without a claim, which `on_store_error = \"run\"` would let it do: remove `on_store_error`";
+        match &attrs.approval {
+            Some(ApprovalAttr::Named(_, span)) => cx.error_at(*span, message),
+            Some(ApprovalAttr::Decided(path)) => cx.error_spanned_by(path, message),
+            None => {}
+        }
     }
 }
 

@@ -70,6 +70,7 @@ impl fmt::Display for SettingError<'_> {
 const SCOPE: &str = "`scope` is \"run\" (one operation per agent run, the default) or \"global\" (one operation across all runs)";
 const ON_IN_FLIGHT: &str = "`on_in_flight` is \"reject\" (answer InFlight at once) or \"wait(<duration>)\", e.g. \"wait(5s)\"";
 const ON_STORE_ERROR: &str = "`on_store_error` is \"fail_closed\" (when the store cannot be reached, do not run: the default) or \"run\" (run without a claim, recording nothing: a duplicate may run again)";
+const APPROVAL: &str = "`approval` is \"never\" (the default) or \"required\" (a person approves each operation before it runs; `approval = path` lets a function of the arguments decide)";
 const ON_UNCERTAIN: &str = "`on_uncertain` is \"rerun\" (when an earlier attempt may or may not have taken effect, run again with the same key: the default) or \"refuse\" (at most once: never run again on its own; an operator resolves it)";
 
 /// A positive duration, `"<whole number><unit>"` with unit `ms`, `s`, `m`,
@@ -321,6 +322,56 @@ impl OnUncertain {
     }
 }
 
+/// Whether a write tool's operation waits for a person's approval before
+/// it runs: `approval = "never" | "required"`, or `approval = path` to a
+/// function of the arguments and context that says whether this call
+/// needs one (a charge above a limit).
+///
+/// An operation that needs one is recorded as *awaiting* its approval and
+/// nothing runs: the call, and every duplicate, is answered
+/// `ToolError::ApprovalRequired`. A person approves exactly that operation
+/// (`Registry::approve`, `idem approve`): the next call with the same
+/// arguments runs the body once, and later ones replay its result; other
+/// arguments are another operation with an approval of its own. A refusal
+/// (`Registry::deny`) is recorded and answered to every duplicate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Approval {
+    /// No approval: the operation runs when called (the default).
+    #[default]
+    Never,
+    /// Every operation of the tool needs one.
+    Required,
+    /// The tool's function decides, call by call (`WriteTool::needs_approval`,
+    /// `approval = path`). Set by giving the function, never by name.
+    Decided,
+}
+
+impl Approval {
+    const NAMES: [(&'static str, Approval); 3] = [
+        ("never", Approval::Never),
+        ("required", Approval::Required),
+        ("decided", Approval::Decided),
+    ];
+
+    /// `"never"` or `"required"`; `Decided` needs its function, so it has
+    /// no name to parse.
+    pub fn parse(given: &str) -> Result<Approval, SettingError<'_>> {
+        match by_name(APPROVAL, &Self::NAMES, given)? {
+            Approval::Decided => Err(SettingError::NotAName {
+                given,
+                expected: APPROVAL,
+            }),
+            approval => Ok(approval),
+        }
+    }
+
+    /// `"never"`, `"required"` or `"decided"`.
+    pub fn name(self) -> &'static str {
+        name_of(&Self::NAMES, &self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -383,6 +434,13 @@ mod tests {
         assert!(
             OnUncertain::parse("verify").is_err(),
             "verify takes a function"
+        );
+        for approval in [Approval::Never, Approval::Required] {
+            assert_eq!(Approval::parse(approval.name()), Ok(approval));
+        }
+        assert!(
+            Approval::parse("decided").is_err(),
+            "a decision takes a function"
         );
     }
 }

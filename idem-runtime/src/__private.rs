@@ -8,13 +8,19 @@ pub use serde_json;
 pub use crate::registry::{CallThroughRegistry, InvalidTool, Registration, marker};
 pub use crate::tool::{ReadArgs, ReadOutput, ToolFailure, WriteArgs, WriteOutput};
 pub use crate::{
-    Ctx, IntoTool, OnInFlight, OnStoreError, OnUncertain, ReadTool, ScopeKind, ToolInfo, Verified,
-    WriteCtx, WriteOptions, WriteTool,
+    Approval, Ctx, IntoTool, OnInFlight, OnStoreError, OnUncertain, ReadTool, ScopeKind, ToolInfo,
+    Verified, WriteCtx, WriteOptions, WriteTool,
 };
 
 /// `ctx` without its state: what the `verify` of a tool that works with any
 /// state is given.
 pub fn stateless<S>(ctx: &WriteCtx<S>) -> WriteCtx<()> {
+    ctx.stateless()
+}
+
+/// `ctx` without its state: what the approval function of a tool that
+/// works with any state is given.
+pub fn stateless_call<S>(ctx: &Ctx<S>) -> Ctx<()> {
     ctx.stateless()
 }
 

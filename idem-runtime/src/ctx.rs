@@ -18,6 +18,16 @@ pub struct Ctx<S = ()> {
 }
 
 impl<S> Ctx<S> {
+    /// This context without its state, for the approval function of a
+    /// tool that works with any state: what the macros pass.
+    pub(crate) fn stateless(&self) -> Ctx<()> {
+        Ctx {
+            run_id: self.run_id.clone(),
+            tenant: self.tenant.clone(),
+            state: Arc::new(()),
+        }
+    }
+
     pub(crate) fn new(run_id: &str, tenant: Option<&str>, state: Arc<S>) -> Ctx<S> {
         Ctx {
             run_id: run_id.into(),

@@ -1,6 +1,8 @@
 //! Errors of tool calls, stores and registry construction.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
+
+use crate::utc::utc;
 
 /// A boxed error from a store backend.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -263,28 +265,24 @@ pub enum ToolError {
         /// Since when, by the store's clock as this process reckons it.
         since: SystemTime,
     },
-}
-
-/// `at` as an RFC 3339 UTC time to the second (`2026-12-03T06:10:00Z`).
-pub(crate) fn utc(at: SystemTime) -> String {
-    let secs = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Civil from days (Howard Hinnant's algorithm), days since 1970-01-01.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
+    /// The operation waits for a person's approval, and nothing ran: its
+    /// tool needs one, and none was given for these very arguments yet
+    /// (`Registry::approve`, `idem approve`). Every duplicate gets this
+    /// until a person approves (the next call then runs it, once) or
+    /// refuses (every call then gets the refusal).
+    #[error(
+        "`{tool}`: operation {key} waits for a person's approval (asked {}); nothing ran (idem approvals, idem approve)",
+        utc(*.since)
+    )]
+    ApprovalRequired {
+        /// The tool.
+        tool: String,
+        /// The operation's key, which the approver approves.
+        key: String,
+        /// When the approval was asked, by the store's clock as this
+        /// process reckons it.
+        since: SystemTime,
+    },
 }
 
 /// `fields` as `` `a`, `b` and `c` `` (with `or` for `and` where asked).
@@ -365,13 +363,18 @@ impl ToolError {
                 "Error: it is not known whether this operation was carried out: an earlier attempt was interrupted before it could report. Do not call it again, and do not try another way to do the same thing. Tell the user that the outcome is unknown and that a person must check it; it will not be repeated automatically."
                     .to_owned()
             }
+            ToolError::ApprovalRequired { .. } => {
+                "This operation needs a person's approval before it runs, and nothing was done. Tell the user that it waits for their approval. Once they have approved it, call the tool again with exactly the same arguments; calling it before then, or with other arguments, will not run it."
+                    .to_owned()
+            }
         }
     }
 
     /// Whether the same call, made again later, may succeed.
     ///
-    /// `InFlight`, `Store`, `LeaseLost` (a retry replays the recorded result)
-    /// and transient `Failed` errors are retryable; unknown tools, invalid
+    /// `InFlight`, `Store`, `LeaseLost` (a retry replays the recorded
+    /// result), `ApprovalRequired` (once approved, the same call runs) and
+    /// transient `Failed` errors are retryable; unknown tools, invalid
     /// arguments, key conflicts, permanent failures and unknown outcomes are
     /// not.
     pub fn is_retryable(&self) -> bool {
@@ -384,7 +387,9 @@ impl ToolError {
             | ToolError::TenantRequired
             | ToolError::KeyConflict { .. }
             | ToolError::OutcomeUnknown { .. } => false,
-            ToolError::InFlight { .. } | ToolError::LeaseLost { .. } => true,
+            ToolError::InFlight { .. }
+            | ToolError::LeaseLost { .. }
+            | ToolError::ApprovalRequired { .. } => true,
             ToolError::Failed { permanent, .. } => !permanent,
             ToolError::Store { source, .. } => !matches!(source, StoreError::Corrupt { .. }),
         }
@@ -407,11 +412,15 @@ impl ToolError {
             ToolError::Store { .. } => "store",
             ToolError::LeaseLost { .. } => "lease_lost",
             ToolError::OutcomeUnknown { .. } => "outcome_unknown",
+            ToolError::ApprovalRequired { .. } => "approval_required",
         }
     }
 }
 
-/// Why [`Registry::resolve`](crate::Registry::resolve) changed nothing.
+/// Why an operator's decision changed nothing: a resolution of an unknown
+/// outcome ([`Registry::resolve`](crate::Registry::resolve)), or an approval or
+/// refusal ([`Registry::approve`](crate::Registry::approve),
+/// [`Registry::deny`](crate::Registry::deny)).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ResolveError {
@@ -429,6 +438,19 @@ pub enum ResolveError {
         "the record under key {key} is {state}, not unknown: only an unknown outcome is resolved"
     )]
     NotUnknown {
+        /// The key.
+        key: String,
+        /// What the record is.
+        state: crate::store::RecordState,
+    },
+    /// The record does not await a person's approval: only an awaiting
+    /// one is approved or refused ([`Registry::approve`](crate::Registry::approve),
+    /// [`Registry::deny`](crate::Registry::deny)): it was decided already,
+    /// or never asked.
+    #[error(
+        "the record under key {key} is {state}, not awaiting approval: only an operation awaiting a person's approval is approved or refused"
+    )]
+    NotAwaiting {
         /// The key.
         key: String,
         /// What the record is.
@@ -507,21 +529,4 @@ pub enum RegistryError {
         /// What is wrong.
         message: String,
     },
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times_are_written_in_utc_to_the_second() {
-        for (secs, text) in [
-            (0, "1970-01-01T00:00:00Z"),
-            (951_782_400, "2000-02-29T00:00:00Z"),
-            (1_796_276_465, "2026-12-03T05:41:05Z"),
-            (4_102_444_799, "2099-12-31T23:59:59Z"),
-        ] {
-            assert_eq!(utc(UNIX_EPOCH + Duration::from_secs(secs)), text);
-        }
-    }
 }

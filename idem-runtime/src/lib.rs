@@ -48,6 +48,7 @@ mod seal;
 pub mod store;
 mod tool;
 mod unique;
+mod utc;
 
 #[cfg(feature = "async-openai")]
 pub mod async_openai;
@@ -65,7 +66,8 @@ pub use crate::error::{BoxError, RegistryError, ResolveError, StoreError, ToolEr
 pub use crate::key::{Fingerprint, IdemKey, Scope, ScopeKind};
 pub use crate::providers::{MalformedCall, Provider, RenderError, ToolReply};
 pub use crate::registry::{
-    Answer, CallContext, IntoTool, Registry, RegistryBuilder, Resolution, valid_tool_name,
+    APPROVAL_WINDOW, Answer, CallContext, IntoTool, Registry, RegistryBuilder, Resolution,
+    valid_tool_name,
 };
 #[cfg(feature = "encryption")]
 pub use crate::seal::{InvalidKeyId, ResultKeys};
@@ -78,8 +80,8 @@ pub use crate::store::redis::{RedisOptions, RedisStore};
 #[cfg(feature = "sqlite")]
 pub use crate::store::sqlite::{SqliteOptions, SqliteStore};
 pub use crate::tool::{
-    OnInFlight, OnStoreError, OnUncertain, ReadTool, SettingError, ToolDef, ToolInfo, ToolKind,
-    Verified, WriteOptions, WriteTool, parse_duration,
+    Approval, OnInFlight, OnStoreError, OnUncertain, ReadTool, SettingError, ToolDef, ToolInfo,
+    ToolKind, Verified, WriteOptions, WriteTool, parse_duration,
 };
 // The bounds of the tool traits' types, named where the compiler explains
 // an unmet one; not an API of their own.

@@ -84,7 +84,9 @@ pub(crate) struct Roles {
     pub(crate) hide: Option<&'static [&'static str]>,
 }
 
-pub use idem_rules::{OnInFlight, OnStoreError, OnUncertain, SettingError, parse_duration};
+pub use idem_rules::{
+    Approval, OnInFlight, OnStoreError, OnUncertain, SettingError, parse_duration,
+};
 
 /// The settings of a write tool; unset ones take the registry's defaults.
 ///
@@ -112,6 +114,7 @@ pub struct WriteOptions {
     pub(crate) roles: Roles,
     pub(crate) on_store_error: OnStoreError,
     pub(crate) on_uncertain: OnUncertain,
+    pub(crate) approval: Approval,
     pub(crate) destructive: bool,
     pub(crate) open_world: bool,
 }
@@ -136,6 +139,7 @@ impl WriteOptions {
             },
             on_store_error: OnStoreError::FailClosed,
             on_uncertain: OnUncertain::Rerun,
+            approval: Approval::Never,
             destructive: true,
             open_world: true,
         }
@@ -244,6 +248,14 @@ impl WriteOptions {
     /// run again (the default) or refuse ([`OnUncertain`]).
     pub const fn on_uncertain(mut self, policy: OnUncertain) -> Self {
         self.on_uncertain = policy;
+        self
+    }
+
+    /// Whether an operation waits for a person's approval before it runs
+    /// ([`Approval`]; `Never` by default). With [`Approval::Decided`] the
+    /// tool's [`WriteTool::needs_approval`] decides, call by call.
+    pub const fn approval(mut self, approval: Approval) -> Self {
+        self.approval = approval;
         self
     }
 
@@ -402,6 +414,15 @@ pub trait WriteTool<S>: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Verified<Self::Output>, String>> + Send {
         let _ = (args, ctx);
         std::future::ready(Ok(Verified::Unknown))
+    }
+
+    /// Whether this call needs a person's approval before it runs, for a
+    /// tool whose [`Approval`] is [`Decided`](Approval::Decided) (a charge
+    /// above a limit): asked with the call's arguments and context before
+    /// its key is claimed. Default: every call does.
+    fn needs_approval(&self, args: &Self::Args, ctx: &Ctx<S>) -> bool {
+        let _ = (args, ctx);
+        true
     }
 
     /// Runs the operation. Pass `ctx.idem_key()` downstream.

@@ -285,6 +285,8 @@ fn contract(config: &ToolConfig, scope: ScopeKind, properties: &[String]) -> Val
         _ => "rerun",
     };
     contract.insert("on_uncertain".into(), uncertain.into());
+    let approval = config.approval.unwrap_or_default().name();
+    contract.insert("approval".into(), approval.into());
     Value::Object(contract)
 }
 

@@ -11,6 +11,7 @@
 //! ttl = "24h"
 //! on_in_flight = "wait(5s)" # or "reject" (the default)
 //! on_uncertain = "refuse"   # or "rerun" (the default)
+//! approval = "required"     # or "never" (the default): a person approves each call
 //! error_results = "record"  # or "release" (the default)
 //!
 //! [tools.search]
@@ -27,7 +28,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use idem::{OnInFlight, OnStoreError, OnUncertain, ScopeKind, SettingError, WriteOptions};
+use idem::{
+    Approval, OnInFlight, OnStoreError, OnUncertain, ScopeKind, SettingError, WriteOptions,
+};
 use serde::{Deserialize, Deserializer};
 
 /// The whole file.
@@ -96,6 +99,10 @@ pub(crate) struct ToolConfig {
     pub(crate) on_store_error: Option<OnStoreError>,
     #[serde(default, deserialize_with = "named")]
     pub(crate) on_uncertain: Option<OnUncertain>,
+    /// Whether a person approves each operation before it runs upstream
+    /// (`idem approve`; default: never).
+    #[serde(default, deserialize_with = "named")]
+    pub(crate) approval: Option<Approval>,
     pub(crate) error_results: Option<ErrorResults>,
 }
 
@@ -163,6 +170,9 @@ impl ToolConfig {
         if let Some(policy) = self.on_uncertain {
             options = options.on_uncertain(policy);
         }
+        if let Some(approval) = self.approval {
+            options = options.approval(approval);
+        }
         options
     }
 }
@@ -193,7 +203,7 @@ macro_rules! named {
         }
     )*};
 }
-named!(ScopeKind, OnInFlight, OnStoreError, OnUncertain);
+named!(ScopeKind, OnInFlight, OnStoreError, OnUncertain, Approval);
 
 fn named<'de, D: Deserializer<'de>, T: Named>(d: D) -> Result<Option<T>, D::Error> {
     let given = String::deserialize(d)?;
@@ -239,6 +249,7 @@ mod tests {
             version = 2
             on_store_error = "fail_closed"
             on_uncertain = "refuse"
+            approval = "required"
             error_results = "record"
 
             [tools.search]
@@ -252,6 +263,28 @@ mod tests {
         assert_eq!(charge.lease, Some(Duration::from_millis(500)));
         assert_eq!(charge.on_uncertain, Some(OnUncertain::Refuse));
         assert_eq!(charge.error_results, Some(ErrorResults::Record));
+        assert_eq!(charge.approval, Some(Approval::Required));
+        assert_eq!(
+            charge.write_options(true, true),
+            WriteOptions::new()
+                .scope(ScopeKind::Global)
+                .approval(Approval::Required)
+                .on_uncertain(OnUncertain::Refuse)
+                .on_store_error(OnStoreError::FailClosed)
+                .on_in_flight(OnInFlight::Wait(Duration::from_secs(5)))
+                .lease(Duration::from_millis(500))
+                .ttl(Duration::from_secs(7 * 86_400))
+                .version(2)
+                .key_fields(charge.key.expect("key"))
+                .ignore_fields(charge.ignore.expect("ignore")),
+            "every setting reaches the tool's options"
+        );
+        let typo = toml::from_str::<Config>("[tools.x]\napproval = \"always\"\n");
+        let message = typo.expect_err("refused").to_string();
+        assert!(
+            message.contains("`approval` is \"never\" (the default) or \"required\""),
+            "the attribute's words: {message}"
+        );
         let five = OnInFlight::Wait(Duration::from_secs(5));
         assert_eq!(charge.on_in_flight, Some(five));
         assert_eq!(config.tool("search").kind, Some(Kind::Read));

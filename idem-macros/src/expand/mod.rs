@@ -13,7 +13,7 @@ use syn::{Ident, ItemFn, Type};
 
 use self::args::flat_args;
 use self::call::{call_expr, inner_fn, tool_type};
-use self::settings::{error_predicate, split_result, verify, write_options};
+use self::settings::{error_predicate, needs_approval, split_result, verify, write_options};
 use crate::ast::ToolFn;
 use crate::attr::Attrs;
 use crate::kind::Kind;
@@ -290,10 +290,22 @@ impl<'a> Parts<'a> {
                 self.any_state,
             )
         });
+        let approval = match &attrs.approval {
+            Some(crate::attr::ApprovalAttr::Decided(path)) => Some(needs_approval(
+                private,
+                tool,
+                path,
+                &self.state,
+                self.any_state,
+            )),
+            _ => None,
+        };
         let settings = quote! {
             fn options(&self) -> #private::WriteOptions {
                 #options
             }
+
+            #approval
 
             fn is_permanent(&self, __idem_error: &Self::Error) -> bool {
                 #permanent

@@ -8,9 +8,9 @@ use syn::spanned::Spanned;
 use syn::{PathArguments, Type};
 
 use crate::ast::ToolFn;
-use crate::attr::{Attrs, FieldList};
+use crate::attr::{ApprovalAttr, Attrs, FieldList};
 use crate::krate::Private;
-use idem_rules::{OnInFlight, OnUncertain};
+use idem_rules::{Approval, OnInFlight, OnUncertain};
 
 /// The body of `is_permanent` or `is_uncertain`: the `permanent_errors` or
 /// `uncertain_errors` predicate `expr` (checked against the error type
@@ -87,6 +87,52 @@ pub(super) fn verify(
                 #call
                 __idem_verified.map_err(|__idem_e| ::std::string::ToString::to_string(&__idem_e))
             }
+        }
+    }
+}
+
+/// The `needs_approval` method of a tool with `approval = path`: the
+/// user's function called with the tool's parameters, each argument by
+/// reference (a flat one borrowed from the arguments struct's field of its
+/// name) and, where the tool takes its context, the call's `&Ctx` (without
+/// its state for a tool that works with any); its answer checked to be a
+/// `bool` where the user wrote the path.
+pub(super) fn needs_approval(
+    private: &Private,
+    tool: &ToolFn<'_>,
+    path: &syn::Expr,
+    state: &TokenStream,
+    any_state: bool,
+) -> TokenStream {
+    let ctx = if any_state {
+        quote!(&#private::stateless_call(__idem_ctx))
+    } else {
+        quote!(__idem_ctx)
+    };
+    let mut borrow = Vec::new();
+    let call_args: Vec<TokenStream> = tool
+        .params
+        .iter()
+        .map(|p| match p {
+            crate::ast::Param::Flat { ident, cfgs, .. } => {
+                // Named at the path, so that a mismatch is reported there,
+                // not at the tool's own parameter.
+                let borrowed = syn::Ident::new(&ident.to_string(), path.span());
+                borrow.push(quote!(#(#cfgs)* let #borrowed = &__idem_args.#ident;));
+                quote!(#borrowed)
+            }
+            crate::ast::Param::Args { .. } => quote!(__idem_args),
+            _ => ctx.clone(),
+        })
+        .collect();
+    let call = quote_spanned! {path.span()=>
+        let __idem_needs: bool = (#path)(#(#call_args),*);
+    };
+    quote! {
+        fn needs_approval(&self, __idem_args: &Self::Args, __idem_ctx: &#private::Ctx<#state>) -> bool {
+            #(#borrow)*
+            #call
+            __idem_needs
         }
     }
 }
@@ -175,20 +221,37 @@ pub(super) fn write_options(private: &Private, tool: &ToolFn<'_>, attrs: &Attrs)
         let policy = variant(quote!(#private::OnStoreError), policy);
         chain = quote!(#chain.on_store_error(#policy));
     }
-    let policy = match (&attrs.verify, &attrs.on_uncertain) {
-        (Some(_), _) => Some(&OnUncertain::Verify),
-        (None, Some((policy, _))) => Some(policy),
-        (None, None) => None,
-    }
-    .map(|policy| variant(quote!(#private::OnUncertain), policy));
-    if let Some(policy) = policy {
-        chain = quote!(#chain.on_uncertain(#policy));
-    }
+    chain = policies(private, attrs, chain);
     if let Some(b) = &attrs.destructive {
         chain = quote!(#chain.destructive(#b));
     }
     if let Some(b) = &attrs.open_world {
         chain = quote!(#chain.open_world(#b));
+    }
+    chain
+}
+
+/// `chain` with the policies that take a function when one is given: what
+/// happens to an uncertain outcome (`verify = path`, or `on_uncertain`) and
+/// whether a person approves (`approval = path`, or a name).
+fn policies(private: &Private, attrs: &Attrs, mut chain: TokenStream) -> TokenStream {
+    let policy = match (&attrs.verify, &attrs.on_uncertain) {
+        (Some(_), _) => Some(&OnUncertain::Verify),
+        (None, Some((policy, _))) => Some(policy),
+        (None, None) => None,
+    };
+    if let Some(policy) = policy {
+        let policy = variant(quote!(#private::OnUncertain), policy);
+        chain = quote!(#chain.on_uncertain(#policy));
+    }
+    let approval = match &attrs.approval {
+        Some(ApprovalAttr::Named(approval, _)) => Some(approval),
+        Some(ApprovalAttr::Decided(_)) => Some(&Approval::Decided),
+        None => None,
+    };
+    if let Some(approval) = approval {
+        let approval = variant(quote!(#private::Approval), approval);
+        chain = quote!(#chain.approval(#approval));
     }
     chain
 }

@@ -21,25 +21,39 @@ use crate::tool::OnInFlight;
 /// What the claim step ended with.
 pub(super) enum Claimed {
     /// The key is ours.
-    Acquired {
-        token: LeaseToken,
-        /// When the claim was sent: the lease counts from then.
-        sent: Instant,
-        /// It was taken over from a claim whose lease lapsed before it
-        /// recorded anything: that attempt's outcome is uncertain.
-        taken_over: bool,
-    },
+    Acquired(Taken),
     /// A recorded outcome replayed, or why the call cannot run.
     Answered(Result<Value, ToolError>),
 }
 
-impl Claimed {
-    fn acquired(token: LeaseToken, sent: Instant, taken_over: bool) -> Claimed {
-        Claimed::Acquired {
+/// A claim that took the key.
+pub(super) struct Taken {
+    pub(super) token: LeaseToken,
+    /// When the claim was sent: the lease counts from then.
+    pub(super) sent: Instant,
+    /// It was taken over from a claim whose lease lapsed before it
+    /// recorded anything: that attempt's outcome is uncertain.
+    pub(super) taken_over: bool,
+    /// It used up a person's approval of the operation.
+    pub(super) approved: bool,
+}
+
+impl Taken {
+    /// What `claim`, sent at `sent`, took; the entry it found when it took
+    /// nothing.
+    fn of(claim: Claim, sent: Instant) -> Result<Taken, Entry> {
+        let (token, taken_over, approved) = match claim {
+            Claim::Acquired(token) => (token, false, false),
+            Claim::TakenOver(token) => (token, true, false),
+            Claim::Approved(token) => (token, false, true),
+            Claim::Existing(entry) => return Err(entry),
+        };
+        Ok(Taken {
             token,
             sent,
             taken_over,
-        }
+            approved,
+        })
     }
 }
 
@@ -78,9 +92,10 @@ pub(super) async fn claim_or_replay<O: DeserializeOwned>(
         let sent = Instant::now();
         let claim = bounded(site.meta, limit, "claim", store.claim(key, request)).await;
         let entry = match claim {
-            Ok(Claim::Acquired(token)) => return Ok(Claimed::acquired(token, sent, false)),
-            Ok(Claim::TakenOver(token)) => return Ok(Claimed::acquired(token, sent, true)),
-            Ok(Claim::Existing(entry)) => entry,
+            Ok(claim) => match Taken::of(claim, sent) {
+                Ok(taken) => return Ok(Claimed::Acquired(taken)),
+                Err(entry) => entry,
+            },
             Err(e) => {
                 tracing::warn!(tool = name, key = %key, error = %e, "claim failed; the tool did not run");
                 match recorded_in_a_full_store(site, key, &e).await {
@@ -197,8 +212,20 @@ fn replay_settled<O: DeserializeOwned>(
                     .unwrap_or(std::time::UNIX_EPOCH),
             })
         }
+        Entry::Awaiting { age, .. } => {
+            tracing::info!(tool = name, key = %key, "waits for a person's approval");
+            Err(ToolError::ApprovalRequired {
+                tool: name.to_owned(),
+                key: key.to_string(),
+                since: std::time::SystemTime::now()
+                    .checked_sub(age)
+                    .unwrap_or(std::time::UNIX_EPOCH),
+            })
+        }
         // Waited for by the caller; were it handed here, it is in flight.
-        Entry::Running { .. } => Err(ToolError::InFlight {
+        // An approval of other arguments under the key is a conflict the
+        // caller reported before.
+        Entry::Running { .. } | Entry::Approved { .. } => Err(ToolError::InFlight {
             tool: name.to_owned(),
             key: key.to_string(),
         }),

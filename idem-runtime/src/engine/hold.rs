@@ -106,6 +106,10 @@ impl<'a> Hold<'a> {
         self.site.tool
     }
 
+    pub(crate) fn settings(&self) -> &'a ToolSettings {
+        self.site.settings
+    }
+
     /// The tool's metric keys.
     #[cfg(feature = "metrics")]
     pub(crate) fn metrics(&self) -> Option<&'a crate::metrics::ToolKeys> {
@@ -274,6 +278,8 @@ impl<'a> Hold<'a> {
             Outcome::Failed { .. } => "settle_failed",
             Outcome::Released => "settle_released",
             Outcome::Unknown { .. } => "settle_unknown",
+            Outcome::Awaiting { .. } => "settle_awaiting",
+            Outcome::Approved { .. } => "settle_approved",
         };
         let mut backoff = FIRST_BACKOFF;
         loop {

@@ -9,9 +9,11 @@
 //! fields are keyed, checked or ignored, `checked` what a duplicate must
 //! match beyond its key, `sets` puts set-like arguments in one order,
 //! `uncertain` decides what an operation whose outcome is unknown does,
+//! `approval` asks a person before an operation that needs it runs,
 //! `trace` tells the registry how a call was answered, and `task` the
 //! future combinators the stages are built from.
 
+mod approval;
 mod args;
 mod checked;
 mod claim;
@@ -33,7 +35,9 @@ pub(crate) use self::checked::Learnt;
 pub(crate) use self::operation::operation;
 pub(crate) use self::read::call_read;
 pub use self::settings::DEFAULT_MAX_RESULT_BYTES;
-pub(crate) use self::settings::{CallOrigin, Defaults, Shared, StoreMeta, ToolSettings};
+pub(crate) use self::settings::{
+    ApprovalHook, CallOrigin, Defaults, Shared, StoreMeta, ToolSettings,
+};
 pub(crate) use self::task::bounded;
 pub(crate) use self::trace::{CallTrace, How};
 pub(crate) use self::write::call_write;

@@ -8,8 +8,8 @@ use super::args::ArgLimits;
 use super::trace::CallTrace;
 use crate::key::ScopeKind;
 use crate::seal::ResultKeys;
-use crate::store::{CLAIM_RETENTION, IdemStore};
-use crate::tool::{OnInFlight, OnStoreError, OnUncertain, Roles, WriteOptions};
+use crate::store::{ApprovalRequest, CLAIM_RETENTION, IdemStore};
+use crate::tool::{Approval, OnInFlight, OnStoreError, OnUncertain, Roles, WriteOptions};
 
 /// The default [`RegistryBuilder::max_result_bytes`](crate::RegistryBuilder::max_result_bytes): 1 MiB.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
@@ -40,7 +40,12 @@ pub(crate) struct Shared<S> {
     pub(crate) result_keys: Option<Arc<ResultKeys>>,
     /// The store's kind, and (feature `metrics`) its metric keys.
     pub(crate) store_meta: StoreMeta,
+    /// Told of each operation that comes to await a person's approval.
+    pub(crate) on_approval_requested: Option<ApprovalHook>,
 }
+
+/// What [`RegistryBuilder::on_approval_requested`](crate::RegistryBuilder::on_approval_requested) keeps.
+pub(crate) type ApprovalHook = Arc<dyn Fn(&ApprovalRequest) + Send + Sync>;
 
 /// What the traces and metrics of a store's operations name it by.
 #[derive(Debug)]
@@ -99,6 +104,7 @@ pub(crate) struct ToolSettings {
     pub(crate) roles: Roles,
     pub(crate) on_store_error: OnStoreError,
     pub(crate) on_uncertain: OnUncertain,
+    pub(crate) approval: Approval,
     pub(crate) max_result_bytes: usize,
     pub(crate) args: ArgLimits,
 }
@@ -117,6 +123,7 @@ impl ToolSettings {
             roles: options.roles,
             on_store_error: options.on_store_error,
             on_uncertain: options.on_uncertain,
+            approval: options.approval,
             max_result_bytes: options
                 .max_result_bytes
                 .unwrap_or(defaults.max_result_bytes),

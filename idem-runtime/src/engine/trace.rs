@@ -26,6 +26,11 @@ pub(crate) enum How {
     /// `verify` said an uncertain operation took effect: its result was
     /// recorded without running the body.
     Verified = 5,
+    /// The operation was recorded as awaiting a person's approval; nothing
+    /// ran.
+    AwaitingApproval = 6,
+    /// The body ran, using up a person's approval of the operation.
+    RanApproved = 7,
 }
 
 /// One call's span, how it was answered, and (feature `metrics`) its
@@ -79,6 +84,8 @@ impl<'a> CallTrace<'a> {
             3 => How::Waited,
             4 => How::RanWithoutClaim,
             5 => How::Verified,
+            6 => How::AwaitingApproval,
+            7 => How::RanApproved,
             _ => How::Unnoted,
         }
     }

@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use super::approval;
 use super::checked::Checked;
 use super::checked::Learnt;
 use super::claim::{Claimed, claim_or_replay};
@@ -36,6 +37,8 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
 ) -> Result<Value, ToolError> {
     let namespace = shared.namespace.as_deref();
     let (args, key, checked) = operation::<S, T>(name, settings, learnt, namespace, caller, args)?;
+    let call_ctx = Ctx::new(caller.run_id, caller.tenant, shared.state.clone());
+    let needs_approval = approval::needed(tool, settings.approval, &args, &call_ctx);
     if let Some(trace) = caller.trace {
         trace.key(&key);
     }
@@ -59,13 +62,11 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
             other => other,
         };
     }
-    let (token, claimed_at, taken_over) = match claimed {
-        Ok(Claimed::Acquired {
-            token,
-            sent,
-            taken_over,
-        }) => (token, sent, taken_over),
+    let taken = match claimed {
+        Ok(Claimed::Acquired(taken)) => taken,
         Ok(Claimed::Answered(answer)) => return answer,
+        // A tool that needs approval never runs without a claim
+        // (`check_settings`).
         Err(ToolError::Store { source, .. })
             if settings.on_store_error == OnStoreError::Run && source.is_unreachable() =>
         {
@@ -73,21 +74,20 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
         }
         Err(e) => return Err(e),
     };
-    tracing::debug!(tool = name, key = %key, attempt = token.attempt(), "claim acquired");
+    let (attempt, approved) = (taken.token.attempt(), taken.approved);
+    tracing::debug!(tool = name, key = %key, attempt, "claim acquired");
     if let Some(trace) = caller.trace {
-        trace.attempt(token.attempt());
+        trace.attempt(attempt);
     }
     // The context owns the key from here; the hold borrows it back.
     let lease = std::sync::Arc::new(Lease::default());
-    let ctx = WriteCtx::new(
-        Ctx::new(caller.run_id, caller.tenant, shared.state.clone()),
-        key,
-        token.attempt(),
-        lease.clone(),
-    );
-    let hold = Hold::new(site, ctx.idem_key(), token, claimed_at, lease);
+    let ctx = WriteCtx::new(call_ctx, key, attempt, lease.clone());
+    let hold = Hold::new(site, ctx.idem_key(), taken.token, taken.sent, lease);
+    if needs_approval && approval::must_ask(approved, taken.taken_over, settings.on_uncertain) {
+        return approval::ask(&hold, shared.on_approval_requested.as_ref(), caller, &args).await;
+    }
     let work = async {
-        if taken_over {
+        if taken.taken_over {
             let policy = settings.on_uncertain;
             let copy = copy_for_verify(policy, &args);
             let why = (policy, Why::Lapsed);
@@ -96,7 +96,8 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
                 return answer;
             }
         }
-        note(caller.trace, How::Ran);
+        let how = if approved { How::RanApproved } else { How::Ran };
+        note(caller.trace, how);
         run_and_record(tool, &hold, args, &ctx, settings.on_uncertain, caller.trace).await
     };
     beside(work, hold.heartbeat()).await

@@ -10,11 +10,11 @@ use super::checks::{check_settings, valid_namespace, within_max};
 use super::dispatch::{Inner, Registry};
 use super::entry::UnpreparedTool;
 use super::into_tool::IntoTool;
-use crate::engine::{Defaults, MAX_ARGS_DEPTH, Shared, StoreMeta, ToolSettings};
+use crate::engine::{ApprovalHook, Defaults, MAX_ARGS_DEPTH, Shared, StoreMeta, ToolSettings};
 use crate::error::RegistryError;
 use crate::seal::ResultKeys;
-use crate::store::IdemStore;
 use crate::store::memory::MemoryStore;
+use crate::store::{ApprovalRequest, IdemStore};
 use crate::tool::{OnInFlight, WriteOptions};
 
 impl<S: Send + Sync + 'static> Registry<S> {
@@ -29,6 +29,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
             store_timeout: Duration::from_secs(1),
             require_tenant: false,
             result_keys: None,
+            on_approval_requested: None,
             tools: Vec::new(),
         }
     }
@@ -43,6 +44,7 @@ pub struct RegistryBuilder<S> {
     store_timeout: Duration,
     require_tenant: bool,
     result_keys: Option<Arc<ResultKeys>>,
+    on_approval_requested: Option<ApprovalHook>,
     tools: Vec<Box<dyn UnpreparedTool<S>>>,
 }
 
@@ -138,6 +140,34 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
         self
     }
 
+    /// Calls `hook` each time an operation comes to await a person's
+    /// approval (once per operation: its duplicates are not asked again),
+    /// after its record is written, with the tool, the key the person
+    /// approves and what the operation is: to post it to a chat or a
+    /// queue. It runs on the call's task, so it should hand the request
+    /// off (a channel send) rather than wait on the network; a panic in it
+    /// is caught and logged.
+    ///
+    /// ```
+    /// use idem_runtime::Registry;
+    ///
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let registry = Registry::builder(())
+    ///     .on_approval_requested(move |request| {
+    ///         let _ = tx.send((request.tool.clone(), request.key.clone()));
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// # drop((registry, rx));
+    /// ```
+    pub fn on_approval_requested(
+        mut self,
+        hook: impl Fn(&ApprovalRequest) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_approval_requested = Some(Arc::new(hook));
+        self
+    }
+
     /// Default behaviour of a duplicate that arrives in flight (reject).
     pub fn default_on_in_flight(mut self, on_in_flight: OnInFlight) -> Self {
         self.defaults.on_in_flight = on_in_flight;
@@ -211,6 +241,7 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
                     defaults: self.defaults,
                     require_tenant: self.require_tenant,
                     result_keys: self.result_keys,
+                    on_approval_requested: self.on_approval_requested,
                 },
                 #[cfg(feature = "metrics")]
                 tool_keys: definitions

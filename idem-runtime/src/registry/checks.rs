@@ -8,7 +8,7 @@ use idem_rules::{MAX_DURATION, MIN_LEASE, MIN_RESULT_BYTES};
 
 use crate::engine::ToolSettings;
 use crate::error::RegistryError;
-use crate::tool::{OnInFlight, ToolInfo};
+use crate::tool::{Approval, OnInFlight, OnStoreError, ToolInfo};
 
 /// `Err` naming `setting` if `value` is longer than [`MAX_DURATION`].
 pub(super) fn within_max(tool: &str, setting: &str, value: Duration) -> Result<(), RegistryError> {
@@ -40,6 +40,8 @@ pub(super) fn check_settings(tool: &str, settings: &ToolSettings) -> Result<(), 
         max_hold,
         on_in_flight,
         max_result_bytes,
+        approval,
+        on_store_error,
         ..
     } = *settings;
     within_max(tool, "lease", lease)?;
@@ -66,6 +68,13 @@ pub(super) fn check_settings(tool: &str, settings: &ToolSettings) -> Result<(), 
         return bad(format!(
             "max_hold ({max_hold:?}) must not be shorter than the lease ({lease:?})"
         ));
+    }
+    if approval != Approval::Never && on_store_error == OnStoreError::Run {
+        return bad(
+            "a tool that needs a person's approval cannot run without a claim: \
+             on_store_error must be \"fail_closed\""
+                .into(),
+        );
     }
     if max_result_bytes < MIN_RESULT_BYTES {
         return bad(format!(

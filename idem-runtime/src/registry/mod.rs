@@ -5,11 +5,13 @@
 //! `dispatch` table; `entry` puts each tool behind one object-safe face;
 //! `into_tool` is what `RegistryBuilder::tool` accepts, the macros'
 //! generated functions included; `observe` gives every call its span and
-//! metrics; `resolve` writes an operator's answer for an unknown outcome.
+//! metrics; `resolve` writes an operator's answer for an unknown outcome,
+//! `decide` a person's approval or refusal of an operation awaiting one.
 
 mod builder;
 mod checks;
 mod context;
+mod decide;
 mod dispatch;
 mod entry;
 mod into_tool;
@@ -19,6 +21,7 @@ mod resolve;
 pub use self::builder::RegistryBuilder;
 pub use self::checks::valid_tool_name;
 pub use self::context::CallContext;
+pub use self::decide::APPROVAL_WINDOW;
 pub use self::dispatch::{Answer, Registry};
 pub use self::into_tool::{CallThroughRegistry, IntoTool, InvalidTool, Registration, marker};
 pub use self::resolve::Resolution;

@@ -55,6 +55,7 @@ pub(crate) fn outcome(result: &Result<Value, ToolError>, how: How) -> &'static s
         (Ok(_) | Err(ToolError::Failed { .. }), How::Replayed) => "replayed",
         (Ok(_) | Err(ToolError::Failed { .. }), How::Waited) => "waited",
         (Ok(_), How::Verified) => "verified",
+        (Ok(_) | Err(ToolError::Failed { .. }), How::RanApproved) => "approved",
         (Ok(_), _) => "ran",
         (Err(ToolError::Failed { .. }), _) => "failed",
         (Err(ToolError::InFlight { .. }), _) => "in_flight",
@@ -62,6 +63,7 @@ pub(crate) fn outcome(result: &Result<Value, ToolError>, how: How) -> &'static s
         (Err(ToolError::LeaseLost { .. }), _) => "lease_lost",
         (Err(ToolError::Store { .. }), _) => "store_error",
         (Err(ToolError::OutcomeUnknown { .. }), _) => "unknown",
+        (Err(ToolError::ApprovalRequired { .. }), _) => "awaiting_approval",
         // Refused before anything ran: bad arguments, an unknown tool, no
         // run id or tenant.
         (Err(_), _) => "rejected",

@@ -78,6 +78,24 @@ pub enum Entry {
         /// How long ago it became unknown, by the store's clock.
         age: Duration,
     },
+    /// A person's approval was asked for the operation, and nothing ran:
+    /// kept until it is given or refused, or its TTL passes.
+    Awaiting {
+        /// What was asked (the registry writes an approval request; sealed
+        /// when it encrypts results).
+        request: String,
+        /// The fingerprint of the arguments of the operation.
+        fingerprint: Fingerprint,
+        /// How long ago it was asked, by the store's clock.
+        age: Duration,
+    },
+    /// Approved for the arguments of `fingerprint`, not yet run: the next
+    /// claim with the same fingerprint takes it ([`Claim::Approved`]); a
+    /// claim with another finds it here.
+    Approved {
+        /// The fingerprint of the arguments that were approved.
+        fingerprint: Fingerprint,
+    },
 }
 
 impl Entry {
@@ -87,7 +105,9 @@ impl Entry {
             Entry::Running { fingerprint, .. }
             | Entry::Done { fingerprint, .. }
             | Entry::Failed { fingerprint, .. }
-            | Entry::Unknown { fingerprint, .. } => fingerprint,
+            | Entry::Unknown { fingerprint, .. }
+            | Entry::Awaiting { fingerprint, .. }
+            | Entry::Approved { fingerprint } => fingerprint,
         }
     }
 }
@@ -184,6 +204,11 @@ pub enum Claim {
     /// decides what the new holder does (run again, verify, or settle the
     /// record as [`Outcome::Unknown`]).
     TakenOver(LeaseToken),
+    /// The caller now holds the key, and used up the approval it held
+    /// ([`Outcome::Approved`]) for these very arguments: the one run that
+    /// approval allows. The running record keeps the about the approval
+    /// wrote (who approved, and when), whatever the claim's said.
+    Approved(LeaseToken),
     /// Someone else holds it or it has a recorded outcome.
     Existing(Entry),
 }
@@ -229,6 +254,28 @@ pub enum Outcome<'a> {
         /// (sealed, when it encrypts results); a store keeps any text.
         reason: &'a str,
     },
+    /// Nothing ran: a person's approval is asked for the operation. Kept
+    /// for `ttl` (or until it is approved or refused), every claim answers
+    /// [`Entry::Awaiting`]; settled with the same token into
+    /// [`Approved`](Self::Approved), [`Failed`](Self::Failed) (refused)
+    /// or [`Released`](Self::Released).
+    Awaiting {
+        /// What is asked; a store keeps any text.
+        request: &'a str,
+        /// How long the request waits.
+        ttl: Duration,
+    },
+    /// A person approved the awaiting operation: settled with the token
+    /// that made it awaiting, the record's about is replaced by `about`
+    /// (which says who approved, and when) and it is kept for `window`;
+    /// the next claim with the operation's fingerprint takes it
+    /// ([`Claim::Approved`]), once.
+    Approved {
+        /// The record's new about.
+        about: &'a str,
+        /// How long the approval may wait to be used.
+        window: Duration,
+    },
 }
 
 impl<'a> Outcome<'a> {
@@ -239,27 +286,57 @@ impl<'a> Outcome<'a> {
             Outcome::Failed { .. } => RecordState::Failed,
             Outcome::Released => RecordState::Released,
             Outcome::Unknown { .. } => RecordState::Unknown,
+            Outcome::Awaiting { .. } => RecordState::Awaiting,
+            Outcome::Approved { .. } => RecordState::Approved,
         }
     }
 
-    /// The result, error or reason text it records; `None` when released.
+    /// The result, error, reason or request text it records; `None` when
+    /// released or approved.
     pub fn payload(&self) -> Option<&'a str> {
         match *self {
             Outcome::Done { result, .. } => Some(result),
             Outcome::Failed { error, .. } => Some(error),
             Outcome::Unknown { reason, .. } => Some(reason),
-            Outcome::Released => None,
+            Outcome::Awaiting { request, .. } => Some(request),
+            Outcome::Released | Outcome::Approved { .. } => None,
+        }
+    }
+
+    /// The about it writes over the record's: only an approval has one.
+    pub fn about(&self) -> Option<&'a str> {
+        match *self {
+            Outcome::Approved { about, .. } => Some(about),
+            _ => None,
         }
     }
 
     /// How long the store keeps the record it leaves: the TTL,
     /// [`CLAIM_RETENTION`] when released, [`UNKNOWN_RETENTION`] (until it
-    /// is resolved) when unknown.
+    /// is resolved) when unknown, the approval's window when approved.
     pub fn kept_for(&self) -> Duration {
         match *self {
-            Outcome::Done { ttl, .. } | Outcome::Failed { ttl, .. } => ttl,
+            Outcome::Done { ttl, .. }
+            | Outcome::Failed { ttl, .. }
+            | Outcome::Awaiting { ttl, .. } => ttl,
             Outcome::Released => CLAIM_RETENTION,
             Outcome::Unknown { .. } => UNKNOWN_RETENTION,
+            Outcome::Approved { window, .. } => window,
+        }
+    }
+
+    /// Whether this outcome may settle a record in `state` held with the
+    /// settling token: any outcome a running record; an unknown record
+    /// (an operator's resolution) into done, failed or released; an
+    /// awaiting one (a person's decision) into approved, failed (refused)
+    /// or released. Every backend decides by this table.
+    pub fn settles(&self, state: RecordState) -> bool {
+        use RecordState as S;
+        match (state, self.state()) {
+            (S::Running, _) => true,
+            (S::Unknown, to) => matches!(to, S::Done | S::Failed | S::Released),
+            (S::Awaiting, to) => matches!(to, S::Approved | S::Failed | S::Released),
+            _ => false,
         }
     }
 }

@@ -31,11 +31,19 @@ pub enum RecordState {
     /// again on its own: every caller is told so until an operator
     /// resolves it.
     Unknown,
+    /// A person's approval was asked, and nothing ran: every caller is
+    /// told so until it is given or refused.
+    Awaiting,
+    /// Approved, not yet run: the next call of the same arguments runs
+    /// it, once.
+    Approved,
 }
 
 impl RecordState {
     /// Every state, in the order of a record's life.
-    pub const ALL: [RecordState; 5] = [
+    pub const ALL: [RecordState; 7] = [
+        RecordState::Awaiting,
+        RecordState::Approved,
         RecordState::Running,
         RecordState::Released,
         RecordState::Done,
@@ -43,8 +51,8 @@ impl RecordState {
         RecordState::Unknown,
     ];
 
-    /// The state's name as every backend stores it: `running`,
-    /// `released`, `done`, `failed`, `unknown`.
+    /// The state's name as every backend stores it: `awaiting`,
+    /// `approved`, `running`, `released`, `done`, `failed`, `unknown`.
     pub const fn as_str(self) -> &'static str {
         match self {
             RecordState::Running => "running",
@@ -52,6 +60,8 @@ impl RecordState {
             RecordState::Done => "done",
             RecordState::Failed => "failed",
             RecordState::Unknown => "unknown",
+            RecordState::Awaiting => "awaiting",
+            RecordState::Approved => "approved",
         }
     }
 
@@ -71,7 +81,9 @@ impl fmt::Display for RecordState {
 
 /// The error of parsing a [`RecordState`] from a name that is none.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown record state {0:?} (expected running, released, done, failed or unknown)")]
+#[error(
+    "unknown record state {0:?} (expected awaiting, approved, running, released, done, failed or unknown)"
+)]
 pub struct UnknownState(pub String);
 
 impl FromStr for RecordState {
@@ -149,6 +161,50 @@ pub struct About {
     pub run: Option<String>,
     /// The arguments, hidden fields replaced.
     pub arguments: serde_json::Value,
+    /// Who approved the operation, and when, once a person has
+    /// (`Registry::approve`, `idem approve`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved: Option<Approved>,
+}
+
+/// The error a refused operation's record keeps, replayed to every call of
+/// it (`Registry::deny`, `idem deny`): that a person refused it, and why.
+///
+/// ```
+/// assert_eq!(
+///     idem_runtime::store::refusal("over the limit"),
+///     "a person refused this operation: over the limit"
+/// );
+/// ```
+pub fn refusal(reason: &str) -> String {
+    format!("a person refused this operation: {reason}")
+}
+
+/// An operation that now awaits a person's approval, as the hook of
+/// [`RegistryBuilder::on_approval_requested`](crate::RegistryBuilder::on_approval_requested)
+/// is told of it: to post it where a person will see it (a chat, a queue),
+/// with the key they approve (`idem approve KEY`, `Registry::approve`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ApprovalRequest {
+    /// The tool.
+    pub tool: String,
+    /// The operation's key: what the person approves or refuses.
+    pub key: crate::key::IdemKey,
+    /// What the operation is: the call's tenant and run, and its
+    /// arguments as the tool read them, hidden fields replaced. Never
+    /// sealed: the hook runs in the application.
+    pub about: About,
+}
+
+/// Who approved an operation, and when ([`About::approved`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct Approved {
+    /// The approver, as they were named.
+    pub by: String,
+    /// When, as RFC 3339 UTC (`2026-12-05T07:15:00Z`).
+    pub at: String,
 }
 
 impl About {
@@ -158,13 +214,40 @@ impl About {
             tenant: tenant.map(str::to_owned),
             run: run.map(str::to_owned),
             arguments,
+            approved: None,
         }
     }
 
     /// The text a record keeps: JSON.
     pub fn to_payload(&self) -> String {
-        serde_json::json!({ "tenant": self.tenant, "run": self.run, "arguments": self.arguments })
-            .to_string()
+        let mut payload = serde_json::json!({
+            "tenant": self.tenant, "run": self.run, "arguments": self.arguments
+        });
+        if let Some(approved) = &self.approved {
+            payload["approved"] = serde_json::json!({ "by": approved.by, "at": approved.at });
+        }
+        payload.to_string()
+    }
+
+    /// The about an approval writes over a record's ([`Outcome::Approved`](super::Outcome::Approved)):
+    /// what the record said (`about`, JSON; anything else is dropped),
+    /// with `approved`: `by`, now.
+    ///
+    /// ```
+    /// use idem_runtime::store::About;
+    /// let text = About::approval(Some(r#"{"tenant":"acme","run":"r","arguments":{"n":1}}"#), "ana");
+    /// let about = About::parse(&text).expect("an About");
+    /// assert_eq!(about.approved.map(|a| a.by).as_deref(), Some("ana"));
+    /// assert_eq!(about.arguments["n"], 1);
+    /// ```
+    pub fn approval(about: Option<&str>, by: &str) -> String {
+        let mut object = match about.and_then(|text| serde_json::from_str(text).ok()) {
+            Some(serde_json::Value::Object(object)) => object,
+            _ => serde_json::Map::new(),
+        };
+        let at = crate::utc::utc(std::time::SystemTime::now());
+        object.insert("approved".into(), serde_json::json!({ "by": by, "at": at }));
+        serde_json::Value::Object(object).to_string()
     }
 
     /// What `text` says, when it is an `About` (not sealed, nor written by

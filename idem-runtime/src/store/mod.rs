@@ -83,6 +83,7 @@ pub use self::contract::{
     BoxFuture, CLAIM_RETENTION, Claim, ClaimRequest, Entry, Outcome, UNKNOWN_RETENTION,
 };
 pub use self::inspect::{
-    About, RecordInfo, RecordState, ScanFilter, ScanPage, UnknownNote, UnknownState,
+    About, ApprovalRequest, Approved, RecordInfo, RecordState, ScanFilter, ScanPage, UnknownNote,
+    UnknownState, refusal,
 };
 pub use self::token::LeaseToken;

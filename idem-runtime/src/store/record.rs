@@ -56,6 +56,26 @@ pub(crate) enum Live {
         reason: String,
         age: Duration,
     },
+    Awaiting {
+        fingerprint: Fingerprint,
+        request: String,
+        age: Duration,
+    },
+    Approved {
+        fingerprint: Fingerprint,
+        attempt: u32,
+    },
+}
+
+/// How a claim takes a live record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Took {
+    /// A released record: a claim like a first one.
+    Released,
+    /// A lapsed claim, whose outcome nobody knows.
+    TakenOver,
+    /// An approval of the claim's very arguments, used up.
+    Approved,
 }
 
 impl Live {
@@ -92,33 +112,34 @@ impl Live {
                 reason: row.payload.ok_or_else(|| missing("a reason"))?,
                 age: row.age_ms.map(positive_ms).unwrap_or_default(),
             },
+            State::Awaiting => Live::Awaiting {
+                fingerprint,
+                request: row.payload.ok_or_else(|| missing("a request"))?,
+                age: row.age_ms.map(positive_ms).unwrap_or_default(),
+            },
+            State::Approved => Live::Approved {
+                fingerprint,
+                attempt,
+            },
         })
     }
 
-    /// Whether a claim of this record takes over a lapsed claim, whose
-    /// outcome nobody knows (PostgreSQL's claim statement answers it
-    /// itself).
-    #[cfg(feature = "sqlite")]
-    pub(crate) fn lapsed(&self) -> bool {
-        matches!(
-            self,
-            Live::Running {
-                lease_live: false,
-                ..
-            }
-        )
-    }
-
-    /// The attempt number a new claim of this record takes, or `None`
-    /// while it is held or settled.
-    pub(crate) fn next_attempt(&self) -> Option<u32> {
+    /// Whether a claim with `fingerprint` takes this record, at which
+    /// attempt and how (`None` while it is held or settled): a lapsed
+    /// claim or a released record one attempt higher, an approval of the
+    /// very same arguments at its own.
+    pub(crate) fn taken_by(&self, fingerprint: &Fingerprint) -> Option<(u32, Took)> {
         match self {
             Live::Running {
                 attempt,
                 lease_live: false,
                 ..
-            }
-            | Live::Released { attempt } => Some(attempt.saturating_add(1)),
+            } => Some((attempt.saturating_add(1), Took::TakenOver)),
+            Live::Released { attempt } => Some((attempt.saturating_add(1), Took::Released)),
+            Live::Approved {
+                fingerprint: approved,
+                attempt,
+            } if approved == fingerprint => Some((*attempt, Took::Approved)),
             _ => None,
         }
     }
@@ -154,6 +175,16 @@ impl Live {
                 attempt,
                 age,
             }),
+            Live::Awaiting {
+                fingerprint,
+                request,
+                age,
+            } => Some(Entry::Awaiting {
+                request,
+                fingerprint,
+                age,
+            }),
+            Live::Approved { fingerprint, .. } => Some(Entry::Approved { fingerprint }),
         }
     }
 }
@@ -197,13 +228,15 @@ impl InfoRow {
             .ok_or_else(|| corrupt(format!("unknown state {:?}", self.state)))?;
         let attempt = attempt(&key, self.attempt)?;
         let holder = match (state, self.token) {
-            (State::Running | State::Unknown, Some(token)) => Some(LeaseToken::from_parts(
-                u128::from_be_bytes(
-                    <[u8; 16]>::try_from(token.as_slice())
-                        .map_err(|_| corrupt("the token is not 16 bytes".into()))?,
-                ),
-                attempt,
-            )),
+            (State::Running | State::Unknown | State::Awaiting, Some(token)) => {
+                Some(LeaseToken::from_parts(
+                    u128::from_be_bytes(
+                        <[u8; 16]>::try_from(token.as_slice())
+                            .map_err(|_| corrupt("the token is not 16 bytes".into()))?,
+                    ),
+                    attempt,
+                ))
+            }
             (State::Running | State::Unknown, None) => {
                 return Err(corrupt(format!("{state} without a token")));
             }

@@ -31,6 +31,10 @@ pub enum Op {
     Renew,
     /// `get`
     Get,
+    /// `settle` with [`Outcome::Awaiting`]
+    AskApproval,
+    /// `settle` with [`Outcome::Approved`]
+    Approve,
 }
 
 /// How a [`FaultyStore`] disturbs an operation.
@@ -61,7 +65,7 @@ impl Fault {
 /// to the real backend underneath.
 pub struct FaultyStore<S> {
     inner: S,
-    faults: [AtomicU8; 7],
+    faults: [AtomicU8; 9],
 }
 
 impl<S: IdemStore> FaultyStore<S> {
@@ -126,6 +130,8 @@ impl<S: IdemStore> IdemStore for FaultyStore<S> {
             Outcome::Failed { .. } => Op::Fail,
             Outcome::Released => Op::Release,
             Outcome::Unknown { .. } => Op::MarkUnknown,
+            Outcome::Awaiting { .. } => Op::AskApproval,
+            Outcome::Approved { .. } => Op::Approve,
         };
         self.gate(op, self.inner.settle(key, token, outcome))
     }

@@ -187,6 +187,12 @@ impl WriteTool<()> for Counter {
         error.uncertain
     }
 
+    /// Under [`Approval::Decided`](crate::Approval::Decided): operations
+    /// from 100 up need a person's approval, as a charge above a limit.
+    fn needs_approval(&self, args: &CounterArgs, _: &crate::ctx::Ctx<()>) -> bool {
+        args.n >= 100
+    }
+
     async fn verify(
         &self,
         args: CounterArgs,

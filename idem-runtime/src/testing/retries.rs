@@ -86,6 +86,10 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> WriteTool<S> for Observed<T> {
         self.tool.verify(args, ctx).await
     }
 
+    fn needs_approval(&self, args: &T::Args, ctx: &Ctx<S>) -> bool {
+        self.tool.needs_approval(args, ctx)
+    }
+
     async fn call(&self, args: T::Args, ctx: &WriteCtx<S>) -> Result<T::Output, T::Error> {
         if let Ok(mut seen) = self.seen.lock() {
             seen.push((ctx.idem_key().clone(), ctx.attempt()));
@@ -558,7 +562,9 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
             .await
             .map_err(store_error)?
         {
-            crate::store::Claim::Acquired(_) | crate::store::Claim::TakenOver(_) => Ok(key),
+            crate::store::Claim::Acquired(_)
+            | crate::store::Claim::TakenOver(_)
+            | crate::store::Claim::Approved(_) => Ok(key),
             crate::store::Claim::Existing(_) => Err(ToolError::InFlight {
                 tool: self.name.clone(),
                 key: key.to_string(),

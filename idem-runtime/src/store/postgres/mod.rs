@@ -356,16 +356,17 @@ impl IdemStore for PostgresStore {
                 if state == "acquired" {
                     let attempt: i32 = row.try_get(2).map_err(|e| corrupt(e.to_string()))?;
                     let attempt = record::attempt(key.as_str(), attempt)?;
+                    let how: Option<&str> = row.try_get(3).map_err(|e| corrupt(e.to_string()))?;
                     let lapsed: bool = row.try_get(4).map_err(|e| corrupt(e.to_string()))?;
                     let token = LeaseToken::from_parts(token.id(), attempt);
-                    return Ok(if lapsed {
-                        Claim::TakenOver(token)
-                    } else {
-                        Claim::Acquired(token)
+                    return Ok(match (how, lapsed) {
+                        (Some("approved"), _) => Claim::Approved(token),
+                        (_, true) => Claim::TakenOver(token),
+                        _ => Claim::Acquired(token),
                     });
                 }
                 let live = read_row(key, &row)?;
-                if live.next_attempt().is_none()
+                if live.taken_by(request.fingerprint).is_none()
                     && let Some(entry) = live.into_entry()
                 {
                     return Ok(Claim::Existing(entry));
@@ -385,12 +386,13 @@ impl IdemStore for PostgresStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let token = token.id().to_be_bytes().to_vec();
-            let params: [&(dyn ToSql + Sync); 5] = [
+            let params: [&(dyn ToSql + Sync); 6] = [
                 &key.as_str(),
                 &token,
                 &outcome.state().as_str(),
                 &outcome.payload(),
                 &millis(outcome.kept_for()),
+                &outcome.about(),
             ];
             let changed = with_conn!(self, |conn| conn.client.execute(&conn.settle, &params))?;
             fenced(changed)

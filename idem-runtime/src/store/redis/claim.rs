@@ -52,11 +52,11 @@ impl RedisStore {
                 // Without GET a new key answers OK; with it, nil (there
                 // was no old value), and a taken one its value.
                 Ok((RValue::Okay, acked)) if !with_get => self
-                    .acquired(key, token, line, acked, false)
+                    .acquired(key, token, Some(line), acked, Claim::Acquired)
                     .await
                     .map(Some),
                 Ok((RValue::Nil, acked)) if with_get => self
-                    .acquired(key, token, line, acked, false)
+                    .acquired(key, token, Some(line), acked, Claim::Acquired)
                     .await
                     .map(Some),
                 Ok((RValue::Nil, _)) => Ok(None),
@@ -125,11 +125,13 @@ impl RedisStore {
         &self,
         key: &IdemKey,
         token: &LeaseToken,
-        line: RunningLine,
+        line: Option<RunningLine>,
         acked: usize,
-        lapsed: bool,
+        took: fn(LeaseToken) -> Claim,
     ) -> Result<Claim, StoreError> {
-        self.remember(token, line);
+        if let Some(line) = line {
+            self.remember(token, line);
+        }
         if let Err(e) = self.replicated(acked) {
             // Without waiting for replicas again: the release only keeps
             // the primary from holding a claim nobody runs under.
@@ -141,11 +143,7 @@ impl RedisStore {
             }
             return Err(e);
         }
-        Ok(if lapsed {
-            Claim::TakenOver(*token)
-        } else {
-            Claim::Acquired(*token)
-        })
+        Ok(took(*token))
     }
 
     /// The CLAIM script, for a key that exists: claimed with `token` (at
@@ -191,11 +189,18 @@ impl RedisStore {
                 .and_then(as_text)
                 .and_then(|a| a.parse().ok())
                 .ok_or_else(|| StoreError::corrupt(key.as_str(), "bad attempt"))?;
-            // The script wrote what a first claim at this attempt writes.
+            // The script wrote what a first claim at this attempt writes,
+            // but for the about of an approval it used up, which this
+            // store does not know: that record's settle parses it.
             let token = LeaseToken::from_parts(token.id(), attempt);
             let line = self.running_line(request, self.claim_life(request), &token);
-            let lapsed = parts.get(2).and_then(as_text).as_deref() == Some("lapsed");
-            return self.acquired(key, &token, line, acked, lapsed).await;
+            let (line, took): (_, fn(LeaseToken) -> Claim) =
+                match parts.get(2).and_then(as_text).as_deref() {
+                    Some("lapsed") => (Some(line), Claim::TakenOver),
+                    Some("approved") => (None, Claim::Approved),
+                    _ => (Some(line), Claim::Acquired),
+                };
+            return self.acquired(key, &token, line, acked, took).await;
         }
         parse_entry(key, &parts).map(Claim::Existing)
     }

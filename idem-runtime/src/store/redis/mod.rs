@@ -342,8 +342,12 @@ impl RedisStore {
         // The whole settled record when the claim's is known (SETTLE then
         // writes it as it is), else the payload alone. Nothing here is
         // allocated but that record: this is every call's path.
+        // An approval's payload is the about it writes, which the record
+        // its claim wrote has elsewhere: the script writes that one.
         let (record, head) = match (&written, State::parse(op)) {
-            (Some(line), Some(state)) => line.settled(state, expiry_ms, payload),
+            (Some(line), Some(state)) if state != State::Approved => {
+                line.settled(state, expiry_ms, payload)
+            }
             _ => (Vec::new(), 0),
         };
         let mut expiry_digits = itoa::Buffer::new();
@@ -459,7 +463,8 @@ fn millis(d: Duration) -> u64 {
 }
 
 /// Parses `{'tag', fp, value}` replies of CLAIM and GET (`{'unknown', fp,
-/// reason, attempt, age ms}` for an unknown record).
+/// reason, attempt, age ms}` for an unknown record, `{'awaiting', fp,
+/// request, age ms}` for an awaiting one).
 fn parse_entry(key: &IdemKey, parts: &[RValue]) -> Result<Entry, StoreError> {
     let corrupt = |why: &str| StoreError::corrupt(key.as_str(), why.to_owned());
     let field = |i: usize| parts.get(i).and_then(as_text);
@@ -493,6 +498,16 @@ fn parse_entry(key: &IdemKey, parts: &[RValue]) -> Result<Entry, StoreError> {
                 age: Duration::from_millis(number(4)?),
             })
         }
+        Some(State::Awaiting) => Ok(Entry::Awaiting {
+            request: value,
+            fingerprint,
+            age: Duration::from_millis(
+                field(3)
+                    .and_then(|n| n.parse().ok())
+                    .ok_or_else(|| corrupt("bad age"))?,
+            ),
+        }),
+        Some(State::Approved) => Ok(Entry::Approved { fingerprint }),
         Some(State::Released) | None => Err(corrupt("unexpected reply")),
     }
 }
@@ -531,14 +546,21 @@ impl IdemStore for RedisStore {
         token: &'a LeaseToken,
         outcome: Outcome<'a>,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(self.run_settle(
-            key,
-            token,
-            outcome.state().as_str(),
-            outcome.payload().unwrap_or_default().as_bytes(),
-            outcome.kept_for(),
-            self.wait,
-        ))
+        Box::pin(
+            self.run_settle(
+                key,
+                token,
+                outcome.state().as_str(),
+                // SETTLE takes an approval's about where the others' payload goes.
+                outcome
+                    .about()
+                    .or(outcome.payload())
+                    .unwrap_or_default()
+                    .as_bytes(),
+                outcome.kept_for(),
+                self.wait,
+            ),
+        )
     }
 
     fn renew<'a>(

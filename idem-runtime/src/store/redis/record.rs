@@ -179,7 +179,9 @@ pub(crate) fn settled_entry(line: &[u8]) -> Option<Entry> {
             error: payload,
             fingerprint,
         }),
-        State::Running | State::Released | State::Unknown => None,
+        State::Running | State::Released | State::Unknown | State::Awaiting | State::Approved => {
+            None
+        }
     }
 }
 

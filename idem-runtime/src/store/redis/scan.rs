@@ -211,7 +211,7 @@ fn decode(key: &IdemKey, parts: &[RValue], payload: bool) -> Result<RecordInfo, 
     let state = State::parse(&field(0)?).ok_or_else(|| corrupt("unknown state"))?;
     let attempt = u32::try_from(number(2)?).map_err(|_| corrupt("bad attempt"))?;
     let running = state == State::Running;
-    let holder = if running || state == State::Unknown {
+    let holder = if running || matches!(state, State::Unknown | State::Awaiting) {
         let id = u128::from_str_radix(&field(3)?, 16).map_err(|_| corrupt("bad token"))?;
         Some(LeaseToken::from_parts(id, attempt))
     } else {
@@ -230,7 +230,11 @@ fn decode(key: &IdemKey, parts: &[RValue], payload: bool) -> Result<RecordInfo, 
         lease_left: running.then(|| number(6)).transpose()?.map(ms),
         expires_in: ms(number(7)?),
         holder,
-        payload: if payload && matches!(state, State::Done | State::Failed | State::Unknown) {
+        payload: if payload
+            && matches!(
+                state,
+                State::Done | State::Failed | State::Unknown | State::Awaiting
+            ) {
             Some(field(8)?)
         } else {
             None

@@ -22,9 +22,9 @@ use self::connection::{Worker, write};
 use self::error::{cannot_open, newer_schema, sql_error};
 
 use crate::error::StoreError;
-use crate::key::IdemKey;
+use crate::key::{Fingerprint, IdemKey};
 use crate::store::contract::fenced;
-use crate::store::record::{InfoRow, Live, Row, State, keyset_page};
+use crate::store::record::{InfoRow, Live, Row, State, Took, keyset_page};
 use crate::store::{
     BoxFuture, Claim, ClaimRequest, Entry, IdemStore, LeaseToken, Outcome, RecordInfo, ScanFilter,
     ScanPage,
@@ -215,15 +215,13 @@ fn claim(
     token: &LeaseToken,
 ) -> Result<Claim, StoreError> {
     let now = now_ms();
-    let mut lapsed = false;
-    let attempt = match live(tx, key, now)? {
-        None => 0,
-        Some(record) => match record.next_attempt() {
-            Some(attempt) => {
-                lapsed = record.lapsed();
-                attempt
-            }
-            // A live lease or a recorded outcome: report it.
+    let fingerprint = Fingerprint::from_bytes(&request.fingerprint)
+        .ok_or_else(|| StoreError::backend("a claim's fingerprint is not whole"))?;
+    let (attempt, took) = match live(tx, key, now)? {
+        None => (0, Took::Released),
+        Some(record) => match record.taken_by(&fingerprint) {
+            Some(taken) => taken,
+            // A live lease, a recorded outcome, a pending approval: report it.
             None => {
                 return record
                     .into_entry()
@@ -245,6 +243,7 @@ fn claim(
                 request.tool,
                 now,
                 request.about,
+                took == Took::Approved,
             ])
         })
         .map_err(sql_error)?;
@@ -252,10 +251,10 @@ fn claim(
         .and_then(|mut stmt| stmt.execute(params![now, SWEEP_PER_CLAIM]))
         .map_err(sql_error)?;
     let token = LeaseToken::from_parts(token.id(), attempt);
-    Ok(if lapsed {
-        Claim::TakenOver(token)
-    } else {
-        Claim::Acquired(token)
+    Ok(match took {
+        Took::Released => Claim::Acquired(token),
+        Took::TakenOver => Claim::TakenOver(token),
+        Took::Approved => Claim::Approved(token),
     })
 }
 
@@ -291,7 +290,7 @@ impl IdemStore for SqliteStore {
         outcome: Outcome<'a>,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let (state, payload) = (outcome.state(), outcome.payload().map(str::to_owned));
-        let kept_for = outcome.kept_for();
+        let (kept_for, about) = (outcome.kept_for(), outcome.about().map(str::to_owned));
         Box::pin(
             self.fenced_update(sql::SETTLE, key, token, move |key, token, now| {
                 (
@@ -301,6 +300,7 @@ impl IdemStore for SqliteStore {
                     payload,
                     now.saturating_add(ms(kept_for)),
                     now,
+                    about,
                 )
             }),
         )

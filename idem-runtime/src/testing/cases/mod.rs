@@ -4,8 +4,10 @@
 //! tools over the store), `sealed` (records encrypted at rest),
 //! `network` (real network faults between store and server), `full` (a
 //! store out of memory or space, which its backend's test fills for real)
-//! and `uncertain` (lapsed claims, unknown outcomes and their resolution).
+//! `uncertain` (lapsed claims, unknown outcomes and their resolution) and
+//! `approval` (operations awaiting a person's approval).
 
+mod approval;
 mod full;
 mod inspect;
 mod network;
@@ -14,6 +16,7 @@ mod sealed;
 mod store;
 mod uncertain;
 
+pub use self::approval::*;
 pub use self::full::*;
 pub use self::inspect::*;
 pub use self::network::*;

@@ -4,12 +4,16 @@
 -- CLAIM_RETENTION when an earlier format is written), tool, the format to
 -- write ('1' to '4'), about (format 3 and later).
 -- Returns {'acquired', attempt} | {'acquired', attempt, 'lapsed'} (taken
--- over from a claim whose lease lapsed) | {'running', fp, attempt} |
--- {'done', fp, result} | {'failed', fp, error} |
--- {'unknown', fp, reason, attempt, age}.
+-- over from a claim whose lease lapsed) | {'acquired', attempt,
+-- 'approved'} (an approval of these very arguments used up: the new record
+-- keeps the about it wrote) | {'running', fp, attempt} | {'done', fp,
+-- result} | {'failed', fp, error} | {'unknown', fp, reason, attempt, age}
+-- | {'awaiting', fp, request, age} | {'approved', fp, ''} (approved for
+-- other arguments).
 local rec = load(KEYS[1])
 local attempt = 0
 local lapsed = nil
+local about = ARGV[7]
 if rec then
   if rec.state == 'running' and rec.token == ARGV[2] then
     -- Our own claim, sent again after its reply was lost. Written again so
@@ -23,13 +27,15 @@ if rec then
     lapsed = 'lapsed'
   elseif rec.state == 'released' then
     attempt = rec.attempt + 1
-  elseif rec.state == 'unknown' then
-    return unknown(KEYS[1], rec)
+  elseif rec.state == 'approved' and rec.fp == ARGV[1] then
+    attempt = rec.attempt
+    lapsed = 'approved'
+    about = rec.about
   else
-    return {rec.state, rec.fp, rec.payload}
+    return found(KEYS[1], rec)
   end
 end
 local retention = tonumber(ARGV[4])
 local px = tonumber(ARGV[3]) + retention
-store(KEYS[1], ARGV[6], 'running', ARGV[1], attempt, ARGV[5], px, ARGV[2], '', px, ARGV[7], retention)
+store(KEYS[1], ARGV[6], 'running', ARGV[1], attempt, ARGV[5], px, ARGV[2], '', px, about, retention)
 return {'acquired', string.format('%d', attempt), lapsed}

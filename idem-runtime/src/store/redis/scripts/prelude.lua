@@ -14,7 +14,10 @@
 -- Returns the record, nil when absent, or raises 'corrupt: ..'. A key of
 -- another type fails the GET (WRONGTYPE).
 -- States: running, released, done, failed, unknown (idem 0.3: readers
--- before it refuse an unknown record as corrupt, never misread it).
+-- before it refuse an unknown record as corrupt, never misread it),
+-- awaiting and approved (idem 0.4, likewise refused by earlier readers).
+-- An awaiting record's payload is what was asked; an approved one has none
+-- (its about says who approved).
 local CLAIM_RETENTION = @CLAIM_RETENTION_MS@
 local function load(key)
   local raw = redis.call('GET', key)
@@ -56,8 +59,10 @@ local function load(key)
     if not rec.attempt or #token ~= 32 then return error('corrupt: incomplete running record') end
   elseif state == 'released' then
     if not rec.attempt then return error('corrupt: incomplete released record') end
-  elseif state == 'unknown' then
-    if not rec.attempt or #token ~= 32 then return error('corrupt: incomplete unknown record') end
+  elseif state == 'unknown' or state == 'awaiting' then
+    if not rec.attempt or #token ~= 32 then return error('corrupt: incomplete ' .. state .. ' record') end
+  elseif state == 'approved' then
+    if not rec.attempt then return error('corrupt: incomplete approved record') end
   elseif state ~= 'done' and state ~= 'failed' then
     return error('corrupt: unknown state ' .. state)
   end
@@ -90,4 +95,16 @@ end
 local function unknown(key, rec)
   local age = rec.life and math.max(0, rec.life - redis.call('PTTL', key)) or 0
   return {'unknown', rec.fp, rec.payload, tostring(rec.attempt), string.format('%d', age)}
+end
+-- The answer to a claim or read that finds a record it does not take: an
+-- unknown one as above, an awaiting one with what was asked and its age
+-- (ms), anything else as {state, fp, payload or attempt}.
+local function found(key, rec)
+  if rec.state == 'unknown' then return unknown(key, rec) end
+  if rec.state == 'awaiting' then
+    local age = rec.life and math.max(0, rec.life - redis.call('PTTL', key)) or 0
+    return {'awaiting', rec.fp, rec.payload, string.format('%d', age)}
+  end
+  if rec.state == 'running' then return {'running', rec.fp, tostring(rec.attempt)} end
+  return {rec.state, rec.fp, rec.payload}
 end

@@ -1,8 +1,11 @@
--- SETTLE: complete, fail, release, unknown and renew, on the holder's
--- token; and the resolution of an unknown record (to done, failed or
--- released) with the token that made it unknown.
+-- SETTLE: done, failed, released, unknown, awaiting, approved and renew,
+-- on the holder's token; the resolution of an unknown record (to done,
+-- failed or released) with the token that made it unknown; a person's
+-- decision on an awaiting record (approved, failed: refused, or released)
+-- with the token that made it awaiting (`Outcome::settles`).
 -- KEYS[1]; ARGV: token, op ('done' | 'failed' | 'released' | 'unknown' |
--- 'renew'), the payload (result, error, or lease ms) or the whole settled
+-- 'awaiting' | 'approved' | 'renew'), the payload (result, error, reason,
+-- request, the approval's about, or lease ms) or the whole settled
 -- record, ms to keep the record (unused by renew, which keeps the
 -- record's retention after the new lease), the format to write ('1' to
 -- '4'), and the length of the settled
@@ -27,20 +30,27 @@ local op = ARGV[2]
 local payload = head == 0 and ARGV[3] or string.sub(ARGV[3], head + 1)
 -- Anything else: a renewal, format 1, a repeat, lost, or corrupt.
 local rec = load(KEYS[1])
-if rec and rec.token == ARGV[1] and rec.state == op and (op == 'released' or rec.payload == payload) then
+local repeated = op == 'released' or (op == 'approved' and rec and rec.about == payload)
+  or (op ~= 'approved' and rec and rec.payload == payload)
+if rec and rec.token == ARGV[1] and rec.state == op and repeated then
   -- This very settle took effect already; its reply was lost. Written
   -- again so that a WAIT after it covers it.
   redis.call('SET', KEYS[1], redis.call('GET', KEYS[1]), 'KEEPTTL')
   return 'ok'
 end
-local resolving = rec and rec.state == 'unknown' and op ~= 'unknown' and op ~= 'renew'
-if not rec or (rec.state ~= 'running' and not resolving) or rec.token ~= ARGV[1] then return 'lost' end
+local decides = rec and ((rec.state == 'unknown' and (op == 'done' or op == 'failed' or op == 'released'))
+  or (rec.state == 'awaiting' and (op == 'approved' or op == 'failed' or op == 'released')))
+if not rec or (rec.state ~= 'running' and not decides) or rec.token ~= ARGV[1] then return 'lost' end
 if op == 'renew' then
   -- The claim's age carries over: life counts from the claim.
   local px = tonumber(payload) + rec.retention
   local age = rec.life and math.max(0, rec.life - redis.call('PTTL', KEYS[1])) or 0
   store(KEYS[1], ARGV[5], 'running', rec.fp, rec.attempt, rec.tool, age + px, rec.token, '', px, rec.about,
     rec.retention)
+elseif op == 'approved' then
+  -- The approval's about replaces the record's; it has no payload.
+  store(KEYS[1], ARGV[5], op, rec.fp, rec.attempt, rec.tool, tonumber(ARGV[4]), rec.token, '',
+    tonumber(ARGV[4]), payload, rec.retention)
 else
   store(KEYS[1], ARGV[5], op, rec.fp, rec.attempt, rec.tool, tonumber(ARGV[4]), rec.token, payload,
     tonumber(ARGV[4]), rec.about, rec.retention)

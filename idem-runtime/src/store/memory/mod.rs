@@ -1,4 +1,8 @@
-//! [`MemoryStore`]: the in-process default.
+//! [`MemoryStore`]: the in-process default. Its records are in
+//! `record.rs`; here, how they are kept (sharded maps of slots) and the
+//! store's operations.
+
+mod record;
 
 use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 use std::sync::{Mutex, MutexGuard};
@@ -7,12 +11,13 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
+use self::record::{Record, State, keep, ms, secs};
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::store::hashing::PassThroughMap;
 use crate::store::{
     BoxFuture, CLAIM_RETENTION, Claim, ClaimRequest, Entry, IdemStore, LeaseToken, Outcome,
-    RecordInfo, RecordState, ScanFilter, ScanPage,
+    RecordInfo, ScanFilter, ScanPage,
 };
 
 /// An in-process store: sharded hash maps behind short mutex sections.
@@ -99,204 +104,10 @@ struct Shard {
     writes: usize,
 }
 
-/// Times are milliseconds since the store's epoch, but for `since`.
-struct Record {
-    /// The arguments' fingerprint; `None` when it is the digest the key
-    /// ends with (a tool keyed on all its arguments: the usual case), which
-    /// the key gives back.
-    fingerprint: Option<Box<Fingerprint>>,
-    expires_at: u64,
-    /// When the record entered its state, in seconds since the store's
-    /// epoch (an age for operators needs no finer grain; four bytes last
-    /// 136 years).
-    since: u32,
-    /// The index of its tool's name in [`Shard::tools`].
-    tool: u16,
-    state: State,
-    /// What its claim said of the operation.
-    about: Option<Box<str>>,
-}
-
-/// A record's state; a settled one keeps the token that settled it, so
-/// that the same settle repeated (a retry whose first reply was lost)
-/// succeeds.
-enum State {
-    Running {
-        token: [u8; 16],
-        lease_until: u64,
-        attempt: u32,
-    },
-    Released {
-        token: [u8; 16],
-        attempt: u32,
-    },
-    Done {
-        token: [u8; 16],
-        attempt: u32,
-        result: Box<str>,
-    },
-    Failed {
-        token: [u8; 16],
-        attempt: u32,
-        error: Box<str>,
-    },
-    Unknown {
-        token: [u8; 16],
-        attempt: u32,
-        reason: Box<str>,
-    },
-}
-
-impl State {
-    /// Whether settling with `outcome` by `token` made this state.
-    fn settled_by(&self, outcome: Outcome<'_>, token: &[u8; 16]) -> bool {
-        match (self, outcome) {
-            (State::Released { token: t, .. }, Outcome::Released) => t == token,
-            (
-                State::Done {
-                    token: t, result, ..
-                },
-                Outcome::Done { result: r, .. },
-            ) => t == token && **result == *r,
-            (
-                State::Failed {
-                    token: t, error, ..
-                },
-                Outcome::Failed { error: e, .. },
-            ) => t == token && **error == *e,
-            (
-                State::Unknown {
-                    token: t, reason, ..
-                },
-                Outcome::Unknown { reason: r, .. },
-            ) => t == token && **reason == *r,
-            _ => false,
-        }
-    }
-
-    /// What an operator sees of the state at `now`: its name, attempt,
-    /// payload, lease left (ms) and the token that holds or made it.
-    fn view(&self, now: u64) -> View {
-        match self {
-            State::Running {
-                token,
-                lease_until,
-                attempt,
-            } => (
-                RecordState::Running,
-                *attempt,
-                None,
-                Some(lease_until.saturating_sub(now)),
-                Some(LeaseToken::from_parts(
-                    u128::from_le_bytes(*token),
-                    *attempt,
-                )),
-            ),
-            State::Released { attempt, .. } => (RecordState::Released, *attempt, None, None, None),
-            State::Done {
-                attempt, result, ..
-            } => (
-                RecordState::Done,
-                *attempt,
-                Some(result.to_string()),
-                None,
-                None,
-            ),
-            State::Failed { attempt, error, .. } => (
-                RecordState::Failed,
-                *attempt,
-                Some(error.to_string()),
-                None,
-                None,
-            ),
-            State::Unknown {
-                token,
-                attempt,
-                reason,
-            } => (
-                RecordState::Unknown,
-                *attempt,
-                Some(reason.to_string()),
-                None,
-                Some(LeaseToken::from_parts(
-                    u128::from_le_bytes(*token),
-                    *attempt,
-                )),
-            ),
-        }
-    }
-
-    /// Whether `token` may settle this state with `outcome`: the holder of
-    /// a running record, or the settler of an unknown one resolving it.
-    fn settleable_by(&self, outcome: Option<Outcome<'_>>, token: &[u8; 16]) -> bool {
-        match self {
-            State::Running { token: t, .. } => t == token,
-            State::Unknown { token: t, .. } => {
-                t == token && outcome.is_some_and(|o| o.state() != RecordState::Unknown)
-            }
-            _ => false,
-        }
-    }
-}
-
-/// What an operator sees of a state: its name, attempt, payload, lease
-/// left (ms) and the token that holds or made it.
-type View = (
-    RecordState,
-    u32,
-    Option<String>,
-    Option<u64>,
-    Option<LeaseToken>,
-);
-
 /// Shards are a power of two; enough that 2 × cores tasks rarely meet.
 const SHARDS: usize = 64;
 /// A shard is swept when it has seen this many writes, or half its size.
 const MIN_SWEEP_INTERVAL: usize = 256;
-
-/// Milliseconds since the epoch as the seconds a record's `since` keeps.
-fn secs(ms: u64) -> u32 {
-    u32::try_from(ms / 1000).unwrap_or(u32::MAX)
-}
-
-fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// What a record keeps of `fingerprint`, for a key ending with `digest`.
-fn keep(fingerprint: &Fingerprint, digest: Option<[u8; 32]>) -> Option<Box<Fingerprint>> {
-    match digest {
-        Some(d) if fingerprint.is_just(&d) => None,
-        _ => Some(Box::new(fingerprint.clone())),
-    }
-}
-
-impl Record {
-    /// The entry of this record, which is unknown, at `now`.
-    fn unknown_entry(&self, digest: Option<[u8; 32]>, now: u64) -> Entry {
-        let (attempt, reason) = match &self.state {
-            State::Unknown {
-                attempt, reason, ..
-            } => (*attempt, reason.to_string()),
-            _ => (0, String::new()),
-        };
-        Entry::Unknown {
-            reason,
-            fingerprint: self.fingerprint(digest),
-            attempt,
-            age: Duration::from_secs(u64::from(secs(now).saturating_sub(self.since))),
-        }
-    }
-
-    /// The fingerprint kept by [`keep`], for the key ending with `digest`.
-    fn fingerprint(&self, digest: Option<[u8; 32]>) -> Fingerprint {
-        // `None` is only kept for a key that ends with a digest.
-        match &self.fingerprint {
-            Some(own) => (**own).clone(),
-            None => Fingerprint::from_digest(digest.unwrap_or_default()),
-        }
-    }
-}
 
 impl MemoryStore {
     /// An empty store.
@@ -392,7 +203,7 @@ impl MemoryStore {
                 Ok(())
             }
             held => match outcome {
-                Some(outcome) if held.settled_by(outcome, &id) => Ok(()),
+                Some(outcome) if held.settled_by(outcome, &id, record.about.as_deref()) => Ok(()),
                 _ => Err(StoreError::LeaseLost),
             },
         }
@@ -490,51 +301,22 @@ impl IdemStore for MemoryStore {
             let now = self.now();
             let (slot, digest) = Slot::of(key, self.seed);
             let mut shard = self.shard(&slot);
-            let mut lapsed = false;
-            let attempt = match shard.live_mut(&slot, now) {
-                None => 0,
-                Some(record) => match &record.state {
-                    State::Running {
-                        attempt,
-                        lease_until,
-                        ..
-                    } if *lease_until > now => {
-                        return Ok(Claim::Existing(Entry::Running {
-                            fingerprint: record.fingerprint(digest),
-                            attempt: *attempt,
-                        }));
-                    }
-                    State::Running { attempt, .. } => {
-                        lapsed = true;
-                        attempt.saturating_add(1)
-                    }
-                    State::Released { attempt, .. } => attempt.saturating_add(1),
-                    State::Done { result, .. } => {
-                        return Ok(Claim::Existing(Entry::Done {
-                            result: result.to_string(),
-                            fingerprint: record.fingerprint(digest),
-                        }));
-                    }
-                    State::Failed { error, .. } => {
-                        return Ok(Claim::Existing(Entry::Failed {
-                            error: error.to_string(),
-                            fingerprint: record.fingerprint(digest),
-                        }));
-                    }
-                    State::Unknown { .. } => {
-                        return Ok(Claim::Existing(record.unknown_entry(digest, now)));
-                    }
+            let (attempt, took, approval) = match shard.live_mut(&slot, now) {
+                None => (0, Claim::Acquired as fn(LeaseToken) -> Claim, None),
+                Some(record) => match record.taken_by(&request, digest, now) {
+                    Ok(took) => took,
+                    Err(entry) => return Ok(Claim::Existing(entry)),
                 },
             };
             let token = LeaseToken::generate(attempt);
             let tool = shard.tool(request.tool);
             let fingerprint = keep(request.fingerprint, digest);
-            shard.insert(slot, running(request, fingerprint, tool, &token, now), now);
-            Ok(if lapsed {
-                Claim::TakenOver(token)
-            } else {
-                Claim::Acquired(token)
-            })
+            let mut record = running(request, fingerprint, tool, &token, now);
+            if approval.is_some() {
+                record.about = approval;
+            }
+            shard.insert(slot, record, now);
+            Ok(took(token))
         })
     }
 
@@ -564,6 +346,15 @@ impl IdemStore for MemoryStore {
                         attempt,
                         reason: reason.into(),
                     },
+                    Outcome::Awaiting { request, .. } => State::Awaiting {
+                        token: id,
+                        attempt,
+                        request: request.into(),
+                    },
+                    Outcome::Approved { about, .. } => {
+                        record.about = Some(about.into());
+                        State::Approved { token: id, attempt }
+                    }
                 };
                 record.since = secs(now);
                 record.expires_at = now.saturating_add(ms(outcome.kept_for()));
@@ -688,25 +479,9 @@ impl IdemStore for MemoryStore {
             let now = self.now();
             let (slot, digest) = Slot::of(key, self.seed);
             let mut shard = self.shard(&slot);
-            Ok(shard.live_mut(&slot, now).and_then(|record| {
-                let fingerprint = record.fingerprint(digest);
-                match &record.state {
-                    State::Running { attempt, .. } => Some(Entry::Running {
-                        fingerprint,
-                        attempt: *attempt,
-                    }),
-                    State::Released { .. } => None,
-                    State::Done { result, .. } => Some(Entry::Done {
-                        result: result.to_string(),
-                        fingerprint,
-                    }),
-                    State::Failed { error, .. } => Some(Entry::Failed {
-                        error: error.to_string(),
-                        fingerprint,
-                    }),
-                    State::Unknown { .. } => Some(record.unknown_entry(digest, now)),
-                }
-            }))
+            Ok(shard
+                .live_mut(&slot, now)
+                .and_then(|record| record.entry(digest, now)))
         })
     }
 }

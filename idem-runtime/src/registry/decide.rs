@@ -1,0 +1,124 @@
+//! A person's decision on an operation that awaits their approval: approve
+//! it (the next call of the very same arguments runs it, once) or refuse
+//! it (every call of it is answered the refusal). Written with the token
+//! that asked, so of two decisions at once one lands and the other is
+//! told; a decision on anything but an awaiting record is refused.
+
+use std::time::Duration;
+
+use super::dispatch::Registry;
+use crate::engine::bounded;
+use crate::error::{ResolveError, StoreError};
+use crate::key::IdemKey;
+use crate::seal::{PayloadKind, open, seal};
+use crate::store::{About, LeaseToken, Outcome, RecordInfo, RecordState, refusal};
+
+/// How long an approval waits to be used by the next call of its
+/// operation; after it, the approval lapses and the next call asks again.
+pub const APPROVAL_WINDOW: Duration = Duration::from_secs(3600);
+
+impl<S: Send + Sync + 'static> Registry<S> {
+    /// Approves the operation under `key`, which awaits a person's
+    /// approval: the next call of it (the same tool, tenant, run and
+    /// arguments: the same key and fingerprint) runs the body, once, and
+    /// later ones replay its result. `by` names the approver; the record
+    /// keeps who approved and when in what it says of its operation (its
+    /// about, sealed when the registry encrypts results). An approval not
+    /// used within [`APPROVAL_WINDOW`] lapses.
+    ///
+    /// Refused, changing nothing, when the record does not await an
+    /// approval ([`ResolveError::NotAwaiting`]: already decided, running,
+    /// settled) or is gone ([`ResolveError::NotFound`]: never asked, or
+    /// expired), when another decision came first
+    /// ([`ResolveError::Raced`]), and when the record is sealed and this
+    /// registry has not its keys ([`ResolveError::Store`]).
+    pub async fn approve(&self, key: &IdemKey, by: &str) -> Result<(), ResolveError> {
+        let (record, asked) = self.awaiting(key).await?;
+        let shared = &self.inner.shared;
+        let keys = shared.result_keys.as_deref();
+        let about = match record.about.clone() {
+            Some(text) => Some(open(keys, key, PayloadKind::About, text)?),
+            None => None,
+        };
+        let about = About::approval(about.as_deref(), by);
+        let about = seal(keys, key, PayloadKind::About, about);
+        let outcome = Outcome::Approved {
+            about: &about,
+            window: APPROVAL_WINDOW,
+        };
+        self.decide(&record, &asked, outcome, "approved").await
+    }
+
+    /// Refuses the operation under `key`, which awaits a person's
+    /// approval: it never runs, and every call of it is answered a
+    /// permanent failure saying a person refused it, and why (`reason`),
+    /// for the tool's TTL. Refused, changing nothing, as
+    /// [`approve`](Self::approve) is.
+    pub async fn deny(&self, key: &IdemKey, reason: &str) -> Result<(), ResolveError> {
+        let (record, asked) = self.awaiting(key).await?;
+        let shared = &self.inner.shared;
+        let tool = record.tool.as_deref().unwrap_or_default();
+        let (ttl, _) = self
+            .tool(tool)
+            .ok()
+            .and_then(|t| t.resolution_terms())
+            .unwrap_or((shared.defaults.ttl, shared.defaults.max_result_bytes));
+        let error = refusal(reason);
+        let error = seal(
+            shared.result_keys.as_deref(),
+            key,
+            PayloadKind::Error,
+            error,
+        );
+        let outcome = Outcome::Failed { error: &error, ttl };
+        self.decide(&record, &asked, outcome, "refused").await
+    }
+
+    /// The record under `key` and the token that asked for its approval,
+    /// or why it cannot be decided.
+    async fn awaiting(&self, key: &IdemKey) -> Result<(RecordInfo, LeaseToken), ResolveError> {
+        let shared = &self.inner.shared;
+        let (meta, limit) = (&shared.store_meta, shared.store_timeout);
+        let record = bounded(meta, limit, "inspect", shared.store.inspect(key))
+            .await?
+            .ok_or_else(|| ResolveError::NotFound {
+                key: key.to_string(),
+            })?;
+        if record.state != RecordState::Awaiting {
+            return Err(ResolveError::NotAwaiting {
+                key: key.to_string(),
+                state: record.state,
+            });
+        }
+        let asked = record.holder.ok_or_else(|| {
+            StoreError::corrupt(key.as_str(), "an awaiting record without its token")
+        })?;
+        Ok((record, asked))
+    }
+
+    /// Writes `outcome` over the awaiting `record` with the token that
+    /// asked; `what` names the decision in the log.
+    async fn decide(
+        &self,
+        record: &RecordInfo,
+        asked: &LeaseToken,
+        outcome: Outcome<'_>,
+        what: &'static str,
+    ) -> Result<(), ResolveError> {
+        let shared = &self.inner.shared;
+        let (meta, limit) = (&shared.store_meta, shared.store_timeout);
+        let key = &record.key;
+        let settled = shared.store.settle(key, asked, outcome);
+        match bounded(meta, limit, "decide", settled).await {
+            Ok(()) => {
+                let tool = record.tool.as_deref().unwrap_or_default();
+                tracing::info!(tool, key = %key, decision = what, "a person decided an operation awaiting approval");
+                Ok(())
+            }
+            Err(StoreError::LeaseLost) => Err(ResolveError::Raced {
+                key: key.to_string(),
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
