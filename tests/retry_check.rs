@@ -76,6 +76,13 @@ async fn charge_and_charge_again(amount: u64, ctx: &WriteCtx<Provider>) -> Resul
     ctx.state().charge(None)
 }
 
+/// Charge a card once a person approves, passing the key downstream.
+#[write_tool(permanent_errors = declined, approval = "required")]
+async fn charge_approved(amount: u64, ctx: &WriteCtx<Provider>) -> Result<usize, String> {
+    let _ = amount;
+    ctx.state().charge(Some(ctx.idem_key().as_str()))
+}
+
 async fn check<M>(
     tool: impl idem::testing::IntoWriteTool<Provider, M, Tool = impl idem::WriteTool<Provider>>,
 ) -> RetryReport {
@@ -133,6 +140,29 @@ async fn a_tool_that_passes_its_key_and_classifies_its_errors_passes() {
         "{report}"
     );
     assert_eq!(crash.effects, Some(1), "{report}");
+}
+
+/// A tool that needs a person's approval passes every scenario, the check
+/// approving what each asks as a person would, and the approval scenario:
+/// asked once whatever the duplicates, one approval for one run. The
+/// check of a tool that needs none has no approval scenario.
+#[tokio::test]
+async fn a_tool_that_needs_approval_passes_with_one_run_per_approval() {
+    let report = check(charge_approved).await;
+    report.assert_ok();
+    let row = report
+        .rows
+        .iter()
+        .find(|r| r.scenario == "asked twice, approved once, 4 duplicates")
+        .unwrap_or_else(|| panic!("no approval scenario: {report}"));
+    assert_eq!((row.runs, row.effects), (1, Some(1)), "{report}");
+    assert_eq!(row.callers.len(), 6, "{report}");
+    assert!(row.callers[0].contains("approval_required"), "{report}");
+    let plain = check(charge).await;
+    assert!(
+        plain.rows.iter().all(|r| !r.scenario.contains("approved")),
+        "{plain}"
+    );
 }
 
 #[tokio::test]

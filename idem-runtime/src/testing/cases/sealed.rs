@@ -130,6 +130,54 @@ mod with_keys {
         assert_store_error(&err, "fails authentication");
         rotated(&case).await;
         plaintext(&case, &sealed, plain).await;
+        approval_sealed(h).await;
+    }
+
+    /// An operation awaiting approval is sealed like a result: what was
+    /// asked and what the record says of it are ciphertext. The registry
+    /// with the keys approves it (the approval sealed in the record too);
+    /// one without them is refused, changing nothing.
+    async fn approval_sealed<H: Harness>(h: &H) {
+        use crate::error::ResolveError;
+        use crate::tool::{Approval, WriteOptions};
+        let options = WriteOptions::new().approval(Approval::Required);
+        let counter = Counter::new(std::time::Duration::ZERO, options);
+        let ns = crate::testing::helpers::namespace();
+        let keys = ResultKeys::new("k1", K1).expect("keys");
+        let sealed = registry_with(h.store(), &ns, &counter, move |b| b.encrypt_results(keys));
+        let plain = registry_with(h.store(), &ns, &counter, |b| b);
+        let key = match sealed.call("r", "counter", json!({"n": 7})).await {
+            Err(ToolError::ApprovalRequired { key, .. }) => crate::IdemKey::from_raw(key),
+            other => panic!("the call asks for approval, got {other:?}"),
+        };
+        let info = crate::testing::helpers::inspected(&*h.store(), &key).await;
+        let (asked, about) = (
+            info.payload.unwrap_or_default(),
+            info.about.unwrap_or_default(),
+        );
+        assert!(
+            asked.starts_with("idem-sealed:v1:k1:") && about.starts_with("idem-sealed:v1:k1:"),
+            "in the clear: {asked:?}, {about:?}"
+        );
+        match plain.approve(&key, "ana").await {
+            Err(ResolveError::Store(e)) => assert!(e.to_string().contains("encrypted"), "{e}"),
+            other => panic!("a registry without the keys cannot approve, got {other:?}"),
+        }
+        sealed
+            .approve(&key, "ana")
+            .await
+            .expect("approved with the keys");
+        let info = crate::testing::helpers::inspected(&*h.store(), &key).await;
+        let about = info.about.unwrap_or_default();
+        assert!(
+            about.starts_with("idem-sealed:v1:k1:") && !about.contains("ana"),
+            "the approval in the clear: {about:?}"
+        );
+        sealed
+            .call("r", "counter", json!({"n": 7}))
+            .await
+            .expect("runs once approved");
+        assert_eq!(counter.total(), 1);
     }
 
     /// A result and a failure: ciphertext in the store, replayed opened.

@@ -5,7 +5,11 @@
 //! state of its own, made by the user's factory, so that a fake with
 //! business rules ("already refunded") sees each scenario as the first;
 //! and it runs under a tenant of its own, so that its key is its own even
-//! where a factory hands out one shared downstream.
+//! where a factory hands out one shared downstream. For a tool that needs
+//! a person's approval, the check approves what each scenario asks, as a
+//! person would, and plays approval itself (`approval.rs`).
+
+mod approval;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,7 +21,7 @@ use crate::error::ToolError;
 use crate::key::IdemKey;
 use crate::registry::{CallContext, CallThroughRegistry, Registry, marker};
 use crate::store::ClaimRequest;
-use crate::tool::{OnUncertain, ToolInfo, Verified, WriteOptions, WriteTool};
+use crate::tool::{Approval, OnUncertain, ToolInfo, Verified, WriteOptions, WriteTool};
 
 use super::report::{RetryReport, Row, Verdict, answer, counted, once, refused, unsafe_};
 
@@ -228,6 +232,8 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> RetryCheck<S, T> {
                 Scenario::CrashAfterEffect => play.after_a_crash_after_the_effect().await,
                 Scenario::Transient => play.after_a_failure(self.transient.as_deref(), false).await,
                 Scenario::Permanent => play.after_a_failure(self.permanent.as_deref(), true).await,
+                Scenario::Approved if self.tool.options().approval == Approval::Never => continue,
+                Scenario::Approved => play.approved_once().await,
             };
             let policy = self.tool.options().on_uncertain;
             counted(&mut row, scenario.effects(policy));
@@ -264,6 +270,8 @@ enum Scenario {
     CrashAfterEffect,
     Transient,
     Permanent,
+    /// For a tool that needs a person's approval.
+    Approved,
 }
 
 impl Scenario {
@@ -277,13 +285,14 @@ impl Scenario {
         }
     }
 
-    const ALL: [Scenario; 6] = [
+    const ALL: [Scenario; 7] = [
         Scenario::Twice,
         Scenario::Concurrently,
         Scenario::CrashAfterClaim,
         Scenario::CrashAfterEffect,
         Scenario::Transient,
         Scenario::Permanent,
+        Scenario::Approved,
     ];
 }
 
@@ -305,7 +314,20 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
         CallContext::run("retry-check").tenant(scenario)
     }
 
+    /// The scenario's call; one that waits for a person's approval is
+    /// approved, as a person would, and made again.
     async fn call(&self, scenario: &'static str) -> Result<Value, ToolError> {
+        match self.ask(scenario).await {
+            Err(ToolError::ApprovalRequired { key, .. }) => {
+                self.approve(&key).await;
+                self.ask(scenario).await
+            }
+            other => other,
+        }
+    }
+
+    /// The scenario's call, as it is answered.
+    async fn ask(&self, scenario: &'static str) -> Result<Value, ToolError> {
         let context = Self::context(scenario);
         self.registry
             .call(context, &self.name, self.args.clone())
