@@ -47,6 +47,16 @@ fn with_idem_every_scene_charges_once() {
 }
 
 #[test]
+fn with_approval_the_agent_asks_and_one_approval_charges_once() {
+    let out = run(&["--approval", "--approve-as", "ops"]);
+    assert!(out.contains("… not run"), "asked first: {out}");
+    assert!(out.contains("idem approve --store"), "{out}");
+    assert!(out.contains("✔ ran"), "{out}");
+    assert!(out.contains("↺ replayed"), "{out}");
+    assert_eq!(out.matches("provider 1 charge ✔").count(), 1, "{out}");
+}
+
+#[test]
 fn without_idem_every_scene_charges_twice() {
     let out = run(&["--naive"]);
     assert_eq!(

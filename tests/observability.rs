@@ -385,6 +385,80 @@ async fn every_outcome_of_a_healthy_store_is_a_span_and_a_count() {
     spans.clear();
 }
 
+/// Refund an order, once a person approves.
+#[write_tool(approval = "required")]
+async fn refund_approved(order: String, ctx: &WriteCtx) -> Result<String, String> {
+    let _ = ctx;
+    Ok(format!("refunded {order}"))
+}
+
+/// An operation waiting for a person, the run an approval allows and the
+/// replays of a refusal are spans and counts of their own:
+/// `awaiting_approval`, `approved`, `denied`; the settle that asks is a
+/// store operation, `settle_awaiting`.
+#[tokio::test]
+async fn approval_outcomes_are_spans_and_counts() {
+    let (spans, _tracing) = Spans::capture();
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _metrics = metrics::set_default_local_recorder(&recorder);
+    let registry = Registry::builder(())
+        .tool(refund_approved)
+        .build()
+        .expect("registry");
+    let call = |order: &str| registry.call("r", "refund_approved", json!({ "order": order }));
+    let key = |asked: Result<serde_json::Value, ToolError>| match asked {
+        Err(ToolError::ApprovalRequired { key, .. }) => IdemKey::from_raw(key),
+        other => panic!("the call asks for approval, got {other:?}"),
+    };
+    let approved = key(call("o-1").await);
+    registry.approve(&approved, "ana").await.expect("approved");
+    call("o-1").await.expect("runs once approved");
+    call("o-1").await.expect("replayed");
+    let refused = key(call("o-2").await);
+    registry
+        .deny(&refused, "not this one")
+        .await
+        .expect("refused");
+    call("o-2").await.expect_err("the refusal");
+
+    let calls = spans.calls();
+    let outcomes: Vec<&str> = calls
+        .iter()
+        .filter_map(|s| s.field("idem.outcome"))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            "awaiting_approval",
+            "approved",
+            "replayed",
+            "awaiting_approval",
+            "denied"
+        ]
+    );
+    assert_eq!(calls[0].field("error.type"), Some("approval_required"));
+    let ops: Vec<String> = spans
+        .store_ops(&calls[0])
+        .iter()
+        .filter_map(|s| s.field("db.operation.name").map(str::to_owned))
+        .collect();
+    assert_eq!(ops, ["claim", "settle_awaiting"]);
+    let metrics = Metrics::take(&snapshotter);
+    assert_eq!(metrics.calls("refund_approved", "awaiting_approval"), 2);
+    assert_eq!(metrics.calls("refund_approved", "approved"), 1);
+    assert_eq!(metrics.calls("refund_approved", "denied"), 1);
+    let asked = metrics.observations(
+        names::STORE_DURATION,
+        &[
+            ("db.system.name", "memory"),
+            ("db.operation.name", "settle_awaiting"),
+        ],
+    );
+    assert_eq!(asked, 2, "each request for approval is a store operation");
+    spans.clear();
+}
+
 // --- Faults, for real ---------------------------------------------------------
 
 /// Post a message: better sent twice than not at all.

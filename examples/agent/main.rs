@@ -15,10 +15,16 @@
 //! twice, `verify` asks the provider and charges once, `refuse` charges
 //! once and tells the model a person must check.
 //!
+//! With `--approval` the charge needs a person's approval: the agent asks,
+//! a person approves from another terminal with `idem approve` (or
+//! `--approve-as NAME` approves for them), and the retried turn charges
+//! once.
+//!
 //! ```text
 //! cargo run --example agent                  # with idem: one charge
 //! cargo run --example agent -- --naive       # without: watch the double charges
 //! cargo run --example agent -- --no-idempotency-keys   # a crash mid-charge, under each policy
+//! cargo run --example agent -- --approval    # a person approves the charge (idem approve)
 //! cargo run --example agent -- --store redis://127.0.0.1:6379
 //! cargo run --example agent -- --store postgres://postgres@127.0.0.1:5432/test
 //! ```

@@ -156,6 +156,20 @@ async fn charge_card_at_most_once(
     charge(a, ctx)
 }
 
+/// Charge a customer's card once a person approves that very charge.
+#[write_tool(
+    name = "charge_card",
+    lease = "2s",
+    on_in_flight = "wait(10s)",
+    approval = "required"
+)]
+async fn charge_card_approved(
+    #[args] a: ChargeArgs,
+    ctx: &WriteCtx<Shop>,
+) -> Result<Value, String> {
+    charge(a, ctx)
+}
+
 /// The charge every version of the tool makes.
 fn charge(a: ChargeArgs, ctx: &WriteCtx<Shop>) -> Result<Value, String> {
     let shop = ctx.state();
@@ -264,6 +278,23 @@ impl Model {
             return Ok(Message::Assistant(
                 "I cannot tell whether the payment went through, so I will not try again; a person will check it.".into(),
             ));
+        }
+        if let Some(Message::ToolResult { content, .. }) = conversation.last()
+            && content.starts_with("This operation needs a person's approval")
+        {
+            return Ok(Message::Assistant(
+                "The payment of 42.00 EUR waits for your approval; I will charge the card once you have given it.".into(),
+            ));
+        }
+        if let Some(Message::User(text)) = conversation.last()
+            && text.contains("approved")
+        {
+            // Told to go on: the same charge, called anew.
+            return Ok(Message::ToolCall {
+                id: "call_3".into(),
+                name: "charge_card".into(),
+                arguments: r#"{"amount": 4200, "currency": "eur", "customer_id": "cus_42"}"#.into(),
+            });
         }
         if results == 1 && self.timeout_once.swap(0, Ordering::SeqCst) == 1 {
             return Err("504 Gateway Timeout from the model provider");
@@ -397,6 +428,15 @@ pub(crate) struct Options {
     /// its agent processes).
     #[arg(long, hide = true, default_value = "rerun")]
     policy: String,
+    /// Play the charge with `approval = "required"`: the agent asks, a
+    /// person approves from another terminal (`idem approve`), and the
+    /// retried turn charges once.
+    #[arg(long)]
+    approval: bool,
+    /// With --approval: approve as NAME once asked, instead of waiting for
+    /// a person (for a run nobody watches).
+    #[arg(long, value_name = "NAME", requires = "approval")]
+    approve_as: Option<String>,
 }
 
 async fn open_store(options: &Options) -> Result<Arc<dyn IdemStore>, BoxError> {
@@ -428,6 +468,7 @@ async fn tools(options: &Options) -> Result<Tools, BoxError> {
     let registry = match options.policy.as_str() {
         "verify" => builder.tool(charge_card_verified).build()?,
         "refuse" => builder.tool(charge_card_at_most_once).build()?,
+        "approval" => builder.tool(charge_card_approved).build()?,
         _ => builder.tool(charge_card).build()?,
     };
     Ok(Tools::Idem(registry))
@@ -545,6 +586,73 @@ async fn crash_scene(
     }))
 }
 
+/// `--approval`: the agent asks for the charge, which waits for a person;
+/// a person approves that very operation (`idem approve`, from another
+/// terminal; or `--approve-as`); the user tells the agent, whose next turn
+/// charges once, and a retry of that turn replays the charge.
+async fn approval_scene(
+    options: &mut Options,
+    scratch: &Path,
+    user: &[Message],
+) -> Result<(), BoxError> {
+    println!("── A person approves the charge before it runs (approval = \"required\")");
+    scene_dir(options, scratch, 4).await?;
+    options.policy = "approval".into();
+    let tools = tools(options).await?;
+    let Tools::Idem(registry) = &tools else {
+        return Err("--approval needs idem: drop --naive".into());
+    };
+    let model = Model {
+        timeout_once: AtomicUsize::new(0),
+        repeat_call: false,
+    };
+    let mut conversation = run_turn(&model, &tools, user, || {}).await;
+    let args = json!({"amount": 4200, "currency": "eur", "customer_id": "cus_42"});
+    let (key, _) = registry
+        .identify(RUN_ID, "charge_card", args)?
+        .ok_or("charge_card is a write tool")?;
+    let store = match options.store.as_str() {
+        "sqlite" => options.dir.join("idem.db").display().to_string(),
+        url => url.to_owned(),
+    };
+    say(
+        "person",
+        &format!("in another terminal: idem approve --store {store} {key} --by you"),
+    );
+    match &options.approve_as {
+        Some(name) => registry.approve(&key, name).await?,
+        None => wait_for_a_decision(registry, &key).await?,
+    }
+    say("person", "approved that very charge");
+    conversation.push(Message::User("I approved it.".into()));
+    run_turn(&model, &tools, &conversation, || {}).await;
+    say(
+        "agent",
+        "retrying that turn (a timeout, say): the charge is replayed",
+    );
+    run_turn(&model, &tools, &conversation, || {}).await;
+    match report_charges(&tools.shop().provider) {
+        1 => {
+            println!("\nOne approval, one charge: the retried turn replayed it.");
+            Ok(())
+        }
+        n => Err(format!("{n} charges after one approval: this is a bug in idem").into()),
+    }
+}
+
+/// Waits, up to ten minutes, until the operation under `key` no longer
+/// awaits a person's approval.
+async fn wait_for_a_decision(registry: &Registry<Shop>, key: &IdemKey) -> Result<(), BoxError> {
+    for _ in 0..1200 {
+        let record = registry.store().inspect(key).await?;
+        if record.is_none_or(|r| r.state != idem::store::RecordState::Awaiting) {
+            return Ok(());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    Err("nobody approved the charge within ten minutes".into())
+}
+
 /// The verdict of `--no-idempotency-keys`: only `rerun` may charge twice
 /// after the crash (scene 30); anything else is a bug.
 fn without_keys(total: &BTreeMap<u32, usize>) -> Result<(), BoxError> {
@@ -598,6 +706,9 @@ async fn demo(options: &mut Options, scratch: &Path) -> Result<(), BoxError> {
         "Please pay order 1001 (42.00 EUR, customer cus_42).".into(),
     )];
     let mut total = BTreeMap::new();
+    if options.approval && !options.naive {
+        return approval_scene(options, scratch, &user).await;
+    }
 
     println!("── 1. Our retry after a model-provider timeout replays the whole turn");
     scene_dir(options, scratch, 1).await?;

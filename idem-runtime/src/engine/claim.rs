@@ -15,7 +15,7 @@ use super::trace::{How, note};
 use crate::error::{StoreError, ToolError};
 use crate::key::IdemKey;
 use crate::seal::{PayloadKind, open};
-use crate::store::{Claim, ClaimRequest, Entry, LeaseToken};
+use crate::store::{Claim, ClaimRequest, Entry, LeaseToken, is_refusal};
 use crate::tool::OnInFlight;
 
 /// What the claim step ended with.
@@ -193,11 +193,16 @@ fn replay_settled<O: DeserializeOwned>(
         Entry::Failed { error, .. } => {
             tracing::info!(tool = name, key = %key, "replayed recorded failure");
             match open(site.result_keys, key, PayloadKind::Error, error) {
-                Ok(message) => Err(ToolError::Failed {
-                    tool: name.to_owned(),
-                    message,
-                    permanent: true,
-                }),
+                Ok(message) => {
+                    if is_refusal(&message) {
+                        note(site.trace, How::Denied);
+                    }
+                    Err(ToolError::Failed {
+                        tool: name.to_owned(),
+                        message,
+                        permanent: true,
+                    })
+                }
                 Err(e) => Err(store_err(e)),
             }
         }

@@ -31,6 +31,8 @@ pub(crate) enum How {
     AwaitingApproval = 6,
     /// The body ran, using up a person's approval of the operation.
     RanApproved = 7,
+    /// A person's refusal of the operation was replayed.
+    Denied = 8,
 }
 
 /// One call's span, how it was answered, and (feature `metrics`) its
@@ -86,6 +88,7 @@ impl<'a> CallTrace<'a> {
             5 => How::Verified,
             6 => How::AwaitingApproval,
             7 => How::RanApproved,
+            8 => How::Denied,
             _ => How::Unnoted,
         }
     }

@@ -177,7 +177,16 @@ pub struct About {
 /// );
 /// ```
 pub fn refusal(reason: &str) -> String {
-    format!("a person refused this operation: {reason}")
+    format!("{REFUSED}{reason}")
+}
+
+/// How every [`refusal`] begins.
+const REFUSED: &str = "a person refused this operation: ";
+
+/// Whether a recorded error is a person's [`refusal`]: its replays are
+/// `idem.outcome = "denied"`.
+pub(crate) fn is_refusal(error: &str) -> bool {
+    error.starts_with(REFUSED)
 }
 
 /// An operation that now awaits a person's approval, as the hook of

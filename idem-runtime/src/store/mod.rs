@@ -10,17 +10,23 @@
 //! - **unknown**: nobody knows whether the operation took effect, and its
 //!   tool may not run it again on its own (its policy for an uncertain
 //!   outcome); answered to every claim until an operator resolves it,
-//!   however long that takes.
+//!   however long that takes;
+//! - **awaiting**: a person's approval is asked for the operation, and
+//!   nothing ran; answered to every claim until a person decides;
+//! - **approved**: approved for the arguments of its fingerprint; the next
+//!   claim of those very arguments takes it ([`Claim::Approved`]), once.
 //!
 //! Every operation is one atomic step in the store, and every time is judged
 //! by the store's own clock.
 //!
 //! # Semantics every backend implements
 //!
-//! | operation | absent or expired | running, lease live | running, lease lapsed | released | done / failed | unknown |
-//! |---|---|---|---|---|---|---|
-//! | `claim` | `Acquired`, attempt 0 | `Existing(Running)` | `TakenOver`, attempt + 1 | `Acquired`, attempt + 1 | `Existing(Done / Failed)` | `Existing(Unknown)` |
-//! | `settle` (any [`Outcome`]), `renew` with the holder's token | `LeaseLost` | applied | applied (nobody claimed since) | `LeaseLost` | `LeaseLost` | `settle` to done, failed or released with the token that made it unknown: applied (resolved); else `LeaseLost` |
+//! | operation | absent or expired | running, lease live | running, lease lapsed | released | done / failed | unknown | awaiting | approved |
+//! |---|---|---|---|---|---|---|---|---|
+//! | `claim` | `Acquired`, attempt 0 | `Existing(Running)` | `TakenOver`, attempt + 1 | `Acquired`, attempt + 1 | `Existing(Done / Failed)` | `Existing(Unknown)` | `Existing(Awaiting)` | the fingerprint approved: `Approved`, the same attempt, the approval's about kept; another: `Existing(Approved)` |
+//! | `settle` (any [`Outcome`]), `renew` with the holder's token | `LeaseLost` | applied | applied (nobody claimed since) | `LeaseLost` | `LeaseLost` | `settle` to done, failed or released with the token that made it unknown: applied (resolved); else `LeaseLost` | `settle` to approved, failed or released with the token that asked: applied (decided); else `LeaseLost` | `LeaseLost` |
+//!
+//! [`Outcome::settles`] is that table's `settle` row.
 //!
 //! Either with a token that is not the current holder's is
 //! refused with [`StoreError::LeaseLost`](crate::StoreError::LeaseLost) and changes nothing. A running
@@ -82,6 +88,7 @@ pub(crate) use self::contract::IdemStore;
 pub use self::contract::{
     BoxFuture, CLAIM_RETENTION, Claim, ClaimRequest, Entry, Outcome, UNKNOWN_RETENTION,
 };
+pub(crate) use self::inspect::is_refusal;
 pub use self::inspect::{
     About, ApprovalRequest, Approved, RecordInfo, RecordState, ScanFilter, ScanPage, UnknownNote,
     UnknownState, refusal,
