@@ -19,16 +19,18 @@ use crate::seal::PayloadKind;
 use crate::store::{About, ApprovalRequest, Outcome, UnknownNote};
 use crate::tool::{Approval, OnUncertain, WriteTool};
 
-/// Whether this call of `tool` needs a person's approval before it runs.
+/// Whether this call of `tool` needs a person's approval before it runs;
+/// the call's context is made (`ctx`) only for a tool whose function
+/// decides, so that no other call, replays included, pays for it.
 pub(super) fn needed<S, T: WriteTool<S>>(
     tool: &T,
     approval: Approval,
     args: &T::Args,
-    ctx: &Ctx<S>,
+    ctx: impl FnOnce() -> Ctx<S>,
 ) -> bool {
     match approval {
         Approval::Never => false,
-        Approval::Decided => tool.needs_approval(args, ctx),
+        Approval::Decided => tool.needs_approval(args, &ctx()),
         // `Required`, and any way of asking a later version adds.
         _ => true,
     }

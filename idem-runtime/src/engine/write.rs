@@ -37,8 +37,8 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
 ) -> Result<Value, ToolError> {
     let namespace = shared.namespace.as_deref();
     let (args, key, checked) = operation::<S, T>(name, settings, learnt, namespace, caller, args)?;
-    let call_ctx = Ctx::new(caller.run_id, caller.tenant, shared.state.clone());
-    let needs_approval = approval::needed(tool, settings.approval, &args, &call_ctx);
+    let call_ctx = || Ctx::new(caller.run_id, caller.tenant, shared.state.clone());
+    let needs_approval = approval::needed(tool, settings.approval, &args, call_ctx);
     if let Some(trace) = caller.trace {
         trace.key(&key);
     }
@@ -81,7 +81,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
     }
     // The context owns the key from here; the hold borrows it back.
     let lease = std::sync::Arc::new(Lease::default());
-    let ctx = WriteCtx::new(call_ctx, key, attempt, lease.clone());
+    let ctx = WriteCtx::new(call_ctx(), key, attempt, lease.clone());
     let hold = Hold::new(site, ctx.idem_key(), taken.token, taken.sent, lease);
     if needs_approval && approval::must_ask(approved, taken.taken_over, settings.on_uncertain) {
         return approval::ask(&hold, shared.on_approval_requested.as_ref(), caller, &args).await;
