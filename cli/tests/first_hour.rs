@@ -352,3 +352,64 @@ async fn http_authentication_says_what_it_refuses_and_a_session_is_its_principal
     assert_eq!(status(&own), 200, "{own}");
     assert!(body.contains(r#""id":2"#), "{body}");
 }
+
+/// `approval = "ask"` in the gateway's TOML, with the official Python SDK
+/// as the client whose person is asked: by `input_required` on MCP
+/// 2026-07-28, by `elicitation/create` on a session. An accepted `append`
+/// runs upstream once and its duplicate replays it unasked; a declined one
+/// is refused to every duplicate; a dismissed one runs nothing.
+#[tokio::test]
+async fn the_person_at_the_client_is_asked_and_the_answer_binds_the_operation() {
+    if !python_sdk() {
+        return;
+    }
+    for (mode, protocol) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
+        let dir = TempDir::new("first-hour");
+        let config = config(&dir, "[tools.append]\napproval = \"ask\"\n");
+        let line = gateway(&dir, &["--config", &config]);
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/upstream/approver.py");
+        let out = Command::new("python3")
+            .arg(script)
+            .arg(mode)
+            .args(&line)
+            .output()
+            .await
+            .expect("run the Python client");
+        assert!(
+            out.status.success(),
+            "the Python client failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Value = serde_json::from_slice(&out.stdout).expect("its JSON report");
+        assert_eq!(report["protocol"], protocol, "{report}");
+        assert_eq!(report["approved"]["asked"], 1, "{report}");
+        assert!(report["approved"]["ok"].is_string(), "{report}");
+        assert_eq!(
+            report["approved_again"]["ok"], report["approved"]["ok"],
+            "{report}"
+        );
+        assert_eq!(
+            report["approved_again"]["asked"], 1,
+            "replayed unasked: {report}"
+        );
+        let refused = report["refused"]["error"].as_str().unwrap_or_default();
+        assert!(
+            refused.contains("a person refused this operation"),
+            "{report}"
+        );
+        assert_eq!(report["refused_again"], report["refused"], "{report}");
+        let dismissed = report["dismissed"]["error"].as_str().unwrap_or_default();
+        assert!(dismissed.contains("needs a person's approval"), "{report}");
+        let question = report["questions"][0].as_str().unwrap_or_default();
+        assert!(
+            question.contains("`append` (Append an entry to the ledger.)")
+                && question.contains(r#""entry": "yes-1""#),
+            "{question}"
+        );
+        let ledger = std::fs::read_to_string(dir.0.join("ledger.txt")).expect("the ledger");
+        assert_eq!(
+            ledger, "yes-1 5\n",
+            "{mode}: one approval, one run upstream"
+        );
+    }
+}

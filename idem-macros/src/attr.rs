@@ -85,7 +85,7 @@ pub(crate) struct Attrs {
     pub(crate) on_uncertain: Option<(OnUncertain, Span)>,
     /// `verify = path`: the function that asks the downstream.
     pub(crate) verify: Option<syn::Expr>,
-    /// `approval = "never" | "required"`, or `approval = path`: the
+    /// `approval = "never" | "required" | "ask"`, or `approval = path`: the
     /// function that says whether a call needs one.
     pub(crate) approval: Option<ApprovalAttr>,
     pub(crate) permanent_errors: Option<syn::Expr>,
@@ -224,13 +224,13 @@ fn parse_max_result_bytes(meta: &ParseNestedMeta<'_>) -> syn::Result<usize> {
 
 /// What `approval = ..` says.
 pub(crate) enum ApprovalAttr {
-    /// A name: `"never"` or `"required"`, and where it was written.
+    /// A name: `"never"`, `"required"` or `"ask"`, and where it was written.
     Named(Approval, Span),
     /// A path to the function that decides, call by call.
     Decided(syn::Expr),
 }
 
-/// `approval = "never" | "required"`, or `approval = path`.
+/// `approval = "never" | "required" | "ask"`, or `approval = path`.
 fn parse_approval(meta: &ParseNestedMeta<'_>) -> syn::Result<ApprovalAttr> {
     let value: syn::Expr = meta.value()?.parse()?;
     match &value {
@@ -243,7 +243,7 @@ fn parse_approval(meta: &ParseNestedMeta<'_>) -> syn::Result<ApprovalAttr> {
         syn::Expr::Path(_) => Ok(ApprovalAttr::Decided(value)),
         other => Err(syn::Error::new_spanned(
             other,
-            "`approval` is \"never\", \"required\", or the path of a function of the tool's \
+            "`approval` is \"never\", \"required\", \"ask\", or the path of a function of the tool's \
              parameters (each by reference) that says whether this call needs a person's \
              approval: `approval = over_limit`",
         )),

@@ -70,7 +70,7 @@ impl fmt::Display for SettingError<'_> {
 const SCOPE: &str = "`scope` is \"run\" (one operation per agent run, the default) or \"global\" (one operation across all runs)";
 const ON_IN_FLIGHT: &str = "`on_in_flight` is \"reject\" (answer InFlight at once) or \"wait(<duration>)\", e.g. \"wait(5s)\"";
 const ON_STORE_ERROR: &str = "`on_store_error` is \"fail_closed\" (when the store cannot be reached, do not run: the default) or \"run\" (run without a claim, recording nothing: a duplicate may run again)";
-const APPROVAL: &str = "`approval` is \"never\" (the default) or \"required\" (a person approves each operation before it runs; `approval = path` lets a function of the arguments decide)";
+const APPROVAL: &str = "`approval` is \"never\" (the default), \"required\" (a person approves each operation before it runs) or \"ask\" (as required, and over MCP the person at the client is asked); `approval = path` lets a function of the arguments decide";
 const ON_UNCERTAIN: &str = "`on_uncertain` is \"rerun\" (when an earlier attempt may or may not have taken effect, run again with the same key: the default) or \"refuse\" (at most once: never run again on its own; an operator resolves it)";
 
 /// A positive duration, `"<whole number><unit>"` with unit `ms`, `s`, `m`,
@@ -323,7 +323,7 @@ impl OnUncertain {
 }
 
 /// Whether a write tool's operation waits for a person's approval before
-/// it runs: `approval = "never" | "required"`, or `approval = path` to a
+/// it runs: `approval = "never" | "required" | "ask"`, or `approval = path` to a
 /// function of the arguments and context that says whether this call
 /// needs one (a charge above a limit).
 ///
@@ -342,20 +342,28 @@ pub enum Approval {
     Never,
     /// Every operation of the tool needs one.
     Required,
+    /// Every operation of the tool needs one, and an MCP client that can
+    /// put a question to its person (elicitation) is asked for it during
+    /// the call: the person's answer approves or refuses that very
+    /// operation. Anywhere else, as [`Required`](Approval::Required).
+    /// The client is trusted to ask its person: for an approver other
+    /// than the caller, use `Required`.
+    Ask,
     /// The tool's function decides, call by call (`WriteTool::needs_approval`,
     /// `approval = path`). Set by giving the function, never by name.
     Decided,
 }
 
 impl Approval {
-    const NAMES: [(&'static str, Approval); 3] = [
+    const NAMES: [(&'static str, Approval); 4] = [
         ("never", Approval::Never),
         ("required", Approval::Required),
+        ("ask", Approval::Ask),
         ("decided", Approval::Decided),
     ];
 
-    /// `"never"` or `"required"`; `Decided` needs its function, so it has
-    /// no name to parse.
+    /// `"never"`, `"required"` or `"ask"`; `Decided` needs its function,
+    /// so it has no name to parse.
     pub fn parse(given: &str) -> Result<Approval, SettingError<'_>> {
         match by_name(APPROVAL, &Self::NAMES, given)? {
             Approval::Decided => Err(SettingError::NotAName {
@@ -366,7 +374,7 @@ impl Approval {
         }
     }
 
-    /// `"never"`, `"required"` or `"decided"`.
+    /// `"never"`, `"required"`, `"ask"` or `"decided"`.
     pub fn name(self) -> &'static str {
         name_of(&Self::NAMES, &self)
     }
@@ -435,7 +443,7 @@ mod tests {
             OnUncertain::parse("verify").is_err(),
             "verify takes a function"
         );
-        for approval in [Approval::Never, Approval::Required] {
+        for approval in [Approval::Never, Approval::Required, Approval::Ask] {
             assert_eq!(Approval::parse(approval.name()), Ok(approval));
         }
         assert!(

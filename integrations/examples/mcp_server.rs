@@ -18,7 +18,10 @@
 //! Tools: `lookup_order` (read), `charge_card` (write; each execution takes
 //! the next charge id from a counter, so a replay is visible as the same
 //! id), `charges_made` (read: how many times `charge_card` really ran) and
-//! `subscribe` (a `global` write: once per address, in any run).
+//! `subscribe` (a `global` write: once per address, in any run) and
+//! `refund` (a write with `approval = "ask"`: a client that can ask its
+//! person, by MCP elicitation, is asked to approve each refund before it
+//! runs; `refunds_made` counts the refunds that really ran).
 //! Logs go to stderr; over stdio, stdout carries the protocol.
 
 use std::collections::HashMap;
@@ -42,6 +45,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 struct Shop {
     charges: AtomicU64,
     subscriptions: AtomicU64,
+    refunds: AtomicU64,
 }
 
 #[derive(Serialize, Deserialize, JsonSchema)]
@@ -83,6 +87,26 @@ async fn subscribe(
 ) -> Result<String, String> {
     let n = ctx.state().subscriptions.fetch_add(1, Ordering::SeqCst) + 1;
     Ok(format!("subscription {n} for {email}"))
+}
+
+/// Refund an order, once a person has approved it.
+#[write_tool(approval = "ask")]
+async fn refund(
+    /// The order to refund.
+    order_id: String,
+    /// Amount in cents.
+    amount: u64,
+    ctx: &WriteCtx<Shop>,
+) -> Result<String, String> {
+    let n = ctx.state().refunds.fetch_add(1, Ordering::SeqCst) + 1;
+    eprintln!("refund ran: order {order_id} for {amount}");
+    Ok(format!("rf_{n:04}: {amount} refunded on {order_id}"))
+}
+
+/// How many refunds were really made.
+#[read_tool]
+async fn refunds_made(ctx: &Ctx<Shop>) -> Result<u64, String> {
+    Ok(ctx.state().refunds.load(Ordering::SeqCst))
 }
 
 /// Look an order up.
@@ -166,6 +190,8 @@ async fn main() -> Result<(), BoxError> {
         .tool(lookup_order)
         .tool(charges_made)
         .tool(subscribe)
+        .tool(refund)
+        .tool(refunds_made)
         .build()?
         .into_mcp_server()
         .with_server_info("idem-shop", env!("CARGO_PKG_VERSION"));

@@ -86,7 +86,14 @@ async fn exercise(client: &Client) {
     names.sort_unstable();
     assert_eq!(
         names,
-        ["charge_card", "charges_made", "lookup_order", "subscribe"]
+        [
+            "charge_card",
+            "charges_made",
+            "lookup_order",
+            "refund",
+            "refunds_made",
+            "subscribe"
+        ]
     );
     let charge = tool(&tools, "charge_card");
     let annotations = charge.annotations.as_ref().expect("annotations");
@@ -239,13 +246,27 @@ async fn exercise(client: &Client) {
     assert_eq!(charges_made(client).await, 4);
 
     // An unknown tool: a protocol error.
-    match client.call_tool(CallToolRequestParams::new("refund")).await {
+    match client
+        .call_tool(CallToolRequestParams::new("refund_all"))
+        .await
+    {
         Err(ServiceError::McpError(e)) => {
             assert_eq!(e.code.0, -32602, "{e:?}");
-            assert!(e.message.contains("refund"), "{e:?}");
+            assert!(e.message.contains("refund_all"), "{e:?}");
         }
         other => panic!("expected a protocol error, got {other:?}"),
     }
+
+    // `approval = "ask"`, and a client that cannot ask its person: the
+    // refund waits for an approval, and nothing ran.
+    let refund = call(client, "refund", json!({"order_id": "o-1", "amount": 5})).await;
+    assert_eq!(refund.is_error, Some(true), "{refund:?}");
+    assert!(
+        text(&refund).contains("needs a person's approval"),
+        "{refund:?}"
+    );
+    let made = call(client, "refunds_made", json!({})).await;
+    assert_eq!(text(&made), "0");
 }
 
 #[tokio::test]
@@ -607,8 +628,9 @@ async fn anonymous_sessions_naming_the_same_run_never_see_each_others_records() 
 /// The MCP Python SDK the test drives the example with, pinned.
 const PYTHON_SDK: &str = "mcp==2.3.0";
 
-#[tokio::test]
-async fn the_official_python_sdk_in_its_default_mode_writes_once() {
+/// Whether the MCP Python SDK is here; under `CI=true` its absence fails
+/// the test, saying how to install it.
+fn python_sdk() -> bool {
     let has_sdk = std::process::Command::new("python3")
         .args(["-c", "import mcp"])
         .stderr(Stdio::null())
@@ -616,29 +638,99 @@ async fn the_official_python_sdk_in_its_default_mode_writes_once() {
         .is_ok_and(|s| s.success());
     if !has_sdk {
         let how = format!("Install it: python3 -m pip install '{PYTHON_SDK}' (.ci/run does).");
-        return support::unavailable("Python 3 with the MCP Python SDK", &how);
+        support::unavailable("Python 3 with the MCP Python SDK", &how);
     }
-    let (url, mut server) = http_example(&[]).await;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/mcp_client.py");
+    has_sdk
+}
+
+/// Runs `script` (in tests/python) with `args`: its JSON report.
+async fn python(script: &str, args: &[&str]) -> Value {
+    let script = format!("{}/tests/python/{script}", env!("CARGO_MANIFEST_DIR"));
     let out = Command::new("python3")
-        .args([script, &url])
+        .arg(script)
+        .args(args)
         .output()
         .await
         .expect("run the Python client");
-    server.kill().await.expect("stop the example");
     assert!(
         out.status.success(),
         "the Python client failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let report: Value = serde_json::from_slice(&out.stdout).expect("the client's JSON report");
+    serde_json::from_slice(&out.stdout).expect("the client's JSON report")
+}
+
+#[tokio::test]
+async fn the_official_python_sdk_in_its_default_mode_writes_once() {
+    if !python_sdk() {
+        return;
+    }
+    let (url, mut server) = http_example(&[]).await;
+    let report = python("mcp_client.py", &[&url]).await;
+    server.kill().await.expect("stop the example");
     // Its default: the stateless protocol, no session, no run id.
     assert_eq!(report["protocol"], "2026-07-28", "{report}");
     assert_eq!(
         report["tools"],
-        json!(["charge_card", "charges_made", "lookup_order", "subscribe"])
+        json!([
+            "charge_card",
+            "charges_made",
+            "lookup_order",
+            "refund",
+            "refunds_made",
+            "subscribe"
+        ])
     );
     assert_eq!(report["first"]["charge_id"], "ch_0001", "{report}");
     assert_eq!(report["again"], report["first"], "the repeat is replayed");
     assert_eq!(report["count"], "1", "{report}");
+}
+
+/// `approval = "ask"`, with the official Python SDK as the client whose
+/// person is asked: by `input_required` on MCP 2026-07-28 (the SDK's
+/// default), by `elicitation/create` on a session. Each refund the person
+/// accepts runs once, and its duplicates replay it without asking again;
+/// other arguments are asked for on their own; a declined one is refused
+/// to every duplicate; a dismissed one runs nothing and still waits; an
+/// answer about one refund brought with a call of another is not taken.
+#[tokio::test]
+async fn the_person_at_an_mcp_client_approves_each_operation_once() {
+    if !python_sdk() {
+        return;
+    }
+    let (url, mut server) = http_example(&[]).await;
+    let stateless = python("mcp_approval.py", &[&url, "auto"]).await;
+    // A session: the calls are in the session's run, so the same refunds
+    // are other operations, asked for again.
+    let session = python("mcp_approval.py", &[&url, "legacy"]).await;
+    server.kill().await.expect("stop the example");
+
+    assert_eq!(stateless["protocol"], "2026-07-28", "{stateless}");
+    assert_eq!(session["protocol"], "2025-11-25", "{session}");
+    for (report, first) in [(&stateless, "rf_0001"), (&session, "rf_0003")] {
+        let approved = report["approved"]["ok"].as_str().unwrap_or_default();
+        assert!(approved.starts_with(first), "{report}");
+        assert_eq!(report["approved"]["asked"], 1, "{report}");
+        assert_eq!(report["approved_again"], report["approved"], "{report}");
+        assert_eq!(report["other_amount"]["asked"], 2, "{report}");
+        let refused = report["refused"]["error"].as_str().unwrap_or_default();
+        assert!(
+            refused.contains("a person refused this operation"),
+            "{report}"
+        );
+        assert_eq!(report["refused_again"], report["refused"], "{report}");
+        let dismissed = report["dismissed"]["error"].as_str().unwrap_or_default();
+        assert!(dismissed.contains("needs a person's approval"), "{report}");
+        assert_eq!(report["dismissed"]["asked"], 4, "{report}");
+        // The person read what the refund does, with its arguments.
+        let question = report["questions"][0].as_str().unwrap_or_default();
+        assert!(question.contains("`refund` (Refund an order"), "{question}");
+        assert!(question.contains(r#""order_id": "yes-1""#), "{question}");
+    }
+    assert_eq!(stateless["refunds"], "2", "{stateless}");
+    assert_eq!(session["refunds"], "4", "{session}");
+    let borrowed = &stateless["borrowed"];
+    assert_eq!(borrowed["other"], "InputRequiredResult", "{borrowed}");
+    let asks = borrowed["other_asks_about"][0].as_str().unwrap_or_default();
+    assert!(asks.contains(r#""order_id": "yes-3""#), "{borrowed}");
 }

@@ -11,7 +11,8 @@
 //! ttl = "24h"
 //! on_in_flight = "wait(5s)" # or "reject" (the default)
 //! on_uncertain = "refuse"   # or "rerun" (the default)
-//! approval = "required"     # or "never" (the default): a person approves each call
+//! approval = "required"     # or "never" (the default), or "ask": a person approves each
+//!                           # operation; "ask" also asks the person at an MCP client
 //! error_results = "record"  # or "release" (the default)
 //!
 //! [tools.search]
@@ -282,7 +283,7 @@ mod tests {
         let typo = toml::from_str::<Config>("[tools.x]\napproval = \"always\"\n");
         let message = typo.expect_err("refused").to_string();
         assert!(
-            message.contains("`approval` is \"never\" (the default) or \"required\""),
+            message.contains("`approval` is \"never\" (the default), \"required\""),
             "the attribute's words: {message}"
         );
         let five = OnInFlight::Wait(Duration::from_secs(5));

@@ -81,6 +81,32 @@ pub(crate) fn meta_mut(message: &mut Value) -> Option<&mut Map<String, Value>> {
     meta.as_object_mut()
 }
 
+/// Where a request names its protocol, on MCP 2026-07-28 and later.
+pub(crate) const PROTOCOL_META: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// Whether `request` names MCP 2026-07-28 or later.
+pub(crate) fn since_2026(request: &Value) -> bool {
+    meta(request)
+        .and_then(|m| m.get(PROTOCOL_META))
+        .and_then(Value::as_str)
+        .is_some_and(|version| version >= "2026-07-28")
+}
+
+/// `response`, to `request`, with its result saying it is complete
+/// (`"resultType": "complete"`) unless it says what it is, where the
+/// request is on MCP 2026-07-28 or later, whose clients read no result
+/// without it: for the results the gateway makes itself.
+pub(crate) fn completed(mut response: Value, request: &Value) -> Value {
+    if since_2026(request)
+        && let Some(result) = response.get_mut("result").and_then(Value::as_object_mut)
+    {
+        result
+            .entry("resultType")
+            .or_insert_with(|| "complete".into());
+    }
+    response
+}
+
 /// A request the gateway sends itself.
 pub(crate) fn request(id: Value, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
@@ -118,6 +144,24 @@ mod tests {
         for refused in [json!([]), json!({"id": 1}), json!({"method": 3, "id": 1})] {
             assert_eq!(kind(&refused), None, "{refused}");
         }
+    }
+
+    #[test]
+    fn a_result_made_for_a_2026_request_says_it_is_complete() {
+        let modern =
+            json!({"method": "tools/call", "params": {"_meta": {PROTOCOL_META: "2026-07-28"}}});
+        let older = json!({"method": "tools/call", "params": {}});
+        let made = response(json!(1), json!({"content": []}));
+        assert_eq!(
+            completed(made.clone(), &modern)["result"]["resultType"],
+            "complete"
+        );
+        assert_eq!(completed(made, &older)["result"].get("resultType"), None);
+        let asks = response(json!(1), json!({"resultType": "input_required"}));
+        assert_eq!(
+            completed(asks, &modern)["result"]["resultType"],
+            "input_required"
+        );
     }
 
     #[test]

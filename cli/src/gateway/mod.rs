@@ -13,6 +13,7 @@
 //! `session` is one client's session, relayed to its link; `stdio` and
 //! `http` serve clients.
 
+mod ask;
 mod catalog;
 mod config;
 mod http;

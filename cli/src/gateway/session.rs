@@ -19,11 +19,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use idem::mcp::{Binding, Caller, OPERATION_KEY_META, REPLAYED_META};
-use idem::{Answer, ToolError};
+use idem::mcp::{Binding, BoundCall, Caller, OPERATION_KEY_META, REPLAYED_META};
+use idem::{Answer, Approval, IdemKey, ToolError};
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
+use super::ask::{self, Asking, Reply as Answered};
 use super::catalog::{self, Catalog, Settings};
 use super::jsonrpc::{self, Kind, code};
 use super::link::{self, Link, Reply, Route, Sink};
@@ -86,6 +87,8 @@ pub(crate) struct Session {
     /// `tools/call` is read until it is known to be a read, or its write
     /// is answered.
     in_flight: watch::Sender<usize>,
+    /// The questions `approval = "ask"` puts to the client.
+    questions: ask::Questions,
 }
 
 impl Session {
@@ -100,6 +103,7 @@ impl Session {
             catalog: tokio::sync::Mutex::new(None),
             asked: Mutex::new(HashMap::new()),
             in_flight: watch::Sender::new(0),
+            questions: ask::Questions::default(),
         })
     }
 
@@ -119,7 +123,11 @@ impl Session {
         caller: Caller,
     ) {
         match jsonrpc::kind(&message) {
-            Some(Kind::Response) => self.link.respond(message).await,
+            Some(Kind::Response) => {
+                if let Some(theirs) = self.questions.answered(message) {
+                    self.link.respond(theirs).await;
+                }
+            }
             Some(Kind::Notification) => self.notified(message, origin).await,
             Some(Kind::Request) => {
                 let route = Route {
@@ -129,6 +137,7 @@ impl Session {
                 };
                 // The handshake goes up before anything that follows it.
                 if jsonrpc::method(&message) == Some("initialize") {
+                    self.questions.initialized(&message);
                     self.forward(message, route).await;
                     return;
                 }
@@ -242,9 +251,9 @@ impl Session {
                             "Error: the gateway cannot tell whether `{name}` changes things, \
                              so it did not call it: {why}"
                         );
-                        route
-                            .sink
-                            .deliver(error_result(route.id.clone(), &text), Some(&route.id));
+                        let refused = error_result(route.id.clone(), &text);
+                        let refused = jsonrpc::completed(refused, &message);
+                        route.sink.deliver(refused, Some(&route.id));
                     }
                 }
             }
@@ -364,12 +373,13 @@ impl Session {
     }
 
     /// A write, through the registry in the run, tenant and operation key
-    /// the binding gives it.
+    /// the binding gives it; where its operation awaits an approval the
+    /// person at the client may give (`approval = "ask"`), asked first.
     async fn write(
         &self,
         catalog: Arc<Catalog>,
         name: String,
-        message: Value,
+        mut message: Value,
         route: Route,
         caller: Caller,
         asked: &Arc<Asked>,
@@ -379,6 +389,8 @@ impl Session {
             // Cancelled before anything ran: nothing to answer or record.
             return self.forget(&route);
         }
+        // An answer to a question of the gateway's never goes upstream.
+        let brought = ask::take_brought(&mut message);
         let run_scoped = catalog.run_scoped.contains(&name);
         let meta = operation_meta(&message);
         let bound = match self
@@ -388,36 +400,113 @@ impl Session {
             Ok(bound) => bound,
             Err(text) => {
                 self.forget(&route);
-                return sink.deliver(error_result(id.clone(), &text), Some(&id));
+                let refused = jsonrpc::completed(error_result(id.clone(), &text), &message);
+                return sink.deliver(refused, Some(&id));
             }
         };
         let args = jsonrpc::params(&message)
             .and_then(|p| p.get("arguments"))
             .cloned()
             .unwrap_or(Value::Null);
-        let forget = route.clone();
-        let call = Call {
-            link: self.link.clone(),
-            request: message,
-            route,
-            cancelled: asked.clone(),
-            unrecorded: RefCell::new(None),
+        let write = Write {
+            catalog: &catalog,
+            name: &name,
+            bound: &bound,
+            args: &args,
+            message: &message,
+            route: &route,
+            asked,
         };
-        let (answer, unrecorded) = CALL
-            .scope(call, async {
-                let answer = catalog.registry.answer(bound.context(), &name, args).await;
-                (
-                    answer,
-                    CALL.with(|call| call.unrecorded.borrow_mut().take()),
-                )
-            })
-            .await;
-        self.forget(&forget);
+        let (mut answer, mut unrecorded) = self.through_registry(&write).await;
+        let asks = self.shared.settings.config.tool(&name).approval == Some(Approval::Ask);
+        if let (Err(ToolError::ApprovalRequired { key, .. }), true) = (&answer.result, asks) {
+            match self.ask_person(&write, key, brought).await {
+                ask::Person::Answered => (answer, unrecorded) = self.through_registry(&write).await,
+                ask::Person::Asks(result) => {
+                    self.forget(&route);
+                    return sink.deliver(jsonrpc::response(id.clone(), result), Some(&id));
+                }
+                ask::Person::Waits => {}
+            }
+        }
+        self.forget(&route);
         // A request the client cancelled gets no response.
         if !asked.cancelled() {
             let response = self.answered(id.clone(), answer, unrecorded);
-            sink.deliver(response, Some(&id));
+            sink.deliver(jsonrpc::completed(response, &message), Some(&id));
         }
+    }
+
+    /// The registry's answer to `write`, and what the upstream answered
+    /// that is not recorded.
+    async fn through_registry(&self, write: &Write<'_>) -> (Answer, Option<Unrecorded>) {
+        let call = Call {
+            link: self.link.clone(),
+            request: write.message.clone(),
+            route: write.route.clone(),
+            cancelled: write.asked.clone(),
+            unrecorded: RefCell::new(None),
+        };
+        let registry = &write.catalog.registry;
+        CALL.scope(call, async {
+            let args = write.args.clone();
+            let answer = registry
+                .answer(write.bound.context(), write.name, args)
+                .await;
+            let unrecorded = CALL.with(|call| call.unrecorded.borrow_mut().take());
+            (answer, unrecorded)
+        })
+        .await
+    }
+
+    /// Asks the person at the client about the operation under `key`,
+    /// which awaits their approval, unless the call `brought` the answer
+    /// to that very question; records the answer.
+    async fn ask_person(
+        &self,
+        write: &Write<'_>,
+        key: &str,
+        brought: Option<(Option<String>, Answered)>,
+    ) -> ask::Person {
+        let reply = match brought {
+            Some((state, reply)) if state.as_deref() == Some(key) => reply,
+            _ => {
+                let (registry, tools) = (&write.catalog.registry, &write.catalog.upstream_tools);
+                let shown = registry.shown_arguments(write.name, write.args.clone());
+                let shown = shown.unwrap_or_else(|_| write.args.clone());
+                let description = ask::description(tools, write.name);
+                let question = ask::question(write.name, description, &shown);
+                match self.questions.asking(write.message) {
+                    Asking::Cannot => return ask::Person::Waits,
+                    Asking::InputRequired => {
+                        return ask::Person::Asks(ask::input_required(question, key));
+                    }
+                    Asking::Session => {
+                        let (route, asked) = (write.route, write.asked);
+                        self.questions.elicit(route, asked, key, question).await
+                    }
+                }
+            }
+        };
+        let registry = &write.catalog.registry;
+        let key = IdemKey::from_raw(key);
+        let decided = match reply {
+            Answered::Approve => {
+                let by = ask::approver(&self.questions, write.message);
+                registry.approve(&key, &by).await
+            }
+            Answered::Refuse => {
+                let reason = "the person at the MCP client declined it";
+                registry.deny(&key, reason).await
+            }
+            Answered::Dismissed => return ask::Person::Waits,
+        };
+        if let Err(e) = decided {
+            // Decided elsewhere first, or expired: the call is answered
+            // what the record says now.
+            tracing::info!(key = %key, error = %e, "the answer of the person at the client was not recorded");
+        }
+        ask::Person::Answered
     }
 
     /// The response to a write: the upstream's result as it came (marked
@@ -444,6 +533,18 @@ impl Session {
             (Err(e), _) => error_result(id, &e.model_message()),
         }
     }
+}
+
+/// A client's write, as the registry is called for it.
+struct Write<'a> {
+    catalog: &'a Catalog,
+    name: &'a str,
+    bound: &'a BoundCall,
+    args: &'a Value,
+    /// The client's request, as it goes upstream.
+    message: &'a Value,
+    route: &'a Route,
+    asked: &'a Arc<Asked>,
 }
 
 /// The `_meta` a write is bound by: the request's, with the key the client

@@ -91,6 +91,7 @@
 //! failure of the tool itself, an unreachable store (the write did not
 //! run).
 
+mod approval;
 mod binding;
 mod caller;
 #[cfg(feature = "mcp-http")]
@@ -112,7 +113,7 @@ pub use self::binding::{Binding, BoundCall, OPERATION_KEY_META, RUN_ID_META};
 pub use self::caller::{Caller, StatelessWrites};
 use crate::error::ToolError;
 use crate::key::ScopeKind;
-use crate::registry::{CallContext, Registry};
+use crate::registry::{Answer, CallContext, Registry};
 
 /// The MCP SDK this module is built on, for its transports and
 /// `ServiceExt::serve`, at the version this crate uses.
@@ -133,6 +134,8 @@ pub struct McpServer<S> {
     info: ServerConfig,
     /// How calls are bound to runs and tenants.
     binding: Binding,
+    /// The operations an `approval = "ask"` question is out for.
+    asking: approval::Out,
 }
 
 impl<S> std::fmt::Debug for McpServer<S> {
@@ -173,6 +176,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
             run_scoped: Arc::new(run_scoped),
             info,
             binding: Binding::new(),
+            asking: approval::Out::default(),
         }
     }
 }
@@ -261,29 +265,60 @@ impl<S: Send + Sync + 'static> McpServer<S> {
         if let Some(tenant) = self.binding.tenant() {
             context = context.tenant(tenant);
         }
-        self.answer(name, arguments, context).await
+        let args = arguments.map_or(Value::Null, Value::Object);
+        respond(self.registry.answer(context, name, args).await)
     }
 
+    /// A `tools/call` of a client's, bound to its run and tenant: the
+    /// registry's answer, after asking the person at the client where the
+    /// operation awaits an approval it may be asked for
+    /// (`approval = "ask"`).
     async fn answer(
         &self,
-        name: &str,
-        arguments: Option<serde_json::Map<String, Value>>,
-        context: CallContext<'_>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let args = arguments.map_or(Value::Null, Value::Object);
-        let answer = self.registry.answer(context, name, args).await;
-        match answer.result {
-            Err(ToolError::UnknownTool { name }) => Err(ErrorData::invalid_params(
-                format!("unknown tool `{name}`"),
-                None,
-            )),
-            outcome => {
-                let mut result = tool_result(&outcome)?;
-                if answer.replayed {
-                    mark_replayed(&mut result);
-                }
-                Ok(result)
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        call: CallContext<'_>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let (name, args) = (&request.name, request.arguments.clone());
+        let args = args.map_or(Value::Null, Value::Object);
+        let answer = self.registry.answer(call, name, args.clone()).await;
+        let Err(ToolError::ApprovalRequired { key, .. }) = &answer.result else {
+            return respond(answer).map(CallToolResponse::from);
+        };
+        let Some(shown) = self.registry.asks(name, &args) else {
+            return respond(answer).map(CallToolResponse::from);
+        };
+        let description = self.get_tool(name).and_then(|t| t.description);
+        let about = (
+            key.as_str(),
+            description.as_deref().unwrap_or_default(),
+            &shown,
+        );
+        match approval::ask(&self.registry, &self.asking, (request, context), about).await {
+            approval::Asked::Answered => {
+                let answer = self.registry.answer(call, name, args).await;
+                respond(answer).map(CallToolResponse::from)
             }
+            approval::Asked::InputRequired(asked) => Ok(asked.into()),
+            approval::Asked::Waits => respond(answer).map(CallToolResponse::from),
+        }
+    }
+}
+
+/// The registry's `answer` as an MCP tool result (marked when replayed),
+/// or a protocol error for an unknown tool.
+fn respond(answer: Answer) -> Result<CallToolResult, ErrorData> {
+    match answer.result {
+        Err(ToolError::UnknownTool { name }) => Err(ErrorData::invalid_params(
+            format!("unknown tool `{name}`"),
+            None,
+        )),
+        outcome => {
+            let mut result = tool_result(&outcome)?;
+            if answer.replayed {
+                mark_replayed(&mut result);
+            }
+            Ok(result)
         }
     }
 }
@@ -344,8 +379,6 @@ impl<S: Send + Sync + 'static> ServerHandler for McpServer<S> {
             Ok(call) => call,
             Err(refused) => return Ok((*refused).into()),
         };
-        self.answer(&request.name, request.arguments, call.context())
-            .await
-            .map(CallToolResponse::from)
+        self.answer(&request, &context, call.context()).await
     }
 }

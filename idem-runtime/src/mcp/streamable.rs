@@ -36,6 +36,7 @@ impl<S> McpServer<S> {
             run_scoped: self.run_scoped.clone(),
             info: self.info.clone(),
             binding: self.binding.new_session(),
+            asking: self.asking.clone(),
         }
     }
 }

@@ -121,4 +121,28 @@ impl<S: Send + Sync + 'static> Registry<S> {
             Err(e) => Err(e.into()),
         }
     }
+
+    /// `args`, the arguments of a call of tool `name`, as a person is
+    /// shown them (an approver, an operator): the tool's hidden fields
+    /// (`hide`) replaced by `"(hidden)"`. An unknown tool is
+    /// [`ToolError::UnknownTool`].
+    pub fn shown_arguments(
+        &self,
+        name: &str,
+        mut args: serde_json::Value,
+    ) -> Result<serde_json::Value, crate::error::ToolError> {
+        self.tool(name)?.hide(&mut args);
+        Ok(args)
+    }
+
+    /// For write tool `name` with `approval = "ask"`: `args` as the person
+    /// asked is shown them. `None` for any other tool.
+    #[cfg(feature = "mcp")]
+    pub(crate) fn asks(&self, name: &str, args: &serde_json::Value) -> Option<serde_json::Value> {
+        let tool = self.tool(name).ok()?;
+        if tool.approval() != crate::tool::Approval::Ask {
+            return None;
+        }
+        self.shown_arguments(name, args.clone()).ok()
+    }
 }

@@ -15,7 +15,7 @@ use crate::error::{RegistryError, ToolError};
 use crate::key::{Fingerprint, IdemKey};
 use crate::schema;
 use crate::store::BoxFuture;
-use crate::tool::{ReadTool, ToolDef, ToolInfo, ToolKind, WriteOptions, WriteTool};
+use crate::tool::{Approval, ReadTool, ToolDef, ToolInfo, ToolKind, WriteOptions, WriteTool};
 
 /// A tool as given to the builder, its settings not yet checked.
 pub(super) trait UnpreparedTool<S>: Send + Sync {
@@ -53,6 +53,13 @@ pub(super) trait ErasedTool<S>: Send + Sync {
         caller: CallOrigin<'_>,
         args: Value,
     ) -> Result<Option<(IdemKey, Fingerprint)>, ToolError>;
+
+    /// Whether the tool's operations wait for a person's approval (`Never`
+    /// for read tools).
+    fn approval(&self) -> Approval;
+
+    /// Replaces the tool's hidden fields in `args`, for a person's view.
+    fn hide(&self, args: &mut Value);
 }
 
 pub(super) struct RegisteredRead<S, T> {
@@ -135,6 +142,12 @@ impl<S: Send + Sync + 'static, T: ReadTool<S>> ErasedTool<S> for RegisteredRead<
     ) -> Result<Option<(IdemKey, Fingerprint)>, ToolError> {
         Ok(None)
     }
+
+    fn approval(&self) -> Approval {
+        Approval::Never
+    }
+
+    fn hide(&self, _: &mut Value) {}
 }
 
 impl<S: Send + Sync + 'static, T: WriteTool<S>> UnpreparedTool<S> for RegisteredWrite<S, T> {
@@ -211,5 +224,13 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for PreparedWrite<
             args,
         )?;
         Ok(Some((key, checked.fingerprint)))
+    }
+
+    fn approval(&self) -> Approval {
+        self.settings.approval
+    }
+
+    fn hide(&self, args: &mut Value) {
+        self.settings.roles.hide(args);
     }
 }

@@ -32,6 +32,13 @@ async fn refund(#[args] refund: Refund, ctx: &WriteCtx) -> Result<u64, String> {
     Ok(refund.amount)
 }
 
+/// Close an account: the person at an MCP client is asked.
+#[write_tool(approval = "ask")]
+async fn close_account(account: String, ctx: &WriteCtx) -> Result<(), String> {
+    let _ = (account, ctx);
+    Ok(())
+}
+
 /// Delete an account: always asks.
 #[write_tool(approval = "required", on_uncertain = "refuse")]
 async fn delete_account(account: String, ctx: &WriteCtx) -> Result<(), String> {
@@ -55,6 +62,7 @@ fn main() {
     let _ = Registry::builder(())
         .tool(charge)
         .tool(refund)
+        .tool(close_account)
         .tool(delete_account)
         .tool(archive)
         .build();

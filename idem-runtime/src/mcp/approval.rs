@@ -1,0 +1,219 @@
+//! `approval = "ask"` over MCP: a write whose operation awaits a person's
+//! approval puts the question to the person at the client, where the
+//! client can ask its person (it declared `elicitation`), and the answer
+//! approves or refuses that very operation:
+//!
+//! - on a session (MCP up to 2025-11-25) the server sends
+//!   `elicitation/create` while the call waits, and the call goes on with
+//!   the answer;
+//! - on MCP 2026-07-28, which has no requests from server to client, the
+//!   call is answered `input_required` with the question, and the
+//!   operation's key as its `requestState`; the client asks its person and
+//!   calls again with the answer. An answer is taken only for the
+//!   operation it was asked about: the retried call's own key, made again
+//!   from its arguments and binding, must be the state it brings.
+//!
+//! Accepted approves (`Registry::approve`, by the person at the named
+//! client), declined refuses (`Registry::deny`), dismissed decides nothing:
+//! the operation keeps waiting for an approval, which `idem approve` may
+//! still give.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::RoleServer;
+use rmcp::model::{
+    CallToolRequestParams, ElicitRequest, ElicitRequestParams, InputRequest, InputRequests,
+    InputRequiredResult, ProtocolVersion, ServerRequest,
+};
+use rmcp::service::RequestContext;
+use serde_json::{Value, json};
+
+use crate::key::IdemKey;
+use crate::registry::Registry;
+
+/// The name of the question among an `input_required` result's requests.
+pub(super) const QUESTION: &str = "idem/approval";
+
+/// What a call whose operation awaits approval comes to once asked.
+pub(super) enum Asked {
+    /// The person answered and it is recorded: the call is answered anew.
+    Answered,
+    /// The client is to ask its person and call again with the answer.
+    InputRequired(InputRequiredResult),
+    /// Nobody answered (the client cannot ask, or the person dismissed the
+    /// question): the operation still waits.
+    Waits,
+}
+
+/// What the person at the client answered.
+enum Reply {
+    Approve,
+    Refuse,
+    Dismissed,
+}
+
+/// The operations whose question is out on a session, so that a duplicate
+/// call meanwhile is not asked again. Shared by a server's clones.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Out(Arc<Mutex<HashSet<String>>>);
+
+/// An operation's question out, until dropped.
+struct OutGuard<'a>(&'a Out, String);
+
+impl Drop for OutGuard<'_> {
+    fn drop(&mut self) {
+        self.0.lock().remove(&self.1);
+    }
+}
+
+impl Out {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Notes the question about `key` as out, unless it already is.
+    fn take(&self, key: &str) -> Option<OutGuard<'_>> {
+        self.lock()
+            .insert(key.to_owned())
+            .then(|| OutGuard(self, key.to_owned()))
+    }
+}
+
+/// The operation under `key`, of tool `tool` (`description`), awaits an
+/// approval: asks the person at the client, where it can, and records
+/// their answer. `shown` is its arguments as a person reads them.
+pub(super) async fn ask<S: Send + Sync + 'static>(
+    registry: &Registry<S>,
+    out: &Out,
+    (request, context): (&CallToolRequestParams, &RequestContext<RoleServer>),
+    (key, description, shown): (&str, &str, &Value),
+) -> Asked {
+    let reply = match brought(request, key) {
+        Some(reply) => reply,
+        None => {
+            let Some(question) = question(&request.name, description, shown) else {
+                return Asked::Waits;
+            };
+            if !can_ask(context) {
+                return Asked::Waits;
+            }
+            if at_least_2026(context) {
+                return Asked::InputRequired(input_required(question, key));
+            }
+            let Some(_out) = out.take(key) else {
+                // The question is out for a duplicate of this call.
+                return Asked::Waits;
+            };
+            elicit(context, question).await
+        }
+    };
+    let key = IdemKey::from_raw(key);
+    let decided = match reply {
+        Reply::Approve => registry.approve(&key, &approver(context)).await,
+        Reply::Refuse => {
+            let reason = "the person at the MCP client declined it";
+            registry.deny(&key, reason).await
+        }
+        Reply::Dismissed => return Asked::Waits,
+    };
+    if let Err(e) = decided {
+        // Decided elsewhere first, or expired: the call is answered what
+        // the record says now.
+        tracing::info!(key = %key, error = %e, "the answer of the person at the MCP client was not recorded");
+    }
+    Asked::Answered
+}
+
+/// Whether the client can put a question to its person: it declared
+/// elicitation, in form mode (or without naming a mode).
+fn can_ask(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .and_then(|caps| caps.elicitation)
+        .is_some_and(|e| e.form.is_some() || e.url.is_none())
+}
+
+/// Whether the call is on MCP 2026-07-28 or later, which asks by
+/// `input_required`.
+fn at_least_2026(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
+}
+
+/// Who approved: the person at the client, named by its `clientInfo`.
+fn approver(context: &RequestContext<RoleServer>) -> String {
+    match context.client_info() {
+        Some(client) => format!("the person at MCP client `{}`", client.name),
+        None => "the person at the MCP client".to_owned(),
+    }
+}
+
+/// The question: what the operation will do, with its arguments; accept
+/// approves, decline refuses. `None` if rmcp cannot read it (never, for a
+/// form with no fields).
+fn question(tool: &str, description: &str, shown: &Value) -> Option<ElicitRequestParams> {
+    let summary = description.lines().next().unwrap_or_default().trim();
+    let what = if summary.is_empty() {
+        format!("`{tool}`")
+    } else {
+        format!("`{tool}` ({summary})")
+    };
+    let args = serde_json::to_string_pretty(shown).unwrap_or_else(|_| shown.to_string());
+    let message = format!(
+        "Approve this operation? {what} will run once with these arguments:\n{args}\n\
+         Accept to approve it; decline to refuse it."
+    );
+    let params = json!({
+        "mode": "form",
+        "message": message,
+        "requestedSchema": {"type": "object", "properties": {}},
+    });
+    serde_json::from_value(params)
+        .inspect_err(|e| tracing::error!(error = %e, "an approval question rmcp does not read"))
+        .ok()
+}
+
+/// The call's answer as `input_required`: the question, and the key of the
+/// operation it is about.
+fn input_required(question: ElicitRequestParams, key: &str) -> InputRequiredResult {
+    let mut requests = InputRequests::new();
+    let question = InputRequest::Elicitation(ElicitRequest::new(question));
+    requests.insert(QUESTION.to_owned(), question);
+    InputRequiredResult::new(Some(requests), Some(key.to_owned()))
+}
+
+/// The answer a retried call brings to the question about operation `key`;
+/// `None` when it brings none, or one about another operation.
+fn brought(request: &CallToolRequestParams, key: &str) -> Option<Reply> {
+    if request.request_state.as_deref() != Some(key) {
+        return None;
+    }
+    let answer = request.input_responses.as_ref()?.get(QUESTION)?;
+    Some(reply(answer))
+}
+
+/// Asks the person at the client over the session, until the client
+/// answers or cancels the call.
+async fn elicit(context: &RequestContext<RoleServer>, question: ElicitRequestParams) -> Reply {
+    let request = ServerRequest::ElicitRequest(ElicitRequest::new(question));
+    let sent = context.peer.send_request(request);
+    match context.ct.run_until_cancelled(sent).await {
+        Some(Ok(answer)) => reply(&serde_json::to_value(answer).unwrap_or_default()),
+        Some(Err(e)) => {
+            tracing::warn!(error = %e, "asking the person at the MCP client failed");
+            Reply::Dismissed
+        }
+        None => Reply::Dismissed,
+    }
+}
+
+/// An `ElicitResult`'s action as a decision.
+fn reply(answer: &Value) -> Reply {
+    match answer.get("action").and_then(Value::as_str) {
+        Some("accept") => Reply::Approve,
+        Some("decline") => Reply::Refuse,
+        _ => Reply::Dismissed,
+    }
+}
