@@ -357,7 +357,10 @@ async fn http_authentication_says_what_it_refuses_and_a_session_is_its_principal
 /// as the client whose person is asked: by `input_required` on MCP
 /// 2026-07-28, by `elicitation/create` on a session. An accepted `append`
 /// runs upstream once and its duplicate replays it unasked; a declined one
-/// is refused to every duplicate; a dismissed one runs nothing.
+/// is refused to every duplicate; a dismissed one runs nothing. The
+/// question shows the arguments, but a hidden field's value; an answer
+/// about one operation brought with a call of another is not taken; two
+/// identical calls at once on a session ask once.
 #[tokio::test]
 async fn the_person_at_the_client_is_asked_and_the_answer_binds_the_operation() {
     if !python_sdk() {
@@ -365,7 +368,10 @@ async fn the_person_at_the_client_is_asked_and_the_answer_binds_the_operation() 
     }
     for (mode, protocol) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
         let dir = TempDir::new("first-hour");
-        let config = config(&dir, "[tools.append]\napproval = \"ask\"\n");
+        let config = config(
+            &dir,
+            "[tools.append]\napproval = \"ask\"\nhide = [\"amount\"]\n",
+        );
         let line = gateway(&dir, &["--config", &config]);
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/upstream/approver.py");
         let out = Command::new("python3")
@@ -403,13 +409,29 @@ async fn the_person_at_the_client_is_asked_and_the_answer_binds_the_operation() 
         let question = report["questions"][0].as_str().unwrap_or_default();
         assert!(
             question.contains("`append` (Append an entry to the ledger.)")
-                && question.contains(r#""entry": "yes-1""#),
+                && question.contains(r#""entry": "yes-1""#)
+                && question.contains(r#""amount": "(hidden)""#),
             "{question}"
         );
+        let mut expected = "yes-1 5\n".to_owned();
+        if mode == "auto" {
+            // An answer about `yes-2` does not decide `yes-3`: it is asked.
+            let borrowed = &report["borrowed"];
+            assert_eq!(borrowed["first"], "InputRequiredResult", "{borrowed}");
+            assert_eq!(borrowed["other"], "InputRequiredResult", "{borrowed}");
+        } else {
+            // Two identical calls at once: one question, one run.
+            let concurrent = &report["concurrent"];
+            assert_eq!(concurrent["asked"], 1, "{concurrent}");
+            let ran = concurrent["results"].as_array().expect("two results");
+            assert_eq!(
+                ran.iter().filter(|r| r["ok"].is_string()).count(),
+                1,
+                "{concurrent}"
+            );
+            expected.push_str("slow-1 0\n");
+        }
         let ledger = std::fs::read_to_string(dir.0.join("ledger.txt")).expect("the ledger");
-        assert_eq!(
-            ledger, "yes-1 5\n",
-            "{mode}: one approval, one run upstream"
-        );
+        assert_eq!(ledger, expected, "{mode}: one approval, one run upstream");
     }
 }

@@ -692,7 +692,8 @@ async fn the_official_python_sdk_in_its_default_mode_writes_once() {
 /// accepts runs once, and its duplicates replay it without asking again;
 /// other arguments are asked for on their own; a declined one is refused
 /// to every duplicate; a dismissed one runs nothing and still waits; an
-/// answer about one refund brought with a call of another is not taken.
+/// answer about one refund brought with a call of another is not taken;
+/// two identical calls at once on a session ask once.
 #[tokio::test]
 async fn the_person_at_an_mcp_client_approves_each_operation_once() {
     if !python_sdk() {
@@ -729,6 +730,15 @@ async fn the_person_at_an_mcp_client_approves_each_operation_once() {
     }
     assert_eq!(stateless["refunds"], "2", "{stateless}");
     assert_eq!(session["refunds"], "4", "{session}");
+    // Two identical calls at once on a session: one question, one run.
+    let concurrent = &session["concurrent"];
+    assert_eq!(concurrent["asked"], 1, "{concurrent}");
+    let ran = concurrent["results"].as_array().expect("two results");
+    assert_eq!(
+        ran.iter().filter(|r| r["ok"].is_string()).count(),
+        1,
+        "{concurrent}"
+    );
     let borrowed = &stateless["borrowed"];
     assert_eq!(borrowed["other"], "InputRequiredResult", "{borrowed}");
     let asks = borrowed["other_asks_about"][0].as_str().unwrap_or_default();

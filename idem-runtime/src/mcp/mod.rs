@@ -89,7 +89,21 @@
 //! true` and [`ToolError::model_message`] as its text, which the model
 //! reads: bad arguments (naming the field), a duplicate still in flight, a
 //! failure of the tool itself, an unreachable store (the write did not
-//! run).
+//! run), an operation that waits for a person's approval.
+//!
+//! # Approval at the client
+//!
+//! A write tool with `approval = "ask"` ([`Approval::Ask`](crate::Approval::Ask))
+//! whose operation awaits a person's approval asks the person at the
+//! client, where the client declared `elicitation`: on a session, by an
+//! `elicitation/create` request while the call waits; on MCP 2026-07-28, by
+//! an `input_required` result the client answers by calling again. The
+//! question says what the operation will do, with its arguments (hidden
+//! fields replaced); accepting approves it ([`Registry::approve`]) and the
+//! call runs it, declining refuses it ([`Registry::deny`]), dismissing
+//! leaves it waiting. An answer is taken only for the operation it was
+//! asked about. A client that cannot ask is answered
+//! [`ToolError::ApprovalRequired`], as for `approval = "required"`.
 
 mod approval;
 mod binding;

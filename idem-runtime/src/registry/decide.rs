@@ -125,7 +125,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
     /// `args`, the arguments of a call of tool `name`, as a person is
     /// shown them (an approver, an operator): the tool's hidden fields
     /// (`hide`) replaced by `"(hidden)"`. An unknown tool is
-    /// [`ToolError::UnknownTool`].
+    /// [`ToolError::UnknownTool`](crate::ToolError::UnknownTool).
     pub fn shown_arguments(
         &self,
         name: &str,

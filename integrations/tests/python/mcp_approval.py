@@ -5,9 +5,12 @@ official MCP Python SDK, for tests/mcp.rs.
 Usage: python3 mcp_approval.py URL MODE. MODE is "auto" (the SDK's default:
 MCP 2026-07-28, where the server asks by `input_required`) or "legacy" (a
 session, where it asks by `elicitation/create`). The person accepts a refund
-of order "yes-*", declines one of "no-*" and dismisses the rest. Prints one
-JSON object: the protocol, the questions the person was asked, what each
-call came to, and how many refunds really ran.
+of order "yes-*", declines one of "no-*", accepts one of "slow-*" once the
+other of two identical calls was answered, and dismisses the rest. Prints
+one JSON object: the protocol, the questions the person was asked, what
+each call came to, how many refunds really ran, and what an answer
+borrowed from another refund ("auto") or two identical calls at once
+("legacy") came to.
 """
 
 import asyncio
@@ -27,9 +30,15 @@ def outcome(result):
 async def main(url, mode):
     questions = []
 
+    released = asyncio.Event()
+
     async def person(context, params):
         """The person at the client: reads the question, and answers by the order."""
         questions.append(params.message)
+        if '"slow-' in params.message:
+            # Answers once the duplicate of the call has been answered.
+            await released.wait()
+            return types.ElicitResult(action="accept", content={})
         if '"yes-' in params.message:
             return types.ElicitResult(action="accept", content={})
         if '"no-' in params.message:
@@ -55,6 +64,8 @@ async def main(url, mode):
         report["protocol"] = client.protocol_version
         report["refunds"] = count.model_dump(mode="json")["content"][0]["text"]
         report["questions"] = questions
+        if mode == "legacy":
+            report["concurrent"] = await concurrent(client, released, questions)
         if mode == "auto":
             report["borrowed"] = await borrowed_answer(client)
     print(json.dumps(report))
@@ -83,6 +94,23 @@ async def borrowed_answer(client):
             r.params.message for r in (getattr(other, "input_requests", None) or {}).values()
         ],
     }
+
+
+async def concurrent(client, released, questions):
+    """Two identical calls at once, on a session: the person is asked
+    once (and answers only after the other call was answered), and one
+    call runs."""
+    asked_before = len(questions)
+
+    async def call():
+        result = await client.call_tool("refund", {"order_id": "slow-1", "amount": 1})
+        released.set()
+        return outcome(result)
+
+    # A guard against a hang, should both calls ask: not a timing check.
+    async with asyncio.timeout(120):
+        results = await asyncio.gather(call(), call())
+    return {"asked": len(questions) - asked_before, "results": results}
 
 
 asyncio.run(main(sys.argv[1], sys.argv[2]))
