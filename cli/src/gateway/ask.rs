@@ -8,7 +8,7 @@
 //!   `elicitation/create` while the call waits, under an id of its own
 //!   whose response it keeps (it never goes upstream);
 //! - on MCP 2026-07-28 the call is answered `input_required`, the question
-//!   under [`QUESTION`] and the operation's key as its `requestState`. The
+//!   under `idem/approval` and the operation's key as its `requestState`. The
 //!   retried call's answer is taken out of it before anything goes
 //!   upstream, and taken only when the state it brings is the retried
 //!   call's own key, made again from its arguments and binding.
@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::sync::{Mutex, PoisonError};
 
+use idem::mcp::{APPROVAL_QUESTION, ApprovalAnswer};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
@@ -27,22 +28,11 @@ use super::jsonrpc::{self, PROTOCOL_META};
 use super::link::Route;
 use super::proxy::Asked;
 
-/// The name of the question among an `input_required` result's requests.
-const QUESTION: &str = "idem/approval";
-
 /// The first protocol that asks by `input_required`.
 const INPUT_REQUIRED_SINCE: &str = "2026-07-28";
 
 /// Where a request names its client's capabilities, on MCP 2026-07-28.
 const CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
-
-/// What the person at the client answered.
-#[derive(Debug, PartialEq)]
-pub(crate) enum Reply {
-    Approve,
-    Refuse,
-    Dismissed,
-}
 
 /// What a write whose operation awaits approval comes to once asked.
 pub(crate) enum Person {
@@ -124,11 +114,11 @@ impl Questions {
         asked: &Asked,
         key: &str,
         question: Value,
-    ) -> Reply {
+    ) -> ApprovalAnswer {
         let id = format!("idem-approval-{key}");
         let (tell, answer) = oneshot::channel();
         match lock(&self.out).entry(id.clone()) {
-            Entry::Occupied(_) => return Reply::Dismissed,
+            Entry::Occupied(_) => return ApprovalAnswer::Dismissed,
             Entry::Vacant(out) => out.insert(tell),
         };
         let request = jsonrpc::request(id.clone().into(), "elicitation/create", question);
@@ -138,7 +128,9 @@ impl Questions {
             () = asked.cancellation() => None,
         };
         lock(&self.out).remove(&id);
-        reply.map_or(Reply::Dismissed, |result| reply_of(&result))
+        reply.map_or(ApprovalAnswer::Dismissed, |result| {
+            ApprovalAnswer::read(&result)
+        })
     }
 }
 
@@ -146,34 +138,12 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The question's `elicitation/create` params: what tool `tool` will do
-/// (`description`), with its arguments as a person reads them (`shown`);
-/// accept approves, decline refuses.
-pub(crate) fn question(tool: &str, description: &str, shown: &Value) -> Value {
-    let summary = description.lines().next().unwrap_or_default().trim();
-    let what = if summary.is_empty() {
-        format!("`{tool}`")
-    } else {
-        format!("`{tool}` ({summary})")
-    };
-    let args = serde_json::to_string_pretty(shown).unwrap_or_else(|_| shown.to_string());
-    let message = format!(
-        "Approve this operation? {what} will run once with these arguments:\n{args}\n\
-         Accept to approve it; decline to refuse it."
-    );
-    json!({
-        "mode": "form",
-        "message": message,
-        "requestedSchema": {"type": "object", "properties": {}},
-    })
-}
-
 /// The `input_required` result that asks `question` about the operation
 /// under `key`.
 pub(crate) fn input_required(question: Value, key: &str) -> Value {
     json!({
         "resultType": "input_required",
-        "inputRequests": {QUESTION: {"method": "elicitation/create", "params": question}},
+        "inputRequests": {APPROVAL_QUESTION: {"method": "elicitation/create", "params": question}},
         "requestState": key,
     })
 }
@@ -181,40 +151,28 @@ pub(crate) fn input_required(question: Value, key: &str) -> Value {
 /// Takes the answer to the gateway's question out of a retried call's
 /// `request` (so that it does not go upstream): the state it brings, and
 /// the answer. `None` when it brings none.
-pub(crate) fn take_brought(request: &mut Value) -> Option<(Option<String>, Reply)> {
+pub(crate) fn take_brought(request: &mut Value) -> Option<(Option<String>, ApprovalAnswer)> {
     let params = jsonrpc::params_mut(request)?;
     let responses = params.get_mut("inputResponses")?.as_object_mut()?;
-    let answer = responses.remove(QUESTION)?;
+    let answer = responses.remove(APPROVAL_QUESTION)?;
     if responses.is_empty() {
         params.remove("inputResponses");
     }
     let state = params.remove("requestState");
     let state = state.and_then(|s| s.as_str().map(str::to_owned));
-    Some((state, reply_of(&answer)))
+    Some((state, ApprovalAnswer::read(&answer)))
 }
 
-/// An `ElicitResult`'s action as a decision.
-fn reply_of(answer: &Value) -> Reply {
-    match answer.get("action").and_then(Value::as_str) {
-        Some("accept") => Reply::Approve,
-        Some("decline") => Reply::Refuse,
-        _ => Reply::Dismissed,
-    }
-}
-
-/// Who approved: the person at the client, named by its `clientInfo`.
-pub(crate) fn approver(questions: &Questions, request: &Value) -> String {
+/// The name of the client of `request` (its `clientInfo`, or its
+/// session's), for who approved.
+pub(crate) fn client_name(questions: &Questions, request: &Value) -> Option<String> {
     let meta = jsonrpc::meta(request).and_then(|m| m.get("io.modelcontextprotocol/clientInfo"));
     let initialize = lock(&questions.initialize).clone().unwrap_or_default();
-    let client = meta.or_else(|| initialize.get("clientInfo")).cloned();
-    match client
-        .as_ref()
-        .and_then(|c| c.get("name"))
+    let client = meta.or_else(|| initialize.get("clientInfo")).cloned()?;
+    client
+        .get("name")
         .and_then(Value::as_str)
-    {
-        Some(name) => format!("the person at MCP client `{name}`"),
-        None => "the person at the MCP client".to_owned(),
-    }
+        .map(str::to_owned)
 }
 
 /// The description of tool `name` among the upstream's `tools`.
@@ -235,10 +193,13 @@ mod tests {
     fn an_answer_is_taken_out_of_the_retried_call_and_the_rest_goes_up() {
         let mut request = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
             "name": "append", "arguments": {"entry": "a"},
-            "inputResponses": {QUESTION: {"action": "accept", "content": {}}},
+            "inputResponses": {APPROVAL_QUESTION: {"action": "accept", "content": {}}},
             "requestState": "k1"}});
         let brought = take_brought(&mut request);
-        assert_eq!(brought, Some((Some("k1".to_owned()), Reply::Approve)));
+        assert_eq!(
+            brought,
+            Some((Some("k1".to_owned()), ApprovalAnswer::Approve))
+        );
         assert_eq!(
             request["params"],
             json!({"name": "append", "arguments": {"entry": "a"}})

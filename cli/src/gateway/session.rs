@@ -19,12 +19,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use idem::mcp::{Binding, BoundCall, Caller, OPERATION_KEY_META, REPLAYED_META};
+use idem::mcp::{
+    ApprovalAnswer, Binding, BoundCall, Caller, OPERATION_KEY_META, REPLAYED_META,
+    approval_question,
+};
 use idem::{Answer, Approval, IdemKey, ToolError};
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
-use super::ask::{self, Asking, Reply as Answered};
+use super::ask::{self, Asking};
 use super::catalog::{self, Catalog, Settings};
 use super::jsonrpc::{self, Kind, code};
 use super::link::{self, Link, Reply, Route, Sink};
@@ -466,7 +469,7 @@ impl Session {
         &self,
         write: &Write<'_>,
         key: &str,
-        brought: Option<(Option<String>, Answered)>,
+        brought: Option<(Option<String>, ApprovalAnswer)>,
     ) -> ask::Person {
         let reply = match brought {
             Some((state, reply)) if state.as_deref() == Some(key) => reply,
@@ -475,7 +478,7 @@ impl Session {
                 let shown = registry.shown_arguments(write.name, write.args.clone());
                 let shown = shown.unwrap_or_else(|_| write.args.clone());
                 let description = ask::description(tools, write.name);
-                let question = ask::question(write.name, description, &shown);
+                let question = approval_question(write.name, description, &shown);
                 match self.questions.asking(write.message) {
                     Asking::Cannot => return ask::Person::Waits,
                     Asking::InputRequired => {
@@ -488,18 +491,11 @@ impl Session {
                 }
             }
         };
-        let registry = &write.catalog.registry;
         let key = IdemKey::from_raw(key);
-        let decided = match reply {
-            Answered::Approve => {
-                let by = ask::approver(&self.questions, write.message);
-                registry.approve(&key, &by).await
-            }
-            Answered::Refuse => {
-                let reason = "the person at the MCP client declined it";
-                registry.deny(&key, reason).await
-            }
-            Answered::Dismissed => return ask::Person::Waits,
+        let client = ask::client_name(&self.questions, write.message);
+        let recorded = reply.record(&write.catalog.registry, &key, client.as_deref());
+        let Some(decided) = recorded.await else {
+            return ask::Person::Waits;
         };
         if let Err(e) = decided {
             // Decided elsewhere first, or expired: the call is answered

@@ -29,11 +29,14 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
+use crate::error::ResolveError;
 use crate::key::IdemKey;
 use crate::registry::Registry;
 
-/// The name of the question among an `input_required` result's requests.
-pub(super) const QUESTION: &str = "idem/approval";
+/// The name of the approval question among the requests of an
+/// `input_required` result (MCP 2026-07-28), and of its answer among a
+/// retried call's `inputResponses`.
+pub const APPROVAL_QUESTION: &str = "idem/approval";
 
 /// What a call whose operation awaits approval comes to once asked.
 pub(super) enum Asked {
@@ -46,11 +49,54 @@ pub(super) enum Asked {
     Waits,
 }
 
-/// What the person at the client answered.
-enum Reply {
+/// What the person at an MCP client answered the approval question
+/// ([`approval_question`]): for a server of your own that asks as
+/// [`McpServer`](super::McpServer) does (as `idem gateway` does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalAnswer {
+    /// Accepted: the operation is approved.
     Approve,
+    /// Declined: the operation is refused.
     Refuse,
+    /// Dismissed, or no answer: nothing is decided.
     Dismissed,
+}
+
+impl ApprovalAnswer {
+    /// The answer an `ElicitResult` (`{"action": ..}`) gives.
+    pub fn read(result: &Value) -> ApprovalAnswer {
+        match result.get("action").and_then(Value::as_str) {
+            Some("accept") => ApprovalAnswer::Approve,
+            Some("decline") => ApprovalAnswer::Refuse,
+            _ => ApprovalAnswer::Dismissed,
+        }
+    }
+
+    /// Records the answer for the operation under `key`, which awaits
+    /// approval: approved by "the person at MCP client `NAME`" (`client`,
+    /// its `clientInfo` name), or refused because that person declined it.
+    /// `None` for a dismissal, which records nothing.
+    pub async fn record<S: Send + Sync + 'static>(
+        self,
+        registry: &Registry<S>,
+        key: &IdemKey,
+        client: Option<&str>,
+    ) -> Option<Result<(), ResolveError>> {
+        match self {
+            ApprovalAnswer::Approve => {
+                let by = match client {
+                    Some(name) => format!("the person at MCP client `{name}`"),
+                    None => "the person at the MCP client".to_owned(),
+                };
+                Some(registry.approve(key, &by).await)
+            }
+            ApprovalAnswer::Refuse => {
+                let reason = "the person at the MCP client declined it";
+                Some(registry.deny(key, reason).await)
+            }
+            ApprovalAnswer::Dismissed => None,
+        }
+    }
 }
 
 /// The operations whose question is out on a session, so that a duplicate
@@ -109,13 +155,9 @@ pub(super) async fn ask<S: Send + Sync + 'static>(
         }
     };
     let key = IdemKey::from_raw(key);
-    let decided = match reply {
-        Reply::Approve => registry.approve(&key, &approver(context)).await,
-        Reply::Refuse => {
-            let reason = "the person at the MCP client declined it";
-            registry.deny(&key, reason).await
-        }
-        Reply::Dismissed => return Asked::Waits,
+    let client = context.client_info().map(|c| c.name);
+    let Some(decided) = reply.record(registry, &key, client.as_deref()).await else {
+        return Asked::Waits;
     };
     if let Err(e) = decided {
         // Decided elsewhere first, or expired: the call is answered what
@@ -142,18 +184,11 @@ fn at_least_2026(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
 }
 
-/// Who approved: the person at the client, named by its `clientInfo`.
-fn approver(context: &RequestContext<RoleServer>) -> String {
-    match context.client_info() {
-        Some(client) => format!("the person at MCP client `{}`", client.name),
-        None => "the person at the MCP client".to_owned(),
-    }
-}
-
-/// The question: what the operation will do, with its arguments; accept
-/// approves, decline refuses. `None` if rmcp cannot read it (never, for a
-/// form with no fields).
-fn question(tool: &str, description: &str, shown: &Value) -> Option<ElicitRequestParams> {
+/// The approval question's `elicitation/create` params: what tool `tool`
+/// (`description`) will do, with its arguments as a person reads them
+/// (`shown`: [`Registry::shown_arguments`]). A form with no fields: accept
+/// approves, decline refuses ([`ApprovalAnswer`]).
+pub fn approval_question(tool: &str, description: &str, shown: &Value) -> Value {
     let summary = description.lines().next().unwrap_or_default().trim();
     let what = if summary.is_empty() {
         format!("`{tool}`")
@@ -165,12 +200,17 @@ fn question(tool: &str, description: &str, shown: &Value) -> Option<ElicitReques
         "Approve this operation? {what} will run once with these arguments:\n{args}\n\
          Accept to approve it; decline to refuse it."
     );
-    let params = json!({
+    json!({
         "mode": "form",
         "message": message,
         "requestedSchema": {"type": "object", "properties": {}},
-    });
-    serde_json::from_value(params)
+    })
+}
+
+/// [`approval_question`] as rmcp reads it; `None` if it cannot (never,
+/// for a form with no fields).
+fn question(tool: &str, description: &str, shown: &Value) -> Option<ElicitRequestParams> {
+    serde_json::from_value(approval_question(tool, description, shown))
         .inspect_err(|e| tracing::error!(error = %e, "an approval question rmcp does not read"))
         .ok()
 }
@@ -180,40 +220,34 @@ fn question(tool: &str, description: &str, shown: &Value) -> Option<ElicitReques
 fn input_required(question: ElicitRequestParams, key: &str) -> InputRequiredResult {
     let mut requests = InputRequests::new();
     let question = InputRequest::Elicitation(ElicitRequest::new(question));
-    requests.insert(QUESTION.to_owned(), question);
+    requests.insert(APPROVAL_QUESTION.to_owned(), question);
     InputRequiredResult::new(Some(requests), Some(key.to_owned()))
 }
 
 /// The answer a retried call brings to the question about operation `key`;
 /// `None` when it brings none, or one about another operation.
-fn brought(request: &CallToolRequestParams, key: &str) -> Option<Reply> {
+fn brought(request: &CallToolRequestParams, key: &str) -> Option<ApprovalAnswer> {
     if request.request_state.as_deref() != Some(key) {
         return None;
     }
-    let answer = request.input_responses.as_ref()?.get(QUESTION)?;
-    Some(reply(answer))
+    let answer = request.input_responses.as_ref()?.get(APPROVAL_QUESTION)?;
+    Some(ApprovalAnswer::read(answer))
 }
 
 /// Asks the person at the client over the session, until the client
 /// answers or cancels the call.
-async fn elicit(context: &RequestContext<RoleServer>, question: ElicitRequestParams) -> Reply {
+async fn elicit(
+    context: &RequestContext<RoleServer>,
+    question: ElicitRequestParams,
+) -> ApprovalAnswer {
     let request = ServerRequest::ElicitRequest(ElicitRequest::new(question));
     let sent = context.peer.send_request(request);
     match context.ct.run_until_cancelled(sent).await {
-        Some(Ok(answer)) => reply(&serde_json::to_value(answer).unwrap_or_default()),
+        Some(Ok(answer)) => ApprovalAnswer::read(&serde_json::to_value(answer).unwrap_or_default()),
         Some(Err(e)) => {
             tracing::warn!(error = %e, "asking the person at the MCP client failed");
-            Reply::Dismissed
+            ApprovalAnswer::Dismissed
         }
-        None => Reply::Dismissed,
-    }
-}
-
-/// An `ElicitResult`'s action as a decision.
-fn reply(answer: &Value) -> Reply {
-    match answer.get("action").and_then(Value::as_str) {
-        Some("accept") => Reply::Approve,
-        Some("decline") => Reply::Refuse,
-        _ => Reply::Dismissed,
+        None => ApprovalAnswer::Dismissed,
     }
 }

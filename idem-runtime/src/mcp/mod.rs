@@ -123,6 +123,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
+pub use self::approval::{APPROVAL_QUESTION, ApprovalAnswer, approval_question};
 pub use self::binding::{Binding, BoundCall, OPERATION_KEY_META, RUN_ID_META};
 pub use self::caller::{Caller, StatelessWrites};
 use crate::error::ToolError;
