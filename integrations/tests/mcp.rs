@@ -80,21 +80,21 @@ fn tool<'a>(tools: &'a [Tool], name: &str) -> &'a Tool {
 
 /// What both transports must show: the tools as listed, one execution for
 /// a repeated write, errors where MCP puts them.
+/// The example's tools, by name.
+const TOOLS: [&str; 6] = [
+    "charge_card",
+    "charges_made",
+    "lookup_order",
+    "refund",
+    "refunds_made",
+    "subscribe",
+];
+
 async fn exercise(client: &Client) {
     let tools = client.list_all_tools().await.expect("tools/list");
     let mut names: Vec<&str> = tools.iter().map(|t| &*t.name).collect();
     names.sort_unstable();
-    assert_eq!(
-        names,
-        [
-            "charge_card",
-            "charges_made",
-            "lookup_order",
-            "refund",
-            "refunds_made",
-            "subscribe"
-        ]
-    );
+    assert_eq!(names, TOOLS);
     let charge = tool(&tools, "charge_card");
     let annotations = charge.annotations.as_ref().expect("annotations");
     assert_eq!(annotations.read_only_hint, Some(false));
@@ -670,17 +670,7 @@ async fn the_official_python_sdk_in_its_default_mode_writes_once() {
     server.kill().await.expect("stop the example");
     // Its default: the stateless protocol, no session, no run id.
     assert_eq!(report["protocol"], "2026-07-28", "{report}");
-    assert_eq!(
-        report["tools"],
-        json!([
-            "charge_card",
-            "charges_made",
-            "lookup_order",
-            "refund",
-            "refunds_made",
-            "subscribe"
-        ])
-    );
+    assert_eq!(report["tools"], json!(TOOLS));
     assert_eq!(report["first"]["charge_id"], "ch_0001", "{report}");
     assert_eq!(report["again"], report["first"], "the repeat is replayed");
     assert_eq!(report["count"], "1", "{report}");
