@@ -91,6 +91,22 @@ async fn call(client: &RunningService<RoleClient, ()>, name: &'static str, args:
     serde_json::to_value(result).expect("JSON")
 }
 
+/// [`call`] in run `run`, named in `_meta` as an agent that resumes its
+/// run names it.
+async fn call_in_run(
+    client: &RunningService<RoleClient, ()>,
+    run: &str,
+    name: &'static str,
+    args: Value,
+) -> Value {
+    let args = args.as_object().cloned().expect("an object");
+    let mut params = CallToolRequestParams::new(name).with_arguments(args);
+    let meta = json!({ idem::mcp::RUN_ID_META: run });
+    params.meta = Some(meta.as_object().cloned().expect("an object").into());
+    let result = client.call_tool(params).await.expect("tools/call");
+    serde_json::to_value(result).expect("JSON")
+}
+
 /// The status code of a response's head.
 fn status(head: &str) -> u16 {
     head.split(' ')
@@ -137,6 +153,13 @@ async fn a_default_left_out_is_the_same_operation_as_the_default_spelt_out() {
     assert_eq!(ledger, "d 0\n");
 }
 
+/// `append` of `entry` in run `run-1`, named as an agent that resumes its
+/// run after a restart names it.
+async fn append(client: &RunningService<RoleClient, ()>, entry: &str) -> Value {
+    let args = json!({"entry": entry, "amount": 3});
+    call_in_run(client, "run-1", "append", args).await
+}
+
 #[tokio::test]
 async fn a_tool_that_needs_approval_runs_upstream_once_approved() {
     if !python_sdk() {
@@ -144,10 +167,11 @@ async fn a_tool_that_needs_approval_runs_upstream_once_approved() {
     }
     let dir = TempDir::new("first-hour");
     let config = config(&dir, "[tools.append]\napproval = \"required\"\n");
-    let client = stdio_client(&gateway(&dir, &["--config", &config])).await;
+    let line = gateway(&dir, &["--config", &config]);
+    let client = stdio_client(&line).await;
     let ledger = dir.0.join("ledger.txt");
     for _ in 0..2 {
-        let asked = call(&client, "append", json!({"entry": "a", "amount": 3})).await;
+        let asked = append(&client, "a").await;
         assert_eq!(asked["isError"], true, "{asked}");
         let text = asked["content"][0]["text"].as_str().unwrap_or_default();
         assert!(text.contains("needs a person's approval"), "{asked}");
@@ -158,11 +182,15 @@ async fn a_tool_that_needs_approval_runs_upstream_once_approved() {
     let waiting: Value = serde_json::from_str(waiting.trim()).expect("one record");
     assert_eq!(waiting["tool"], "append", "{waiting}");
     let key = waiting["key"].as_str().expect("a key");
-    let other = call(&client, "append", json!({"entry": "b", "amount": 3})).await;
+    let other = append(&client, "b").await;
     assert_eq!(other["isError"], true, "other arguments ask for themselves");
+    // Approved from another process, with the gateway (and its upstream)
+    // stopped: a new gateway on the same store finds the approval.
+    client.cancel().await.expect("shut down");
     idem(&["approve", "--store", &store, "--by", "ops", key]);
+    let client = stdio_client(&line).await;
     for _ in 0..2 {
-        let ran = call(&client, "append", json!({"entry": "a", "amount": 3})).await;
+        let ran = append(&client, "a").await;
         assert_ne!(ran["isError"], true, "{ran}");
     }
     client.cancel().await.expect("shut down");

@@ -7,7 +7,7 @@
 //! | metric | kind | labels | what |
 //! |---|---|---|---|
 //! | `gen_ai.execute_tool.duration` | histogram, seconds | `gen_ai.tool.name`, `gen_ai.tool.type`, `idem.outcome`, `error.type` (on errors) | one tool call, as the registry saw it |
-//! | `idem.calls` | counter | `gen_ai.tool.name`, `idem.outcome` | calls by outcome (`ran`, `replayed`, `waited`, `in_flight`, `conflict`, `failed`, `lease_lost`, `store_error`, `ran_without_claim`, `verified`, `unknown`, `rejected`) |
+//! | `idem.calls` | counter | `gen_ai.tool.name`, `idem.outcome` | calls by outcome (`ran`, `replayed`, `waited`, `in_flight`, `conflict`, `failed`, `lease_lost`, `store_error`, `ran_without_claim`, `verified`, `unknown`, `awaiting_approval`, `approved`, `denied`, `rejected`) |
 //! | `idem.store.duration` | histogram, seconds | `db.system.name`, `db.operation.name`, `idem.store.result` (`ok`, `error`) | one store operation (`claim`; `settle_done`, `settle_failed`, `settle_released`, `settle_unknown` or `settle_awaiting`, a settle by its outcome; `renew`) |
 //! | `idem.lease.renewals` | counter | `gen_ai.tool.name` | leases renewed while a body ran |
 //! | `idem.lease.lost` | counter | `gen_ai.tool.name` | bodies told their lease was lost |

@@ -92,14 +92,12 @@ pub(crate) fn since_2026(request: &Value) -> bool {
         .is_some_and(|version| version >= "2026-07-28")
 }
 
-/// `response`, to `request`, with its result saying it is complete
-/// (`"resultType": "complete"`) unless it says what it is, where the
-/// request is on MCP 2026-07-28 or later, whose clients read no result
-/// without it: for the results the gateway makes itself.
-pub(crate) fn completed(mut response: Value, request: &Value) -> Value {
-    if since_2026(request)
-        && let Some(result) = response.get_mut("result").and_then(Value::as_object_mut)
-    {
+/// `response` with its result saying it is complete (`"resultType":
+/// "complete"`) unless it says what it is, where its request is on MCP
+/// 2026-07-28 or later (`modern`: [`since_2026`]), whose clients read no
+/// result without it: for the results the gateway makes itself.
+pub(crate) fn completed(mut response: Value, modern: bool) -> Value {
+    if modern && let Some(result) = response.get_mut("result").and_then(Value::as_object_mut) {
         result
             .entry("resultType")
             .or_insert_with(|| "complete".into());
@@ -152,14 +150,16 @@ mod tests {
             json!({"method": "tools/call", "params": {"_meta": {PROTOCOL_META: "2026-07-28"}}});
         let older = json!({"method": "tools/call", "params": {}});
         let made = response(json!(1), json!({"content": []}));
+        let (modern, older) = (since_2026(&modern), since_2026(&older));
+        assert!(modern && !older);
         assert_eq!(
-            completed(made.clone(), &modern)["result"]["resultType"],
+            completed(made.clone(), modern)["result"]["resultType"],
             "complete"
         );
-        assert_eq!(completed(made, &older)["result"].get("resultType"), None);
+        assert_eq!(completed(made, older)["result"].get("resultType"), None);
         let asks = response(json!(1), json!({"resultType": "input_required"}));
         assert_eq!(
-            completed(asks, &modern)["result"]["resultType"],
+            completed(asks, modern)["result"]["resultType"],
             "input_required"
         );
     }

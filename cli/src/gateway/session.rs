@@ -255,7 +255,7 @@ impl Session {
                              so it did not call it: {why}"
                         );
                         let refused = error_result(route.id.clone(), &text);
-                        let refused = jsonrpc::completed(refused, &message);
+                        let refused = jsonrpc::completed(refused, jsonrpc::since_2026(&message));
                         route.sink.deliver(refused, Some(&route.id));
                     }
                 }
@@ -394,6 +394,7 @@ impl Session {
         }
         // An answer to a question of the gateway's never goes upstream.
         let brought = ask::take_brought(&mut message);
+        let modern = jsonrpc::since_2026(&message);
         let run_scoped = catalog.run_scoped.contains(&name);
         let meta = operation_meta(&message);
         let bound = match self
@@ -403,7 +404,7 @@ impl Session {
             Ok(bound) => bound,
             Err(text) => {
                 self.forget(&route);
-                let refused = jsonrpc::completed(error_result(id.clone(), &text), &message);
+                let refused = jsonrpc::completed(error_result(id.clone(), &text), modern);
                 return sink.deliver(refused, Some(&id));
             }
         };
@@ -415,16 +416,23 @@ impl Session {
             catalog: &catalog,
             name: &name,
             bound: &bound,
-            args: &args,
-            message: &message,
             route: &route,
             asked,
         };
-        let (mut answer, mut unrecorded) = self.through_registry(&write).await;
+        // Kept for a second call only where the person may be asked.
         let asks = self.shared.settings.config.tool(&name).approval == Some(Approval::Ask);
-        if let (Err(ToolError::ApprovalRequired { key, .. }), true) = (&answer.result, asks) {
-            match self.ask_person(&write, key, brought).await {
-                ask::Person::Answered => (answer, unrecorded) = self.through_registry(&write).await,
+        let kept = asks.then(|| (message.clone(), args.clone()));
+        let (mut answer, mut unrecorded) = self.through_registry(&write, message, args).await;
+        if let (Err(ToolError::ApprovalRequired { key, .. }), Some((message, args))) =
+            (&answer.result, kept)
+        {
+            match self
+                .ask_person(&write, (&message, &args), key, brought)
+                .await
+            {
+                ask::Person::Answered => {
+                    (answer, unrecorded) = self.through_registry(&write, message, args).await;
+                }
                 ask::Person::Asks(result) => {
                     self.forget(&route);
                     return sink.deliver(jsonrpc::response(id.clone(), result), Some(&id));
@@ -436,23 +444,28 @@ impl Session {
         // A request the client cancelled gets no response.
         if !asked.cancelled() {
             let response = self.answered(id.clone(), answer, unrecorded);
-            sink.deliver(jsonrpc::completed(response, &message), Some(&id));
+            sink.deliver(jsonrpc::completed(response, modern), Some(&id));
         }
     }
 
-    /// The registry's answer to `write`, and what the upstream answered
+    /// The registry's answer to `write` (the client's request `message`,
+    /// as it goes upstream, with `args`), and what the upstream answered
     /// that is not recorded.
-    async fn through_registry(&self, write: &Write<'_>) -> (Answer, Option<Unrecorded>) {
+    async fn through_registry(
+        &self,
+        write: &Write<'_>,
+        message: Value,
+        args: Value,
+    ) -> (Answer, Option<Unrecorded>) {
         let call = Call {
             link: self.link.clone(),
-            request: write.message.clone(),
+            request: message,
             route: write.route.clone(),
             cancelled: write.asked.clone(),
             unrecorded: RefCell::new(None),
         };
         let registry = &write.catalog.registry;
         CALL.scope(call, async {
-            let args = write.args.clone();
             let answer = registry
                 .answer(write.bound.context(), write.name, args)
                 .await;
@@ -468,18 +481,23 @@ impl Session {
     async fn ask_person(
         &self,
         write: &Write<'_>,
+        (message, args): (&Value, &Value),
         key: &str,
         brought: Option<(Option<String>, ApprovalAnswer)>,
     ) -> ask::Person {
         let reply = match brought {
             Some((state, reply)) if state.as_deref() == Some(key) => reply,
             _ => {
+                let asking = self.questions.asking(message);
+                if let Asking::Cannot = asking {
+                    return ask::Person::Waits;
+                }
                 let (registry, tools) = (&write.catalog.registry, &write.catalog.upstream_tools);
-                let shown = registry.shown_arguments(write.name, write.args.clone());
-                let shown = shown.unwrap_or_else(|_| write.args.clone());
+                let shown = registry.shown_arguments(write.name, args.clone());
+                let shown = shown.unwrap_or_else(|_| args.clone());
                 let description = ask::description(tools, write.name);
                 let question = approval_question(write.name, description, &shown);
-                match self.questions.asking(write.message) {
+                match asking {
                     Asking::Cannot => return ask::Person::Waits,
                     Asking::InputRequired => {
                         return ask::Person::Asks(ask::input_required(question, key));
@@ -492,7 +510,7 @@ impl Session {
             }
         };
         let key = IdemKey::from_raw(key);
-        let client = ask::client_name(&self.questions, write.message);
+        let client = ask::client_name(&self.questions, message);
         let recorded = reply.record(&write.catalog.registry, &key, client.as_deref());
         let Some(decided) = recorded.await else {
             return ask::Person::Waits;
@@ -536,9 +554,6 @@ struct Write<'a> {
     catalog: &'a Catalog,
     name: &'a str,
     bound: &'a BoundCall,
-    args: &'a Value,
-    /// The client's request, as it goes upstream.
-    message: &'a Value,
     route: &'a Route,
     asked: &'a Arc<Asked>,
 }

@@ -138,12 +138,12 @@ pub(super) async fn ask<S: Send + Sync + 'static>(
     let reply = match brought(request, key) {
         Some(reply) => reply,
         None => {
-            let Some(question) = question(&request.name, description, shown) else {
-                return Asked::Waits;
-            };
             if !can_ask(context) {
                 return Asked::Waits;
             }
+            let Some(question) = question(&request.name, description, shown) else {
+                return Asked::Waits;
+            };
             if at_least_2026(context) {
                 return Asked::InputRequired(input_required(question, key));
             }

@@ -93,7 +93,7 @@
 //!
 //! # Approval at the client
 //!
-//! A write tool with `approval = "ask"` ([`Approval::Ask`](crate::Approval::Ask))
+//! A write tool with `approval = "ask"` ([`Approval::Ask`])
 //! whose operation awaits a person's approval asks the person at the
 //! client, where the client declared `elicitation`: on a session, by an
 //! `elicitation/create` request while the call waits; on MCP 2026-07-28, by
@@ -129,6 +129,7 @@ pub use self::caller::{Caller, StatelessWrites};
 use crate::error::ToolError;
 use crate::key::ScopeKind;
 use crate::registry::{Answer, CallContext, Registry};
+use crate::tool::Approval;
 
 /// The MCP SDK this module is built on, for its transports and
 /// `ServiceExt::serve`, at the version this crate uses.
@@ -146,6 +147,8 @@ pub struct McpServer<S> {
     tools: Arc<[Tool]>,
     /// The run-scoped write tools: those a call without a run refuses.
     run_scoped: Arc<HashSet<String>>,
+    /// The write tools with `approval = "ask"`.
+    asks: Arc<HashSet<String>>,
     info: ServerConfig,
     /// How calls are bound to runs and tenants.
     binding: Binding,
@@ -183,12 +186,19 @@ impl<S: Send + Sync + 'static> Registry<S> {
             .filter(|d| d.scope == Some(ScopeKind::Run))
             .map(|d| d.name.clone())
             .collect();
+        let asks = self
+            .definitions()
+            .iter()
+            .filter(|d| self.approval_of(&d.name) == Approval::Ask)
+            .map(|d| d.name.clone())
+            .collect();
         let info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("idem", env!("CARGO_PKG_VERSION")));
         McpServer {
             registry: self,
             tools,
             run_scoped: Arc::new(run_scoped),
+            asks: Arc::new(asks),
             info,
             binding: Binding::new(),
             asking: approval::Out::default(),
@@ -293,16 +303,19 @@ impl<S: Send + Sync + 'static> McpServer<S> {
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
         call: CallContext<'_>,
+        args: Value,
     ) -> Result<CallToolResponse, ErrorData> {
-        let (name, args) = (&request.name, request.arguments.clone());
-        let args = args.map_or(Value::Null, Value::Object);
+        let name = &request.name;
+        if !self.asks.contains(name.as_ref()) {
+            let answer = self.registry.answer(call, name, args).await;
+            return respond(answer).map(CallToolResponse::from);
+        }
         let answer = self.registry.answer(call, name, args.clone()).await;
         let Err(ToolError::ApprovalRequired { key, .. }) = &answer.result else {
             return respond(answer).map(CallToolResponse::from);
         };
-        let Some(shown) = self.registry.asks(name, &args) else {
-            return respond(answer).map(CallToolResponse::from);
-        };
+        let shown = self.registry.shown_arguments(name, args.clone());
+        let shown = shown.unwrap_or_else(|_| args.clone());
         let description = self.get_tool(name).and_then(|t| t.description);
         let about = (
             key.as_str(),
@@ -386,7 +399,7 @@ impl<S: Send + Sync + 'static> ServerHandler for McpServer<S> {
 
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let run_scoped = self.run_scoped.contains(request.name.as_ref());
@@ -394,6 +407,7 @@ impl<S: Send + Sync + 'static> ServerHandler for McpServer<S> {
             Ok(call) => call,
             Err(refused) => return Ok((*refused).into()),
         };
-        self.answer(&request, &context, call.context()).await
+        let args = request.arguments.take().map_or(Value::Null, Value::Object);
+        self.answer(&request, &context, call.context(), args).await
     }
 }

@@ -34,6 +34,7 @@ impl<S> McpServer<S> {
             registry: self.registry.clone(),
             tools: self.tools.clone(),
             run_scoped: self.run_scoped.clone(),
+            asks: self.asks.clone(),
             info: self.info.clone(),
             binding: self.binding.new_session(),
             asking: self.asking.clone(),

@@ -135,14 +135,11 @@ impl<S: Send + Sync + 'static> Registry<S> {
         Ok(args)
     }
 
-    /// For write tool `name` with `approval = "ask"`: `args` as the person
-    /// asked is shown them. `None` for any other tool.
+    /// Whether the operations of tool `name` wait for a person's approval
+    /// (`Never` for a read tool or an unknown one).
     #[cfg(feature = "mcp")]
-    pub(crate) fn asks(&self, name: &str, args: &serde_json::Value) -> Option<serde_json::Value> {
-        let tool = self.tool(name).ok()?;
-        if tool.approval() != crate::tool::Approval::Ask {
-            return None;
-        }
-        self.shown_arguments(name, args.clone()).ok()
+    pub(crate) fn approval_of(&self, name: &str) -> crate::tool::Approval {
+        self.tool(name)
+            .map_or(crate::tool::Approval::Never, |tool| tool.approval())
     }
 }

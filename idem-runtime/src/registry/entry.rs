@@ -15,7 +15,7 @@ use crate::error::{RegistryError, ToolError};
 use crate::key::{Fingerprint, IdemKey};
 use crate::schema;
 use crate::store::BoxFuture;
-use crate::tool::{Approval, ReadTool, ToolDef, ToolInfo, ToolKind, WriteOptions, WriteTool};
+use crate::tool::{ReadTool, ToolDef, ToolInfo, ToolKind, WriteOptions, WriteTool};
 
 /// A tool as given to the builder, its settings not yet checked.
 pub(super) trait UnpreparedTool<S>: Send + Sync {
@@ -55,8 +55,9 @@ pub(super) trait ErasedTool<S>: Send + Sync {
     ) -> Result<Option<(IdemKey, Fingerprint)>, ToolError>;
 
     /// Whether the tool's operations wait for a person's approval (`Never`
-    /// for read tools).
-    fn approval(&self) -> Approval;
+    /// for read tools): what the MCP server asks its clients about.
+    #[cfg(feature = "mcp")]
+    fn approval(&self) -> crate::tool::Approval;
 
     /// Replaces the tool's hidden fields in `args`, for a person's view.
     fn hide(&self, args: &mut Value);
@@ -143,8 +144,9 @@ impl<S: Send + Sync + 'static, T: ReadTool<S>> ErasedTool<S> for RegisteredRead<
         Ok(None)
     }
 
-    fn approval(&self) -> Approval {
-        Approval::Never
+    #[cfg(feature = "mcp")]
+    fn approval(&self) -> crate::tool::Approval {
+        crate::tool::Approval::Never
     }
 
     fn hide(&self, _: &mut Value) {}
@@ -226,7 +228,8 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for PreparedWrite<
         Ok(Some((key, checked.fingerprint)))
     }
 
-    fn approval(&self) -> Approval {
+    #[cfg(feature = "mcp")]
+    fn approval(&self) -> crate::tool::Approval {
         self.settings.approval
     }
 
