@@ -13,6 +13,7 @@
 
 mod approve;
 mod gateway;
+mod guard;
 mod output;
 mod record;
 mod release;

@@ -12,6 +12,7 @@ mod common;
 
 use std::process::Stdio;
 
+use common::raw::status;
 use common::servers::{self, TempDir};
 use common::{listening, python_sdk, raw};
 use rmcp::ServiceExt;
@@ -21,20 +22,12 @@ use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 use tokio::process::Command;
 
-const LEDGER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/upstream/ledger.py");
 const IDEM: &str = env!("CARGO_BIN_EXE_idem");
 
 /// `idem gateway` on a store in `dir`, with `extra` options, in front of
 /// `ledger.py`: its command line.
 fn gateway(dir: &TempDir, extra: &[&str]) -> Vec<String> {
-    let store = dir.0.join("records.sqlite").display().to_string();
-    let ledger = dir.0.join("ledger.txt").display().to_string();
-    [IDEM, "gateway", "--store", &store]
-        .iter()
-        .chain(extra)
-        .chain(&["--", "python3", LEDGER, &ledger])
-        .map(|s| (*s).to_owned())
-        .collect()
+    common::ledger_gateway(&dir.0, extra)
 }
 
 /// A `--config` file in `dir` holding `toml`: its path.
@@ -105,14 +98,6 @@ async fn call_in_run(
     params.meta = Some(meta.as_object().cloned().expect("an object").into());
     let result = client.call_tool(params).await.expect("tools/call");
     serde_json::to_value(result).expect("JSON")
-}
-
-/// The status code of a response's head.
-fn status(head: &str) -> u16 {
-    head.split(' ')
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("a status line: {head}"))
 }
 
 #[tokio::test]

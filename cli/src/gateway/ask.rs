@@ -24,15 +24,12 @@ use idem::mcp::{APPROVAL_QUESTION, ApprovalAnswer};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use super::jsonrpc::{self, PROTOCOL_META};
+use super::jsonrpc::{self, CAPABILITIES_META, CLIENT_INFO_META, PROTOCOL_META};
 use super::link::Route;
 use super::proxy::Asked;
 
 /// The first protocol that asks by `input_required`.
 const INPUT_REQUIRED_SINCE: &str = "2026-07-28";
-
-/// Where a request names its client's capabilities, on MCP 2026-07-28.
-const CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
 
 /// What a write whose operation awaits approval comes to once asked.
 pub(crate) enum Person {
@@ -166,7 +163,7 @@ pub(crate) fn take_brought(request: &mut Value) -> Option<(Option<String>, Appro
 /// The name of the client of `request` (its `clientInfo`, or its
 /// session's), for who approved.
 pub(crate) fn client_name(questions: &Questions, request: &Value) -> Option<String> {
-    let meta = jsonrpc::meta(request).and_then(|m| m.get("io.modelcontextprotocol/clientInfo"));
+    let meta = jsonrpc::meta(request).and_then(|m| m.get(CLIENT_INFO_META));
     let initialize = lock(&questions.initialize).clone().unwrap_or_default();
     let client = meta.or_else(|| initialize.get("clientInfo")).cloned()?;
     client

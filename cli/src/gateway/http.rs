@@ -41,6 +41,7 @@ use tokio::sync::{OnceCell, mpsc};
 use super::jsonrpc::{self, Kind, code};
 use super::link::{Downstream, Link, Sink, Source};
 use super::session::{Session, Shared, new_origin};
+use crate::guard::{Guard, GuardArgs, refusal};
 
 const SESSION: &str = "mcp-session-id";
 
@@ -132,6 +133,9 @@ pub(super) struct Options {
     /// Serve an address other than loopback without a token
     /// (`--allow-anonymous`).
     pub(super) anonymous: bool,
+    /// The hosts and origins served besides the endpoint's own
+    /// (`--allowed-host`, `--allowed-origin`).
+    pub(super) guard: GuardArgs,
 }
 
 /// Serves the gateway at `http://addr/mcp` until the process is stopped.
@@ -146,6 +150,7 @@ pub(super) async fn serve(
         tokens,
         idle,
         anonymous,
+        guard,
     } = options;
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
@@ -175,6 +180,13 @@ pub(super) async fn serve(
         let tokens: Tokens = Arc::new(users_by_token(tokens)?);
         app = app.layer(axum::middleware::from_fn_with_state(tokens, authenticate));
     }
+    // Outside the tokens: a preflight carries none, and a cross-site
+    // request is refused before anything else is read.
+    let guard = Arc::new(Guard::new(&guard, bound)?);
+    app = app.layer(axum::middleware::from_fn_with_state(
+        guard,
+        crate::guard::layer,
+    ));
     eprintln!("idem gateway: listening on http://{bound}/mcp");
     axum::serve(listener, app)
         .await
@@ -257,12 +269,22 @@ async fn endpoint(State(front): State<Arc<Front>>, request: Request) -> Response
         },
         None => None,
     };
-    let accepts_events = accepts(request.headers(), "text/event-stream");
+    let accepts = Accepts::of(request.headers());
     match *request.method() {
+        // The protocol asks a client to accept both; real clients send
+        // one or the other, and are answered in the form they take.
+        axum::http::Method::POST if !accepts.json && !accepts.events => refusal(
+            StatusCode::NOT_ACCEPTABLE,
+            "a POST must accept application/json and text/event-stream in its Accept header",
+        ),
+        axum::http::Method::GET if !accepts.events => refusal(
+            StatusCode::NOT_ACCEPTABLE,
+            "a GET must accept text/event-stream in its Accept header",
+        ),
         axum::http::Method::POST => {
             let body = axum::body::to_bytes(request.into_body(), MAX_BODY).await;
             match body {
-                Ok(body) => front.post(&body, session, principal, accepts_events).await,
+                Ok(body) => front.post(&body, session, principal, accepts.events).await,
                 Err(_) => status(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     &format!("a request body is at most {MAX_BODY} bytes"),
@@ -504,13 +526,42 @@ fn tokio_stream_of(
     })
 }
 
-/// Whether the request's `Accept` takes `mime`.
-fn accepts(headers: &HeaderMap, mime: &str) -> bool {
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| v.contains(mime) || v.contains("*/*"))
+/// What a request's `Accept` takes of the two forms an answer comes in.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Accepts {
+    json: bool,
+    events: bool,
+}
+
+impl Accepts {
+    /// Read from `headers`: each media range, less those of weight 0.
+    fn of(headers: &HeaderMap) -> Accepts {
+        let mut accepts = Accepts::default();
+        let ranges = headers
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','));
+        for range in ranges {
+            let mut parts = range.split(';').map(str::trim);
+            let essence = parts.next().unwrap_or_default().to_ascii_lowercase();
+            let refused = parts.any(|p| {
+                p.strip_prefix("q=")
+                    .and_then(|q| q.parse::<f32>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            if refused {
+                continue;
+            }
+            match essence.as_str() {
+                "*/*" => (accepts.json, accepts.events) = (true, true),
+                "application/json" | "application/*" => accepts.json = true,
+                "text/event-stream" | "text/*" => accepts.events = true,
+                _ => {}
+            }
+        }
+        accepts
+    }
 }
 
 /// `body` as a JSON response.
@@ -553,6 +604,28 @@ mod tests {
         assert_eq!(bearer("Basic abc"), None);
         assert_eq!(bearer("Bearer "), None);
         assert_eq!(bearer("Bearerabc"), None);
+    }
+
+    #[test]
+    fn accept_is_read_as_media_ranges() {
+        let of = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                header::ACCEPT,
+                HeaderValue::from_str(value).expect("a value"),
+            );
+            Accepts::of(&headers)
+        };
+        let both = Accepts {
+            json: true,
+            events: true,
+        };
+        assert_eq!(of("application/json, text/event-stream"), both);
+        assert_eq!(of("*/*"), both);
+        assert_eq!(of("text/event-stream;q=0.5, Application/JSON"), both);
+        assert!(!of("application/json, text/event-stream;q=0").events);
+        assert_eq!(of("text/html"), Accepts::default());
+        assert_eq!(Accepts::of(&HeaderMap::new()), Accepts::default());
     }
 
     #[test]

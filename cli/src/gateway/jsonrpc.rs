@@ -83,6 +83,10 @@ pub(crate) fn meta_mut(message: &mut Value) -> Option<&mut Map<String, Value>> {
 
 /// Where a request names its protocol, on MCP 2026-07-28 and later.
 pub(crate) const PROTOCOL_META: &str = "io.modelcontextprotocol/protocolVersion";
+/// Where such a request says what its client can do.
+pub(crate) const CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
+/// Where such a request names its client.
+pub(crate) const CLIENT_INFO_META: &str = "io.modelcontextprotocol/clientInfo";
 
 /// Whether `request` names MCP 2026-07-28 or later.
 pub(crate) fn since_2026(request: &Value) -> bool {

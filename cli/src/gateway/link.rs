@@ -30,7 +30,11 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use self::inbox::{Inbound, Inbox};
-use super::jsonrpc::{self, Kind, SUBSCRIPTION_META};
+use super::jsonrpc::{self, CAPABILITIES_META, CLIENT_INFO_META, Kind, SUBSCRIPTION_META};
+
+/// The newest protocol with sessions: the one a session the link opens
+/// itself is asked for.
+const SESSION_PROTOCOL: &str = "2025-11-25";
 
 /// Where the upstream server is.
 #[derive(Debug, Clone)]
@@ -124,6 +128,14 @@ impl Connection {
         match self {
             Connection::Child(child) => child.alive(),
             Connection::Http(http) => http.alive(),
+        }
+    }
+
+    /// Whether the upstream refused a request for want of a session.
+    fn needs_session(&self) -> bool {
+        match self {
+            Connection::Child(_) => false,
+            Connection::Http(http) => http.needs_session(),
         }
     }
 
@@ -247,9 +259,12 @@ impl Link {
         self.state().pending.insert(id, pending);
         // A connection found gone on sending (an HTTP session the server
         // no longer knows, a server restarted) did not take the request:
-        // it is sent once more, on a new connection.
+        // it is sent once more, on a new connection. An upstream that
+        // serves sessions only, asked outside one, did not take it either:
+        // the link opens one of its own and sends it again.
         let mut failure = String::new();
-        for _ in 0..2 {
+        let mut introduced = false;
+        for _ in 0..3 {
             let connection = match self.connect().await {
                 Ok(connection) => connection,
                 Err(why) => {
@@ -263,6 +278,13 @@ impl Link {
             }
             match connection.send(&request, Some(id)).await {
                 Ok(()) => return Ok(id),
+                Err(why) if connection.needs_session() && !introduced => {
+                    introduced = true;
+                    if let Err(e) = self.introduce(&connection).await {
+                        failure = format!("{why}; opening one failed: {e}");
+                        break;
+                    }
+                }
                 Err(why) if !connection.alive() => {
                     // Not the gone connection's to fail.
                     if let Some(pending) = self.state().pending.get_mut(&id) {
@@ -394,18 +416,53 @@ impl Link {
     /// Remembers what sets up the client's session, to set up a new
     /// connection's.
     fn note_handshake(&self, method: &str, request: &Value) {
-        let mut state = self.state();
-        let handshake = &mut state.handshake;
         if method == "initialize" {
-            handshake.initialize = request.get("params").cloned();
-            handshake.initialized = false;
+            let mut state = self.state();
+            state.handshake.initialize = request.get("params").cloned();
+            state.handshake.initialized = false;
         }
-        if let Some(meta) = jsonrpc::meta(request) {
-            let protocol = meta.iter().filter(|(k, _)| {
-                k.starts_with("io.modelcontextprotocol/") && *k != SUBSCRIPTION_META
-            });
-            handshake.protocol_meta = protocol.map(|(k, v)| (k.clone(), v.clone())).collect();
+        self.note_client(request);
+    }
+
+    /// Remembers what a client's request says of its client on MCP
+    /// 2026-07-28 (its protocol, capabilities and info in `_meta`), for the
+    /// requests the gateway makes itself on its behalf: called as soon as
+    /// a request comes, before the gateway lists the tools to answer it.
+    pub(crate) fn note_client(&self, request: &Value) {
+        let Some(meta) = jsonrpc::meta(request) else {
+            return;
+        };
+        let protocol: Map<String, Value> = meta
+            .iter()
+            .filter(|(k, _)| k.starts_with("io.modelcontextprotocol/") && *k != SUBSCRIPTION_META)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !protocol.is_empty() {
+            self.state().handshake.protocol_meta = protocol;
         }
+    }
+
+    /// Opens a session of the link's own at an upstream that serves
+    /// sessions only, for a client that opened none (a stateless client,
+    /// or the gateway itself): an `initialize` made of what the client's
+    /// requests say of it, which a new connection repeats.
+    async fn introduce(self: &Arc<Self>, connection: &Connection) -> Result<(), String> {
+        {
+            let mut state = self.state();
+            let handshake = &mut state.handshake;
+            if handshake.initialize.is_none() {
+                let said = |key: &str| handshake.protocol_meta.get(key).cloned();
+                handshake.initialize = Some(json!({
+                    "protocolVersion": SESSION_PROTOCOL,
+                    "capabilities": said(CAPABILITIES_META).unwrap_or_else(|| json!({})),
+                    "clientInfo": said(CLIENT_INFO_META).unwrap_or_else(|| json!({
+                        "name": "idem-gateway", "version": env!("CARGO_PKG_VERSION")})),
+                }));
+                handshake.initialized = true;
+            }
+        }
+        tracing::info!(upstream = ?self.source, "the upstream serves sessions only: the gateway opens one for its stateless clients");
+        self.replay_handshake(connection).await
     }
 
     /// The live connection, or a new one.

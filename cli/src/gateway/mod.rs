@@ -35,6 +35,7 @@ use self::catalog::{Catalog, Settings};
 use self::config::{Config, parse_duration};
 use self::link::{Link, Source};
 use self::session::Shared;
+use crate::guard::GuardArgs;
 use crate::store::StoreUrl;
 
 /// What `idem gateway` is given.
@@ -74,6 +75,8 @@ pub(crate) struct GatewayArgs {
     /// long (and that waits for no answer), and its upstream connection.
     #[arg(long, default_value = "5m", value_parser = parse_duration, requires = "http")]
     session_idle: Duration,
+    #[command(flatten)]
+    guard: GuardArgs,
     /// Over HTTP, refuse writes that come without a session or a run id,
     /// instead of scoping them to their caller.
     #[arg(long, requires = "http")]
@@ -136,6 +139,7 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
                 tokens: args.token,
                 idle: args.session_idle,
                 anonymous: args.allow_anonymous,
+                guard: args.guard,
             };
             http::serve(shared, source, binding, options).await
         }

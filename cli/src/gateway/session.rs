@@ -133,6 +133,7 @@ impl Session {
             }
             Some(Kind::Notification) => self.notified(message, origin).await,
             Some(Kind::Request) => {
+                self.link.note_client(&message);
                 let route = Route {
                     sink,
                     origin,

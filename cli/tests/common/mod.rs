@@ -120,29 +120,61 @@ pub async fn python_json(script: &str, args: &[&str], env: &[(&str, &str)]) -> V
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-/// HTTP/1.1 by hand, so that a test can drop a response stream midway.
+/// The Python upstream whose write tools append to a ledger file.
+pub const LEDGER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/upstream/ledger.py");
+
+/// `idem gateway` on a SQLite store in `dir`, with `extra` options, in
+/// front of `ledger.py` keeping `dir/ledger.txt`: its command line.
+pub fn ledger_gateway(dir: &std::path::Path, extra: &[&str]) -> Vec<String> {
+    let store = dir.join("records.sqlite").display().to_string();
+    let ledger = dir.join("ledger.txt").display().to_string();
+    [env!("CARGO_BIN_EXE_idem"), "gateway", "--store", &store]
+        .iter()
+        .chain(extra)
+        .chain(&["--", "python3", LEDGER, &ledger])
+        .map(|s| (*s).to_owned())
+        .collect()
+}
+
+/// HTTP/1.1 by hand, so that a test can send exactly the headers a
+/// browser would, or drop a response stream midway.
 pub mod raw {
     use serde_json::Value;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    /// POSTs `message` to `http://addr/mcp` with `headers`: the response's
-    /// head and, with `whole`, its body; without, the connection is
-    /// dropped once the head has come.
+    /// POSTs `message` to `http://addr/mcp` as an MCP client does, with
+    /// `headers` besides: the response's head and, with `whole`, its body;
+    /// without, the connection is dropped once the head has come.
     pub async fn post(
         addr: &str,
         headers: &[(&str, &str)],
         message: &Value,
         whole: bool,
     ) -> (String, String) {
-        let body = message.to_string();
+        let mut all = vec![
+            ("host", addr),
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ];
+        all.extend_from_slice(headers);
+        send(addr, "POST", &all, &message.to_string(), whole).await
+    }
+
+    /// Sends `method /mcp` to `addr` with exactly `headers` (and a length)
+    /// and `body`: the response's head and, with `whole`, its body.
+    pub async fn send(
+        addr: &str,
+        method: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+        whole: bool,
+    ) -> (String, String) {
         let headers: String = headers
             .iter()
             .map(|(name, value)| format!("{name}: {value}\r\n"))
             .collect();
         let request = format!(
-            "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
-             accept: application/json, text/event-stream\r\n{headers}\
-             content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            "{method} /mcp HTTP/1.1\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
             body.len()
         );
         let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
@@ -172,5 +204,13 @@ pub mod raw {
             key.eq_ignore_ascii_case(name)
                 .then(|| value.trim().to_owned())
         })
+    }
+
+    /// The status code of a response's head.
+    pub fn status(head: &str) -> u16 {
+        head.split(' ')
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .unwrap_or_else(|| panic!("a status line: {head}"))
     }
 }

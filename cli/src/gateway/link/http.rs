@@ -11,9 +11,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures_util::StreamExt;
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::inbox::{Inbound, Inbox};
+use crate::gateway::jsonrpc;
 
 const SESSION: &str = "mcp-session-id";
 const PROTOCOL_VERSION: &str = "mcp-protocol-version";
@@ -30,6 +31,9 @@ pub(super) struct Http {
     /// False once the server said it does not know the session, or could
     /// not be reached: the next use makes a new connection.
     alive: Arc<AtomicBool>,
+    /// The server refused a request sent without a session: the link must
+    /// open one (an `initialize` of its own) before it sends again.
+    needs_session: AtomicBool,
 }
 
 impl Http {
@@ -49,11 +53,17 @@ impl Http {
             session: Arc::new(Mutex::new(None)),
             protocol_version,
             alive: Arc::new(AtomicBool::new(true)),
+            needs_session: AtomicBool::new(false),
         })
     }
 
     pub(super) fn alive(&self) -> bool {
         self.alive.load(Ordering::Relaxed)
+    }
+
+    /// Whether the server refused the last request for having no session.
+    pub(super) fn needs_session(&self) -> bool {
+        self.needs_session.load(Ordering::Relaxed)
     }
 
     fn session(&self) -> Option<String> {
@@ -73,20 +83,28 @@ impl Http {
             .post(&self.url)
             .header(ACCEPT, "application/json, text/event-stream")
             .json(message);
-        let version = message
-            .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .or_else(|| {
-                self.protocol_version
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .clone()
-            });
+        // In a session, the version it negotiated; outside one (MCP
+        // 2026-07-28), the one the request names.
+        let session = self.session();
+        let negotiated = || {
+            self.protocol_version
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+        };
+        let named = || {
+            message
+                .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let version = match &session {
+            Some(_) => negotiated().or_else(named),
+            None => named().or_else(negotiated),
+        };
         if let Some(version) = version {
             post = post.header(PROTOCOL_VERSION, version);
         }
-        let session = self.session();
         if let Some(session) = &session {
             post = post.header(SESSION, session);
         }
@@ -108,6 +126,7 @@ impl Http {
             .get(SESSION)
             .and_then(|v| v.to_str().ok())
         {
+            self.needs_session.store(false, Ordering::Relaxed);
             let first = self
                 .session
                 .lock()
@@ -121,11 +140,51 @@ impl Http {
         if status == StatusCode::ACCEPTED || id.is_none() {
             return Ok(());
         }
-        if !status.is_success() && !is_json(response.headers()) {
-            return self.lost(id, format!("the upstream server answered HTTP {status}"));
+        if !status.is_success() {
+            return self.refused(response, message, session.is_some(), id).await;
         }
         let inbox = self.inbox.clone();
         tokio::spawn(read_answer(response, inbox, id));
+        Ok(())
+    }
+
+    /// The server answered request `id` with an HTTP error: it did not
+    /// take it. A request refused for want of a session (`400`, a server
+    /// that serves sessions only) is not delivered: the link opens one and
+    /// sends it again. Any other refusal is the request's answer, as the
+    /// JSON-RPC error the server gave, or one made of its status and text.
+    async fn refused(
+        &self,
+        response: reqwest::Response,
+        message: &Value,
+        had_session: bool,
+        id: Option<u64>,
+    ) -> Result<(), String> {
+        let status = response.status();
+        let body = response.bytes().await.unwrap_or_default();
+        let given = serde_json::from_slice::<Value>(&body).ok();
+        let error = given.as_ref().and_then(|m| m.get("error")).cloned();
+        let said = match error.as_ref().and_then(|e| e.get("message")) {
+            Some(Value::String(text)) => text.clone(),
+            _ => String::from_utf8_lossy(&body[..body.len().min(500)])
+                .trim()
+                .to_owned(),
+        };
+        let initialize = message.get("method").and_then(Value::as_str) == Some("initialize");
+        if status == StatusCode::BAD_REQUEST && !had_session && !initialize {
+            self.needs_session.store(true, Ordering::Relaxed);
+            return Err(format!(
+                "the upstream server needs an MCP session (HTTP {status}: {said})"
+            ));
+        }
+        let error = error.unwrap_or_else(|| {
+            json!({"code": jsonrpc::code::INTERNAL_ERROR,
+                   "message": format!("the upstream server answered HTTP {status}: {said}")})
+        });
+        if let Some(id) = id {
+            let answer = json!({"jsonrpc": "2.0", "id": id, "error": error});
+            let _ = self.inbox.send(Inbound::Message(answer, Some(id)));
+        }
         Ok(())
     }
 
@@ -174,10 +233,6 @@ impl Http {
             let _ = delete.send().await;
         }
     }
-}
-
-fn is_json(headers: &HeaderMap) -> bool {
-    content_type(headers).starts_with("application/json")
 }
 
 fn content_type(headers: &HeaderMap) -> &str {
