@@ -53,7 +53,13 @@ async fn start(dir: &TempDir, extra: &[&str]) -> (tokio::process::Child, String)
         .kill_on_drop(true)
         .spawn()
         .expect("start the gateway");
-    listening(addr.rsplit(':').next().and_then(|p| p.parse().ok()).expect("a port")).await;
+    listening(
+        addr.rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("a port"),
+    )
+    .await;
     (child, addr)
 }
 
@@ -162,12 +168,18 @@ async fn requests_a_web_page_could_send_are_refused_and_run_nothing() {
     ];
     let (head, _) = raw::send(&addr, "OPTIONS", &preflight, "", true).await;
     assert_eq!(status(&head), 204, "{head}");
-    assert_eq!(header(&head, "access-control-allow-origin").as_deref(), Some(app));
+    assert_eq!(
+        header(&head, "access-control-allow-origin").as_deref(),
+        Some(app)
+    );
     let allowed = header(&head, "access-control-allow-headers").unwrap_or_default();
     assert!(allowed.contains("mcp-session-id"), "{head}");
     let (head, body) = raw::post(&addr, &[("origin", app)], &append("app"), true).await;
     assert_eq!(status(&head), 200, "{head}");
-    assert_eq!(header(&head, "access-control-allow-origin").as_deref(), Some(app));
+    assert_eq!(
+        header(&head, "access-control-allow-origin").as_deref(),
+        Some(app)
+    );
     let exposed = header(&head, "access-control-expose-headers").unwrap_or_default();
     assert!(exposed.contains("mcp-session-id"), "{head}");
     assert!(body.contains(r#""entry":"app""#), "{body}");

@@ -23,27 +23,30 @@
 //!   share, under an id of the link's own.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
-use futures_util::StreamExt;
 use idem::mcp::{Binding, Caller};
 use serde_json::Value;
-use tokio::sync::{OnceCell, mpsc};
+use tokio::sync::OnceCell;
 
+use self::stream::{AnswerStream, Standalone, Streams};
 use super::jsonrpc::{self, Kind, code};
-use super::link::{Downstream, Link, Sink, Source};
+use super::link::{Link, Sink, Source};
 use super::session::{Session, Shared, new_origin};
 use crate::guard::{Guard, GuardArgs, refusal};
 
+mod stream;
+
 const SESSION: &str = "mcp-session-id";
+const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+const LAST_EVENT_ID: &str = "last-event-id";
 
 /// The largest request body taken: MCP messages carry files and images as
 /// base64, but not without bound.
@@ -86,40 +89,18 @@ struct HttpSession {
     /// Who opened it.
     principal: Option<String>,
     standalone: Arc<Standalone>,
+    /// Its answer streams, for a client to resume.
+    streams: Streams,
     /// When its client last sent anything.
     seen: Mutex<Instant>,
 }
 
-/// A session's standalone stream, once the client opened it.
-#[derive(Default)]
-struct Standalone(Mutex<Option<mpsc::UnboundedSender<Value>>>);
-
-impl Downstream for Standalone {
-    fn deliver(&self, message: Value, _related: Option<&Value>) {
-        let sender = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        match sender.as_ref() {
-            Some(sender) if sender.send(message).is_ok() => {}
-            _ => tracing::debug!("a message for a client with no standalone stream is dropped"),
-        }
-    }
-}
-
-/// The stream of one POST's requests: what belongs to them, and their
-/// responses; once it has ended, what still comes goes to the session's
-/// standalone stream.
-struct PostStream {
-    sender: mpsc::UnboundedSender<Value>,
-    standalone: Option<Arc<Standalone>>,
-}
-
-impl Downstream for PostStream {
-    fn deliver(&self, message: Value, related: Option<&Value>) {
-        if let Err(unsent) = self.sender.send(message)
-            && let Some(standalone) = &self.standalone
-        {
-            standalone.deliver(unsent.0, related);
-        }
-    }
+/// How a POST's requests are answered.
+struct Answer {
+    /// As server-sent events (else as JSON).
+    events: bool,
+    /// With a priming event, for resuming.
+    prime: bool,
 }
 
 /// How the gateway serves HTTP (`--http` and the options that go with it).
@@ -270,6 +251,18 @@ async fn endpoint(State(front): State<Arc<Front>>, request: Request) -> Response
         None => None,
     };
     let accepts = Accepts::of(request.headers());
+    let resumed = request
+        .headers()
+        .get(LAST_EVENT_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    // Answer streams are primed for clients that know of it (SEP-1699,
+    // MCP 2025-11-25 and later), as the protocol's own servers do.
+    let prime = request
+        .headers()
+        .get(PROTOCOL_VERSION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|version| version >= "2025-11-25");
     match *request.method() {
         // The protocol asks a client to accept both; real clients send
         // one or the other, and are answered in the form they take.
@@ -284,7 +277,13 @@ async fn endpoint(State(front): State<Arc<Front>>, request: Request) -> Response
         axum::http::Method::POST => {
             let body = axum::body::to_bytes(request.into_body(), MAX_BODY).await;
             match body {
-                Ok(body) => front.post(&body, session, principal, accepts.events).await,
+                Ok(body) => {
+                    let answer = Answer {
+                        events: accepts.events,
+                        prime,
+                    };
+                    front.post(&body, session, principal, answer).await
+                }
                 Err(_) => status(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     &format!("a request body is at most {MAX_BODY} bytes"),
@@ -292,7 +291,10 @@ async fn endpoint(State(front): State<Arc<Front>>, request: Request) -> Response
             }
         }
         axum::http::Method::GET => match session {
-            Some((_, session)) => standalone(&session),
+            Some((_, session)) => match resumed {
+                Some(last) => session.streams.resume(&last),
+                None => session.standalone.open(),
+            },
             None => status(StatusCode::BAD_REQUEST, "a GET needs an Mcp-Session-Id"),
         },
         axum::http::Method::DELETE => match session {
@@ -328,6 +330,7 @@ impl Front {
             session,
             principal,
             standalone,
+            streams: Streams::default(),
             seen: Mutex::new(Instant::now()),
         });
         let id = session_id();
@@ -369,7 +372,7 @@ impl Front {
         body: &Bytes,
         session: Option<(String, Arc<HttpSession>)>,
         principal: Option<String>,
-        events: bool,
+        answer: Answer,
     ) -> Response {
         let messages = match serde_json::from_slice::<Value>(body) {
             Ok(Value::Array(batch)) => batch,
@@ -399,25 +402,29 @@ impl Front {
             None => (self.stateless().await, new_origin(), None),
         };
         let caller = Caller::http(principal, opened.as_deref());
-        let (sender, receiver) = mpsc::unbounded_channel();
-        let sink: Sink = Arc::new(PostStream { sender, standalone });
-        let mut awaited = Vec::new();
+        let awaited: Vec<Value> = messages
+            .iter()
+            .filter(|m| jsonrpc::kind(m) == Some(Kind::Request))
+            .filter_map(|m| jsonrpc::id(m).cloned())
+            .collect();
+        let stream = match &session {
+            Some(http) => http.streams.open(awaited.clone(), standalone),
+            None => Arc::new(AnswerStream::new(0, awaited.clone(), None)),
+        };
+        let sink: Sink = stream.clone();
         for message in messages {
-            if jsonrpc::kind(&message) == Some(Kind::Request) {
-                awaited.extend(jsonrpc::id(&message).cloned());
-            }
             target
                 .handle(message, origin, sink.clone(), caller.clone())
                 .await;
         }
-        drop(sink);
         if awaited.is_empty() {
             return StatusCode::ACCEPTED.into_response();
         }
-        let mut response = if events {
-            event_stream(receiver, awaited)
+        let mut response = if answer.events {
+            // Only a session's streams can be resumed.
+            stream.events(0, answer.prime && session.is_some())
         } else {
-            json_answer(receiver, awaited).await
+            stream.json().await
         };
         if let Some(id) = opened.and_then(|id| HeaderValue::from_str(&id).ok()) {
             response.headers_mut().insert(SESSION, id);
@@ -451,79 +458,6 @@ async fn end_idle_sessions(front: Arc<Front>) {
             front.end(&id);
         }
     }
-}
-
-/// What comes on `receiver` as server-sent events, until every request in
-/// `awaited` is answered.
-fn event_stream(receiver: mpsc::UnboundedReceiver<Value>, awaited: Vec<Value>) -> Response {
-    let stream = futures_util::stream::unfold(
-        (receiver, awaited),
-        |(mut receiver, mut awaited)| async move {
-            if awaited.is_empty() {
-                return None;
-            }
-            let message = receiver.recv().await?;
-            if jsonrpc::kind(&message) == Some(Kind::Response) {
-                awaited.retain(|id| Some(id) != jsonrpc::id(&message));
-            }
-            let event = format!("event: message\ndata: {message}\n\n");
-            Some((Ok::<_, Infallible>(Bytes::from(event)), (receiver, awaited)))
-        },
-    );
-    Response::builder()
-        .header(header::CONTENT_TYPE, "text/event-stream")
-        .header(header::CACHE_CONTROL, "no-cache")
-        .body(Body::from_stream(stream))
-        .unwrap_or_else(|e| status(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()))
-}
-
-/// The responses to `awaited`, as JSON (for a client that takes no
-/// events: what else comes is dropped).
-async fn json_answer(
-    mut receiver: mpsc::UnboundedReceiver<Value>,
-    mut awaited: Vec<Value>,
-) -> Response {
-    let mut responses = Vec::new();
-    while !awaited.is_empty() {
-        let Some(message) = receiver.recv().await else {
-            break;
-        };
-        if jsonrpc::kind(&message) == Some(Kind::Response) {
-            awaited.retain(|id| Some(id) != jsonrpc::id(&message));
-            responses.push(message);
-        }
-    }
-    match responses.len() {
-        1 => json(StatusCode::OK, &responses[0]),
-        _ => json(StatusCode::OK, &Value::Array(responses)),
-    }
-}
-
-/// A GET: the session's standalone stream, instead of any opened before.
-fn standalone(session: &HttpSession) -> Response {
-    let (sender, receiver) = mpsc::unbounded_channel::<Value>();
-    *session
-        .standalone
-        .0
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner) = Some(sender);
-    let stream = tokio_stream_of(receiver).map(|message| {
-        Ok::<_, Infallible>(Bytes::from(format!("event: message\ndata: {message}\n\n")))
-    });
-    Response::builder()
-        .header(header::CONTENT_TYPE, "text/event-stream")
-        .header(header::CACHE_CONTROL, "no-cache")
-        .body(Body::from_stream(stream))
-        .unwrap_or_else(|e| status(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()))
-}
-
-/// `receiver` as a stream.
-fn tokio_stream_of(
-    receiver: mpsc::UnboundedReceiver<Value>,
-) -> impl futures_util::Stream<Item = Value> {
-    futures_util::stream::unfold(receiver, |mut receiver| async move {
-        receiver.recv().await.map(|message| (message, receiver))
-    })
 }
 
 /// What a request's `Accept` takes of the two forms an answer comes in.

@@ -2,17 +2,19 @@
 // An MCP server that implements what the MCP conformance suite's server
 // scenarios call (its tools, resources, prompts, logging, completion, and
 // SEP-1699's stream that closes mid-call), written on the official
-// TypeScript SDK: the upstream that scripts/conformance runs the suite
-// against, directly and through `idem gateway`.
+// TypeScript SDK: the upstream that cli/tests/conformance.rs runs the
+// suite against, directly and through `idem gateway`.
 //
 //   node upstream.mjs --http PORT   streamable HTTP at http://127.0.0.1:PORT/mcp
 //   node upstream.mjs --stdio       stdio
 //
-// Over HTTP it keeps every session's events, so that a stream it closes
+// Besides the suite's tools, `close_stream_and_hang` is for idem's own
+// tests. Over HTTP it keeps every session's events, so that a stream it closes
 // mid-call (test_reconnection) can be resumed with Last-Event-ID, and it
 // serves only loopback Host names, as a local server must.
 
 import { randomUUID } from "node:crypto";
+import { appendFileSync } from "node:fs";
 import http from "node:http";
 
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
@@ -179,6 +181,19 @@ const TOOLS = {
       extra.closeSSEStream?.();
       await pause(100);
       return text("Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure.");
+    },
+  },
+  // Not the suite's: for idem's own tests of a stream that cannot be
+  // resumed. Writes a line to $IDEM_UPSTREAM_LEDGER, closes the answer
+  // stream, and never answers.
+  close_stream_and_hang: {
+    description: "Writes a line to the ledger, closes its answer stream, and never answers.",
+    run: async (_args, extra) => {
+      if (process.env.IDEM_UPSTREAM_LEDGER) {
+        appendFileSync(process.env.IDEM_UPSTREAM_LEDGER, "close_stream_and_hang\n");
+      }
+      extra.closeSSEStream?.();
+      await new Promise(() => {});
     },
   },
   test_sampling: {

@@ -7,6 +7,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use reqwest::StatusCode;
@@ -18,6 +19,7 @@ use crate::gateway::jsonrpc;
 
 const SESSION: &str = "mcp-session-id";
 const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+const LAST_EVENT_ID: &str = "last-event-id";
 
 /// An MCP session at a URL.
 pub(super) struct Http {
@@ -143,8 +145,19 @@ impl Http {
         if !status.is_success() {
             return self.refused(response, message, session.is_some(), id).await;
         }
-        let inbox = self.inbox.clone();
-        tokio::spawn(read_answer(response, inbox, id));
+        let resume = Resume {
+            client: self.client.clone(),
+            url: self.url.clone(),
+            session: self.session(),
+            protocol_version: self
+                .protocol_version
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
+            inbox: self.inbox.clone(),
+            alive: self.alive.clone(),
+        };
+        tokio::spawn(read_answer(response, resume, id));
         Ok(())
     }
 
@@ -215,7 +228,7 @@ impl Http {
                 .header(SESSION, id);
             match get.send().await {
                 Ok(response) if response.status().is_success() => {
-                    read_events(response, &inbox, None).await;
+                    read_events(response, &inbox, None, &mut Cursor::default()).await;
                 }
                 Ok(response) => {
                     tracing::debug!(status = %response.status(), "the upstream offers no standalone stream");
@@ -242,11 +255,51 @@ fn content_type(headers: &HeaderMap) -> &str {
         .unwrap_or_default()
 }
 
-/// Hands the messages of the answer to request `id` to `inbox`; if the
-/// answer itself never came, says so.
-async fn read_answer(response: reqwest::Response, inbox: Inbox, id: Option<u64>) {
+/// Where a stream of server-sent events can be resumed (SEP-1699): the
+/// id of its last event, and how long the server asks a client to wait
+/// before it reconnects.
+#[derive(Default)]
+struct Cursor {
+    last_event_id: Option<String>,
+    retry: Option<Duration>,
+}
+
+/// The wait before a reconnection when the server names none.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// The longest wait before a reconnection, whatever the server asks.
+const MAX_RETRY: Duration = Duration::from_secs(30);
+/// How many reconnections in a row may bring nothing new before the
+/// stream is taken as lost.
+const FRUITLESS_RESUMES: u32 = 5;
+
+/// Hands the messages of the answer to request `id` to `inbox`. A stream
+/// of events that ends before the answer, after an event id, is resumed
+/// as a client must: after the `retry` the server asked, a GET with
+/// `Last-Event-ID`, again as long as the server takes it and sends
+/// something new. If the answer never comes, says so: an uncertain
+/// outcome, never a refusal.
+async fn read_answer(response: reqwest::Response, resume: Resume, id: Option<u64>) {
+    let inbox = resume.inbox.clone();
     let answered = if content_type(response.headers()).starts_with("text/event-stream") {
-        read_events(response, &inbox, id).await
+        let mut cursor = Cursor::default();
+        let mut answered = read_events(response, &inbox, id, &mut cursor).await;
+        let mut fruitless = 0;
+        while !answered && fruitless < FRUITLESS_RESUMES && resume.alive.load(Ordering::Relaxed) {
+            let Some(last) = cursor.last_event_id.clone() else {
+                break;
+            };
+            tokio::time::sleep(cursor.retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
+            let Some(response) = resume.get(&last).await else {
+                break;
+            };
+            answered = read_events(response, &inbox, id, &mut cursor).await;
+            fruitless = if cursor.last_event_id.as_deref() == Some(last.as_str()) {
+                fruitless + 1
+            } else {
+                0
+            };
+        }
+        answered
     } else {
         match response.bytes().await {
             Ok(body) => match serde_json::from_slice::<Value>(&body) {
@@ -263,14 +316,62 @@ async fn read_answer(response: reqwest::Response, inbox: Inbox, id: Option<u64>)
         }
     };
     if !answered && let Some(id) = id {
-        let why = "the upstream's answer stream ended without it".to_owned();
+        let why =
+            "the upstream's answer stream ended without it, and could not be resumed".to_owned();
         let _ = inbox.send(Inbound::Gone(id, why));
     }
 }
 
+/// What a reader needs to resume a stream of the session's.
+struct Resume {
+    client: reqwest::Client,
+    url: String,
+    session: Option<String>,
+    protocol_version: Option<String>,
+    inbox: Inbox,
+    alive: Arc<AtomicBool>,
+}
+
+impl Resume {
+    /// The stream after event `last`, if the server resumes it.
+    async fn get(&self, last: &str) -> Option<reqwest::Response> {
+        let mut get = self
+            .client
+            .get(&self.url)
+            .header(ACCEPT, "text/event-stream")
+            .header(LAST_EVENT_ID, last);
+        if let Some(session) = &self.session {
+            get = get.header(SESSION, session);
+        }
+        if let Some(version) = &self.protocol_version {
+            get = get.header(PROTOCOL_VERSION, version);
+        }
+        match get.send().await {
+            Ok(response) if response.status().is_success() => {
+                tracing::debug!(last, "an answer stream of the upstream's is resumed");
+                Some(response)
+            }
+            Ok(response) => {
+                tracing::warn!(status = %response.status(), "the upstream did not resume an answer stream");
+                None
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "an answer stream of the upstream's could not be resumed");
+                None
+            }
+        }
+    }
+}
+
 /// Hands each event of a stream of server-sent events to `inbox`, until
-/// it ends; whether the answer to request `id` was among them.
-async fn read_events(response: reqwest::Response, inbox: &Inbox, id: Option<u64>) -> bool {
+/// it ends, keeping in `cursor` where it can be resumed; whether the
+/// answer to request `id` was among them.
+async fn read_events(
+    response: reqwest::Response,
+    inbox: &Inbox,
+    id: Option<u64>,
+    cursor: &mut Cursor,
+) -> bool {
     let mut stream = response.bytes_stream();
     let mut buffer: Vec<u8> = Vec::new();
     let mut data = String::new();
@@ -292,15 +393,25 @@ async fn read_events(response: reqwest::Response, inbox: &Inbox, id: Option<u64>
                     }
                     data.clear();
                 }
-            } else if let Some(value) = line.strip_prefix("data:") {
+            } else if let Some(value) = field(line, "data") {
                 if !data.is_empty() {
                     data.push('\n');
                 }
-                data.push_str(value.strip_prefix(' ').unwrap_or(value));
+                data.push_str(value);
+            } else if let Some(value) = field(line, "id") {
+                cursor.last_event_id = Some(value.to_owned());
+            } else if let Some(value) = field(line, "retry") {
+                cursor.retry = value.parse().ok().map(Duration::from_millis);
             }
         }
     }
     answered
+}
+
+/// The value of an event stream's line if it is field `name`.
+fn field<'l>(line: &'l str, name: &str) -> Option<&'l str> {
+    let value = line.strip_prefix(name)?.strip_prefix(':')?;
+    Some(value.strip_prefix(' ').unwrap_or(value))
 }
 
 /// Hands `message` (or each of a batch) to `inbox`, as having come on the
