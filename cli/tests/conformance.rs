@@ -376,3 +376,65 @@ async fn an_upstream_stream_that_cannot_be_resumed_leaves_the_write_uncertain() 
         1
     );
 }
+
+/// Opens a session with the gateway at `addr` as a client on MCP
+/// 2025-11-25 would: its id.
+async fn open_session(addr: &str) -> String {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}});
+    let (head, _) = raw::post(addr, &[], &initialize, true).await;
+    let session = header(&head, "mcp-session-id").expect("a session");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let headers = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    raw::post(addr, &headers, &initialized, true).await;
+    session
+}
+
+#[tokio::test]
+async fn what_an_upstream_sends_after_closing_its_standalone_stream_still_comes() {
+    let Some(node) = node() else {
+        return;
+    };
+    let dir = TempDir::new("conformance-standalone");
+    let (_upstream, url) = upstream(&node, &[]).await;
+    let (_gateway, addr) = gateway(&dir.0, "records", &["--upstream-url", &url]).await;
+    let session = open_session(&addr).await;
+    let headers = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+
+    // The client's standalone stream, read as it comes.
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\nhost: {addr}\r\naccept: text/event-stream\r\n\
+         mcp-session-id: {session}\r\nmcp-protocol-version: 2025-11-25\r\n\r\n"
+    );
+    let mut standalone = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    standalone.write_all(get.as_bytes()).await.expect("send");
+    let mut seen = String::new();
+    read_until(&mut standalone, &mut seen, "\r\n\r\n").await;
+    // A message of the upstream's on its standalone stream comes through
+    // (so the gateway's own GET to the upstream is open).
+    let level = json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel",
+        "params": {"level": "info"}});
+    raw::post(&addr, &headers, &level, true).await;
+    read_until(&mut standalone, &mut seen, "Log level set to: info").await;
+    // The upstream closes that stream, then says more: the gateway opens
+    // it again after the last event, and the client has the rest.
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "close_standalone_and_notify", "arguments": {}}});
+    let (_, answer) = raw::post(&addr, &headers, &call, true).await;
+    assert!(answer.contains(r#""text":"closed""#), "{answer}");
+    read_until(
+        &mut standalone,
+        &mut seen,
+        "after the standalone stream closed",
+    )
+    .await;
+}

@@ -184,6 +184,11 @@ async fn requests_a_web_page_could_send_are_refused_and_run_nothing() {
     assert!(exposed.contains("mcp-session-id"), "{head}");
     assert!(body.contains(r#""entry":"app""#), "{body}");
 
+    // A body that is no JSON-RPC message is refused, not dropped.
+    let (head, body) = raw::post(&addr, &[], &json!({}), true).await;
+    assert_eq!(status(&head), 400, "{head}");
+    assert!(refusal(&head, &body).contains("not a JSON-RPC"), "{body}");
+
     // And a client (no Origin) is served as before.
     let (head, body) = raw::post(&addr, &[], &append("client"), true).await;
     assert_eq!(status(&head), 200, "{head}");

@@ -826,6 +826,46 @@ async fn over_http_each_session_has_its_own_upstream_ended_with_the_idle_session
 }
 
 #[tokio::test]
+async fn over_http_sessions_past_max_sessions_are_refused_with_retry_after() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("gateway");
+    let gateway = Gateway::on_sqlite(&dir.0);
+    let ledger = gateway.ledger().display().to_string();
+    let server = HttpGateway::start(&gateway, &["--max-sessions", "2"]).await;
+    let (first, second) = (server.client("").await, server.client("").await);
+    let (first, _second) = (first.expect("a session"), second.expect("a session"));
+    // A third is answered 503 with when to try again, and nothing starts.
+    let addr = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp");
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "third", "version": "0"}}});
+    let (head, body) = common::raw::post(addr, &[], &initialize, true).await;
+    assert_eq!(common::raw::status(&head), 503, "{head}");
+    assert!(
+        common::raw::header(&head, "retry-after").is_some(),
+        "{head}"
+    );
+    assert!(body.contains("--max-sessions"), "{body}");
+    assert_eq!(pythons_with(&[&ledger]), 2);
+    // Once a session ends, another may open.
+    first.cancel().await.expect("end the first session");
+    let started = std::time::Instant::now();
+    loop {
+        let (head, _) = common::raw::post(addr, &[], &initialize, true).await;
+        if common::raw::status(&head) == 200 {
+            break;
+        }
+        assert!(started.elapsed() < PATIENCE, "no session opened: {head}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
 async fn an_upstreams_own_children_end_with_it() {
     if !python_sdk() {
         return;

@@ -367,29 +367,94 @@ async fn stateless_call_with(
     post(url, &headers, &body).await
 }
 
-/// POSTs `body` to `url` over a plain HTTP/1.1 connection with `headers`;
-/// the whole response, status line and headers included.
+/// POSTs `body` to `url` over a plain HTTP/1.1 connection with `headers`
+/// besides those of an MCP client; the whole response, status line and
+/// headers included.
 async fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let host = host_of(url);
+    let mut all = vec![
+        ("Host", host),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    all.extend_from_slice(headers);
+    send(url, &all, &body.to_string()).await
+}
+
+/// `host:port` of `url`.
+fn host_of(url: &str) -> &str {
     let rest = url.strip_prefix("http://").expect("an http URL");
-    let (host, path) = rest.split_once('/').expect("a path");
-    let body = body.to_string();
+    rest.split_once('/').expect("a path").0
+}
+
+/// POSTs `body` to `url` with exactly `headers` (and its length); the
+/// whole response.
+async fn send(url: &str, headers: &[(&str, &str)], body: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let host = host_of(url);
+    let path = &url[url.find(host).expect("a host") + host.len()..];
     let mut request = format!(
-        "POST /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
-         Connection: close\r\n",
+        "POST {path} HTTP/1.1\r\nContent-Length: {}\r\nConnection: close\r\n",
         body.len()
     );
     for (name, value) in headers {
         request.push_str(&format!("{name}: {value}\r\n"));
     }
     request.push_str("\r\n");
-    request.push_str(&body);
+    request.push_str(body);
     let mut stream = tokio::net::TcpStream::connect(host).await.expect("connect");
     stream.write_all(request.as_bytes()).await.expect("send");
     let mut response = String::new();
     stream.read_to_string(&mut response).await.expect("read");
     response
+}
+
+#[tokio::test]
+async fn requests_a_web_page_could_send_are_refused_and_charge_nothing() {
+    let (url, mut server) = http_example(&[]).await;
+    let host = host_of(&url);
+    let charge = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "charge_card", "arguments": {"order_id": "o-web", "amount": 100},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    // Another site's "simple" POST (text/plain, sent without a preflight).
+    let simple = [
+        ("Host", host),
+        ("Origin", "http://evil.example"),
+        ("Content-Type", "text/plain"),
+    ];
+    let refused = send(&url, &simple, &charge).await;
+    assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
+    // The same from a page that sends no Origin: not JSON.
+    let plain = [
+        ("Host", host),
+        ("Content-Type", "text/plain"),
+        ("Accept", "*/*"),
+    ];
+    let refused = send(&url, &plain, &charge).await;
+    assert!(refused.starts_with("HTTP/1.1 4"), "{refused}");
+    // A JSON POST of another site's (after a preflight it would not pass),
+    // and DNS rebinding: another name for 127.0.0.1 in Host.
+    let json = [
+        ("Host", host),
+        ("Origin", "http://evil.example"),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    let refused = send(&url, &json, &charge).await;
+    assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
+    let rebound = [
+        ("Host", "evil.example"),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    let refused = send(&url, &rebound, &charge).await;
+    assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
+    // Nothing was charged; a client's own call is served.
+    let count = stateless_call(&url, None, "charges_made", json!({}), None).await;
+    assert!(count.contains(r#""text":"0""#), "{count}");
+    server.kill().await.expect("stop the example");
 }
 
 /// A session opened by hand (`initialize`, then `notifications/initialized`):

@@ -36,7 +36,7 @@ use idem::mcp::{Binding, Caller};
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
-use self::stream::{AnswerStream, Standalone, Streams};
+use self::stream::{AnswerStream, Standalone, Streams, json, status};
 use super::jsonrpc::{self, Kind, code};
 use super::link::{Link, Sink, Source};
 use super::session::{Session, Shared, new_origin};
@@ -81,6 +81,8 @@ struct Front {
     stateless: OnceCell<Arc<Session>>,
     /// How long a session may go without a message of its client.
     idle: Duration,
+    /// How many sessions may be open at once (`--max-sessions`).
+    max_sessions: Option<usize>,
 }
 
 /// One MCP session over HTTP.
@@ -111,6 +113,8 @@ pub(super) struct Options {
     pub(super) tokens: Vec<(String, String)>,
     /// How long a session may be idle (`--session-idle`).
     pub(super) idle: Duration,
+    /// How many sessions may be open at once (`--max-sessions`).
+    pub(super) max_sessions: Option<usize>,
     /// Serve an address other than loopback without a token
     /// (`--allow-anonymous`).
     pub(super) anonymous: bool,
@@ -130,6 +134,7 @@ pub(super) async fn serve(
         addr,
         tokens,
         idle,
+        max_sessions,
         anonymous,
         guard,
     } = options;
@@ -143,6 +148,7 @@ pub(super) async fn serve(
         sessions: Mutex::new(HashMap::new()),
         stateless: OnceCell::new(),
         idle,
+        max_sessions,
     });
     tokio::spawn(end_idle_sessions(front.clone()));
     let mut app = axum::Router::new()
@@ -320,8 +326,9 @@ impl Front {
         Some(session.clone())
     }
 
-    /// A new session, with an upstream connection of its own.
-    fn open(&self, principal: Option<String>) -> (String, Arc<HttpSession>) {
+    /// A new session, with an upstream connection of its own, or `None`
+    /// if the gateway serves as many as `--max-sessions` allows.
+    fn open(&self, principal: Option<String>) -> Option<(String, Arc<HttpSession>)> {
         let standalone = Arc::new(Standalone::default());
         let client: Sink = standalone.clone();
         let link = Link::new(self.source.clone(), self.shared.patience, Some(client));
@@ -334,11 +341,30 @@ impl Front {
             seen: Mutex::new(Instant::now()),
         });
         let id = session_id();
-        self.sessions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id.clone(), http.clone());
-        (id, http)
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.max_sessions.is_some_and(|max| sessions.len() >= max) {
+            return None;
+        }
+        sessions.insert(id.clone(), http.clone());
+        Some((id, http))
+    }
+
+    /// The answer to an `initialize` past `--max-sessions`: 503, and when
+    /// to try again (when idle sessions are next looked for).
+    fn full(&self) -> Response {
+        let max = self.max_sessions.unwrap_or_default();
+        let mut response = refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!(
+                "the gateway serves at most {max} MCP sessions at once (--max-sessions): try again \
+                 later, or end a session no longer used (an HTTP DELETE)"
+            ),
+        );
+        let after = sweep_period(self.idle).as_secs().max(1);
+        if let Ok(value) = HeaderValue::from_str(&after.to_string()) {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        response
     }
 
     /// Ends session `id`: once its writes in flight are recorded, its
@@ -382,13 +408,23 @@ impl Front {
                 return json(StatusCode::BAD_REQUEST, &refused);
             }
         };
+        if messages.is_empty() || messages.iter().any(|m| jsonrpc::kind(m).is_none()) {
+            let refused = jsonrpc::error(
+                Value::Null,
+                code::INVALID_REQUEST,
+                "the body is not a JSON-RPC request, notification or response, nor a batch of them",
+            );
+            return json(StatusCode::BAD_REQUEST, &refused);
+        }
         let opens = messages.iter().any(|m| {
             jsonrpc::method(m) == Some("initialize") && jsonrpc::kind(m) == Some(Kind::Request)
         });
         let (opened, session) = match session {
             Some((id, session)) => (Some(id), Some(session)),
             None if opens => {
-                let (id, session) = self.open(principal.clone());
+                let Some((id, session)) = self.open(principal.clone()) else {
+                    return self.full();
+                };
                 (Some(id), Some(session))
             }
             None => (None, None),
@@ -433,10 +469,15 @@ impl Front {
     }
 }
 
+/// How often sessions idle for `idle` are looked for.
+fn sweep_period(idle: Duration) -> Duration {
+    (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30))
+}
+
 /// Ends, now and then, the sessions whose client has sent nothing for
 /// the front's `idle` and that wait for no answer.
 async fn end_idle_sessions(front: Arc<Front>) {
-    let every = (front.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+    let every = sweep_period(front.idle);
     loop {
         tokio::time::sleep(every).await;
         let idle: Vec<String> = {
@@ -496,20 +537,6 @@ impl Accepts {
         }
         accepts
     }
-}
-
-/// `body` as a JSON response.
-fn json(status: StatusCode, body: &Value) -> Response {
-    let mut response = (status, body.to_string()).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
-fn status(status: StatusCode, why: &str) -> Response {
-    (status, why.to_owned()).into_response()
 }
 
 /// A new session id: 128 random bits, in hex.

@@ -75,6 +75,11 @@ pub(crate) struct GatewayArgs {
     /// long (and that waits for no answer), and its upstream connection.
     #[arg(long, default_value = "5m", value_parser = parse_duration, requires = "http")]
     session_idle: Duration,
+    /// Over HTTP, serve at most this many MCP sessions at once (each has
+    /// an upstream connection of its own: a process, for a command); an
+    /// `initialize` past it is answered 503 with `Retry-After`.
+    #[arg(long, value_name = "N", requires = "http", value_parser = clap::value_parser!(u32).range(1..))]
+    max_sessions: Option<u32>,
     #[command(flatten)]
     guard: GuardArgs,
     /// Over HTTP, refuse writes that come without a session or a run id,
@@ -138,6 +143,7 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
                 addr,
                 tokens: args.token,
                 idle: args.session_idle,
+                max_sessions: args.max_sessions.map(|n| n as usize),
                 anonymous: args.allow_anonymous,
                 guard: args.guard,
             };

@@ -8,8 +8,8 @@
 //   node upstream.mjs --http PORT   streamable HTTP at http://127.0.0.1:PORT/mcp
 //   node upstream.mjs --stdio       stdio
 //
-// Besides the suite's tools, `close_stream_and_hang` is for idem's own
-// tests. Over HTTP it keeps every session's events, so that a stream it closes
+// Besides the suite's tools, `close_stream_and_hang` and
+// `close_standalone_and_notify` are for idem's own tests. Over HTTP it keeps every session's events, so that a stream it closes
 // mid-call (test_reconnection) can be resumed with Last-Event-ID, and it
 // serves only loopback Host names, as a local server must.
 
@@ -194,6 +194,22 @@ const TOOLS = {
       }
       extra.closeSSEStream?.();
       await new Promise(() => {});
+    },
+  },
+  // Also for idem's own tests: closes the session's standalone stream, then
+  // sends a notification that belongs to no request, which a client has
+  // only if it resumed that stream.
+  close_standalone_and_notify: {
+    description: "Logs a message on the standalone stream, closes it, then logs another.",
+    run: async (_args, extra, server) => {
+      const log = (data) =>
+        server.notification({ method: "notifications/message", params: { level: "info", data } }).catch(() => {});
+      await log("before the standalone stream closed");
+      await pause(50);
+      extra.closeStandaloneSSEStream?.();
+      await pause(50);
+      await log("after the standalone stream closed");
+      return text("closed");
     },
   },
   test_sampling: {

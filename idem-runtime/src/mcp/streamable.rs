@@ -13,10 +13,23 @@ impl<S: Send + Sync + 'static> McpServer<S> {
     /// a `tower` service to mount in axum, hyper or any tower stack.
     /// Calls run in their MCP session's run unless they name one (see
     /// the [module docs](super)).
+    ///
+    /// It is closed to web pages the user happens to visit, as the MCP
+    /// transport asks of a server: a request whose `Host` is not one of
+    /// `config.allowed_hosts` (loopback names by default) is refused
+    /// (403, against DNS rebinding), and so is one with an `Origin` that
+    /// `config.allowed_origins` does not list (403: with that list empty,
+    /// every browser request; this method turns on
+    /// [`StreamableHttpServerConfig::enforce_origin_validation`]). A POST
+    /// must send `Content-Type: application/json` (415) and accept both
+    /// answer forms (406). To serve a host name, or a web app's origin,
+    /// list them in `config`; the CORS headers such an app needs come
+    /// from the tower stack the service is mounted in.
     pub fn streamable_http(
         self,
         config: StreamableHttpServerConfig,
     ) -> StreamableHttpService<McpServer<S>, LocalSessionManager> {
+        let config = config.enforce_origin_validation();
         StreamableHttpService::new(
             move || Ok(self.for_new_session()),
             Arc::new(LocalSessionManager::default()),

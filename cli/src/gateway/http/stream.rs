@@ -14,15 +14,14 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::body::{Body, Bytes};
-use axum::http::{StatusCode, header};
-use axum::response::Response;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::super::jsonrpc::{self, Kind};
 use super::super::link::Downstream;
-use super::{json, status};
 
 /// How many answered streams a session keeps for a client to resume.
 const KEPT: usize = 64;
@@ -225,12 +224,27 @@ impl Streams {
         });
         match found {
             Some((stream, n)) => stream.events(n, false),
-            None => super::refusal(
+            None => crate::guard::refusal(
                 StatusCode::NOT_FOUND,
                 &format!("no answer stream of this session's to resume after event `{last}`"),
             ),
         }
     }
+}
+
+/// `body` as a JSON response.
+pub(super) fn json(status: StatusCode, body: &Value) -> Response {
+    let mut response = (status, body.to_string()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// A plain-text response of `status`, saying `why`.
+pub(super) fn status(status: StatusCode, why: &str) -> Response {
+    (status, why.to_owned()).into_response()
 }
 
 /// An event of `message`, with `id` if it has one.

@@ -145,18 +145,7 @@ impl Http {
         if !status.is_success() {
             return self.refused(response, message, session.is_some(), id).await;
         }
-        let resume = Resume {
-            client: self.client.clone(),
-            url: self.url.clone(),
-            session: self.session(),
-            protocol_version: self
-                .protocol_version
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone(),
-            inbox: self.inbox.clone(),
-            alive: self.alive.clone(),
-        };
+        let resume = self.resume();
         tokio::spawn(read_answer(response, resume, id));
         Ok(())
     }
@@ -210,30 +199,40 @@ impl Http {
         Ok(())
     }
 
-    /// Opens the standalone stream (a GET), if the server offers one.
-    fn standalone(&self) {
-        let (client, url, inbox) = (self.client.clone(), self.url.clone(), self.inbox.clone());
-        let session = self.session.clone();
-        tokio::spawn(async move {
-            let Some(id) = session
+    /// What a reader of the session's streams needs to resume one.
+    fn resume(&self) -> Resume {
+        Resume {
+            client: self.client.clone(),
+            url: self.url.clone(),
+            session: self.session(),
+            protocol_version: self
+                .protocol_version
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .clone()
-            else {
-                return;
-            };
-            let get = client
-                .get(&url)
-                .header(ACCEPT, "text/event-stream")
-                .header(SESSION, id);
-            match get.send().await {
-                Ok(response) if response.status().is_success() => {
-                    read_events(response, &inbox, None, &mut Cursor::default()).await;
+                .clone(),
+            inbox: self.inbox.clone(),
+            alive: self.alive.clone(),
+        }
+    }
+
+    /// Opens the standalone stream (a GET), if the server offers one, and
+    /// opens it again whenever the server closes it, for as long as the
+    /// server takes it back: after the last event, with `Last-Event-ID`,
+    /// so that what was sent meanwhile comes too.
+    fn standalone(&self) {
+        let resume = self.resume();
+        tokio::spawn(async move {
+            let mut cursor = Cursor::default();
+            let mut first = true;
+            while resume.alive.load(Ordering::Relaxed) {
+                if !first {
+                    tokio::time::sleep(cursor.retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
                 }
-                Ok(response) => {
-                    tracing::debug!(status = %response.status(), "the upstream offers no standalone stream");
-                }
-                Err(e) => tracing::debug!(error = %e, "the standalone stream could not be opened"),
+                first = false;
+                let Some(response) = resume.get(cursor.last_event_id.as_deref()).await else {
+                    return;
+                };
+                read_events(response, &resume.inbox, None, &mut cursor).await;
             }
         });
     }
@@ -282,24 +281,8 @@ async fn read_answer(response: reqwest::Response, resume: Resume, id: Option<u64
     let inbox = resume.inbox.clone();
     let answered = if content_type(response.headers()).starts_with("text/event-stream") {
         let mut cursor = Cursor::default();
-        let mut answered = read_events(response, &inbox, id, &mut cursor).await;
-        let mut fruitless = 0;
-        while !answered && fruitless < FRUITLESS_RESUMES && resume.alive.load(Ordering::Relaxed) {
-            let Some(last) = cursor.last_event_id.clone() else {
-                break;
-            };
-            tokio::time::sleep(cursor.retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
-            let Some(response) = resume.get(&last).await else {
-                break;
-            };
-            answered = read_events(response, &inbox, id, &mut cursor).await;
-            fruitless = if cursor.last_event_id.as_deref() == Some(last.as_str()) {
-                fruitless + 1
-            } else {
-                0
-            };
-        }
-        answered
+        let answered = read_events(response, &inbox, id, &mut cursor).await;
+        answered || resume.again(&mut cursor, id).await
     } else {
         match response.bytes().await {
             Ok(body) => match serde_json::from_slice::<Value>(&body) {
@@ -333,13 +316,41 @@ struct Resume {
 }
 
 impl Resume {
-    /// The stream after event `last`, if the server resumes it.
-    async fn get(&self, last: &str) -> Option<reqwest::Response> {
+    /// Resumes the answer stream to request `id` that `cursor` is at,
+    /// after the `retry` the server asked, for as long as the server takes
+    /// it back and sends something new: whether the answer came.
+    async fn again(&self, cursor: &mut Cursor, id: Option<u64>) -> bool {
+        let mut fruitless = 0;
+        while fruitless < FRUITLESS_RESUMES && self.alive.load(Ordering::Relaxed) {
+            let Some(last) = cursor.last_event_id.clone() else {
+                return false;
+            };
+            tokio::time::sleep(cursor.retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
+            let Some(response) = self.get(Some(&last)).await else {
+                return false;
+            };
+            if read_events(response, &self.inbox, id, cursor).await {
+                return true;
+            }
+            fruitless = if cursor.last_event_id.as_deref() == Some(last.as_str()) {
+                fruitless + 1
+            } else {
+                0
+            };
+        }
+        false
+    }
+
+    /// A GET of the session's standalone stream, or of the stream after
+    /// event `last`, if the server serves it.
+    async fn get(&self, last: Option<&str>) -> Option<reqwest::Response> {
         let mut get = self
             .client
             .get(&self.url)
-            .header(ACCEPT, "text/event-stream")
-            .header(LAST_EVENT_ID, last);
+            .header(ACCEPT, "text/event-stream");
+        if let Some(last) = last {
+            get = get.header(LAST_EVENT_ID, last);
+        }
         if let Some(session) = &self.session {
             get = get.header(SESSION, session);
         }
@@ -348,15 +359,15 @@ impl Resume {
         }
         match get.send().await {
             Ok(response) if response.status().is_success() => {
-                tracing::debug!(last, "an answer stream of the upstream's is resumed");
+                tracing::debug!(?last, "a stream of the upstream's is opened");
                 Some(response)
             }
             Ok(response) => {
-                tracing::warn!(status = %response.status(), "the upstream did not resume an answer stream");
+                tracing::debug!(status = %response.status(), ?last, "the upstream did not open a stream");
                 None
             }
             Err(e) => {
-                tracing::warn!(error = %e, "an answer stream of the upstream's could not be resumed");
+                tracing::debug!(error = %e, ?last, "a stream of the upstream's could not be opened");
                 None
             }
         }
