@@ -23,7 +23,7 @@ use tokio::process::Command;
 
 use common::raw::{self, header, status};
 use common::servers::{self, TempDir};
-use common::{Group, PATIENCE, listening, skip, wait_for};
+use common::{Group, PATIENCE, idem, listening, skip, wait_for};
 
 const HERE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance");
 const IDEM: &str = env!("CARGO_BIN_EXE_idem");
@@ -117,19 +117,8 @@ fn totals(results: &BTreeMap<String, (u32, u32)>) -> (u32, u32) {
 
 /// The records of `tool` in the store `store`, as `idem list --json` gives them.
 fn records(store: &Path, tool: &str) -> Vec<Value> {
-    let out = std::process::Command::new(IDEM)
-        .arg("list")
-        .arg("--store")
-        .arg(store)
-        .args(["--tool", tool, "--json"])
-        .output()
-        .expect("run idem list");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
+    let store = store.display().to_string();
+    idem(&["list", "--store", &store, "--tool", tool, "--json"])
         .lines()
         .map(|line| serde_json::from_str(line).expect("a JSON record"))
         .collect()
@@ -256,20 +245,8 @@ async fn a_client_that_lost_the_gateways_answer_stream_resumes_it() {
     let dir = TempDir::new("conformance-resume");
     let (_upstream, url) = upstream(&node, &[]).await;
     let (_gateway, addr) = gateway(&dir.0, "records", &["--upstream-url", &url]).await;
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "test", "version": "0"}}});
-    let (head, _) = raw::post(&addr, &[], &initialize, true).await;
-    let session = header(&head, "mcp-session-id").expect("a session");
+    let session = open_session(&addr).await;
     let version = ("mcp-protocol-version", "2025-11-25");
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    raw::post(
-        &addr,
-        &[("mcp-session-id", &session), version],
-        &initialized,
-        true,
-    )
-    .await;
 
     // The call's stream is primed with an event id; the client drops it
     // there, before any answer.

@@ -14,15 +14,13 @@ use std::process::Stdio;
 
 use common::raw::status;
 use common::servers::{self, TempDir};
-use common::{listening, python_sdk, raw};
+use common::{idem, listening, python_sdk, raw};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 use tokio::process::Command;
-
-const IDEM: &str = env!("CARGO_BIN_EXE_idem");
 
 /// `idem gateway` on a store in `dir`, with `extra` options, in front of
 /// `ledger.py`: its command line.
@@ -35,20 +33,6 @@ fn config(dir: &TempDir, toml: &str) -> String {
     let path = dir.0.join("gateway.toml");
     std::fs::write(&path, toml).expect("write the configuration");
     path.display().to_string()
-}
-
-/// Runs an operator command, which must succeed: what it prints.
-fn idem(args: &[&str]) -> String {
-    let out = std::process::Command::new(IDEM)
-        .args(args)
-        .output()
-        .expect("run idem");
-    assert!(
-        out.status.success(),
-        "idem {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Runs a gateway that must refuse to start: what it says.

@@ -120,6 +120,21 @@ pub async fn python_json(script: &str, args: &[&str], env: &[(&str, &str)]) -> V
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
+/// Runs an operator command (`idem ARGS`), which must succeed: what it
+/// prints.
+pub fn idem(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(args)
+        .output()
+        .expect("run idem");
+    assert!(
+        out.status.success(),
+        "idem {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// The Python upstream whose write tools append to a ledger file.
 pub const LEDGER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/upstream/ledger.py");
 
