@@ -208,6 +208,22 @@ async fn a_stateless_client_is_served_by_an_upstream_that_needs_a_session() {
     assert!(body.contains("session"), "{body}");
 
     let (_gateway, addr) = gateway(&dir.0, "records", &["--upstream-url", &url]).await;
+    // Eight stateless requests at once, refused together: one session is
+    // opened between them, and each is answered.
+    let prompt = json!({"jsonrpc": "2.0", "id": 9, "method": "prompts/get",
+        "params": {"name": "test_simple_prompt", "_meta": call["params"]["_meta"]}});
+    let at_once = (0..8).map(|_| {
+        let (addr, prompt) = (addr.clone(), prompt.clone());
+        tokio::spawn(async move { raw::post(&addr, &[], &prompt, true).await })
+    });
+    for answered in futures_util::future::join_all(at_once).await {
+        let (head, body) = answered.expect("a request's task");
+        assert_eq!(status(&head), 200, "{head}");
+        assert!(
+            body.contains("This is a simple prompt for testing."),
+            "{body}"
+        );
+    }
     let (head, body) = raw::post(&addr, &[], &call, true).await;
     assert_eq!(status(&head), 200, "{head}");
     assert!(

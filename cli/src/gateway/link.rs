@@ -139,6 +139,14 @@ impl Connection {
         }
     }
 
+    /// Whether the upstream issued the connection a session.
+    fn has_session(&self) -> bool {
+        match self {
+            Connection::Child(_) => false,
+            Connection::Http(http) => http.has_session(),
+        }
+    }
+
     async fn close(&self) {
         match self {
             Connection::Child(child) => child.close(),
@@ -184,6 +192,8 @@ pub(crate) struct Link {
     /// `initialize` with.
     protocol_version: Arc<Mutex<Option<String>>>,
     connection: tokio::sync::Mutex<Option<Arc<Connection>>>,
+    /// Held while the link opens a session of its own.
+    introducing: tokio::sync::Mutex<()>,
     next_id: AtomicU64,
     generation: AtomicU64,
     /// Counts the times the upstream's tools may have changed: it said so,
@@ -212,6 +222,7 @@ impl Link {
             state: Mutex::new(State::default()),
             protocol_version: Arc::new(Mutex::new(None)),
             connection: tokio::sync::Mutex::new(None),
+            introducing: tokio::sync::Mutex::new(()),
             next_id: AtomicU64::new(1),
             generation: AtomicU64::new(0),
             changed: watch::Sender::new(0),
@@ -447,6 +458,11 @@ impl Link {
     /// or the gateway itself): an `initialize` made of what the client's
     /// requests say of it, which a new connection repeats.
     async fn introduce(self: &Arc<Self>, connection: &Connection) -> Result<(), String> {
+        // Requests refused at once open one session between them.
+        let _one_at_a_time = self.introducing.lock().await;
+        if connection.has_session() {
+            return Ok(());
+        }
         {
             let mut state = self.state();
             let handshake = &mut state.handshake;

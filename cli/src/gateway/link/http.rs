@@ -63,6 +63,11 @@ impl Http {
         self.alive.load(Ordering::Relaxed)
     }
 
+    /// Whether the server issued a session.
+    pub(super) fn has_session(&self) -> bool {
+        self.session().is_some()
+    }
+
     /// Whether the server refused the last request for having no session.
     pub(super) fn needs_session(&self) -> bool {
         self.needs_session.load(Ordering::Relaxed)
