@@ -13,7 +13,7 @@ use idem::{APPROVAL_WINDOW, IdemKey, IdemStore, StoreError};
 use serde_json::json;
 
 use crate::output::say;
-use crate::record::{arguments_line, human, inspected};
+use crate::record::{arguments_json, arguments_line, human, inspected};
 
 /// `approvals`: every awaiting record of the namespace `filter` names,
 /// oldest first, with its tool, tenant, run, age and arguments; `json`,
@@ -56,18 +56,18 @@ fn print_awaiting(record: &RecordInfo, json: bool) {
         .as_deref()
         .and_then(|a| crate::record::about(a).ok());
     let (tenant, run) = about.map_or((None, None), |a| (a.tenant, a.run));
-    let arguments = arguments_line(record);
     if json {
         let age = record
             .age
             .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         let line = json!({
             "key": record.key.as_str(), "tool": record.tool, "tenant": tenant, "run": run,
-            "age_ms": age, "arguments": record.about.as_deref().map(|_| arguments.clone()),
+            "age_ms": age, "arguments": arguments_json(record),
         });
         say!("{line}");
         return;
     }
+    let arguments = arguments_line(record);
     say!(
         "{:<8} {:<20} {:<16} {:<16} {}",
         record.age.map_or("-".into(), human),

@@ -71,10 +71,22 @@ pub(crate) fn about(text: &str) -> Result<About, String> {
 
 /// The arguments a record shows on one line: compact JSON, or why not.
 pub(crate) fn arguments_line(record: &RecordInfo) -> String {
+    match arguments_json(record) {
+        Value::Null => "-".to_owned(),
+        Value::String(shown) => shown,
+        arguments => arguments.to_string(),
+    }
+}
+
+/// The arguments of a record's operation as JSON, as `idem show --json`
+/// gives them: an object (hidden fields replaced), a string saying why
+/// they cannot be read (sealed), or null when the record says nothing of
+/// its operation.
+pub(crate) fn arguments_json(record: &RecordInfo) -> Value {
     match record.about.as_deref().map(about) {
-        Some(Ok(about)) => about.arguments.to_string(),
-        Some(Err(shown)) => shown,
-        None => "-".to_owned(),
+        Some(Ok(about)) => about.arguments,
+        Some(Err(shown)) => Value::String(shown),
+        None => Value::Null,
     }
 }
 

@@ -84,7 +84,6 @@ fn print_pending(record: &RecordInfo, note: Option<Result<UnknownNote, String>>,
         None => (None, "(gone since the scan)".to_owned()),
     };
     let tenant = tenant.or_else(|| about.as_ref().and_then(|a| a.tenant.clone()));
-    let arguments = crate::record::arguments_line(record);
     let age = record
         .age
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
@@ -92,11 +91,12 @@ fn print_pending(record: &RecordInfo, note: Option<Result<UnknownNote, String>>,
         let line = json!({
             "key": record.key.as_str(), "tool": record.tool, "tenant": tenant,
             "run": about.and_then(|a| a.run), "attempt": record.attempt, "age_ms": age,
-            "reason": reason, "arguments": record.about.as_deref().map(|_| arguments.clone()),
+            "reason": reason, "arguments": crate::record::arguments_json(record),
         });
         say!("{line}");
         return;
     }
+    let arguments = crate::record::arguments_line(record);
     say!(
         "{:<8} {:<20} {:<16} {:<7} {:<60} {reason}",
         record.age.map_or("-".into(), human),

@@ -456,6 +456,8 @@ async fn approvals_and_decisions(
         "--json",
     ]));
     assert_eq!(rows.len(), 2, "{listed}");
+    let arguments: Vec<&Value> = rows.iter().map(|row| &row["arguments"]).collect();
+    assert!(arguments.contains(&&json!({"account": "ann"})), "{listed}");
     for row in &rows {
         assert_eq!(
             (&row["tool"], &row["tenant"], &row["run"]),

@@ -150,6 +150,9 @@ async fn a_tool_that_needs_approval_runs_upstream_once_approved() {
     let waiting = idem(&["approvals", "--json", "--store", &store]);
     let waiting: Value = serde_json::from_str(waiting.trim()).expect("one record");
     assert_eq!(waiting["tool"], "append", "{waiting}");
+    // As an object, the defaults the schema gives filled in.
+    let arguments = json!({"entry": "a", "amount": 3, "tags": []});
+    assert_eq!(waiting["arguments"], arguments, "{waiting}");
     let key = waiting["key"].as_str().expect("a key");
     let other = append(&client, "b").await;
     assert_eq!(other["isError"], true, "other arguments ask for themselves");
@@ -207,7 +210,8 @@ async fn a_result_an_operator_records_in_any_shape_is_answered_as_a_tool_result(
     let pending = listed.into_inner().expect("lock");
     let pending: Value = serde_json::from_str(pending.trim()).expect("one record");
     let key = pending["key"].as_str().expect("a key");
-    assert_eq!(pending["arguments"], r#"{"entry":"o"}"#, "{pending}");
+    // As an object, as `idem show --json` gives it.
+    assert_eq!(pending["arguments"], json!({"entry": "o"}), "{pending}");
     idem(&["resolve", "--store", &store, "--done", "\"moved 7\"", key]);
     let answered = client
         .peer()
