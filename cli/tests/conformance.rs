@@ -431,3 +431,59 @@ async fn what_an_upstream_sends_after_closing_its_standalone_stream_still_comes(
     )
     .await;
 }
+
+#[tokio::test]
+async fn an_answer_stream_cut_mid_call_is_resumed_and_the_write_runs_once() {
+    let Some(node) = node() else {
+        return;
+    };
+    let dir = TempDir::new("conformance-cut");
+    let ledger = dir.0.join("ledger.txt");
+    let (_upstream, url) = upstream(&node, &[("IDEM_UPSTREAM_LEDGER", &ledger)]).await;
+    // The gateway reaches the upstream through a proxy that can cut every
+    // open connection, as a network fault would.
+    let upstream_addr = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let proxy = idem::testing::Proxy::start(upstream_addr.parse().expect("an address"))
+        .await
+        .expect("start the proxy");
+    let through = format!("http://{}/mcp", proxy.addr());
+    let (_gateway, addr) = gateway(&dir.0, "records", &["--upstream-url", &through]).await;
+    let session = open_session(&addr).await;
+    let headers = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+
+    let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "hold_until_released", "arguments": {}}});
+    let answer = tokio::spawn({
+        let (addr, headers) = (addr.clone(), headers.map(|(k, v)| (k, v.to_owned())));
+        async move {
+            let headers: Vec<(&str, &str)> =
+                headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            raw::post(&addr, &headers, &call, true).await
+        }
+    });
+    let ran = || std::fs::read_to_string(&ledger).is_ok_and(|l| !l.is_empty());
+    wait_for(ran, "the upstream ran the call").await;
+    // The call's answer stream (and every other connection) is cut while
+    // the tool works; then the tool finishes.
+    proxy.cut();
+    std::fs::write(dir.0.join("ledger.txt.release"), "").expect("release the tool");
+    let (head, body) = tokio::time::timeout(PATIENCE, answer)
+        .await
+        .expect("an answer")
+        .expect("the call's task");
+    assert_eq!(status(&head), 200, "{head}");
+    assert!(body.contains(r#""text":"released""#), "{body}");
+    let recorded = records(&dir.0.join("records.sqlite"), "hold_until_released");
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(recorded[0]["state"], "done", "{recorded:?}");
+    assert_eq!(
+        std::fs::read_to_string(&ledger)
+            .expect("the ledger")
+            .lines()
+            .count(),
+        1
+    );
+}

@@ -8,13 +8,14 @@
 //   node upstream.mjs --http PORT   streamable HTTP at http://127.0.0.1:PORT/mcp
 //   node upstream.mjs --stdio       stdio
 //
-// Besides the suite's tools, `close_stream_and_hang` and
-// `close_standalone_and_notify` are for idem's own tests. Over HTTP it keeps every session's events, so that a stream it closes
+// Besides the suite's tools, `close_stream_and_hang`,
+// `hold_until_released` and `close_standalone_and_notify` are for idem's
+// own tests. Over HTTP it keeps every session's events, so that a stream it closes
 // mid-call (test_reconnection) can be resumed with Last-Event-ID, and it
 // serves only loopback Host names, as a local server must.
 
 import { randomUUID } from "node:crypto";
-import { appendFileSync } from "node:fs";
+import { appendFileSync, existsSync } from "node:fs";
 import http from "node:http";
 
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
@@ -194,6 +195,19 @@ const TOOLS = {
       }
       extra.closeSSEStream?.();
       await new Promise(() => {});
+    },
+  },
+  // Also for idem's own tests: writes a line to $IDEM_UPSTREAM_LEDGER, says
+  // so on its stream, then answers once $IDEM_UPSTREAM_LEDGER.release
+  // exists (a test cuts the connection in between).
+  hold_until_released: {
+    description: "Writes a line to the ledger, then answers once released.",
+    run: async (_args, extra) => {
+      const ledger = process.env.IDEM_UPSTREAM_LEDGER;
+      if (ledger) appendFileSync(ledger, "hold_until_released\n");
+      await extra.sendNotification({ method: "notifications/message", params: { level: "info", data: "held" } });
+      while (ledger && !existsSync(`${ledger}.release`)) await pause(20);
+      return text("released");
     },
   },
   // Also for idem's own tests: closes the session's standalone stream, then
