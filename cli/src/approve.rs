@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use idem::store::{About, Outcome, RecordInfo, RecordState, ScanFilter, refusal};
+use idem::store::{About, ApprovalAsked, Outcome, RecordInfo, RecordState, ScanFilter, refusal};
 use idem::{APPROVAL_WINDOW, IdemKey, IdemStore, StoreError};
 use serde_json::json;
 
@@ -83,9 +83,17 @@ fn print_awaiting(record: &RecordInfo, json: bool) {
 pub(crate) enum Decision {
     /// Approved by this person.
     Approve { by: String },
-    /// Refused, for this reason, the refusal kept this long.
-    Deny { reason: String, ttl: Duration },
+    /// Refused, for this reason, the refusal kept this long (by default,
+    /// the tool's TTL, as the awaiting record keeps it).
+    Deny {
+        reason: String,
+        ttl: Option<Duration>,
+    },
 }
+
+/// The refusal's keeping when neither the person nor the record says: the
+/// registry's default TTL.
+const DEFAULT_TTL: Duration = Duration::from_secs(86_400);
 
 /// `approve` and `deny`: settles the awaiting record under `key` as
 /// `decision` says, on the token that asked.
@@ -116,24 +124,34 @@ pub(crate) async fn decide(
              application, which has the keys"
         ));
     }
+    // The tool's terms, as the record asking for the decision keeps them.
+    let terms = record.payload.as_deref().and_then(ApprovalAsked::parse);
     let (text, what) = match &decision {
         Decision::Approve { by } => (About::approval(record.about.as_deref(), by), "approved"),
         Decision::Deny { reason, .. } => (refusal(reason), "refused"),
     };
-    let outcome = match &decision {
-        Decision::Approve { .. } => Outcome::Approved {
-            about: &text,
-            window: APPROVAL_WINDOW,
-        },
-        Decision::Deny { ttl, .. } => Outcome::Failed {
-            error: &text,
-            ttl: *ttl,
-        },
+    let (outcome, kept) = match &decision {
+        Decision::Approve { .. } => {
+            let window = terms.and_then(|t| t.window).unwrap_or(APPROVAL_WINDOW);
+            let outcome = Outcome::Approved {
+                about: &text,
+                window,
+            };
+            (
+                outcome,
+                format!("the approval is good for {}", human(window)),
+            )
+        }
+        Decision::Deny { ttl, .. } => {
+            let ttl = ttl.or(terms.and_then(|t| t.ttl)).unwrap_or(DEFAULT_TTL);
+            let outcome = Outcome::Failed { error: &text, ttl };
+            (outcome, format!("the refusal is kept for {}", human(ttl)))
+        }
     };
     match store.settle(key, &asked, outcome).await {
         Ok(()) => {
             eprintln!(
-                "idem: {what} {key} (tool {}, awaiting for {})",
+                "idem: {what} {key} (tool {}, awaiting for {}); {kept}",
                 record.tool.as_deref().unwrap_or("-"),
                 record.age.map_or("-".into(), human),
             );

@@ -139,8 +139,9 @@ enum Command {
     /// and arguments.
     Approvals(Waiting),
     /// Approve an operation awaiting approval: its next call (the same
-    /// arguments) runs it, once, within the hour. Refused for a record
-    /// that does not await one, or that another decision changed first.
+    /// arguments) runs it, once, within the tool's approval window (an
+    /// hour by default). Refused for a record that does not await one, or
+    /// that another decision changed first.
     Approve {
         #[command(flatten)]
         store: StoreUrl,
@@ -160,10 +161,11 @@ enum Command {
         /// Why, as every call of it is told.
         #[arg(long, value_name = "TEXT")]
         reason: String,
-        /// How long the refusal is kept, in seconds (the tool's TTL; 24 h
-        /// by default, as the registry's).
-        #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
-        ttl_secs: u64,
+        /// How long the refusal is kept, in seconds [default: the tool's
+        /// TTL, as the awaiting record keeps it; for a record that keeps
+        /// none, 24 h, the registry's default].
+        #[arg(long, value_name = "SECONDS")]
+        ttl_secs: Option<u64>,
     },
     /// Delete the expired records now (stores whose records do not expire
     /// by themselves: SQLite, PostgreSQL).
@@ -449,7 +451,7 @@ async fn approval(command: Command) -> Result<(), String> {
             reason,
             ttl_secs,
         } => {
-            let ttl = std::time::Duration::from_secs(ttl_secs);
+            let ttl = ttl_secs.map(std::time::Duration::from_secs);
             (store, key, Decision::Deny { reason, ttl })
         }
         _ => unreachable!("only the approval commands are given here"),

@@ -413,17 +413,25 @@ async fn pending_and_resolved(
     assert_eq!(landed, 1, "exactly one of two resolutions lands");
 }
 
-/// Delete a customer's account: a person approves each one.
-#[write_tool(approval = "required")]
+/// Delete a customer's account: a person approves each one, within 30
+/// minutes; a refusal is kept three days.
+#[write_tool(approval = "required", approval_window = "30m", ttl = "3d")]
 async fn delete_account(account: String, ctx: &WriteCtx) -> Result<Value, String> {
     Ok(json!({"deleted": account, "attempt": ctx.attempt()}))
 }
 
+/// `idem show --json` of the record under `key`.
+fn shown_json(url: &str, extra: &[&str], key: &str) -> Value {
+    let shown = idem(&[&["show", "--store", url, key, "--json"], extra].concat());
+    serde_json::from_str(&stdout(&shown)).expect("one JSON object")
+}
+
 /// What every store must show of operations awaiting approval:
 /// `approvals` lists them with tool, tenant, run and arguments; `approve`
-/// lets the next call run once, keeping who approved; `deny` has every
-/// call answered the refusal; a decision on a record that does not await
-/// one is refused, naming what it is.
+/// lets the next call run once, keeping who approved, within the tool's
+/// window; `deny` has every call answered the refusal, kept the tool's
+/// TTL; a decision on a record that does not await one is refused, naming
+/// what it is.
 async fn approvals_and_decisions(
     url: &str,
     extra: &[&str],
@@ -470,7 +478,13 @@ async fn approvals_and_decisions(
     let (ann, bob) = (keys[0].as_str(), keys[1].as_str());
     let approved = cmd(&["approve", "--store", url, ann, "--by", "ops-lead"]);
     stdout(&approved);
-    assert!(String::from_utf8_lossy(&approved.stderr).contains("approved"));
+    let said = String::from_utf8_lossy(&approved.stderr);
+    assert!(said.contains("the approval is good for 30m00s"), "{said}");
+    let kept = shown_json(url, extra, ann)["expires_in_ms"].as_u64();
+    assert!(
+        kept.is_some_and(|ms| ms <= 1_800_000),
+        "the tool's window: {kept:?}"
+    );
     let ran = call("ann").await.expect("runs once approved");
     assert_eq!(call("ann").await.expect("replayed"), ran);
     let shown: Value =
@@ -480,14 +494,23 @@ async fn approvals_and_decisions(
     assert_eq!(shown["approved"]["by"], "ops-lead", "{shown}");
     let err = failure(&cmd(&["approve", "--store", url, ann, "--by", "x"]));
     assert!(err.contains("is done, not awaiting approval"), "{err}");
-    stdout(&cmd(&[
+    let denied = cmd(&[
         "deny",
         "--store",
         url,
         bob,
         "--reason",
         "the customer called back",
-    ]));
+    ]);
+    stdout(&denied);
+    let said = String::from_utf8_lossy(&denied.stderr);
+    assert!(said.contains("the refusal is kept for 3d00h"), "{said}");
+    let kept = shown_json(url, extra, bob)["expires_in_ms"].as_u64();
+    let day = 86_400_000;
+    assert!(
+        kept.is_some_and(|ms| ms > 2 * day),
+        "the tool's TTL: {kept:?}"
+    );
     match call("bob").await {
         Err(ToolError::Failed { message, .. }) => {
             assert!(message.contains("the customer called back"), "{message}");

@@ -135,9 +135,17 @@ async fn a_tool_that_needs_approval_runs_upstream_once_approved() {
         return;
     }
     let dir = TempDir::new("first-hour");
-    let config = config(&dir, "[tools.append]\napproval = \"required\"\n");
+    let toml = "[tools.append]\napproval = \"required\"\napproval_window = \"10m\"\n";
+    let config = config(&dir, toml);
     let line = gateway(&dir, &["--config", &config]);
     let client = stdio_client(&line).await;
+    let listed = client.list_all_tools().await.expect("tools/list");
+    let contract = listed
+        .iter()
+        .find(|t| t.name == "append")
+        .and_then(|t| t.meta.clone());
+    let contract = serde_json::to_value(contract).expect("JSON")["idem/contract"].clone();
+    assert_eq!(contract["approval_window_secs"], 600, "{contract}");
     let ledger = dir.0.join("ledger.txt");
     for _ in 0..2 {
         let asked = append(&client, "a").await;
@@ -159,7 +167,12 @@ async fn a_tool_that_needs_approval_runs_upstream_once_approved() {
     // Approved from another process, with the gateway (and its upstream)
     // stopped: a new gateway on the same store finds the approval.
     client.cancel().await.expect("shut down");
+    // `idem approve` approves on the tool's terms, as the record keeps them.
     idem(&["approve", "--store", &store, "--by", "ops", key]);
+    let shown: Value = serde_json::from_str(&idem(&["show", "--store", &store, key, "--json"]))
+        .expect("one JSON object");
+    let left = shown["expires_in_ms"].as_u64();
+    assert!(left.is_some_and(|ms| ms <= 600_000), "the window: {shown}");
     let client = stdio_client(&line).await;
     for _ in 0..2 {
         let ran = append(&client, "a").await;

@@ -88,6 +88,8 @@ pub(crate) struct Attrs {
     /// `approval = "never" | "required" | "ask"`, or `approval = path`: the
     /// function that says whether a call needs one.
     pub(crate) approval: Option<ApprovalAttr>,
+    /// `approval_window = ".."`, and where it was written.
+    pub(crate) approval_window: Option<(Duration, Span)>,
     pub(crate) permanent_errors: Option<syn::Expr>,
     pub(crate) uncertain_errors: Option<syn::Expr>,
     pub(crate) destructive: Option<LitBool>,
@@ -158,6 +160,7 @@ impl Attrs {
             }
             VERIFY => self.verify = Some(meta.value()?.parse()?),
             APPROVAL => self.approval = Some(parse_approval(meta)?),
+            APPROVAL_WINDOW => self.approval_window = Some((duration()?, meta.path.span())),
             PERMANENT_ERRORS => self.permanent_errors = Some(meta.value()?.parse()?),
             UNCERTAIN_ERRORS => self.uncertain_errors = Some(meta.value()?.parse()?),
             DESTRUCTIVE => self.destructive = Some(parse_flag(meta)?),

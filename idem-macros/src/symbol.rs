@@ -19,6 +19,7 @@ pub(crate) const PERMANENT_ERRORS: &str = "permanent_errors";
 pub(crate) const UNCERTAIN_ERRORS: &str = "uncertain_errors";
 pub(crate) const VERIFY: &str = "verify";
 pub(crate) const APPROVAL: &str = "approval";
+pub(crate) const APPROVAL_WINDOW: &str = "approval_window";
 pub(crate) const DESTRUCTIVE: &str = "destructive";
 pub(crate) const OPEN_WORLD: &str = "open_world";
 pub(crate) const CRATE: &str = "crate";
@@ -40,6 +41,7 @@ pub(crate) const WRITE_KEYS: &[&str] = &[
     SCOPE,
     KEY,
     APPROVAL,
+    APPROVAL_WINDOW,
     CHECK,
     IGNORE,
     HIDE,

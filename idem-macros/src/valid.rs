@@ -77,12 +77,19 @@ pub(crate) fn check(cx: &mut Ctxt, kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs)
 }
 
 /// A tool that needs a person's approval may never run without a claim,
-/// which `on_store_error = "run"` would let it.
+/// which `on_store_error = "run"` would let it; an approval window is for
+/// a tool that asks for approvals.
 fn check_approval(cx: &mut Ctxt, attrs: &Attrs) {
     let asks = match &attrs.approval {
         Some(ApprovalAttr::Named(Approval::Never, _)) | None => false,
         Some(_) => true,
     };
+    if let (false, Some((_, span))) = (asks, &attrs.approval_window) {
+        cx.error_at(
+            *span,
+            "`approval_window` is how long a person's approval stays good, and this tool asks for none: give `approval = \"required\"` (or \"ask\", or a function that decides), or remove `approval_window`",
+        );
+    }
     if asks && attrs.on_store_error == Some(OnStoreError::Run) {
         let message = "a tool that needs a person's approval never runs without a claim, which `on_store_error = \"run\"` would let it do: remove `on_store_error`";
         match &attrs.approval {

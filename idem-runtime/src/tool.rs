@@ -115,6 +115,7 @@ pub struct WriteOptions {
     pub(crate) on_store_error: OnStoreError,
     pub(crate) on_uncertain: OnUncertain,
     pub(crate) approval: Approval,
+    pub(crate) approval_window: Option<Duration>,
     pub(crate) destructive: bool,
     pub(crate) open_world: bool,
 }
@@ -140,6 +141,7 @@ impl WriteOptions {
             on_store_error: OnStoreError::FailClosed,
             on_uncertain: OnUncertain::Rerun,
             approval: Approval::Never,
+            approval_window: None,
             destructive: true,
             open_world: true,
         }
@@ -256,6 +258,17 @@ impl WriteOptions {
     /// tool's [`WriteTool::needs_approval`] decides, call by call.
     pub const fn approval(mut self, approval: Approval) -> Self {
         self.approval = approval;
+        self
+    }
+
+    /// How long an approval of an operation stays good
+    /// ([`APPROVAL_WINDOW`](crate::APPROVAL_WINDOW), 1 h, by default): the
+    /// next call of the operation within it runs the body; after it, the
+    /// approval lapses and that call asks again. Kept in the awaiting
+    /// record, so that a person approving from a shell (`idem approve`)
+    /// approves on the tool's terms.
+    pub const fn approval_window(mut self, window: Duration) -> Self {
+        self.approval_window = Some(window);
         self
     }
 

@@ -285,8 +285,12 @@ fn contract(config: &ToolConfig, scope: ScopeKind, properties: &[String]) -> Val
         _ => "rerun",
     };
     contract.insert("on_uncertain".into(), uncertain.into());
-    let approval = config.approval.unwrap_or_default().name();
-    contract.insert("approval".into(), approval.into());
+    let approval = config.approval.unwrap_or_default();
+    contract.insert("approval".into(), approval.name().into());
+    if approval != idem::Approval::Never {
+        let window = config.approval_window.unwrap_or(idem::APPROVAL_WINDOW);
+        contract.insert("approval_window_secs".into(), window.as_secs().into());
+    }
     Value::Object(contract)
 }
 

@@ -13,6 +13,7 @@
 //! on_uncertain = "refuse"   # or "rerun" (the default)
 //! approval = "required"     # or "never" (the default), or "ask": a person approves each
 //!                           # operation; "ask" also asks the person at an MCP client
+//! approval_window = "30m"   # how long an approval stays good (1h by default)
 //! error_results = "record"  # or "release" (the default)
 //!
 //! [tools.search]
@@ -104,6 +105,9 @@ pub(crate) struct ToolConfig {
     /// (`idem approve`; default: never).
     #[serde(default, deserialize_with = "named")]
     pub(crate) approval: Option<Approval>,
+    /// How long an approval stays good (an hour by default).
+    #[serde(default, deserialize_with = "duration")]
+    pub(crate) approval_window: Option<Duration>,
     pub(crate) error_results: Option<ErrorResults>,
 }
 
@@ -115,6 +119,13 @@ impl Config {
         let config: Config =
             toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         for (name, tool) in &config.tools {
+            let asks = tool.approval.is_some_and(|a| a != Approval::Never);
+            if tool.approval_window.is_some() && !asks {
+                return Err(format!(
+                    "{}: [tools.{name}] gives `approval_window`, how long a person's approval stays good, but the tool asks for none: give `approval = \"required\"` (or \"ask\"), or remove `approval_window`",
+                    path.display()
+                ));
+            }
             if tool.wait.is_some() && tool.on_in_flight.is_some() {
                 return Err(format!(
                     "{}: [tools.{name}] gives both `wait` and `on_in_flight`: keep `on_in_flight` (`wait = \"5s\"` is its older spelling)",
@@ -173,6 +184,9 @@ impl ToolConfig {
         }
         if let Some(approval) = self.approval {
             options = options.approval(approval);
+        }
+        if let Some(window) = self.approval_window {
+            options = options.approval_window(window);
         }
         options
     }
@@ -251,6 +265,7 @@ mod tests {
             on_store_error = "fail_closed"
             on_uncertain = "refuse"
             approval = "required"
+            approval_window = "30m"
             error_results = "record"
 
             [tools.search]
@@ -270,6 +285,7 @@ mod tests {
             WriteOptions::new()
                 .scope(ScopeKind::Global)
                 .approval(Approval::Required)
+                .approval_window(Duration::from_secs(1800))
                 .on_uncertain(OnUncertain::Refuse)
                 .on_store_error(OnStoreError::FailClosed)
                 .on_in_flight(OnInFlight::Wait(Duration::from_secs(5)))
@@ -333,5 +349,32 @@ mod tests {
         );
         let on = loaded.expect("one spelling loads").tool("pay").on_in_flight;
         assert_eq!(on, Some(OnInFlight::Reject));
+    }
+
+    #[test]
+    fn an_approval_window_for_a_tool_that_asks_for_none_is_refused() {
+        let path = std::env::temp_dir().join(format!("idem-window-{}.toml", std::process::id()));
+        std::fs::write(
+            &path,
+            "[tools.pay]
+approval_window = \"30m\"\n",
+        )
+        .expect("write the file");
+        let refused = Config::load(&path);
+        let asks = "[tools.pay]\napproval = \"ask\"\napproval_window = \"30m\"\n";
+        std::fs::write(&path, asks).expect("write the file");
+        let loaded = Config::load(&path);
+        let _ = std::fs::remove_file(&path);
+        let message = refused.expect_err("a window without approval is refused");
+        assert!(
+            message.contains("[tools.pay] gives `approval_window`")
+                && message.contains("approval = \"required\""),
+            "{message}"
+        );
+        let window = loaded
+            .expect("with approval it loads")
+            .tool("pay")
+            .approval_window;
+        assert_eq!(window, Some(Duration::from_secs(1800)));
     }
 }

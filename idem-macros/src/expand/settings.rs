@@ -253,6 +253,10 @@ fn policies(private: &Private, attrs: &Attrs, mut chain: TokenStream) -> TokenSt
         let approval = variant(quote!(#private::Approval), approval);
         chain = quote!(#chain.approval(#approval));
     }
+    if let Some((window, _)) = &attrs.approval_window {
+        let ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
+        chain = quote!(#chain.approval_window(::core::time::Duration::from_millis(#ms)));
+    }
     chain
 }
 

@@ -16,7 +16,7 @@ use super::trace::{How, note};
 use crate::ctx::Ctx;
 use crate::error::ToolError;
 use crate::seal::PayloadKind;
-use crate::store::{About, ApprovalRequest, Outcome, UnknownNote};
+use crate::store::{About, ApprovalAsked, ApprovalRequest, Outcome};
 use crate::tool::{Approval, OnUncertain, WriteTool};
 
 /// Whether this call of `tool` needs a person's approval before it runs;
@@ -70,9 +70,11 @@ async fn asked(
     caller: CallOrigin<'_>,
 ) -> Result<Value, ToolError> {
     let (tool, key, tenant, trace) = (hold.tool(), hold.key(), caller.tenant, caller.trace);
-    let asking = UnknownNote::new(tenant, format!("a person's approval is asked for `{tool}`"));
+    let settings = hold.settings();
+    let ttl = settings.ttl;
+    let asking = ApprovalAsked::new(tenant, format!("a person's approval is asked for `{tool}`"))
+        .with_terms(settings.approval_window, ttl);
     let request = hold.sealed(PayloadKind::Error, asking.to_payload());
-    let ttl = hold.settings().ttl;
     let asked = Outcome::Awaiting {
         request: &request,
         ttl,

@@ -105,6 +105,8 @@ pub(crate) struct ToolSettings {
     pub(crate) on_store_error: OnStoreError,
     pub(crate) on_uncertain: OnUncertain,
     pub(crate) approval: Approval,
+    /// How long an approval stays good.
+    pub(crate) approval_window: Duration,
     pub(crate) max_result_bytes: usize,
     pub(crate) args: ArgLimits,
 }
@@ -124,6 +126,9 @@ impl ToolSettings {
             on_store_error: options.on_store_error,
             on_uncertain: options.on_uncertain,
             approval: options.approval,
+            approval_window: options
+                .approval_window
+                .unwrap_or(crate::registry::APPROVAL_WINDOW),
             max_result_bytes: options
                 .max_result_bytes
                 .unwrap_or(defaults.max_result_bytes),

@@ -41,10 +41,12 @@ pub(super) fn check_settings(tool: &str, settings: &ToolSettings) -> Result<(), 
         on_in_flight,
         max_result_bytes,
         approval,
+        approval_window,
         on_store_error,
         ..
     } = *settings;
     within_max(tool, "lease", lease)?;
+    within_max(tool, "approval_window", approval_window)?;
     within_max(tool, "ttl", ttl)?;
     within_max(tool, "max_hold", max_hold)?;
     if let OnInFlight::Wait(wait) = on_in_flight {
@@ -63,6 +65,9 @@ pub(super) fn check_settings(tool: &str, settings: &ToolSettings) -> Result<(), 
     }
     if ttl.is_zero() {
         return bad("ttl must be greater than zero".into());
+    }
+    if approval_window.is_zero() {
+        return bad("approval_window must be greater than zero".into());
     }
     if max_hold < lease {
         return bad(format!(

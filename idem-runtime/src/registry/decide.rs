@@ -7,11 +7,12 @@
 use std::time::Duration;
 
 use super::dispatch::Registry;
+use super::entry::Terms;
 use crate::engine::bounded;
 use crate::error::{ResolveError, StoreError};
 use crate::key::IdemKey;
 use crate::seal::{PayloadKind, open, seal};
-use crate::store::{About, LeaseToken, Outcome, RecordInfo, RecordState, refusal};
+use crate::store::{About, ApprovalAsked, LeaseToken, Outcome, RecordInfo, RecordState, refusal};
 
 /// How long an approval waits to be used by the next call of its
 /// operation; after it, the approval lapses and the next call asks again.
@@ -24,7 +25,9 @@ impl<S: Send + Sync + 'static> Registry<S> {
     /// later ones replay its result. `by` names the approver; the record
     /// keeps who approved and when in what it says of its operation (its
     /// about, sealed when the registry encrypts results). An approval not
-    /// used within [`APPROVAL_WINDOW`] lapses.
+    /// used within the tool's `approval_window` ([`APPROVAL_WINDOW`] by
+    /// default; for a tool this registry does not hold, the window the
+    /// awaiting record keeps) lapses.
     ///
     /// Refused, changing nothing, when the record does not await an
     /// approval ([`ResolveError::NotAwaiting`]: already decided, running,
@@ -42,9 +45,13 @@ impl<S: Send + Sync + 'static> Registry<S> {
         };
         let about = About::approval(about.as_deref(), by);
         let about = seal(keys, key, PayloadKind::About, about);
+        let window = match self.terms(&record) {
+            Some(terms) => terms.approval_window,
+            None => self.asked(key, &record)?.window.unwrap_or(APPROVAL_WINDOW),
+        };
         let outcome = Outcome::Approved {
             about: &about,
-            window: APPROVAL_WINDOW,
+            window,
         };
         self.decide(&record, &asked, outcome, "approved").await
     }
@@ -57,12 +64,10 @@ impl<S: Send + Sync + 'static> Registry<S> {
     pub async fn deny(&self, key: &IdemKey, reason: &str) -> Result<(), ResolveError> {
         let (record, asked) = self.awaiting(key).await?;
         let shared = &self.inner.shared;
-        let tool = record.tool.as_deref().unwrap_or_default();
-        let (ttl, _) = self
-            .tool(tool)
-            .ok()
-            .and_then(|t| t.resolution_terms())
-            .unwrap_or((shared.defaults.ttl, shared.defaults.max_result_bytes));
+        let ttl = match self.terms(&record) {
+            Some(terms) => terms.ttl,
+            None => self.asked(key, &record)?.ttl.unwrap_or(shared.defaults.ttl),
+        };
         let error = refusal(reason);
         let error = seal(
             shared.result_keys.as_deref(),
@@ -72,6 +77,25 @@ impl<S: Send + Sync + 'static> Registry<S> {
         );
         let outcome = Outcome::Failed { error: &error, ttl };
         self.decide(&record, &asked, outcome, "refused").await
+    }
+
+    /// The terms of the tool of `record`, if this registry holds it.
+    fn terms(&self, record: &RecordInfo) -> Option<Terms> {
+        let tool = record.tool.as_deref().unwrap_or_default();
+        self.tool(tool).ok().and_then(|t| t.decision_terms())
+    }
+
+    /// What the awaiting `record` under `key` says of its asking (the
+    /// terms kept for a registry that does not hold the tool); nothing
+    /// when it keeps none.
+    fn asked(&self, key: &IdemKey, record: &RecordInfo) -> Result<ApprovalAsked, ResolveError> {
+        let keys = self.inner.shared.result_keys.as_deref();
+        let nothing = ApprovalAsked::new(None, "");
+        let Some(payload) = record.payload.clone() else {
+            return Ok(nothing);
+        };
+        let payload = open(keys, key, PayloadKind::Error, payload)?;
+        Ok(ApprovalAsked::parse(&payload).unwrap_or(nothing))
     }
 
     /// The record under `key` and the token that asked for its approval,

@@ -17,6 +17,17 @@ use crate::schema;
 use crate::store::BoxFuture;
 use crate::tool::{ReadTool, ToolDef, ToolInfo, ToolKind, WriteOptions, WriteTool};
 
+/// A write tool's terms for a person's decision on one of its records.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Terms {
+    /// How long a resolution or a refusal is kept: the tool's TTL.
+    pub(super) ttl: Duration,
+    /// The largest result a resolution may record.
+    pub(super) max_result_bytes: usize,
+    /// How long an approval stays good.
+    pub(super) approval_window: Duration,
+}
+
 /// A tool as given to the builder, its settings not yet checked.
 pub(super) trait UnpreparedTool<S>: Send + Sync {
     /// Checks the tool and its settings, resolves them against the
@@ -38,10 +49,10 @@ pub(super) trait ErasedTool<S>: Send + Sync {
         args: Value,
     ) -> BoxFuture<'a, Result<Value, ToolError>>;
 
-    /// For a write tool, how an operator's resolution of one of its
-    /// records is written: how long it is kept, and the largest result
-    /// recorded. `None` for read tools.
-    fn resolution_terms(&self) -> Option<(Duration, usize)>;
+    /// For a write tool, the terms on which a person's decision on one of
+    /// its records is written (an operator's resolution, an approval, a
+    /// refusal). `None` for read tools.
+    fn decision_terms(&self) -> Option<Terms>;
 
     /// Whether `result` fits the tool's result type (what a replay checks).
     fn fits_output(&self, result: &Value) -> Result<(), String>;
@@ -127,7 +138,7 @@ impl<S: Send + Sync + 'static, T: ReadTool<S>> ErasedTool<S> for RegisteredRead<
         ))
     }
 
-    fn resolution_terms(&self) -> Option<(Duration, usize)> {
+    fn decision_terms(&self) -> Option<Terms> {
         None
     }
 
@@ -201,8 +212,12 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for PreparedWrite<
         ))
     }
 
-    fn resolution_terms(&self) -> Option<(Duration, usize)> {
-        Some((self.settings.ttl, self.settings.max_result_bytes))
+    fn decision_terms(&self) -> Option<Terms> {
+        Some(Terms {
+            ttl: self.settings.ttl,
+            max_result_bytes: self.settings.max_result_bytes,
+            approval_window: self.settings.approval_window,
+        })
     }
 
     fn fits_output(&self, result: &Value) -> Result<(), String> {

@@ -63,11 +63,10 @@ impl<S: Send + Sync + 'static> Registry<S> {
             })?;
         let holder = unknown_holder(&record)?;
         let tool = record.tool.as_deref().unwrap_or_default();
-        let (ttl, max_bytes) = self
-            .tool(tool)
-            .ok()
-            .and_then(|t| t.resolution_terms())
-            .unwrap_or((shared.defaults.ttl, shared.defaults.max_result_bytes));
+        let (ttl, max_bytes) = match self.tool(tool).ok().and_then(|t| t.decision_terms()) {
+            Some(terms) => (terms.ttl, terms.max_result_bytes),
+            None => (shared.defaults.ttl, shared.defaults.max_result_bytes),
+        };
         let keys = shared.result_keys.as_deref();
         let payload = match &resolution {
             Resolution::Done(result) => {

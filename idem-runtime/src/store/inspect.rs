@@ -137,6 +137,94 @@ impl UnknownNote {
     }
 }
 
+/// What a record awaiting a person's approval keeps as its payload (a JSON
+/// object, sealed like an error when the registry encrypts results): why
+/// it waits, the tenant of the call, and the tool's terms for the
+/// decision, so that a person who decides from a shell (`idem approve`,
+/// `idem deny`) decides on them: how long an approval stays good (the
+/// tool's `approval_window`) and how long a refusal is kept (its TTL).
+/// A record written before these terms were kept reads with them `None`.
+///
+/// ```
+/// use std::time::Duration;
+/// use idem_runtime::store::ApprovalAsked;
+/// let asked = ApprovalAsked::new(Some("acme"), "a person's approval is asked for `refund`")
+///     .with_terms(Duration::from_secs(1800), Duration::from_secs(86_400));
+/// let payload = asked.to_payload();
+/// assert_eq!(ApprovalAsked::parse(&payload), Some(asked.clone()));
+/// assert_eq!(asked.window, Some(Duration::from_secs(1800)));
+/// // What a record awaiting approval held before (the reason and tenant).
+/// let older = ApprovalAsked::parse(r#"{"reason": "asked", "tenant": null}"#).unwrap();
+/// assert_eq!((older.window, older.ttl), (None, None));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct ApprovalAsked {
+    /// Why the operation waits.
+    pub reason: String,
+    /// The tenant of the call, if it named one.
+    pub tenant: Option<String>,
+    /// How long an approval of it stays good.
+    #[serde(default, rename = "window_ms", with = "millis")]
+    pub window: Option<std::time::Duration>,
+    /// How long a refusal of it is kept: the tool's TTL.
+    #[serde(default, rename = "ttl_ms", with = "millis")]
+    pub ttl: Option<std::time::Duration>,
+}
+
+impl ApprovalAsked {
+    /// Asked for `reason`, by a call of `tenant`; no terms yet.
+    pub fn new(tenant: Option<&str>, reason: impl Into<String>) -> ApprovalAsked {
+        ApprovalAsked {
+            reason: reason.into(),
+            tenant: tenant.map(str::to_owned),
+            window: None,
+            ttl: None,
+        }
+    }
+
+    /// With the tool's terms: its approval `window` and its `ttl`.
+    pub fn with_terms(mut self, window: std::time::Duration, ttl: std::time::Duration) -> Self {
+        self.window = Some(window);
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// The payload an awaiting record keeps: this, as JSON.
+    pub fn to_payload(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// What an awaiting record's payload says; `None` when it says nothing
+    /// readable (sealed, or written by hand).
+    pub fn parse(payload: &str) -> Option<ApprovalAsked> {
+        serde_json::from_str(payload).ok()
+    }
+}
+
+/// A duration as whole milliseconds in JSON, absent when `None`.
+mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        value: &Option<Duration>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(d) => serializer.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<u64>::deserialize(deserializer)?.map(Duration::from_millis))
+    }
+}
+
 /// What a record says of its operation, for the person who looks at it
 /// (`idem pending`, `list`, `show`): the call's tenant and run, and its
 /// arguments as the tool read them (defaults filled in), but for the
@@ -297,8 +385,10 @@ pub struct RecordInfo {
     /// for an unknown one, the token that settled it, with which an
     /// operator resolves it; `None` otherwise.
     pub holder: Option<LeaseToken>,
-    /// The recorded result (done), error (failed) or reason the outcome is
-    /// unknown, as stored (sealed when the registry encrypts results).
+    /// The recorded result (done), error (failed), reason the outcome is
+    /// unknown ([`UnknownNote`]) or why and on what terms an approval is
+    /// asked ([`ApprovalAsked`], awaiting), as stored (sealed when the
+    /// registry encrypts results).
     /// Filled by `inspect`; `None` from `scan`, which never reads payloads.
     pub payload: Option<String>,
     /// What the record says of its operation (an [`About`], sealed when

@@ -90,7 +90,7 @@ pub use self::contract::{
 };
 pub(crate) use self::inspect::is_refusal;
 pub use self::inspect::{
-    About, ApprovalRequest, Approved, RecordInfo, RecordState, ScanFilter, ScanPage, UnknownNote,
-    UnknownState, refusal,
+    About, ApprovalAsked, ApprovalRequest, Approved, RecordInfo, RecordState, ScanFilter, ScanPage,
+    UnknownNote, UnknownState, refusal,
 };
 pub use self::token::LeaseToken;

@@ -81,6 +81,7 @@ macro_rules! __idem_with_cases {
             approval_is_used_once_by_its_own_arguments,
             approval_decisions_race_to_one,
             registry_runs_an_approved_operation_once,
+            registry_keeps_the_tools_approval_terms,
             registry_refuses_an_uncertain_operation_until_resolved,
             registry_keeps_an_unknown_outcome_past_the_ttl,
             registry_verifies_an_uncertain_operation,

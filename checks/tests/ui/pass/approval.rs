@@ -40,7 +40,7 @@ async fn close_account(account: String, ctx: &WriteCtx) -> Result<(), String> {
 }
 
 /// Delete an account: always asks.
-#[write_tool(approval = "required", on_uncertain = "refuse")]
+#[write_tool(approval = "required", approval_window = "30m", on_uncertain = "refuse")]
 async fn delete_account(account: String, ctx: &WriteCtx) -> Result<(), String> {
     let _ = (account, ctx);
     Ok(())

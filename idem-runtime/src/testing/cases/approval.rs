@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::error::{ResolveError, StoreError, ToolError};
+use crate::registry::Registry;
 use crate::store::{ClaimRequest, Entry, IdemStore, LeaseToken, Outcome, RecordState};
 use crate::testing::fixtures::Counter;
 use crate::testing::harness::Harness;
@@ -275,4 +276,67 @@ pub async fn registry_runs_an_approved_operation_once<H: Harness>(h: &H) {
     assert!(small.is_ok(), "under the limit it runs: {small:?}");
     let large = registry.call("r", "counter", json!({ "n": 500 })).await;
     assert!(waits(&large).is_some(), "over it, it asks: {large:?}");
+}
+
+/// A tool's approval terms are kept in the record that asks: its window,
+/// and its TTL. An approval is good for the tool's window, then lapses and
+/// the next call asks again; a refusal is kept for the tool's TTL; and a
+/// registry that does not hold the tool (an operator's, another service's)
+/// decides on the terms the record keeps.
+pub async fn registry_keeps_the_tools_approval_terms<H: Harness>(h: &H) {
+    let ttl = Duration::from_secs(3 * 86_400);
+    let options = WriteOptions::new()
+        .approval(Approval::Required)
+        .approval_window(SHORT)
+        .ttl(ttl);
+    let counter = Counter::new(Duration::ZERO, options);
+    let ns = namespace();
+    let registry = registry(h.store(), &ns, &counter);
+    let call = |n: u64| registry.call("r", "counter", json!({ "n": n }));
+    let asked = crate::IdemKey::from_raw(waits(&call(1).await).expect("asks"));
+    let payload = inspected(registry.store(), &asked).await.payload;
+    let terms = payload
+        .as_deref()
+        .and_then(crate::store::ApprovalAsked::parse);
+    let terms = terms.expect("the awaiting record says on what terms it asks");
+    assert_eq!((terms.window, terms.ttl), (Some(SHORT), Some(ttl)));
+
+    registry.approve(&asked, "ana").await.expect("approved");
+    let approved = inspected(registry.store(), &asked).await;
+    assert!(
+        approved.expires_in <= SHORT,
+        "good for the window: {approved:?}"
+    );
+    past_short().await;
+    assert!(
+        waits(&call(1).await).is_some(),
+        "lapsed: the next call asks again"
+    );
+    assert_eq!(counter.total(), 0);
+
+    let refused = crate::IdemKey::from_raw(waits(&call(2).await).expect("asks"));
+    registry.deny(&refused, "no").await.expect("refused");
+    let kept = inspected(registry.store(), &refused).await.expires_in;
+    assert!(
+        kept > ttl - LONG && kept <= ttl,
+        "kept for the TTL: {kept:?}"
+    );
+
+    // A registry without the tool decides on the record's terms.
+    let operator = Registry::builder(())
+        .store(h.store())
+        .namespace(&ns)
+        .build()
+        .expect("a registry of no tools");
+    let other = crate::IdemKey::from_raw(waits(&call(3).await).expect("asks"));
+    operator.approve(&other, "ops").await.expect("approved");
+    let approved = inspected(registry.store(), &other).await;
+    assert!(
+        approved.expires_in <= SHORT,
+        "the tool's window: {approved:?}"
+    );
+    let last = crate::IdemKey::from_raw(waits(&call(4).await).expect("asks"));
+    operator.deny(&last, "no").await.expect("refused");
+    let kept = inspected(registry.store(), &last).await.expires_in;
+    assert!(kept > ttl - LONG && kept <= ttl, "the tool's TTL: {kept:?}");
 }
