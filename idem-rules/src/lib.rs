@@ -12,8 +12,8 @@
 mod settings;
 
 pub use settings::{
-    Approval, MAX_DURATION, MIN_LEASE, MIN_RESULT_BYTES, OnInFlight, OnStoreError, OnUncertain,
-    ScopeKind, SettingError, parse_duration,
+    APPROVAL_WINDOW, Approval, MAX_DURATION, MIN_LEASE, MIN_RESULT_BYTES, OnInFlight, OnStoreError,
+    OnUncertain, ScopeKind, SettingError, parse_duration,
 };
 
 /// Whether `name` matches `^[A-Za-z_][A-Za-z0-9_-]{0,63}$`, the names every

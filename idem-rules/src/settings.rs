@@ -10,6 +10,12 @@ use core::time::Duration;
 /// The smallest lease accepted: the heartbeat renews every third of it.
 pub const MIN_LEASE: Duration = Duration::from_millis(10);
 
+/// How long a person's approval of an operation stays good unless the
+/// tool's `approval_window` says otherwise: the next call of the operation
+/// within it runs the body; after it, the approval lapses and the next
+/// call asks again.
+pub const APPROVAL_WINDOW: Duration = Duration::from_secs(3600);
+
 /// The smallest `max_result_bytes` accepted: room for an error message.
 pub const MIN_RESULT_BYTES: usize = 1024;
 

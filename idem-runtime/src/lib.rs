@@ -66,8 +66,7 @@ pub use crate::error::{BoxError, RegistryError, ResolveError, StoreError, ToolEr
 pub use crate::key::{Fingerprint, IdemKey, Scope, ScopeKind};
 pub use crate::providers::{MalformedCall, Provider, RenderError, ToolReply};
 pub use crate::registry::{
-    APPROVAL_WINDOW, Answer, CallContext, IntoTool, Registry, RegistryBuilder, Resolution,
-    valid_tool_name,
+    Answer, CallContext, IntoTool, Registry, RegistryBuilder, Resolution, valid_tool_name,
 };
 #[cfg(feature = "encryption")]
 pub use crate::seal::{InvalidKeyId, ResultKeys};
@@ -80,8 +79,8 @@ pub use crate::store::redis::{RedisOptions, RedisStore};
 #[cfg(feature = "sqlite")]
 pub use crate::store::sqlite::{SqliteOptions, SqliteStore};
 pub use crate::tool::{
-    Approval, OnInFlight, OnStoreError, OnUncertain, ReadTool, SettingError, ToolDef, ToolInfo,
-    ToolKind, Verified, WriteOptions, WriteTool, parse_duration,
+    APPROVAL_WINDOW, Approval, OnInFlight, OnStoreError, OnUncertain, ReadTool, SettingError,
+    ToolDef, ToolInfo, ToolKind, Verified, WriteOptions, WriteTool, parse_duration,
 };
 // The bounds of the tool traits' types, named where the compiler explains
 // an unmet one; not an API of their own.

@@ -85,7 +85,7 @@ pub(crate) struct Roles {
 }
 
 pub use idem_rules::{
-    Approval, OnInFlight, OnStoreError, OnUncertain, SettingError, parse_duration,
+    APPROVAL_WINDOW, Approval, OnInFlight, OnStoreError, OnUncertain, SettingError, parse_duration,
 };
 
 /// The settings of a write tool; unset ones take the registry's defaults.

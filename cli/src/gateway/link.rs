@@ -18,6 +18,7 @@
 //! client's with an error, the gateway's with [`Failure::Lost`].
 
 mod child;
+mod handshake;
 mod http;
 mod inbox;
 
@@ -26,15 +27,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use self::handshake::Handshake;
 use self::inbox::{Inbound, Inbox};
-use super::jsonrpc::{self, CAPABILITIES_META, CLIENT_INFO_META, Kind, SUBSCRIPTION_META};
-
-/// The newest protocol with sessions: the one a session the link opens
-/// itself is asked for.
-const SESSION_PROTOCOL: &str = "2025-11-25";
+use super::jsonrpc::{self, Kind, SUBSCRIPTION_META};
 
 /// Where the upstream server is.
 #[derive(Debug, Clone)]
@@ -153,20 +151,6 @@ impl Connection {
             Connection::Http(http) => http.close().await,
         }
     }
-}
-
-/// What the link's client did to set up its session, to do again on a new
-/// connection.
-#[derive(Default)]
-struct Handshake {
-    /// The `params` of the client's `initialize`.
-    initialize: Option<Value>,
-    /// The client sent `notifications/initialized`.
-    initialized: bool,
-    /// The protocol's own members of the client's latest request `_meta`
-    /// (MCP 2026-07-28 puts the client's version, capabilities and info on
-    /// every request), for the requests the gateway makes itself.
-    protocol_meta: Map<String, Value>,
 }
 
 /// Everything the link keeps under one lock.
@@ -427,12 +411,7 @@ impl Link {
     /// Remembers what sets up the client's session, to set up a new
     /// connection's.
     fn note_handshake(&self, method: &str, request: &Value) {
-        if method == "initialize" {
-            let mut state = self.state();
-            state.handshake.initialize = request.get("params").cloned();
-            state.handshake.initialized = false;
-        }
-        self.note_client(request);
+        self.state().handshake.note(method, request);
     }
 
     /// Remembers what a client's request says of its client on MCP
@@ -440,17 +419,7 @@ impl Link {
     /// requests the gateway makes itself on its behalf: called as soon as
     /// a request comes, before the gateway lists the tools to answer it.
     pub(crate) fn note_client(&self, request: &Value) {
-        let Some(meta) = jsonrpc::meta(request) else {
-            return;
-        };
-        let protocol: Map<String, Value> = meta
-            .iter()
-            .filter(|(k, _)| k.starts_with("io.modelcontextprotocol/") && *k != SUBSCRIPTION_META)
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        if !protocol.is_empty() {
-            self.state().handshake.protocol_meta = protocol;
-        }
+        self.state().handshake.note_client(request);
     }
 
     /// Opens a session of the link's own at an upstream that serves
@@ -463,20 +432,7 @@ impl Link {
         if connection.has_session() {
             return Ok(());
         }
-        {
-            let mut state = self.state();
-            let handshake = &mut state.handshake;
-            if handshake.initialize.is_none() {
-                let said = |key: &str| handshake.protocol_meta.get(key).cloned();
-                handshake.initialize = Some(json!({
-                    "protocolVersion": SESSION_PROTOCOL,
-                    "capabilities": said(CAPABILITIES_META).unwrap_or_else(|| json!({})),
-                    "clientInfo": said(CLIENT_INFO_META).unwrap_or_else(|| json!({
-                        "name": "idem-gateway", "version": env!("CARGO_PKG_VERSION")})),
-                }));
-                handshake.initialized = true;
-            }
-        }
+        self.state().handshake.initialize_for_the_client();
         tracing::info!(upstream = ?self.source, "the upstream serves sessions only: the gateway opens one for its stateless clients");
         self.replay_handshake(connection).await
     }

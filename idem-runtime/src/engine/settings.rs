@@ -9,7 +9,9 @@ use super::trace::CallTrace;
 use crate::key::ScopeKind;
 use crate::seal::ResultKeys;
 use crate::store::{ApprovalRequest, CLAIM_RETENTION, IdemStore};
-use crate::tool::{Approval, OnInFlight, OnStoreError, OnUncertain, Roles, WriteOptions};
+use crate::tool::{
+    APPROVAL_WINDOW, Approval, OnInFlight, OnStoreError, OnUncertain, Roles, WriteOptions,
+};
 
 /// The default [`RegistryBuilder::max_result_bytes`](crate::RegistryBuilder::max_result_bytes): 1 MiB.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
@@ -126,9 +128,7 @@ impl ToolSettings {
             on_store_error: options.on_store_error,
             on_uncertain: options.on_uncertain,
             approval: options.approval,
-            approval_window: options
-                .approval_window
-                .unwrap_or(crate::registry::APPROVAL_WINDOW),
+            approval_window: options.approval_window.unwrap_or(APPROVAL_WINDOW),
             max_result_bytes: options
                 .max_result_bytes
                 .unwrap_or(defaults.max_result_bytes),

@@ -4,8 +4,6 @@
 //! that asked, so of two decisions at once one lands and the other is
 //! told; a decision on anything but an awaiting record is refused.
 
-use std::time::Duration;
-
 use super::dispatch::Registry;
 use super::entry::Terms;
 use crate::engine::bounded;
@@ -13,10 +11,7 @@ use crate::error::{ResolveError, StoreError};
 use crate::key::IdemKey;
 use crate::seal::{PayloadKind, open, seal};
 use crate::store::{About, ApprovalAsked, LeaseToken, Outcome, RecordInfo, RecordState, refusal};
-
-/// How long an approval waits to be used by the next call of its
-/// operation; after it, the approval lapses and the next call asks again.
-pub const APPROVAL_WINDOW: Duration = Duration::from_secs(3600);
+use crate::tool::APPROVAL_WINDOW;
 
 impl<S: Send + Sync + 'static> Registry<S> {
     /// Approves the operation under `key`, which awaits a person's

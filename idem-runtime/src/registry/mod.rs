@@ -21,7 +21,6 @@ mod resolve;
 pub use self::builder::RegistryBuilder;
 pub use self::checks::valid_tool_name;
 pub use self::context::CallContext;
-pub use self::decide::APPROVAL_WINDOW;
 pub use self::dispatch::{Answer, Registry};
 pub use self::into_tool::{CallThroughRegistry, IntoTool, InvalidTool, Registration, marker};
 pub use self::resolve::Resolution;
