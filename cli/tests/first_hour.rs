@@ -147,11 +147,17 @@ async fn a_tool_that_needs_approval_runs_upstream_once_approved() {
     let contract = serde_json::to_value(contract).expect("JSON")["idem/contract"].clone();
     assert_eq!(contract["approval_window_secs"], 600, "{contract}");
     let ledger = dir.0.join("ledger.txt");
+    let mut told = Vec::new();
     for _ in 0..2 {
         let asked = append(&client, "a").await;
         assert_eq!(asked["isError"], true, "{asked}");
         let text = asked["content"][0]["text"].as_str().unwrap_or_default();
         assert!(text.contains("needs a person's approval"), "{asked}");
+        // The key the approver approves, in the text and in `_meta`.
+        let key = asked["_meta"][idem::mcp::AWAITING_APPROVAL_META]["key"].clone();
+        let key = key.as_str().expect("a key in _meta").to_owned();
+        assert!(text.contains(&key), "{asked}");
+        told.push(key);
     }
     assert!(!ledger.exists(), "nothing ran upstream before the approval");
     let store = dir.0.join("records.sqlite").display().to_string();
@@ -162,6 +168,11 @@ async fn a_tool_that_needs_approval_runs_upstream_once_approved() {
     let arguments = json!({"entry": "a", "amount": 3, "tags": []});
     assert_eq!(waiting["arguments"], arguments, "{waiting}");
     let key = waiting["key"].as_str().expect("a key");
+    assert_eq!(
+        told,
+        [key, key],
+        "the key the caller was told is the one waiting"
+    );
     let other = append(&client, "b").await;
     assert_eq!(other["isError"], true, "other arguments ask for themselves");
     // Approved from another process, with the gateway (and its upstream)

@@ -363,10 +363,9 @@ impl ToolError {
                 "Error: it is not known whether this operation was carried out: an earlier attempt was interrupted before it could report. Do not call it again, and do not try another way to do the same thing. Tell the user that the outcome is unknown and that a person must check it; it will not be repeated automatically."
                     .to_owned()
             }
-            ToolError::ApprovalRequired { .. } => {
-                "This operation needs a person's approval before it runs, and nothing was done. Tell the user that it waits for their approval. Once they have approved it, call the tool again with exactly the same arguments; calling it before then, or with other arguments, will not run it."
-                    .to_owned()
-            }
+            ToolError::ApprovalRequired { key, .. } => format!(
+                "This operation needs a person's approval before it runs, and nothing was done. It waits as operation {key}: tell the user so, with that key, which whoever approves such operations (the user, or someone else) needs to find it. Once it is approved, call the tool again with exactly the same arguments; calling it before then, or with other arguments, will not run it."
+            ),
         }
     }
 

@@ -265,6 +265,16 @@ async fn exercise(client: &Client) {
         text(&refund).contains("needs a person's approval"),
         "{refund:?}"
     );
+    // The key the approver approves, in the text the model reads (so the
+    // user can pass it on) and in `_meta`.
+    let meta = serde_json::to_value(&refund.meta).expect("JSON");
+    let waiting = &meta[idem::mcp::AWAITING_APPROVAL_META];
+    assert_eq!(waiting["tool"], "refund", "{refund:?}");
+    let key = waiting["key"].as_str().expect("a key");
+    assert!(
+        key.starts_with("idem:") && text(&refund).contains(key),
+        "{refund:?}"
+    );
     let made = call(client, "refunds_made", json!({})).await;
     assert_eq!(text(&made), "0");
 }

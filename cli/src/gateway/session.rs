@@ -545,7 +545,13 @@ impl Session {
             (Err(ToolError::UnknownTool { name }), _) => {
                 jsonrpc::error(id, code::INVALID_PARAMS, &format!("unknown tool `{name}`"))
             }
-            (Err(e), _) => error_result(id, &e.model_message()),
+            (Err(e), _) => {
+                let mut answer = error_result(id, &e.model_message());
+                if let Some(meta) = idem::mcp::error_meta(&e) {
+                    answer["result"]["_meta"] = meta;
+                }
+                answer
+            }
         }
     }
 }

@@ -128,6 +128,7 @@ pub use self::binding::{Binding, BoundCall, OPERATION_KEY_META, RUN_ID_META};
 pub use self::caller::{Caller, StatelessWrites};
 use crate::error::ToolError;
 use crate::key::ScopeKind;
+pub use crate::providers::mcp::{AWAITING_APPROVAL_META, error_meta};
 use crate::registry::{Answer, CallContext, Registry};
 use crate::tool::Approval;
 

@@ -27,6 +27,25 @@ pub(super) fn read<'a>(
     ))
 }
 
+/// The `_meta` member of a `tools/call` result whose operation waits for a
+/// person's approval: `{"key": KEY, "tool": NAME}`, the key the approver
+/// approves (`idem approve KEY`, `Registry::approve`), for a client that
+/// shows it or passes it on.
+pub const AWAITING_APPROVAL_META: &str = "idem/awaiting_approval";
+
+/// The `_meta` of a `tools/call` result answering `error`: where its
+/// operation awaits approval, [`AWAITING_APPROVAL_META`] with what the
+/// approver needs to find it; `None` for other errors. The library's MCP
+/// server adds it, and `idem gateway` does.
+pub fn error_meta(error: &ToolError) -> Option<Value> {
+    match error {
+        ToolError::ApprovalRequired { tool, key, .. } => Some(json!({
+            AWAITING_APPROVAL_META: { "key": key, "tool": tool },
+        })),
+        _ => None,
+    }
+}
+
 /// The `CallToolResult` answering a call: the result's JSON as text, and as
 /// `structuredContent` when it is an object (the only shape MCP's
 /// `structuredContent` takes); a failure as text with `isError: true`.
@@ -45,11 +64,17 @@ pub(crate) fn answer(outcome: &Result<Value, ToolError>) -> Value {
             }
             result
         }
-        Err(e) => json!({
-            "resultType": "complete",
-            "content": [{ "type": "text", "text": e.model_message() }],
-            "isError": true,
-        }),
+        Err(e) => {
+            let mut result = json!({
+                "resultType": "complete",
+                "content": [{ "type": "text", "text": e.model_message() }],
+                "isError": true,
+            });
+            if let Some(meta) = error_meta(e) {
+                result["_meta"] = meta;
+            }
+            result
+        }
     }
 }
 
