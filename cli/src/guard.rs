@@ -254,7 +254,12 @@ pub(crate) fn refusal(status: StatusCode, message: &str) -> Response {
         "id": null,
         "error": {"code": -32600, "message": message},
     });
-    let mut response = (status, body.to_string()).into_response();
+    json_text(status, body.to_string())
+}
+
+/// `body`, JSON text, as a response of `status`.
+pub(crate) fn json_text(status: StatusCode, body: String) -> Response {
+    let mut response = (status, body).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),

@@ -116,20 +116,22 @@ impl Config {
     pub(crate) fn load(path: &Path) -> Result<Config, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read the configuration {}: {e}", path.display()))?;
-        let config: Config =
-            toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        Config::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// The settings `text` gives, or why they cannot be taken.
+    fn parse(text: &str) -> Result<Config, String> {
+        let config: Config = toml::from_str(text).map_err(|e| e.to_string())?;
         for (name, tool) in &config.tools {
             let asks = tool.approval.is_some_and(|a| a != Approval::Never);
             if tool.approval_window.is_some() && !asks {
                 return Err(format!(
-                    "{}: [tools.{name}] gives `approval_window`, how long a person's approval stays good, but the tool asks for none: give `approval = \"required\"` (or \"ask\"), or remove `approval_window`",
-                    path.display()
+                    "[tools.{name}] gives `approval_window`, how long a person's approval stays good, but the tool asks for none: give `approval = \"required\"` (or \"ask\"), or remove `approval_window`"
                 ));
             }
             if tool.wait.is_some() && tool.on_in_flight.is_some() {
                 return Err(format!(
-                    "{}: [tools.{name}] gives both `wait` and `on_in_flight`: keep `on_in_flight` (`wait = \"5s\"` is its older spelling)",
-                    path.display()
+                    "[tools.{name}] gives both `wait` and `on_in_flight`: keep `on_in_flight` (`wait = \"5s\"` is its older spelling)"
                 ));
             }
         }
@@ -333,14 +335,9 @@ mod tests {
 
     #[test]
     fn both_spellings_of_on_in_flight_are_refused_naming_the_one_to_keep() {
-        let path = std::env::temp_dir().join(format!("idem-config-{}.toml", std::process::id()));
         let both = "[tools.pay]\nwait = \"5s\"\non_in_flight = \"reject\"\n";
-        std::fs::write(&path, both).expect("write the file");
-        let refused = Config::load(&path);
-        let one = "[tools.pay]\non_in_flight = \"reject\"\n";
-        std::fs::write(&path, one).expect("write the file");
-        let loaded = Config::load(&path);
-        let _ = std::fs::remove_file(&path);
+        let refused = Config::parse(both);
+        let loaded = Config::parse("[tools.pay]\non_in_flight = \"reject\"\n");
         let message = refused.expect_err("both spellings are refused");
         assert!(
             message
@@ -353,18 +350,9 @@ mod tests {
 
     #[test]
     fn an_approval_window_for_a_tool_that_asks_for_none_is_refused() {
-        let path = std::env::temp_dir().join(format!("idem-window-{}.toml", std::process::id()));
-        std::fs::write(
-            &path,
-            "[tools.pay]
-approval_window = \"30m\"\n",
-        )
-        .expect("write the file");
-        let refused = Config::load(&path);
+        let refused = Config::parse("[tools.pay]\napproval_window = \"30m\"\n");
         let asks = "[tools.pay]\napproval = \"ask\"\napproval_window = \"30m\"\n";
-        std::fs::write(&path, asks).expect("write the file");
-        let loaded = Config::load(&path);
-        let _ = std::fs::remove_file(&path);
+        let loaded = Config::parse(asks);
         let message = refused.expect_err("a window without approval is refused");
         assert!(
             message.contains("[tools.pay] gives `approval_window`")

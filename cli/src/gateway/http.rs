@@ -36,11 +36,11 @@ use idem::mcp::{Binding, Caller};
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
-use self::stream::{AnswerStream, Standalone, Streams, json, status};
+use self::stream::{AnswerStream, Standalone, Streams, status};
 use super::jsonrpc::{self, Kind, code};
 use super::link::{Link, Sink, Source};
 use super::session::{Session, Shared, new_origin};
-use crate::guard::{Guard, GuardArgs, refusal};
+use crate::guard::{Guard, GuardArgs, json_text, refusal};
 
 mod stream;
 
@@ -405,7 +405,7 @@ impl Front {
             Ok(message) => vec![message],
             Err(e) => {
                 let refused = jsonrpc::error(Value::Null, code::PARSE_ERROR, &e.to_string());
-                return json(StatusCode::BAD_REQUEST, &refused);
+                return json_text(StatusCode::BAD_REQUEST, refused.to_string());
             }
         };
         if messages.is_empty() || messages.iter().any(|m| jsonrpc::kind(m).is_none()) {
@@ -414,7 +414,7 @@ impl Front {
                 code::INVALID_REQUEST,
                 "the body is not a JSON-RPC request, notification or response, nor a batch of them",
             );
-            return json(StatusCode::BAD_REQUEST, &refused);
+            return json_text(StatusCode::BAD_REQUEST, refused.to_string());
         }
         let opens = messages.iter().any(|m| {
             jsonrpc::method(m) == Some("initialize") && jsonrpc::kind(m) == Some(Kind::Request)
@@ -443,9 +443,12 @@ impl Front {
             .filter(|m| jsonrpc::kind(m) == Some(Kind::Request))
             .filter_map(|m| jsonrpc::id(m).cloned())
             .collect();
-        let stream = match &session {
-            Some(http) => http.streams.open(awaited.clone(), standalone),
-            None => Arc::new(AnswerStream::new(0, awaited.clone(), None)),
+        let answers = !awaited.is_empty();
+        // A session keeps the streams of its requests, for resuming; what
+        // else comes of a POST without requests goes to its standalone.
+        let stream = match (&session, answers) {
+            (Some(http), true) => http.streams.open(awaited, standalone),
+            _ => Arc::new(AnswerStream::new(0, awaited, standalone)),
         };
         let sink: Sink = stream.clone();
         for message in messages {
@@ -453,7 +456,7 @@ impl Front {
                 .handle(message, origin, sink.clone(), caller.clone())
                 .await;
         }
-        if awaited.is_empty() {
+        if !answers {
             return StatusCode::ACCEPTED.into_response();
         }
         let mut response = if answer.events {

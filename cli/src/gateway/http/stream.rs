@@ -14,7 +14,7 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde_json::Value;
@@ -22,9 +22,12 @@ use tokio::sync::mpsc;
 
 use super::super::jsonrpc::{self, Kind};
 use super::super::link::Downstream;
+use crate::guard::{json_text, refusal};
 
-/// How many answered streams a session keeps for a client to resume.
+/// How many answered streams a session keeps for a client to resume, and
+/// how large they may be in all: results carry files and images.
 const KEPT: usize = 64;
+const KEPT_BYTES: usize = 16 << 20;
 
 /// How long a client is asked to wait before it reconnects, in ms.
 const RETRY_MS: u32 = 1000;
@@ -48,10 +51,8 @@ impl Standalone {
     pub(super) fn open(&self) -> Response {
         let (sender, receiver) = mpsc::unbounded_channel::<Value>();
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(sender);
-        let stream = futures_util::stream::unfold(receiver, |mut receiver| async move {
-            receiver.recv().await.map(|message| (message, receiver))
-        })
-        .map(|message| Ok::<_, Infallible>(event(None, &message)));
+        let stream = received(receiver)
+            .map(|message| Ok::<_, Infallible>(event(None, &message.to_string())));
         events(Body::from_stream(stream))
     }
 }
@@ -67,11 +68,22 @@ pub(super) struct AnswerStream {
 
 struct AnswerState {
     /// Every event so far.
-    sent: Vec<Value>,
+    sent: Vec<Sent>,
+    /// The size of their text, in all.
+    bytes: usize,
     /// The ids of the requests not answered yet.
     awaited: Vec<Value>,
     /// The client reading it now, if one is.
-    reader: Option<mpsc::UnboundedSender<(usize, Value)>>,
+    reader: Option<mpsc::UnboundedSender<(usize, Sent)>>,
+}
+
+/// One event of an answer stream: its message as JSON text, made once
+/// and shared by whoever reads it.
+#[derive(Clone)]
+struct Sent {
+    text: Arc<str>,
+    /// Whether it answers a request (what a JSON answer holds).
+    response: bool,
 }
 
 impl AnswerStream {
@@ -85,6 +97,7 @@ impl AnswerStream {
             number,
             state: Mutex::new(AnswerState {
                 sent: Vec::new(),
+                bytes: 0,
                 awaited,
                 reader: None,
             }),
@@ -100,13 +113,18 @@ impl AnswerStream {
         self.state().awaited.is_empty()
     }
 
+    /// The size of what it has kept.
+    fn bytes(&self) -> usize {
+        self.state().bytes
+    }
+
     /// The events after the first `from`, then those still to come: for a
     /// new reader, who replaces any earlier one.
-    fn read_from(&self, from: usize) -> mpsc::UnboundedReceiver<(usize, Value)> {
+    fn read_from(&self, from: usize) -> mpsc::UnboundedReceiver<(usize, Sent)> {
         let (sender, receiver) = mpsc::unbounded_channel();
         let mut state = self.state();
-        for (n, message) in state.sent.iter().enumerate().skip(from) {
-            let _ = sender.send((n + 1, message.clone()));
+        for (n, sent) in state.sent.iter().enumerate().skip(from) {
+            let _ = sender.send((n + 1, sent.clone()));
         }
         state.reader = (!state.awaited.is_empty()).then_some(sender);
         receiver
@@ -120,11 +138,8 @@ impl AnswerStream {
             let text = format!("id: {number}-0\nretry: {RETRY_MS}\ndata: \n\n");
             Ok::<_, Infallible>(Bytes::from(text))
         });
-        let receiver = self.read_from(from);
-        let rest = futures_util::stream::unfold(receiver, |mut receiver| async move {
-            receiver.recv().await.map(|item| (item, receiver))
-        })
-        .map(move |(n, message)| Ok(event(Some(&format!("{number}-{n}")), &message)));
+        let rest = received(self.read_from(from))
+            .map(move |(n, sent)| Ok(event(Some(&format!("{number}-{n}")), &sent.text)));
         events(Body::from_stream(
             futures_util::stream::iter(priming).chain(rest),
         ))
@@ -135,14 +150,14 @@ impl AnswerStream {
     pub(super) async fn json(&self) -> Response {
         let mut receiver = self.read_from(0);
         let mut responses = Vec::new();
-        while let Some((_, message)) = receiver.recv().await {
-            if jsonrpc::kind(&message) == Some(Kind::Response) {
-                responses.push(message);
+        while let Some((_, sent)) = receiver.recv().await {
+            if sent.response {
+                responses.push(sent.text);
             }
         }
-        match responses.len() {
-            1 => json(StatusCode::OK, &responses[0]),
-            _ => json(StatusCode::OK, &Value::Array(responses)),
+        match responses.as_slice() {
+            [one] => json_text(StatusCode::OK, one.to_string()),
+            all => json_text(StatusCode::OK, format!("[{}]", all.join(","))),
         }
     }
 }
@@ -157,14 +172,20 @@ impl Downstream for AnswerStream {
             }
             return;
         }
-        if jsonrpc::kind(&message) == Some(Kind::Response) {
+        let response = jsonrpc::kind(&message) == Some(Kind::Response);
+        if response {
             state.awaited.retain(|id| Some(id) != jsonrpc::id(&message));
         }
-        state.sent.push(message.clone());
+        let sent = Sent {
+            text: message.to_string().into(),
+            response,
+        };
+        state.bytes += sent.text.len();
+        state.sent.push(sent.clone());
         let n = state.sent.len();
         if let Some(reader) = &state.reader {
             // A reader gone leaves the event kept, for the next.
-            let _ = reader.send((n, message));
+            let _ = reader.send((n, sent));
         }
         if state.awaited.is_empty() {
             // The stream ends once its reader has the rest.
@@ -187,7 +208,8 @@ struct StreamsState {
 
 impl Streams {
     /// A new answer stream of the session's, for requests `awaited`; the
-    /// oldest answered ones beyond [`KEPT`] are let go.
+    /// oldest answered ones beyond [`KEPT`] streams or [`KEPT_BYTES`] are
+    /// let go.
     pub(super) fn open(
         &self,
         awaited: Vec<Value>,
@@ -198,7 +220,11 @@ impl Streams {
         let stream = Arc::new(AnswerStream::new(state.next, awaited, standalone));
         state.kept.insert(stream.number, stream.clone());
         state.order.push_back(stream.number);
-        while state.order.len() > KEPT {
+        let answered_bytes = |state: &StreamsState| -> usize {
+            let answered = state.kept.values().filter(|s| s.answered());
+            answered.map(|s| s.bytes()).sum()
+        };
+        while state.order.len() > KEPT || answered_bytes(&state) > KEPT_BYTES {
             let Some(at) = state
                 .order
                 .iter()
@@ -224,7 +250,7 @@ impl Streams {
         });
         match found {
             Some((stream, n)) => stream.events(n, false),
-            None => crate::guard::refusal(
+            None => refusal(
                 StatusCode::NOT_FOUND,
                 &format!("no answer stream of this session's to resume after event `{last}`"),
             ),
@@ -232,23 +258,22 @@ impl Streams {
     }
 }
 
-/// `body` as a JSON response.
-pub(super) fn json(status: StatusCode, body: &Value) -> Response {
-    let mut response = (status, body.to_string()).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
 /// A plain-text response of `status`, saying `why`.
 pub(super) fn status(status: StatusCode, why: &str) -> Response {
     (status, why.to_owned()).into_response()
 }
 
-/// An event of `message`, with `id` if it has one.
-fn event(id: Option<&str>, message: &Value) -> Bytes {
+/// What comes on `receiver`, as a stream.
+fn received<T: Send + 'static>(
+    receiver: mpsc::UnboundedReceiver<T>,
+) -> impl futures_util::Stream<Item = T> {
+    futures_util::stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|item| (item, receiver))
+    })
+}
+
+/// An event of `message` (JSON text), with `id` if it has one.
+fn event(id: Option<&str>, message: &str) -> Bytes {
     match id {
         Some(id) => Bytes::from(format!("id: {id}\nevent: message\ndata: {message}\n\n")),
         None => Bytes::from(format!("event: message\ndata: {message}\n\n")),
@@ -282,7 +307,8 @@ mod tests {
         drop(first);
         // The reader went after the first event; the second came meanwhile.
         let mut again = stream.read_from(1);
-        let (n, message) = again.try_recv().expect("the event it missed");
+        let (n, sent) = again.try_recv().expect("the event it missed");
+        let message: Value = serde_json::from_str(&sent.text).expect("JSON");
         assert_eq!((n, message["id"].clone()), (2, json!(1)));
         stream.deliver(json!({"jsonrpc": "2.0", "id": 2, "result": {}}), None);
         assert_eq!(again.try_recv().map(|(n, _)| n).ok(), Some(3));
@@ -306,5 +332,26 @@ mod tests {
         let state = streams.0.lock().expect("a lock");
         assert_eq!(state.kept.len(), KEPT);
         assert!(state.kept.contains_key(&waiting.number));
+    }
+
+    #[test]
+    fn answered_streams_beyond_the_kept_bytes_are_let_go() {
+        let streams = Streams::default();
+        let large = "x".repeat(KEPT_BYTES / 3);
+        for n in 0..5 {
+            let stream = streams.open(vec![json!(n)], None);
+            stream.deliver(json!({"jsonrpc": "2.0", "id": n, "result": large}), None);
+        }
+        let waiting = streams.open(vec![json!("w")], None);
+        let state = streams.0.lock().expect("a lock");
+        let kept: usize = state.kept.values().map(|s| s.bytes()).sum();
+        assert!(kept <= KEPT_BYTES, "{kept} bytes kept");
+        assert_eq!(
+            state.kept.len(),
+            3,
+            "the two latest answered, and the waiting one"
+        );
+        assert!(state.kept.contains_key(&waiting.number));
+        assert!(state.kept.contains_key(&5), "the latest answered is kept");
     }
 }

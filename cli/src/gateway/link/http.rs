@@ -24,7 +24,7 @@ const LAST_EVENT_ID: &str = "last-event-id";
 /// An MCP session at a URL.
 pub(super) struct Http {
     client: reqwest::Client,
-    url: String,
+    url: Arc<str>,
     inbox: Inbox,
     session: Arc<Mutex<Option<String>>>,
     /// The protocol version the session negotiated, sent as a header once
@@ -50,7 +50,7 @@ impl Http {
             .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
         Ok(Http {
             client,
-            url: url.to_owned(),
+            url: url.into(),
             inbox,
             session: Arc::new(Mutex::new(None)),
             protocol_version,
@@ -87,7 +87,7 @@ impl Http {
     pub(super) async fn send(&self, message: &Value, id: Option<u64>) -> Result<(), String> {
         let mut post = self
             .client
-            .post(&self.url)
+            .post(&*self.url)
             .header(ACCEPT, "application/json, text/event-stream")
             .json(message);
         // In a session, the version it negotiated; outside one (MCP
@@ -209,12 +209,8 @@ impl Http {
         Resume {
             client: self.client.clone(),
             url: self.url.clone(),
-            session: self.session(),
-            protocol_version: self
-                .protocol_version
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone(),
+            session: self.session.clone(),
+            protocol_version: self.protocol_version.clone(),
             inbox: self.inbox.clone(),
             alive: self.alive.clone(),
         }
@@ -246,7 +242,7 @@ impl Http {
     pub(super) async fn close(&self) {
         self.alive.store(false, Ordering::Relaxed);
         if let Some(session) = self.session() {
-            let delete = self.client.delete(&self.url).header(SESSION, session);
+            let delete = self.client.delete(&*self.url).header(SESSION, session);
             let _ = delete.send().await;
         }
     }
@@ -310,12 +306,14 @@ async fn read_answer(response: reqwest::Response, resume: Resume, id: Option<u64
     }
 }
 
-/// What a reader needs to resume a stream of the session's.
+/// What a reader needs to resume a stream of the session's: shared with
+/// the connection (made for every request, so nothing is copied but
+/// pointers), the session and version read when a stream is resumed.
 struct Resume {
     client: reqwest::Client,
-    url: String,
-    session: Option<String>,
-    protocol_version: Option<String>,
+    url: Arc<str>,
+    session: Arc<Mutex<Option<String>>>,
+    protocol_version: Arc<Mutex<Option<String>>>,
     inbox: Inbox,
     alive: Arc<AtomicBool>,
 }
@@ -351,15 +349,18 @@ impl Resume {
     async fn get(&self, last: Option<&str>) -> Option<reqwest::Response> {
         let mut get = self
             .client
-            .get(&self.url)
+            .get(&*self.url)
             .header(ACCEPT, "text/event-stream");
         if let Some(last) = last {
             get = get.header(LAST_EVENT_ID, last);
         }
-        if let Some(session) = &self.session {
+        let read = |value: &Mutex<Option<String>>| {
+            value.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        };
+        if let Some(session) = read(&self.session) {
             get = get.header(SESSION, session);
         }
-        if let Some(version) = &self.protocol_version {
+        if let Some(version) = read(&self.protocol_version) {
             get = get.header(PROTOCOL_VERSION, version);
         }
         match get.send().await {
