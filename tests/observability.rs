@@ -408,7 +408,7 @@ async fn approval_outcomes_are_spans_and_counts() {
         .expect("registry");
     let call = |order: &str| registry.call("r", "refund_approved", json!({ "order": order }));
     let key = |asked: Result<serde_json::Value, ToolError>| match asked {
-        Err(ToolError::ApprovalRequired { key, .. }) => IdemKey::from_raw(key),
+        Err(ToolError::ApprovalRequired { key, .. }) => key,
         other => panic!("the call asks for approval, got {other:?}"),
     };
     let approved = key(call("o-1").await);
@@ -417,7 +417,7 @@ async fn approval_outcomes_are_spans_and_counts() {
     call("o-1").await.expect("replayed");
     let refused = key(call("o-2").await);
     registry
-        .deny(&refused, "not this one")
+        .deny(&refused, "bob", "not this one")
         .await
         .expect("refused");
     call("o-2").await.expect_err("the refusal");

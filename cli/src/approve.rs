@@ -1,14 +1,16 @@
-//! `approvals`, `approve` and `deny`: the operations that wait for a
-//! person's approval (a tool with `approval = "required"`), oldest first,
-//! with what each would do; and a person's decision on one, bound to that
-//! very operation: approved, its next call runs it once; refused, every
-//! call of it is answered the refusal. A decision is the store's fenced
-//! settle on the token that asked, so of two at once one lands and the
-//! other is told; it is logged on stderr.
+//! `approvals`, `approve`, `deny` and `revoke`: the operations that wait
+//! for a person's approval (a tool with `approval = "required"`), oldest
+//! first, with what each would do; and a person's decision on one, bound
+//! to that very operation: approved, its next call runs it once; refused,
+//! every call of it is answered the refusal; an approval not yet used,
+//! revoked, it awaits again. A decision is the store's fenced settle on
+//! the token that asked, so of two at once (or a decision and the call
+//! that uses an approval) one lands and the other is told; it is logged on
+//! stderr.
 
 use std::time::Duration;
 
-use idem::store::{About, ApprovalAsked, Outcome, RecordInfo, RecordState, ScanFilter, refusal};
+use idem::store::{About, ApprovalAsked, Outcome, RecordInfo, RecordState, Refusal, ScanFilter};
 use idem::{APPROVAL_WINDOW, IdemKey, IdemStore, StoreError};
 use serde_json::json;
 
@@ -79,23 +81,46 @@ fn print_awaiting(record: &RecordInfo, json: bool) {
     say!("{:<8} arguments: {arguments}", "");
 }
 
-/// A person's decision on an awaiting operation.
+/// A person's decision on an awaiting operation, or their taking back an
+/// approval not yet used.
 pub(crate) enum Decision {
     /// Approved by this person.
     Approve { by: String },
-    /// Refused, for this reason, the refusal kept this long (by default,
-    /// the tool's TTL, as the awaiting record keeps it).
+    /// Refused by this person, for this reason, the refusal kept this
+    /// long (by default, the tool's TTL, as the awaiting record keeps it).
     Deny {
+        by: String,
         reason: String,
         ttl: Option<Duration>,
     },
+    /// The approval revoked by this person: awaiting again.
+    Revoke { by: String },
+}
+
+impl Decision {
+    /// The state a record must be in to be decided so.
+    fn decides(&self) -> RecordState {
+        match self {
+            Decision::Revoke { .. } => RecordState::Approved,
+            _ => RecordState::Awaiting,
+        }
+    }
+
+    /// What it did, for the log and for the refusal when it could not.
+    fn done(&self) -> &'static str {
+        match self {
+            Decision::Approve { .. } => "approved",
+            Decision::Deny { .. } => "refused",
+            Decision::Revoke { .. } => "revoked",
+        }
+    }
 }
 
 /// The refusal's keeping when neither the person nor the record says: the
 /// registry's default TTL.
 const DEFAULT_TTL: Duration = Duration::from_secs(86_400);
 
-/// `approve` and `deny`: settles the awaiting record under `key` as
+/// `approve`, `deny` and `revoke`: settles the record under `key` as
 /// `decision` says, on the token that asked.
 pub(crate) async fn decide(
     store: &dyn IdemStore,
@@ -103,36 +128,17 @@ pub(crate) async fn decide(
     decision: Decision,
 ) -> Result<(), String> {
     let record = inspected(store, key).await?;
-    if record.state != RecordState::Awaiting {
-        return Err(format!(
-            "{key} is {}, not awaiting approval: only an operation awaiting a person's \
-             approval is approved or refused",
-            record.state
-        ));
-    }
-    let asked = record
-        .holder
-        .ok_or_else(|| format!("{key} awaits approval without the token that asked"))?;
-    if record
-        .about
-        .as_deref()
-        .is_some_and(|a| a.starts_with("idem-sealed:"))
-    {
-        return Err(format!(
-            "{key}'s records are sealed (the registry encrypts results), and a decision written \
-             here would not be: decide it with Registry::approve or Registry::deny in the \
-             application, which has the keys"
-        ));
-    }
-    // The tool's terms, as the record asking for the decision keeps them.
-    let terms = record.payload.as_deref().and_then(ApprovalAsked::parse);
-    let (text, what) = match &decision {
-        Decision::Approve { by } => (About::approval(record.about.as_deref(), by), "approved"),
-        Decision::Deny { reason, .. } => (refusal(reason), "refused"),
-    };
+    let token = decidable(key, &record, &decision)?;
+    let terms = terms(&record);
+    let (window, ttl) = (
+        terms.window.unwrap_or(APPROVAL_WINDOW),
+        terms.ttl.unwrap_or(DEFAULT_TTL),
+    );
+    let terms = terms.with_terms(window, ttl);
+    let text;
     let (outcome, kept) = match &decision {
-        Decision::Approve { .. } => {
-            let window = terms.and_then(|t| t.window).unwrap_or(APPROVAL_WINDOW);
+        Decision::Approve { by } => {
+            text = About::approval(record.about.as_deref(), by, &terms);
             let outcome = Outcome::Approved {
                 about: &text,
                 window,
@@ -142,25 +148,105 @@ pub(crate) async fn decide(
                 format!("the approval is good for {}", human(window)),
             )
         }
-        Decision::Deny { ttl, .. } => {
-            let ttl = ttl.or(terms.and_then(|t| t.ttl)).unwrap_or(DEFAULT_TTL);
+        Decision::Deny {
+            by,
+            reason,
+            ttl: given,
+        } => {
+            text = Refusal::new(by, reason).to_payload();
+            let ttl = given.unwrap_or(ttl);
             let outcome = Outcome::Failed { error: &text, ttl };
             (outcome, format!("the refusal is kept for {}", human(ttl)))
         }
+        Decision::Revoke { by } => {
+            let tool = record.tool.as_deref().unwrap_or("-");
+            let request = ApprovalAsked::for_tool(tool, terms.tenant.as_deref());
+            text = request.with_terms(window, ttl).revoked_by(by).to_payload();
+            let outcome = Outcome::Awaiting {
+                request: &text,
+                ttl,
+            };
+            (
+                outcome,
+                format!("it awaits a decision again, for {}", human(ttl)),
+            )
+        }
     };
-    match store.settle(key, &asked, outcome).await {
+    let what = decision.done();
+    match store.settle(key, &token, outcome).await {
         Ok(()) => {
             eprintln!(
-                "idem: {what} {key} (tool {}, awaiting for {}); {kept}",
+                "idem: {what} {key} (tool {}, {} for {}); {kept}",
                 record.tool.as_deref().unwrap_or("-"),
+                record.state,
                 record.age.map_or("-".into(), human),
             );
             Ok(())
         }
         Err(StoreError::LeaseLost) => Err(format!(
-            "{key} was not {what}: it changed meanwhile (another decision came first); \
-             look at it again with `idem show`"
+            "{key} was not {what}: it changed meanwhile (a call used it, or another decision \
+             came first); look at it again with `idem show`"
         )),
         Err(e) => Err(format!("cannot decide {key}: {e}")),
     }
+}
+
+/// The token `record` is decided with, or why it cannot be decided as
+/// `decision` would: not in the state it decides, or sealed.
+fn decidable(
+    key: &IdemKey,
+    record: &RecordInfo,
+    decision: &Decision,
+) -> Result<idem::store::LeaseToken, String> {
+    let wanted = decision.decides();
+    if record.state != wanted {
+        let what = decision.done();
+        return Err(match wanted {
+            RecordState::Approved => {
+                let not = idem::ResolveError::NotApproved {
+                    key: key.to_string(),
+                    state: record.state,
+                };
+                format!("{key} was not {what}: {not}")
+            }
+            _ => format!(
+                "{key} is {}, not awaiting approval: only an operation awaiting a person's \
+                 approval is approved or refused",
+                record.state
+            ),
+        });
+    }
+    if record
+        .about
+        .as_deref()
+        .is_some_and(|a| a.starts_with("idem-sealed:"))
+    {
+        return Err(format!(
+            "{key}'s records are sealed (the registry encrypts results), and a decision written \
+             here would not be: decide it with Registry::approve, deny or revoke in the \
+             application, which has the keys"
+        ));
+    }
+    record
+        .holder
+        .ok_or_else(|| format!("{key} is {} without the token that asked", record.state))
+}
+
+/// The terms a decision on `record` is written on, as the record keeps
+/// them: the awaiting record's request, or the approval's; the tenant the
+/// record names.
+fn terms(record: &RecordInfo) -> ApprovalAsked {
+    let about = record.about.as_deref().and_then(About::parse);
+    let tenant = about.as_ref().and_then(|a| a.tenant.clone());
+    let mut terms = match record.state {
+        RecordState::Awaiting => record.payload.as_deref().and_then(ApprovalAsked::parse),
+        _ => None,
+    }
+    .unwrap_or_else(|| ApprovalAsked::new(tenant.as_deref(), ""));
+    if let Some(approved) = about.and_then(|a| a.approved)
+        && record.state == RecordState::Approved
+    {
+        (terms.window, terms.ttl) = (approved.window, approved.ttl);
+    }
+    terms
 }

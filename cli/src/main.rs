@@ -4,7 +4,8 @@
 //! a stuck claim (`release.rs`); `pending` lists the operations whose
 //! outcome is unknown and `resolve` answers one (`resolve.rs`);
 //! `approvals` lists the operations awaiting a person's approval, and
-//! `approve` and `deny` decide one (`approve.rs`); `purge` deletes expired
+//! `approve` and `deny` decide one and `revoke` takes an approval back
+//! (`approve.rs`); `purge` deletes expired
 //! records. Every
 //! command that reads a store takes it by URL (`--store`, or
 //! `IDEM_STORE`): `redis://`, `rediss://`, `postgres://` or a SQLite file's
@@ -161,11 +162,27 @@ enum Command {
         /// Why, as every call of it is told.
         #[arg(long, value_name = "TEXT")]
         reason: String,
+        /// Who refuses, kept in the record and told to every call
+        /// [default: $USER].
+        #[arg(long, value_name = "NAME")]
+        by: Option<String>,
         /// How long the refusal is kept, in seconds [default: the tool's
         /// TTL, as the awaiting record keeps it; for a record that keeps
         /// none, 24 h, the registry's default].
         #[arg(long, value_name = "SECONDS")]
         ttl_secs: Option<u64>,
+    },
+    /// Take back an approval no call has used yet: the operation awaits a
+    /// person's decision again. Refused, saying what the record is, when
+    /// it is not an unused approval (awaiting, already run, refused).
+    Revoke {
+        #[command(flatten)]
+        store: StoreUrl,
+        /// The record's key.
+        key: String,
+        /// Who revokes it, kept in the record [default: $USER].
+        #[arg(long, value_name = "NAME")]
+        by: Option<String>,
     },
     /// Delete the expired records now (stores whose records do not expire
     /// by themselves: SQLite, PostgreSQL).
@@ -393,9 +410,10 @@ async fn run(command: Command) -> Result<(), String> {
             rerun: _,
             ttl_secs,
         } => resolve(store, key, (done, failed), ttl_secs).await,
-        approvals @ (Command::Approvals(_) | Command::Approve { .. } | Command::Deny { .. }) => {
-            approval(approvals).await
-        }
+        approvals @ (Command::Approvals(_)
+        | Command::Approve { .. }
+        | Command::Deny { .. }
+        | Command::Revoke { .. }) => approval(approvals).await,
         Command::Purge { store, dry_run } => purge(store, dry_run).await,
         Command::Gateway(args) => gateway::serve(args).await,
         Command::Completions { shell } => {
@@ -430,8 +448,8 @@ async fn resolve(
     resolve::resolve(&*store, &IdemKey::from_raw(key), answer, ttl).await
 }
 
-/// `approvals`, `approve` and `deny`: what waits for a person, and their
-/// decision on one.
+/// `approvals`, `approve`, `deny` and `revoke`: what waits for a person,
+/// and their decision on one.
 async fn approval(command: Command) -> Result<(), String> {
     let (store, key, decision) = match command {
         Command::Approvals(waiting) => {
@@ -439,25 +457,36 @@ async fn approval(command: Command) -> Result<(), String> {
             return approve::approvals(&*store, waiting.filter(), waiting.json).await;
         }
         Command::Approve { store, key, by } => {
-            let by = by
-                .or_else(|| std::env::var("USER").ok())
-                .filter(|by| !by.is_empty())
-                .ok_or("give --by NAME: who approves is kept in the record")?;
+            let by = who(by, "approves")?;
             (store, key, Decision::Approve { by })
         }
         Command::Deny {
             store,
             key,
             reason,
+            by,
             ttl_secs,
         } => {
+            let by = who(by, "refuses")?;
             let ttl = ttl_secs.map(std::time::Duration::from_secs);
-            (store, key, Decision::Deny { reason, ttl })
+            (store, key, Decision::Deny { by, reason, ttl })
+        }
+        Command::Revoke { store, key, by } => {
+            let by = who(by, "revokes")?;
+            (store, key, Decision::Revoke { by })
         }
         _ => unreachable!("only the approval commands are given here"),
     };
     let store = store.open().await?;
     approve::decide(&*store, &IdemKey::from_raw(key), decision).await
+}
+
+/// Who decides: `by`, or else `$USER`; `does` says what they do, for the
+/// error when neither names anyone.
+fn who(by: Option<String>, does: &str) -> Result<String, String> {
+    by.or_else(|| std::env::var("USER").ok())
+        .filter(|by| !by.is_empty())
+        .ok_or_else(|| format!("give --by NAME: who {does} is kept in the record"))
 }
 
 /// `show`: the record under a key, or under an operation's key.

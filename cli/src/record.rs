@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::output::say;
-use idem::store::{About, RecordInfo, RecordState};
+use idem::store::{About, RecordInfo, RecordState, Refusal};
 use serde_json::{Value, json};
 
 /// The record under `key`, or why there is none to show.
@@ -39,7 +39,7 @@ pub(crate) fn to_json(record: &RecordInfo) -> Value {
         out["holder"] = record.holder.map(|t| t.id_hex()).into();
     }
     if let Some(payload) = &record.payload {
-        let name = payload_name(record.state);
+        let name = payload_name(record.state, payload);
         out[name] = payload_value(record.state, payload);
     }
     match record.about.as_deref().map(about) {
@@ -48,7 +48,7 @@ pub(crate) fn to_json(record: &RecordInfo) -> Value {
             out["run"] = about.run.into();
             out["arguments"] = about.arguments;
             if let Some(approved) = about.approved {
-                out["approved"] = json!({ "by": approved.by, "at": approved.at });
+                out["approved"] = serde_json::to_value(approved).unwrap_or_default();
             }
         }
         Some(Err(shown)) => out["about"] = shown.into(),
@@ -124,9 +124,13 @@ pub(crate) fn print_full(record: &RecordInfo) {
             line("run", about.run.as_deref().unwrap_or("-"));
             line("arguments", &about.arguments.to_string());
             if let Some(approved) = about.approved {
+                let then = match record.state {
+                    RecordState::Awaiting => ", then revoked",
+                    _ => "",
+                };
                 line(
                     "approved",
-                    &format!("by {} at {}", approved.by, approved.at),
+                    &format!("by {} at {}{then}", approved.by, approved.at),
                 );
             }
         }
@@ -139,7 +143,7 @@ pub(crate) fn print_full(record: &RecordInfo) {
             other => serde_json::to_string_pretty(&other).unwrap_or_else(|_| payload.clone()),
         };
         line(
-            payload_name(record.state),
+            payload_name(record.state, payload),
             &shown.replace('\n', "\n             "),
         );
     }
@@ -181,16 +185,19 @@ fn lease(record: &RecordInfo) -> String {
 }
 
 /// Whether a record in `state` shows the token that holds it (running) or
-/// that a decision is made with (unknown, awaiting).
+/// that a decision is made with (unknown, awaiting, approved).
 fn has_holder(state: RecordState) -> bool {
     matches!(
         state,
-        RecordState::Running | RecordState::Unknown | RecordState::Awaiting
+        RecordState::Running | RecordState::Unknown | RecordState::Awaiting | RecordState::Approved
     )
 }
 
-fn payload_name(state: RecordState) -> &'static str {
+/// What a record's payload is called: a person's refusal, an error, why
+/// (unknown, awaiting) or a result.
+fn payload_name(state: RecordState, text: &str) -> &'static str {
     match state {
+        RecordState::Failed if Refusal::parse(text).is_some() => "refused",
         RecordState::Failed => "error",
         RecordState::Unknown | RecordState::Awaiting => "why",
         _ => "result",
@@ -200,6 +207,11 @@ fn payload_name(state: RecordState) -> &'static str {
 /// A result or an unknown record's note as the JSON it is (an error, or a
 /// sealed payload, as text).
 fn payload_value(state: RecordState, text: &str) -> Value {
+    if state == RecordState::Failed
+        && let Some(refusal) = Refusal::parse(text)
+    {
+        return serde_json::to_value(refusal).unwrap_or_default();
+    }
     if matches!(
         state,
         RecordState::Done | RecordState::Unknown | RecordState::Awaiting

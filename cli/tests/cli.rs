@@ -429,9 +429,9 @@ fn shown_json(url: &str, extra: &[&str], key: &str) -> Value {
 /// What every store must show of operations awaiting approval:
 /// `approvals` lists them with tool, tenant, run and arguments; `approve`
 /// lets the next call run once, keeping who approved, within the tool's
-/// window; `deny` has every call answered the refusal, kept the tool's
-/// TTL; a decision on a record that does not await one is refused, naming
-/// what it is.
+/// window, and `revoke` takes it back while unused; `deny` has every call
+/// answered the refusal, kept the tool's TTL; a decision on a record that
+/// does not await one is refused, naming what it is.
 async fn approvals_and_decisions(
     url: &str,
     extra: &[&str],
@@ -485,8 +485,18 @@ async fn approvals_and_decisions(
         kept.is_some_and(|ms| ms <= 1_800_000),
         "the tool's window: {kept:?}"
     );
+    revoked_and_approved_again(url, extra, ann).await;
+    assert!(
+        matches!(call("ann").await, Err(ToolError::ApprovalRequired { .. })),
+        "revoked: it waits again"
+    );
+    let again = cmd(&["approve", "--store", url, ann, "--by", "ops-lead"]);
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert!(said.contains("the approval is good for 30m00s"), "{said}");
     let ran = call("ann").await.expect("runs once approved");
     assert_eq!(call("ann").await.expect("replayed"), ran);
+    let err = failure(&cmd(&["revoke", "--store", url, ann, "--by", "x"]));
+    assert!(err.contains("is done: it ran"), "{err}");
     let shown: Value =
         serde_json::from_str(&stdout(&cmd(&["show", "--store", url, ann, "--json"])))
             .expect("one JSON object");
@@ -501,6 +511,8 @@ async fn approvals_and_decisions(
         bob,
         "--reason",
         "the customer called back",
+        "--by",
+        "ops-lead",
     ]);
     stdout(&denied);
     let said = String::from_utf8_lossy(&denied.stderr);
@@ -512,11 +524,34 @@ async fn approvals_and_decisions(
         "the tool's TTL: {kept:?}"
     );
     match call("bob").await {
-        Err(ToolError::Failed { message, .. }) => {
-            assert!(message.contains("the customer called back"), "{message}");
-        }
+        Err(ToolError::Denied { by, reason, .. }) => assert_eq!(
+            (by.as_deref(), reason.as_str()),
+            (Some("ops-lead"), "the customer called back")
+        ),
         other => panic!("the refusal is answered, got {other:?}"),
     }
+    let shown = shown_json(url, extra, bob);
+    assert_eq!(shown["refused"]["by"], "ops-lead", "{shown}");
+}
+
+/// `revoke` of the approved record under `key`: it awaits again, saying
+/// who revoked it, on the tool's terms; a second revocation is refused,
+/// saying it is not approved.
+async fn revoked_and_approved_again(url: &str, extra: &[&str], key: &str) {
+    let cmd = |args: &[&str]| idem(&[args, extra].concat());
+    let revoked = cmd(&["revoke", "--store", url, key, "--by", "ops-lead"]);
+    stdout(&revoked);
+    let said = String::from_utf8_lossy(&revoked.stderr);
+    assert!(
+        said.contains("it awaits a decision again, for 3d00h"),
+        "{said}"
+    );
+    let shown = shown_json(url, extra, key);
+    assert_eq!(shown["state"], "awaiting", "{shown}");
+    assert_eq!(shown["why"]["revoked"]["by"], "ops-lead", "{shown}");
+    assert_eq!(shown["why"]["window_ms"], 1_800_000, "{shown}");
+    let err = failure(&cmd(&["revoke", "--store", url, key, "--by", "x"]));
+    assert!(err.contains("awaits approval: it is not approved"), "{err}");
 }
 
 #[tokio::test]

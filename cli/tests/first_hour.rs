@@ -425,7 +425,7 @@ async fn the_person_at_the_client_is_asked_and_the_answer_binds_the_operation() 
         );
         let refused = report["refused"]["error"].as_str().unwrap_or_default();
         assert!(
-            refused.contains("a person refused this operation"),
+            refused.contains("A person refused this operation"),
             "{report}"
         );
         assert_eq!(report["refused_again"], report["refused"], "{report}");

@@ -2,6 +2,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use crate::key::IdemKey;
 use crate::utc::utc;
 
 /// A boxed error from a store backend.
@@ -278,10 +279,29 @@ pub enum ToolError {
         /// The tool.
         tool: String,
         /// The operation's key, which the approver approves.
-        key: String,
+        key: IdemKey,
         /// When the approval was asked, by the store's clock as this
         /// process reckons it.
         since: SystemTime,
+        /// How long an approval stays good once given: the next call of
+        /// the operation must come within it (the tool's
+        /// `approval_window`).
+        window: Duration,
+    },
+    /// A person refused the operation when it awaited their approval
+    /// (`Registry::deny`, `idem deny`), and nothing ran: every call of it
+    /// is answered this, for the tool's TTL.
+    #[error("`{tool}`: operation {key} was refused by {}: {reason}", .by.as_deref().unwrap_or("a person"))]
+    Denied {
+        /// The tool.
+        tool: String,
+        /// The operation's key.
+        key: IdemKey,
+        /// Who refused it; `None` for a refusal recorded before refusals
+        /// named who.
+        by: Option<String>,
+        /// Why.
+        reason: String,
     },
 }
 
@@ -293,6 +313,19 @@ fn field_list(fields: &[String], last: &str) -> String {
         Some((end, rest)) => format!("{} {last} {end}", rest.join(", ")),
         None => String::new(),
     }
+}
+
+/// A duration as the model is told it: `30 minutes`, `1 hour`, `2 days`
+/// (the largest unit it is a whole number of; seconds otherwise).
+fn spoken(d: Duration) -> String {
+    let s = d.as_secs();
+    let (n, unit) = match s {
+        _ if s >= 86_400 && s % 86_400 == 0 => (s / 86_400, "day"),
+        _ if s >= 3600 && s % 3600 == 0 => (s / 3600, "hour"),
+        _ if s >= 60 && s % 60 == 0 => (s / 60, "minute"),
+        _ => (s.max(1), "second"),
+    };
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
 }
 
 /// What [`ToolError::KeyConflict`]'s message adds when it knows the fields.
@@ -363,8 +396,12 @@ impl ToolError {
                 "Error: it is not known whether this operation was carried out: an earlier attempt was interrupted before it could report. Do not call it again, and do not try another way to do the same thing. Tell the user that the outcome is unknown and that a person must check it; it will not be repeated automatically."
                     .to_owned()
             }
-            ToolError::ApprovalRequired { key, .. } => format!(
-                "This operation needs a person's approval before it runs, and nothing was done. It waits as operation {key}: tell the user so, with that key, which whoever approves such operations (the user, or someone else) needs to find it. Once it is approved, call the tool again with exactly the same arguments; calling it before then, or with other arguments, will not run it."
+            ToolError::ApprovalRequired { key, window, .. } => format!(
+                "This operation needs a person's approval before it runs, and nothing was done. It waits as operation {key}: tell the user so, with that key, which whoever approves such operations (the user, or someone else) needs to find it. Once it is approved, call the tool again with exactly the same arguments within {}; calling it before then, or with other arguments, will not run it.",
+                spoken(*window)
+            ),
+            ToolError::Denied { reason, .. } => format!(
+                "A person refused this operation, and nothing was done. Their reason: {reason}. Do not call it again and do not try another way to do the same thing; tell the user it was refused, and why."
             ),
         }
     }
@@ -374,8 +411,8 @@ impl ToolError {
     /// `InFlight`, `Store`, `LeaseLost` (a retry replays the recorded
     /// result), `ApprovalRequired` (once approved, the same call runs) and
     /// transient `Failed` errors are retryable; unknown tools, invalid
-    /// arguments, key conflicts, permanent failures and unknown outcomes are
-    /// not.
+    /// arguments, key conflicts, permanent failures, refusals and unknown
+    /// outcomes are not.
     pub fn is_retryable(&self) -> bool {
         match self {
             ToolError::UnknownTool { .. }
@@ -385,7 +422,8 @@ impl ToolError {
             | ToolError::InvalidTenant
             | ToolError::TenantRequired
             | ToolError::KeyConflict { .. }
-            | ToolError::OutcomeUnknown { .. } => false,
+            | ToolError::OutcomeUnknown { .. }
+            | ToolError::Denied { .. } => false,
             ToolError::InFlight { .. }
             | ToolError::LeaseLost { .. }
             | ToolError::ApprovalRequired { .. } => true,
@@ -412,6 +450,7 @@ impl ToolError {
             ToolError::LeaseLost { .. } => "lease_lost",
             ToolError::OutcomeUnknown { .. } => "outcome_unknown",
             ToolError::ApprovalRequired { .. } => "approval_required",
+            ToolError::Denied { .. } => "denied",
         }
     }
 }
@@ -455,6 +494,17 @@ pub enum ResolveError {
         /// What the record is.
         state: crate::store::RecordState,
     },
+    /// The record is not an approval still unused: only one is revoked
+    /// ([`Registry::revoke`](crate::Registry::revoke)). The message says
+    /// what it is instead: awaiting (nothing to revoke), used (running or
+    /// done), refused or failed, released.
+    #[error("{}", not_approved(key, *state))]
+    NotApproved {
+        /// The key.
+        key: String,
+        /// What the record is.
+        state: crate::store::RecordState,
+    },
     /// The record changed while it was being resolved: another resolution
     /// came first.
     #[error(
@@ -476,6 +526,21 @@ pub enum ResolveError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// [`ResolveError::NotApproved`]'s message: what the record is instead.
+fn not_approved(key: &str, state: crate::store::RecordState) -> String {
+    use crate::store::RecordState as S;
+    let is = match state {
+        S::Awaiting => "awaits approval: it is not approved, so there is nothing to revoke",
+        S::Running => "is running: a call is carrying it out (any approval it had is used)",
+        S::Done => "is done: it ran (any approval it had is used)",
+        S::Failed => "failed: it was refused, or it ran and failed",
+        S::Unknown => "is of unknown outcome: it began to run (any approval it had is used)",
+        S::Released => "was released: it holds no approval",
+        S::Approved => "is approved",
+    };
+    format!("the record under key {key} {is}; only an approval no call has used yet is revoked")
 }
 
 /// Why a [`Registry`](crate::Registry) could not be built.

@@ -781,7 +781,7 @@ async fn the_person_at_an_mcp_client_approves_each_operation_once() {
         assert_eq!(report["other_amount"]["asked"], 2, "{report}");
         let refused = report["refused"]["error"].as_str().unwrap_or_default();
         assert!(
-            refused.contains("a person refused this operation"),
+            refused.contains("A person refused this operation"),
             "{report}"
         );
         assert_eq!(report["refused_again"], report["refused"], "{report}");

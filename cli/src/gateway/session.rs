@@ -428,7 +428,7 @@ impl Session {
             (&answer.result, kept)
         {
             match self
-                .ask_person(&write, (&message, &args), key, brought)
+                .ask_person(&write, (&message, &args), key.as_str(), brought)
                 .await
             {
                 ask::Person::Answered => {

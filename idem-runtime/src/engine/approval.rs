@@ -72,8 +72,7 @@ async fn asked(
     let (tool, key, tenant, trace) = (hold.tool(), hold.key(), caller.tenant, caller.trace);
     let settings = hold.settings();
     let ttl = settings.ttl;
-    let asking = ApprovalAsked::new(tenant, format!("a person's approval is asked for `{tool}`"))
-        .with_terms(settings.approval_window, ttl);
+    let asking = ApprovalAsked::for_tool(tool, tenant).with_terms(settings.approval_window, ttl);
     let request = hold.sealed(PayloadKind::Error, asking.to_payload());
     let asked = Outcome::Awaiting {
         request: &request,
@@ -101,8 +100,9 @@ async fn asked(
     }
     Err(ToolError::ApprovalRequired {
         tool: tool.to_owned(),
-        key: key.to_string(),
+        key: key.clone(),
         since: SystemTime::now(),
+        window: settings.approval_window,
     })
 }
 

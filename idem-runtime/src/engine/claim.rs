@@ -15,7 +15,7 @@ use super::trace::{How, note};
 use crate::error::{StoreError, ToolError};
 use crate::key::IdemKey;
 use crate::seal::{PayloadKind, open};
-use crate::store::{Claim, ClaimRequest, Entry, LeaseToken, is_refusal};
+use crate::store::{Claim, ClaimRequest, Entry, LeaseToken, Refusal};
 use crate::tool::OnInFlight;
 
 /// What the claim step ended with.
@@ -193,16 +193,22 @@ fn replay_settled<O: DeserializeOwned>(
         Entry::Failed { error, .. } => {
             tracing::info!(tool = name, key = %key, "replayed recorded failure");
             match open(site.result_keys, key, PayloadKind::Error, error) {
-                Ok(message) => {
-                    if is_refusal(&message) {
+                Ok(message) => match Refusal::parse(&message) {
+                    Some(refusal) => {
                         note(site.trace, How::Denied);
+                        Err(ToolError::Denied {
+                            tool: name.to_owned(),
+                            key: key.clone(),
+                            by: refusal.by,
+                            reason: refusal.reason,
+                        })
                     }
-                    Err(ToolError::Failed {
+                    None => Err(ToolError::Failed {
                         tool: name.to_owned(),
                         message,
                         permanent: true,
-                    })
-                }
+                    }),
+                },
                 Err(e) => Err(store_err(e)),
             }
         }
@@ -221,10 +227,11 @@ fn replay_settled<O: DeserializeOwned>(
             tracing::info!(tool = name, key = %key, "waits for a person's approval");
             Err(ToolError::ApprovalRequired {
                 tool: name.to_owned(),
-                key: key.to_string(),
+                key: key.clone(),
                 since: std::time::SystemTime::now()
                     .checked_sub(age)
                     .unwrap_or(std::time::UNIX_EPOCH),
+                window: site.settings.approval_window,
             })
         }
         // Waited for by the caller; were it handed here, it is in flight.

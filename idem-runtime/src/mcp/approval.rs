@@ -74,7 +74,7 @@ impl ApprovalAnswer {
 
     /// Records the answer for the operation under `key`, which awaits
     /// approval: approved by "the person at MCP client `NAME`" (`client`,
-    /// its `clientInfo` name), or refused because that person declined it.
+    /// its `clientInfo` name), or refused by that person, who declined it.
     /// `None` for a dismissal, which records nothing.
     pub async fn record<S: Send + Sync + 'static>(
         self,
@@ -82,17 +82,15 @@ impl ApprovalAnswer {
         key: &IdemKey,
         client: Option<&str>,
     ) -> Option<Result<(), ResolveError>> {
+        let by = match client {
+            Some(name) => format!("the person at MCP client `{name}`"),
+            None => "the person at the MCP client".to_owned(),
+        };
         match self {
-            ApprovalAnswer::Approve => {
-                let by = match client {
-                    Some(name) => format!("the person at MCP client `{name}`"),
-                    None => "the person at the MCP client".to_owned(),
-                };
-                Some(registry.approve(key, &by).await)
-            }
+            ApprovalAnswer::Approve => Some(registry.approve(key, &by).await),
             ApprovalAnswer::Refuse => {
-                let reason = "the person at the MCP client declined it";
-                Some(registry.deny(key, reason).await)
+                let reason = "they declined it when asked";
+                Some(registry.deny(key, &by, reason).await)
             }
             ApprovalAnswer::Dismissed => None,
         }

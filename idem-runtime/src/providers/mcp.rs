@@ -28,9 +28,10 @@ pub(super) fn read<'a>(
 }
 
 /// The `_meta` member of a `tools/call` result whose operation waits for a
-/// person's approval: `{"key": KEY, "tool": NAME}`, the key the approver
-/// approves (`idem approve KEY`, `Registry::approve`), for a client that
-/// shows it or passes it on.
+/// person's approval: `{"key": KEY, "tool": NAME, "approval_window_secs":
+/// N}`, the key the approver approves (`idem approve KEY`,
+/// `Registry::approve`), for a client that shows it or passes it on, and
+/// how long an approval stays good.
 pub const AWAITING_APPROVAL_META: &str = "idem/awaiting_approval";
 
 /// The `_meta` of a `tools/call` result answering `error`: where its
@@ -39,8 +40,12 @@ pub const AWAITING_APPROVAL_META: &str = "idem/awaiting_approval";
 /// server adds it, and `idem gateway` does.
 pub fn error_meta(error: &ToolError) -> Option<Value> {
     match error {
-        ToolError::ApprovalRequired { tool, key, .. } => Some(json!({
-            AWAITING_APPROVAL_META: { "key": key, "tool": tool },
+        ToolError::ApprovalRequired {
+            tool, key, window, ..
+        } => Some(json!({
+            AWAITING_APPROVAL_META: {
+                "key": key.as_str(), "tool": tool, "approval_window_secs": window.as_secs(),
+            },
         })),
         _ => None,
     }

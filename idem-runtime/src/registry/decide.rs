@@ -5,12 +5,11 @@
 //! told; a decision on anything but an awaiting record is refused.
 
 use super::dispatch::Registry;
-use super::entry::Terms;
 use crate::engine::bounded;
 use crate::error::{ResolveError, StoreError};
 use crate::key::IdemKey;
 use crate::seal::{PayloadKind, open, seal};
-use crate::store::{About, ApprovalAsked, LeaseToken, Outcome, RecordInfo, RecordState, refusal};
+use crate::store::{About, ApprovalAsked, LeaseToken, Outcome, RecordInfo, RecordState, Refusal};
 use crate::tool::APPROVAL_WINDOW;
 
 impl<S: Send + Sync + 'static> Registry<S> {
@@ -31,53 +30,110 @@ impl<S: Send + Sync + 'static> Registry<S> {
     /// ([`ResolveError::Raced`]), and when the record is sealed and this
     /// registry has not its keys ([`ResolveError::Store`]).
     pub async fn approve(&self, key: &IdemKey, by: &str) -> Result<(), ResolveError> {
-        let (record, asked) = self.awaiting(key).await?;
-        let shared = &self.inner.shared;
-        let keys = shared.result_keys.as_deref();
-        let about = match record.about.clone() {
-            Some(text) => Some(open(keys, key, PayloadKind::About, text)?),
-            None => None,
-        };
-        let about = About::approval(about.as_deref(), by);
-        let about = seal(keys, key, PayloadKind::About, about);
-        let window = match self.terms(&record) {
-            Some(terms) => terms.approval_window,
-            None => self.asked(key, &record)?.window.unwrap_or(APPROVAL_WINDOW),
-        };
+        let (record, token) = self.decidable(key, RecordState::Awaiting).await?;
+        let terms = self.terms(&record, self.asked(key, &record)?);
+        let about = self.approval(&record, by, &terms)?;
         let outcome = Outcome::Approved {
             about: &about,
-            window,
+            window: terms.window.unwrap_or(APPROVAL_WINDOW),
         };
-        self.decide(&record, &asked, outcome, "approved").await
+        self.decide(&record, &token, outcome, "approved").await
     }
 
     /// Refuses the operation under `key`, which awaits a person's
-    /// approval: it never runs, and every call of it is answered a
-    /// permanent failure saying a person refused it, and why (`reason`),
-    /// for the tool's TTL. Refused, changing nothing, as
+    /// approval: it never runs, and every call of it is answered
+    /// [`ToolError::Denied`](crate::ToolError::Denied): who refused it
+    /// (`by`) and why (`reason`), for the tool's TTL (for a tool this
+    /// registry does not hold, the TTL the awaiting record keeps). The
+    /// record keeps the [`Refusal`]. Refused, changing nothing, as
     /// [`approve`](Self::approve) is.
-    pub async fn deny(&self, key: &IdemKey, reason: &str) -> Result<(), ResolveError> {
-        let (record, asked) = self.awaiting(key).await?;
-        let shared = &self.inner.shared;
-        let ttl = match self.terms(&record) {
-            Some(terms) => terms.ttl,
-            None => self.asked(key, &record)?.ttl.unwrap_or(shared.defaults.ttl),
-        };
-        let error = refusal(reason);
-        let error = seal(
-            shared.result_keys.as_deref(),
-            key,
-            PayloadKind::Error,
-            error,
-        );
+    pub async fn deny(&self, key: &IdemKey, by: &str, reason: &str) -> Result<(), ResolveError> {
+        let (record, token) = self.decidable(key, RecordState::Awaiting).await?;
+        let terms = self.terms(&record, self.asked(key, &record)?);
+        let error = Refusal::new(by, reason).to_payload();
+        let error = self.sealed(key, PayloadKind::Error, error);
+        let ttl = terms.ttl.unwrap_or(self.inner.shared.defaults.ttl);
         let outcome = Outcome::Failed { error: &error, ttl };
-        self.decide(&record, &asked, outcome, "refused").await
+        self.decide(&record, &token, outcome, "refused").await
     }
 
-    /// The terms of the tool of `record`, if this registry holds it.
-    fn terms(&self, record: &RecordInfo) -> Option<Terms> {
+    /// Takes back the approval given to the operation under `key`, which
+    /// no call has used yet: it awaits a person's decision again, as it
+    /// did before it was approved (the next call of it is answered
+    /// [`ToolError::ApprovalRequired`](crate::ToolError::ApprovalRequired)),
+    /// and its record says who revoked it, and when
+    /// ([`ApprovalAsked::revoked`]), beside who had approved it. It awaits
+    /// for the tool's TTL (for a tool this registry does not hold, the
+    /// terms the approval kept).
+    ///
+    /// Refused, changing nothing, when the record is not an approval
+    /// still unused ([`ResolveError::NotApproved`], which says what it is:
+    /// awaiting, already used and running or done, refused, lapsed), when
+    /// it is gone ([`ResolveError::NotFound`]), when a call used the
+    /// approval or another decision came first ([`ResolveError::Raced`]),
+    /// and when the record is sealed and this registry has not its keys.
+    pub async fn revoke(&self, key: &IdemKey, by: &str) -> Result<(), ResolveError> {
+        let (record, token) = self.decidable(key, RecordState::Approved).await?;
+        let about = self
+            .opened_about(&record)?
+            .as_deref()
+            .and_then(About::parse);
+        let (tenant, approved) = about.map_or((None, None), |a| (a.tenant, a.approved));
+        let mut kept = ApprovalAsked::new(None, "");
+        if let Some(approved) = approved {
+            (kept.window, kept.ttl) = (approved.window, approved.ttl);
+        }
+        let terms = self.terms(&record, kept);
         let tool = record.tool.as_deref().unwrap_or_default();
-        self.tool(tool).ok().and_then(|t| t.decision_terms())
+        let (window, ttl) = (
+            terms.window.unwrap_or(APPROVAL_WINDOW),
+            terms.ttl.unwrap_or(self.inner.shared.defaults.ttl),
+        );
+        let request = ApprovalAsked::for_tool(tool, tenant.as_deref())
+            .with_terms(window, ttl)
+            .revoked_by(by);
+        let request = self.sealed(key, PayloadKind::Error, request.to_payload());
+        let outcome = Outcome::Awaiting {
+            request: &request,
+            ttl,
+        };
+        self.decide(&record, &token, outcome, "revoked").await
+    }
+
+    /// The terms a decision on `record` is written on: the tool's, if this
+    /// registry holds it, else those the record kept (`kept`).
+    fn terms(&self, record: &RecordInfo, kept: ApprovalAsked) -> ApprovalAsked {
+        let tool = record.tool.as_deref().unwrap_or_default();
+        match self.tool(tool).ok().and_then(|t| t.decision_terms()) {
+            Some(terms) => kept.with_terms(terms.approval_window, terms.ttl),
+            None => kept,
+        }
+    }
+
+    /// The about an approval by `by` on `terms` writes over `record`'s,
+    /// sealed as the record's was.
+    fn approval(
+        &self,
+        record: &RecordInfo,
+        by: &str,
+        terms: &ApprovalAsked,
+    ) -> Result<String, ResolveError> {
+        let about = About::approval(self.opened_about(record)?.as_deref(), by, terms);
+        Ok(self.sealed(&record.key, PayloadKind::About, about))
+    }
+
+    /// What `record` says of its operation, opened.
+    fn opened_about(&self, record: &RecordInfo) -> Result<Option<String>, ResolveError> {
+        let keys = self.inner.shared.result_keys.as_deref();
+        Ok(match record.about.clone() {
+            Some(text) => Some(open(keys, &record.key, PayloadKind::About, text)?),
+            None => None,
+        })
+    }
+
+    /// `text`, sealed when the registry encrypts results.
+    fn sealed(&self, key: &IdemKey, kind: PayloadKind, text: String) -> String {
+        seal(self.inner.shared.result_keys.as_deref(), key, kind, text)
     }
 
     /// What the awaiting `record` under `key` says of its asking (the
@@ -93,9 +149,14 @@ impl<S: Send + Sync + 'static> Registry<S> {
         Ok(ApprovalAsked::parse(&payload).unwrap_or(nothing))
     }
 
-    /// The record under `key` and the token that asked for its approval,
-    /// or why it cannot be decided.
-    async fn awaiting(&self, key: &IdemKey) -> Result<(RecordInfo, LeaseToken), ResolveError> {
+    /// The record under `key`, which must be in state `wanted` (awaiting
+    /// for a decision, approved for a revocation), and the token that
+    /// asked for its approval; or why it cannot be decided.
+    async fn decidable(
+        &self,
+        key: &IdemKey,
+        wanted: RecordState,
+    ) -> Result<(RecordInfo, LeaseToken), ResolveError> {
         let shared = &self.inner.shared;
         let (meta, limit) = (&shared.store_meta, shared.store_timeout);
         let record = bounded(meta, limit, "inspect", shared.store.inspect(key))
@@ -103,20 +164,24 @@ impl<S: Send + Sync + 'static> Registry<S> {
             .ok_or_else(|| ResolveError::NotFound {
                 key: key.to_string(),
             })?;
-        if record.state != RecordState::Awaiting {
-            return Err(ResolveError::NotAwaiting {
-                key: key.to_string(),
-                state: record.state,
+        if record.state != wanted {
+            let (key, state) = (key.to_string(), record.state);
+            return Err(match wanted {
+                RecordState::Approved => ResolveError::NotApproved { key, state },
+                _ => ResolveError::NotAwaiting { key, state },
             });
         }
-        let asked = record.holder.ok_or_else(|| {
-            StoreError::corrupt(key.as_str(), "an awaiting record without its token")
+        let token = record.holder.ok_or_else(|| {
+            StoreError::corrupt(
+                key.as_str(),
+                "a record awaiting a decision without its token",
+            )
         })?;
-        Ok((record, asked))
+        Ok((record, token))
     }
 
-    /// Writes `outcome` over the awaiting `record` with the token that
-    /// asked; `what` names the decision in the log.
+    /// Writes `outcome` over `record` with the token that asked; `what`
+    /// names the decision in the log.
     async fn decide(
         &self,
         record: &RecordInfo,

@@ -56,7 +56,7 @@ pub(crate) fn outcome(result: &Result<Value, ToolError>, how: How) -> &'static s
         (Ok(_) | Err(ToolError::Failed { .. }), How::Waited) => "waited",
         (Ok(_), How::Verified) => "verified",
         (Ok(_) | Err(ToolError::Failed { .. }), How::RanApproved) => "approved",
-        (Err(ToolError::Failed { .. }), How::Denied) => "denied",
+        (Err(ToolError::Denied { .. }), _) => "denied",
         (Ok(_), _) => "ran",
         (Err(ToolError::Failed { .. }), _) => "failed",
         (Err(ToolError::InFlight { .. }), _) => "in_flight",

@@ -329,13 +329,15 @@ impl<'a> Outcome<'a> {
     /// settling token: any outcome a running record; an unknown record
     /// (an operator's resolution) into done, failed or released; an
     /// awaiting one (a person's decision) into approved, failed (refused)
-    /// or released. Every backend decides by this table.
+    /// or released; an approved one, not yet used, into awaiting again (a
+    /// revocation). Every backend decides by this table.
     pub fn settles(&self, state: RecordState) -> bool {
         use RecordState as S;
         match (state, self.state()) {
             (S::Running, _) => true,
             (S::Unknown, to) => matches!(to, S::Done | S::Failed | S::Released),
             (S::Awaiting, to) => matches!(to, S::Approved | S::Failed | S::Released),
+            (S::Approved, to) => to == S::Awaiting,
             _ => false,
         }
     }

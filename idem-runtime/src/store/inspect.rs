@@ -170,6 +170,21 @@ pub struct ApprovalAsked {
     /// How long a refusal of it is kept: the tool's TTL.
     #[serde(default, rename = "ttl_ms", with = "millis")]
     pub ttl: Option<std::time::Duration>,
+    /// Who took back the approval it had been given, and when
+    /// (`Registry::revoke`, `idem revoke`): it awaits a decision again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoked: Option<Revoked>,
+}
+
+/// Who took back an approval not yet used, and when
+/// ([`ApprovalAsked::revoked`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct Revoked {
+    /// Who revoked it, as they were named.
+    pub by: String,
+    /// When, as RFC 3339 UTC.
+    pub at: String,
 }
 
 impl ApprovalAsked {
@@ -180,13 +195,30 @@ impl ApprovalAsked {
             tenant: tenant.map(str::to_owned),
             window: None,
             ttl: None,
+            revoked: None,
         }
+    }
+
+    /// What the registry asks for a call of `tool` by `tenant` (and asks
+    /// again when an approval is revoked): no terms yet.
+    pub fn for_tool(tool: &str, tenant: Option<&str>) -> ApprovalAsked {
+        ApprovalAsked::new(tenant, format!("a person's approval is asked for `{tool}`"))
     }
 
     /// With the tool's terms: its approval `window` and its `ttl`.
     pub fn with_terms(mut self, window: std::time::Duration, ttl: std::time::Duration) -> Self {
         self.window = Some(window);
         self.ttl = Some(ttl);
+        self
+    }
+
+    /// Asked again because `by` revoked, now, the approval it had been
+    /// given.
+    pub fn revoked_by(mut self, by: &str) -> Self {
+        self.revoked = Some(Revoked {
+            by: by.to_owned(),
+            at: crate::utc::utc(std::time::SystemTime::now()),
+        });
         self
     }
 
@@ -255,26 +287,78 @@ pub struct About {
     pub approved: Option<Approved>,
 }
 
-/// The error a refused operation's record keeps, replayed to every call of
-/// it (`Registry::deny`, `idem deny`): that a person refused it, and why.
+/// A person's refusal of an operation that awaited their approval
+/// (`Registry::deny`, `idem deny`): who refused it, why, and when. Its
+/// record is a failed one whose error is this refusal as JSON
+/// ([`to_payload`](Self::to_payload), sealed like any error when the
+/// registry encrypts results), and every call of the operation is
+/// answered [`ToolError::Denied`](crate::ToolError::Denied) with it. A
+/// refusal recorded before refusals named who (the text `a person refused
+/// this operation: WHY`) reads with `by` and `at` unknown.
 ///
 /// ```
-/// assert_eq!(
-///     idem_runtime::store::refusal("over the limit"),
-///     "a person refused this operation: over the limit"
-/// );
+/// use idem_runtime::store::Refusal;
+/// let refusal = Refusal::new("ana", "over the limit");
+/// assert_eq!(Refusal::parse(&refusal.to_payload()), Some(refusal));
+/// let older = Refusal::parse("a person refused this operation: over the limit").unwrap();
+/// assert_eq!((older.by, older.reason.as_str()), (None, "over the limit"));
+/// // A tool's own error is no refusal.
+/// assert_eq!(Refusal::parse("card declined"), None);
 /// ```
-pub fn refusal(reason: &str) -> String {
-    format!("{REFUSED}{reason}")
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct Refusal {
+    /// Who refused, as they were named; `None` for a refusal recorded
+    /// before refusals named who.
+    pub by: Option<String>,
+    /// Why, as every call of the operation is told.
+    pub reason: String,
+    /// When, as RFC 3339 UTC; `None` for an older refusal.
+    pub at: Option<String>,
 }
 
-/// How every [`refusal`] begins.
-const REFUSED: &str = "a person refused this operation: ";
+/// The one member of the JSON object a [`Refusal`] is recorded as: a
+/// tool's own error text never is such an object.
+const REFUSAL_TAG: &str = "idem/refused";
 
-/// Whether a recorded error is a person's [`refusal`]: its replays are
-/// `idem.outcome = "denied"`.
-pub(crate) fn is_refusal(error: &str) -> bool {
-    error.starts_with(REFUSED)
+/// How a refusal recorded before refusals named who begins.
+const REFUSED_BEFORE: &str = "a person refused this operation: ";
+
+impl Refusal {
+    /// Refused by `by`, now, for `reason`.
+    pub fn new(by: &str, reason: &str) -> Refusal {
+        Refusal {
+            by: Some(by.to_owned()),
+            reason: reason.to_owned(),
+            at: Some(crate::utc::utc(std::time::SystemTime::now())),
+        }
+    }
+
+    /// The error its record keeps: `{"idem/refused": {by, reason, at}}`.
+    pub fn to_payload(&self) -> String {
+        serde_json::json!({ REFUSAL_TAG: self }).to_string()
+    }
+
+    /// The refusal a failed record's error is; `None` for a tool's own
+    /// error (or a sealed one).
+    pub fn parse(error: &str) -> Option<Refusal> {
+        if let Some(reason) = error.strip_prefix(REFUSED_BEFORE) {
+            return Some(Refusal {
+                by: None,
+                reason: reason.to_owned(),
+                at: None,
+            });
+        }
+        if !error.starts_with('{') {
+            return None;
+        }
+        let mut object: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(error).ok()?;
+        if object.len() != 1 {
+            return None;
+        }
+        serde_json::from_value(object.remove(REFUSAL_TAG)?).ok()
+    }
 }
 
 /// An operation that now awaits a person's approval, as the hook of
@@ -294,7 +378,10 @@ pub struct ApprovalRequest {
     pub about: About,
 }
 
-/// Who approved an operation, and when ([`About::approved`]).
+/// Who approved an operation, and when ([`About::approved`]), and the
+/// terms it was approved on (so that an approval revoked from a shell
+/// awaits again on them); an approval recorded before it kept its terms
+/// reads with them `None`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Approved {
@@ -302,6 +389,22 @@ pub struct Approved {
     pub by: String,
     /// When, as RFC 3339 UTC (`2026-12-05T07:15:00Z`).
     pub at: String,
+    /// How long the approval stays good: the tool's `approval_window`.
+    #[serde(
+        default,
+        rename = "window_ms",
+        with = "millis",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub window: Option<std::time::Duration>,
+    /// How long a refusal of the operation is kept: the tool's TTL.
+    #[serde(
+        default,
+        rename = "ttl_ms",
+        with = "millis",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ttl: Option<std::time::Duration>,
 }
 
 impl About {
@@ -321,29 +424,40 @@ impl About {
             "tenant": self.tenant, "run": self.run, "arguments": self.arguments
         });
         if let Some(approved) = &self.approved {
-            payload["approved"] = serde_json::json!({ "by": approved.by, "at": approved.at });
+            payload["approved"] = serde_json::to_value(approved).unwrap_or_default();
         }
         payload.to_string()
     }
 
     /// The about an approval writes over a record's ([`Outcome::Approved`](super::Outcome::Approved)):
     /// what the record said (`about`, JSON; anything else is dropped),
-    /// with `approved`: `by`, now.
+    /// with `approved`: `by`, now, on the terms the awaiting record asked
+    /// on (`asked`'s window and TTL).
     ///
     /// ```
-    /// use idem_runtime::store::About;
-    /// let text = About::approval(Some(r#"{"tenant":"acme","run":"r","arguments":{"n":1}}"#), "ana");
+    /// use std::time::Duration;
+    /// use idem_runtime::store::{About, ApprovalAsked};
+    /// let asked = ApprovalAsked::new(Some("acme"), "asked")
+    ///     .with_terms(Duration::from_secs(1800), Duration::from_secs(86_400));
+    /// let text = About::approval(Some(r#"{"tenant":"acme","run":"r","arguments":{"n":1}}"#), "ana", &asked);
     /// let about = About::parse(&text).expect("an About");
-    /// assert_eq!(about.approved.map(|a| a.by).as_deref(), Some("ana"));
+    /// let approved = about.approved.expect("approved");
+    /// assert_eq!((approved.by.as_str(), approved.window), ("ana", Some(Duration::from_secs(1800))));
     /// assert_eq!(about.arguments["n"], 1);
     /// ```
-    pub fn approval(about: Option<&str>, by: &str) -> String {
+    pub fn approval(about: Option<&str>, by: &str, asked: &ApprovalAsked) -> String {
         let mut object = match about.and_then(|text| serde_json::from_str(text).ok()) {
             Some(serde_json::Value::Object(object)) => object,
             _ => serde_json::Map::new(),
         };
-        let at = crate::utc::utc(std::time::SystemTime::now());
-        object.insert("approved".into(), serde_json::json!({ "by": by, "at": at }));
+        let approved = Approved {
+            by: by.to_owned(),
+            at: crate::utc::utc(std::time::SystemTime::now()),
+            window: asked.window,
+            ttl: asked.ttl,
+        };
+        let approved = serde_json::to_value(approved).unwrap_or_default();
+        object.insert("approved".into(), approved);
         serde_json::Value::Object(object).to_string()
     }
 
@@ -383,7 +497,9 @@ pub struct RecordInfo {
     /// [`IdemStore::settle`](crate::IdemStore::settle) with
     /// [`Outcome::Released`](crate::store::Outcome::Released) ends the claim;
     /// for an unknown one, the token that settled it, with which an
-    /// operator resolves it; `None` otherwise.
+    /// operator resolves it; for an awaiting one, the token that asked,
+    /// with which a person decides it; for an approved one, that token
+    /// still, with which the approval is revoked; `None` otherwise.
     pub holder: Option<LeaseToken>,
     /// The recorded result (done), error (failed), reason the outcome is
     /// unknown ([`UnknownNote`]) or why and on what terms an approval is

@@ -24,7 +24,7 @@
 //! | operation | absent or expired | running, lease live | running, lease lapsed | released | done / failed | unknown | awaiting | approved |
 //! |---|---|---|---|---|---|---|---|---|
 //! | `claim` | `Acquired`, attempt 0 | `Existing(Running)` | `TakenOver`, attempt + 1 | `Acquired`, attempt + 1 | `Existing(Done / Failed)` | `Existing(Unknown)` | `Existing(Awaiting)` | the fingerprint approved: `Approved`, the same attempt, the approval's about kept; another: `Existing(Approved)` |
-//! | `settle` (any [`Outcome`]), `renew` with the holder's token | `LeaseLost` | applied | applied (nobody claimed since) | `LeaseLost` | `LeaseLost` | `settle` to done, failed or released with the token that made it unknown: applied (resolved); else `LeaseLost` | `settle` to approved, failed or released with the token that asked: applied (decided); else `LeaseLost` | `LeaseLost` |
+//! | `settle` (any [`Outcome`]), `renew` with the holder's token | `LeaseLost` | applied | applied (nobody claimed since) | `LeaseLost` | `LeaseLost` | `settle` to done, failed or released with the token that made it unknown: applied (resolved); else `LeaseLost` | `settle` to approved, failed or released with the token that asked: applied (decided); else `LeaseLost` | `settle` to awaiting with the token that asked: applied (revoked); else `LeaseLost` |
 //!
 //! [`Outcome::settles`] is that table's `settle` row.
 //!
@@ -88,9 +88,8 @@ pub(crate) use self::contract::IdemStore;
 pub use self::contract::{
     BoxFuture, CLAIM_RETENTION, Claim, ClaimRequest, Entry, Outcome, UNKNOWN_RETENTION,
 };
-pub(crate) use self::inspect::is_refusal;
 pub use self::inspect::{
-    About, ApprovalAsked, ApprovalRequest, Approved, RecordInfo, RecordState, ScanFilter, ScanPage,
-    UnknownNote, UnknownState, refusal,
+    About, ApprovalAsked, ApprovalRequest, Approved, RecordInfo, RecordState, Refusal, Revoked,
+    ScanFilter, ScanPage, UnknownNote, UnknownState,
 };
 pub use self::token::LeaseToken;

@@ -228,7 +228,7 @@ impl InfoRow {
             .ok_or_else(|| corrupt(format!("unknown state {:?}", self.state)))?;
         let attempt = attempt(&key, self.attempt)?;
         let holder = match (state, self.token) {
-            (State::Running | State::Unknown | State::Awaiting, Some(token)) => {
+            (State::Running | State::Unknown | State::Awaiting | State::Approved, Some(token)) => {
                 Some(LeaseToken::from_parts(
                     u128::from_be_bytes(
                         <[u8; 16]>::try_from(token.as_slice())

@@ -170,7 +170,16 @@ impl State {
                     *attempt,
                 )),
             ),
-            State::Approved { attempt, .. } => (RecordState::Approved, *attempt, None, None, None),
+            State::Approved { token, attempt } => (
+                RecordState::Approved,
+                *attempt,
+                None,
+                None,
+                Some(LeaseToken::from_parts(
+                    u128::from_le_bytes(*token),
+                    *attempt,
+                )),
+            ),
         }
     }
 
@@ -202,7 +211,7 @@ impl State {
 
     /// Whether `token` may settle this state with `outcome` (a renewal
     /// when `None`): the holder of a running record, or the token that
-    /// made an unknown or awaiting one, deciding it
+    /// made an unknown, awaiting or approved one, deciding it
     /// ([`Outcome::settles`]).
     pub(super) fn settleable_by(&self, outcome: Option<Outcome<'_>>, token: &[u8; 16]) -> bool {
         self.token() == token

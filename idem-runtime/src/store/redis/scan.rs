@@ -211,7 +211,7 @@ fn decode(key: &IdemKey, parts: &[RValue], payload: bool) -> Result<RecordInfo, 
     let state = State::parse(&field(0)?).ok_or_else(|| corrupt("unknown state"))?;
     let attempt = u32::try_from(number(2)?).map_err(|_| corrupt("bad attempt"))?;
     let running = state == State::Running;
-    let holder = if running || matches!(state, State::Unknown | State::Awaiting) {
+    let holder = if running || matches!(state, State::Unknown | State::Awaiting | State::Approved) {
         let id = u128::from_str_radix(&field(3)?, 16).map_err(|_| corrupt("bad token"))?;
         Some(LeaseToken::from_parts(id, attempt))
     } else {

@@ -2,7 +2,8 @@
 //! with what was asked and takes no token operation but the decision, by
 //! the token that asked; of two decisions at once one lands; an approval
 //! is used once, by a claim of the very arguments approved, and lapses
-//! with its window.
+//! with its window; until it is used, it is revoked by the token that
+//! asked.
 
 use std::time::Duration;
 
@@ -185,9 +186,104 @@ pub async fn approval_decisions_race_to_one<H: Harness>(h: &H) {
     }
 }
 
+/// An approval not yet used is revoked by the token that asked: the
+/// record awaits again (its about kept, its payload the new request), and
+/// a repeat of the same revocation changes nothing; another token, or a
+/// revocation once a claim has used the approval, is fenced. Of a
+/// revocation and the claim that would use the approval, at once,
+/// exactly one lands.
+pub async fn an_unused_approval_is_revoked_by_its_token<H: Harness>(h: &H) {
+    const AGAIN: &str = r#"{"asks":"again","revoked":{"by":"carol"}}"#;
+    let revoked = Outcome::Awaiting {
+        request: AGAIN,
+        ttl: LONG,
+    };
+    let store = h.store();
+    let (ns, f) = (namespace(), fp(1));
+    let k = key(&ns, "revoked");
+    let asked = ask(&*store, &k).await;
+    lease_lost(
+        store.settle(&k, &asked, revoked).await,
+        "a revocation of no approval",
+    );
+    store
+        .settle(&k, &asked, approved(APPROVED, LONG))
+        .await
+        .expect("approved");
+    let info = inspected(&*store, &k).await;
+    assert_eq!(
+        (info.state, info.holder),
+        (RecordState::Approved, Some(asked)),
+        "the token that asked revokes"
+    );
+    let stranger = LeaseToken::generate(0);
+    lease_lost(
+        store.settle(&k, &stranger, revoked).await,
+        "a revocation with another token",
+    );
+    store.settle(&k, &asked, revoked).await.expect("revoked");
+    store
+        .settle(&k, &asked, revoked)
+        .await
+        .expect("the same revocation repeated");
+    let info = inspected(&*store, &k).await;
+    assert_eq!(
+        (
+            info.state,
+            info.holder,
+            info.payload.as_deref(),
+            info.about.as_deref()
+        ),
+        (
+            RecordState::Awaiting,
+            Some(asked),
+            Some(AGAIN),
+            Some(APPROVED)
+        ),
+        "awaiting again, saying who revoked, the about kept"
+    );
+    assert!(
+        matches!(
+            existing(store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)).await),
+            Entry::Awaiting { .. }
+        ),
+        "a claim finds it awaiting"
+    );
+    store
+        .settle(&k, &asked, approved(APPROVED, LONG))
+        .await
+        .expect("approved again");
+    for round in 0..4 {
+        let k = key(&ns, &format!("revoke-race-{round}"));
+        let asked = ask(&*store, &k).await;
+        store
+            .settle(&k, &asked, approved(APPROVED, LONG))
+            .await
+            .expect("approved");
+        let (revoke, claim) = tokio::join!(
+            store.settle(&k, &asked, revoked),
+            store.claim(&k, ClaimRequest::new(TOOL, &f, LONG)),
+        );
+        match (revoke, claim) {
+            (Ok(()), Ok(crate::store::Claim::Existing(Entry::Awaiting { .. }))) => {}
+            (Err(StoreError::LeaseLost), Ok(crate::store::Claim::Approved(ran))) => {
+                lease_lost(
+                    store.settle(&k, &asked, revoked).await,
+                    "a revocation of a used approval",
+                );
+                store
+                    .settle(&k, &ran, done_with("1"))
+                    .await
+                    .expect("the run records its result");
+            }
+            other => panic!("a revocation or the run must land, not both: {other:?}"),
+        }
+    }
+}
+
 /// Whether `outcome` is the answer that the operation waits for a
 /// person's approval, under `key`.
-fn waits(outcome: &Result<serde_json::Value, ToolError>) -> Option<String> {
+fn waits(outcome: &Result<serde_json::Value, ToolError>) -> Option<crate::IdemKey> {
     match outcome {
         Err(ToolError::ApprovalRequired { key, .. }) => Some(key.clone()),
         _ => None,
@@ -208,14 +304,14 @@ pub async fn registry_runs_an_approved_operation_once<H: Harness>(h: &H) {
     let registry = registry(h.store(), &namespace(), &counter);
     let call = |n: u64| registry.call("r", "counter", json!({ "n": n }));
     let k1 = waits(&call(1).await).expect("the first call asks");
-    let asked = inspected(registry.store(), &crate::IdemKey::from_raw(&k1)).await;
+    let asked = inspected(registry.store(), &k1).await;
     assert_eq!(waits(&call(1).await), Some(k1.clone()), "a duplicate waits");
     let again = inspected(registry.store(), &asked.key).await;
     assert_eq!(again.holder, asked.holder, "nothing is asked twice");
     let k2 = waits(&call(2).await).expect("other arguments ask for themselves");
     assert_ne!(k1, k2);
     assert_eq!(counter.total(), 0, "nothing ran before an approval");
-    let (k1, k2) = (asked.key, crate::IdemKey::from_raw(&k2));
+    let k1 = asked.key;
     registry.approve(&k1, "ana").await.expect("approved");
     assert!(matches!(
         registry.approve(&k1, "bob").await,
@@ -233,19 +329,23 @@ pub async fn registry_runs_an_approved_operation_once<H: Harness>(h: &H) {
         .about
         .unwrap_or_default();
     assert!(about.contains(r#""by":"ana""#), "who approved: {about}");
-    registry.deny(&k2, "too large").await.expect("refused");
+    registry
+        .deny(&k2, "bob", "too large")
+        .await
+        .expect("refused");
     for _ in 0..2 {
         match call(2).await {
-            Err(ToolError::Failed {
-                permanent: true,
-                message,
-                ..
-            }) => assert!(message.contains("too large"), "{message}"),
+            Err(ToolError::Denied {
+                key, by, reason, ..
+            }) => assert_eq!(
+                (key, by.as_deref(), reason.as_str()),
+                (k2.clone(), Some("bob"), "too large")
+            ),
             other => panic!("a refusal is answered, got {other:?}"),
         }
     }
     assert!(matches!(
-        registry.deny(&k2, "twice").await,
+        registry.deny(&k2, "bob", "twice").await,
         Err(ResolveError::NotAwaiting {
             state: RecordState::Failed,
             ..
@@ -255,8 +355,11 @@ pub async fn registry_runs_an_approved_operation_once<H: Harness>(h: &H) {
         registry.approve(&key(&namespace(), "never"), "ana").await,
         Err(ResolveError::NotFound { .. })
     ));
-    let k3 = crate::IdemKey::from_raw(waits(&call(3).await).expect("asks"));
-    let (a, d) = tokio::join!(registry.approve(&k3, "ana"), registry.deny(&k3, "no"));
+    let k3 = waits(&call(3).await).expect("asks");
+    let (a, d) = tokio::join!(
+        registry.approve(&k3, "ana"),
+        registry.deny(&k3, "bob", "no")
+    );
     let lost = |r: &Result<(), ResolveError>| {
         matches!(
             r,
@@ -293,7 +396,7 @@ pub async fn registry_keeps_the_tools_approval_terms<H: Harness>(h: &H) {
     let ns = namespace();
     let registry = registry(h.store(), &ns, &counter);
     let call = |n: u64| registry.call("r", "counter", json!({ "n": n }));
-    let asked = crate::IdemKey::from_raw(waits(&call(1).await).expect("asks"));
+    let asked = waits(&call(1).await).expect("asks");
     let payload = inspected(registry.store(), &asked).await.payload;
     let terms = payload
         .as_deref()
@@ -314,8 +417,8 @@ pub async fn registry_keeps_the_tools_approval_terms<H: Harness>(h: &H) {
     );
     assert_eq!(counter.total(), 0);
 
-    let refused = crate::IdemKey::from_raw(waits(&call(2).await).expect("asks"));
-    registry.deny(&refused, "no").await.expect("refused");
+    let refused = waits(&call(2).await).expect("asks");
+    registry.deny(&refused, "bob", "no").await.expect("refused");
     let kept = inspected(registry.store(), &refused).await.expires_in;
     assert!(
         kept > ttl - LONG && kept <= ttl,
@@ -328,15 +431,101 @@ pub async fn registry_keeps_the_tools_approval_terms<H: Harness>(h: &H) {
         .namespace(&ns)
         .build()
         .expect("a registry of no tools");
-    let other = crate::IdemKey::from_raw(waits(&call(3).await).expect("asks"));
+    let other = waits(&call(3).await).expect("asks");
     operator.approve(&other, "ops").await.expect("approved");
     let approved = inspected(registry.store(), &other).await;
     assert!(
         approved.expires_in <= SHORT,
         "the tool's window: {approved:?}"
     );
-    let last = crate::IdemKey::from_raw(waits(&call(4).await).expect("asks"));
-    operator.deny(&last, "no").await.expect("refused");
+    let last = waits(&call(4).await).expect("asks");
+    operator.deny(&last, "bob", "no").await.expect("refused");
     let kept = inspected(registry.store(), &last).await.expires_in;
     assert!(kept > ttl - LONG && kept <= ttl, "the tool's TTL: {kept:?}");
+}
+
+/// Through the registry, an approval not yet used is revoked: the next
+/// call is told it waits again, the record says who revoked it, on the
+/// tool's terms; approved anew, it runs once. Revoking what is no unused
+/// approval (awaiting, done, refused, absent) is refused with what it is,
+/// changing nothing; a registry without the tool revokes on the terms the
+/// approval kept.
+pub async fn registry_revokes_an_unused_approval<H: Harness>(h: &H) {
+    let ttl = Duration::from_secs(2 * 86_400);
+    let options = WriteOptions::new()
+        .approval(Approval::Required)
+        .approval_window(LONG)
+        .ttl(ttl);
+    let counter = Counter::new(Duration::ZERO, options);
+    let ns = namespace();
+    let registry = registry(h.store(), &ns, &counter);
+    let call = |n: u64| registry.call("r", "counter", json!({ "n": n }));
+    let k = waits(&call(1).await).expect("asks");
+    let not_approved = |r: Result<(), ResolveError>, want: RecordState| match r {
+        Err(ResolveError::NotApproved { state, .. }) => assert_eq!(state, want),
+        other => panic!("revoking a record {want} is refused, got {other:?}"),
+    };
+    not_approved(registry.revoke(&k, "carol").await, RecordState::Awaiting);
+    registry.approve(&k, "ana").await.expect("approved");
+    registry.revoke(&k, "carol").await.expect("revoked");
+    assert_eq!(waits(&call(1).await), Some(k.clone()), "it waits again");
+    assert_eq!(counter.total(), 0, "nothing ran");
+    let info = inspected(registry.store(), &k).await;
+    let asked = info
+        .payload
+        .as_deref()
+        .and_then(crate::store::ApprovalAsked::parse);
+    let asked = asked.expect("the record says what is asked");
+    assert_eq!(
+        (asked.revoked.map(|r| r.by), asked.window, asked.ttl),
+        (Some("carol".to_owned()), Some(LONG), Some(ttl)),
+        "who revoked, and the tool's terms"
+    );
+    assert!(
+        info.expires_in > ttl - LONG,
+        "it awaits for the TTL: {info:?}"
+    );
+    registry.approve(&k, "ana").await.expect("approved again");
+    let ran = call(1).await.expect("runs once approved");
+    assert_eq!(call(1).await.expect("replayed"), ran);
+    assert_eq!(counter.total(), 1);
+    not_approved(registry.revoke(&k, "carol").await, RecordState::Done);
+    let refused = waits(&call(2).await).expect("asks");
+    registry.deny(&refused, "bob", "no").await.expect("refused");
+    not_approved(
+        registry.revoke(&refused, "carol").await,
+        RecordState::Failed,
+    );
+    assert!(matches!(
+        registry.revoke(&key(&ns, "never"), "carol").await,
+        Err(ResolveError::NotFound { .. })
+    ));
+
+    let operator = Registry::builder(())
+        .store(h.store())
+        .namespace(&ns)
+        .build()
+        .expect("a registry of no tools");
+    let other = waits(&call(3).await).expect("asks");
+    operator.approve(&other, "ops").await.expect("approved");
+    operator
+        .revoke(&other, "ops")
+        .await
+        .expect("revoked without the tool");
+    let info = inspected(registry.store(), &other).await;
+    let asked = info
+        .payload
+        .as_deref()
+        .and_then(crate::store::ApprovalAsked::parse);
+    let asked = asked.expect("the record says what is asked");
+    assert_eq!(
+        (asked.window, asked.ttl),
+        (Some(LONG), Some(ttl)),
+        "the terms the approval kept"
+    );
+    assert!(
+        info.expires_in > ttl - LONG && info.expires_in <= ttl,
+        "{info:?}"
+    );
+    assert_eq!(counter.total(), 1, "nothing else ran");
 }

@@ -147,7 +147,7 @@ mod with_keys {
         let sealed = registry_with(h.store(), &ns, &counter, move |b| b.encrypt_results(keys));
         let plain = registry_with(h.store(), &ns, &counter, |b| b);
         let key = match sealed.call("r", "counter", json!({"n": 7})).await {
-            Err(ToolError::ApprovalRequired { key, .. }) => crate::IdemKey::from_raw(key),
+            Err(ToolError::ApprovalRequired { key, .. }) => key,
             other => panic!("the call asks for approval, got {other:?}"),
         };
         let info = crate::testing::helpers::inspected(&*h.store(), &key).await;

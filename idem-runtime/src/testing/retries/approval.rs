@@ -18,14 +18,10 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
     /// Approves the operation under `key` as a person would; another
     /// duplicate of the scenario may have approved it first, which is
     /// fine: the record then no longer awaits one.
-    pub(super) async fn approve(&self, key: &str) {
-        match self
-            .registry
-            .approve(&IdemKey::from_raw(key), APPROVER)
-            .await
-        {
+    pub(super) async fn approve(&self, key: &IdemKey) {
+        match self.registry.approve(key, APPROVER).await {
             Ok(()) | Err(ResolveError::NotAwaiting { .. } | ResolveError::Raced { .. }) => {}
-            Err(e) => tracing::warn!(key, error = %e, "the check could not approve"),
+            Err(e) => tracing::warn!(key = %key, error = %e, "the check could not approve"),
         }
     }
 
@@ -37,10 +33,10 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
         const SCENARIO: &str = "asked twice, approved once, 4 duplicates";
         let start = self.start();
         let asked = [self.ask(SCENARIO).await, self.ask(SCENARIO).await];
-        let waits: Vec<&str> = asked.iter().filter_map(awaited).collect();
+        let waits: Vec<&IdemKey> = asked.iter().filter_map(awaited).collect();
         let ran_before = self.row(SCENARIO, start).runs;
         let approved = match waits[..] {
-            [a, b] if a == b => Some(self.registry.approve(&IdemKey::from_raw(a), APPROVER).await),
+            [a, b] if a == b => Some(self.registry.approve(a, APPROVER).await),
             _ => None,
         };
         let (a, b, c, d) = tokio::join!(
@@ -51,11 +47,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
         );
         let answers = [a, b, c, d];
         let again = match waits.first() {
-            Some(key) => Some(
-                self.registry
-                    .approve(&IdemKey::from_raw(*key), APPROVER)
-                    .await,
-            ),
+            Some(key) => Some(self.registry.approve(key, APPROVER).await),
             None => None,
         };
         let mut row = self.row(SCENARIO, start);
@@ -75,7 +67,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
 }
 
 /// The key of an answer that the operation waits for a person's approval.
-fn awaited(outcome: &Result<Value, ToolError>) -> Option<&str> {
+fn awaited(outcome: &Result<Value, ToolError>) -> Option<&IdemKey> {
     match outcome {
         Err(ToolError::ApprovalRequired { key, .. }) => Some(key),
         _ => None,

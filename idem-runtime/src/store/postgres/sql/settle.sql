@@ -3,7 +3,8 @@
 -- what is `Outcome::settles`: a running record by its holder into any
 -- state; an unknown one, with the token that made it unknown, into done,
 -- failed or released (resolved); an awaiting one, with the token that made
--- it awaiting, into approved, failed (refused) or released. A settled row
+-- it awaiting, into approved, failed (refused) or released; an approved one,
+-- with that token still, into awaiting again (revoked). A settled row
 -- keeps the token that settled it, so the very same settle repeated (its
 -- first reply lost: same token, state, payload and about) matches and
 -- changes nothing.
@@ -18,5 +19,6 @@ WHERE key = $1 AND token = $2 AND expires_at > now()
   AND (state = 'running'
        OR (state = 'unknown' AND $3 IN ('done', 'failed', 'released'))
        OR (state = 'awaiting' AND $3 IN ('approved', 'failed', 'released'))
+       OR (state = 'approved' AND $3 = 'awaiting')
        OR (state = $3 AND payload IS NOT DISTINCT FROM $4
            AND ($3 <> 'approved' OR about IS NOT DISTINCT FROM $6::text)))

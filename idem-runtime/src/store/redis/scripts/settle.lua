@@ -2,7 +2,8 @@
 -- on the holder's token; the resolution of an unknown record (to done,
 -- failed or released) with the token that made it unknown; a person's
 -- decision on an awaiting record (approved, failed: refused, or released)
--- with the token that made it awaiting (`Outcome::settles`).
+-- with the token that made it awaiting, and its revocation (approved to
+-- awaiting again) with that token still (`Outcome::settles`).
 -- KEYS[1]; ARGV: token, op ('done' | 'failed' | 'released' | 'unknown' |
 -- 'awaiting' | 'approved' | 'renew'), the payload (result, error, reason,
 -- request, the approval's about, or lease ms) or the whole settled
@@ -39,7 +40,8 @@ if rec and rec.token == ARGV[1] and rec.state == op and repeated then
   return 'ok'
 end
 local decides = rec and ((rec.state == 'unknown' and (op == 'done' or op == 'failed' or op == 'released'))
-  or (rec.state == 'awaiting' and (op == 'approved' or op == 'failed' or op == 'released')))
+  or (rec.state == 'awaiting' and (op == 'approved' or op == 'failed' or op == 'released'))
+  or (rec.state == 'approved' and op == 'awaiting'))
 if not rec or (rec.state ~= 'running' and not decides) or rec.token ~= ARGV[1] then return 'lost' end
 if op == 'renew' then
   -- The claim's age carries over: life counts from the claim.

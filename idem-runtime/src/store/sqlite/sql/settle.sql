@@ -4,7 +4,8 @@
 -- into any state; an unknown one, with the token that made it unknown,
 -- into done, failed or released (resolved); an awaiting one, with the
 -- token that made it awaiting, into approved, failed (refused) or
--- released. A settled record keeps the token that settled it, so the very
+-- released; an approved one, with that token still, into awaiting again
+-- (revoked). A settled record keeps the token that settled it, so the very
 -- same settle repeated (same token, state, payload and about) matches and
 -- changes nothing.
 UPDATE idem_records SET
@@ -17,4 +18,5 @@ WHERE key = ?1 AND token = ?2 AND expires_at > ?6
   AND (state = 'running'
        OR (state = 'unknown' AND ?3 IN ('done', 'failed', 'released'))
        OR (state = 'awaiting' AND ?3 IN ('approved', 'failed', 'released'))
+       OR (state = 'approved' AND ?3 = 'awaiting')
        OR (state = ?3 AND payload IS ?4 AND (?3 <> 'approved' OR about IS ?7)))
