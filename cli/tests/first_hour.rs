@@ -6,7 +6,9 @@
 //! have is refused at start, naming the tool meant; HTTP authentication
 //! says what it refuses and why, and a session is its principal's alone; a
 //! tool that needs a person's approval calls nothing upstream until one is
-//! given for that very operation, then once.
+//! given for that very operation, then once; a condition in the TOML says
+//! which calls need one, and one that does not fit the tool stops the
+//! gateway at start.
 
 mod common;
 
@@ -192,6 +194,76 @@ async fn a_tool_that_needs_approval_runs_upstream_once_approved() {
     client.cancel().await.expect("shut down");
     let ledger = std::fs::read_to_string(ledger).expect("the ledger");
     assert_eq!(ledger, "a 3\n", "one approval, one run upstream");
+}
+
+/// The README's refund above a limit, said in the gateway's TOML: with
+/// `approval_when`, a call for which the condition holds waits for a
+/// person (told for how long an approval stays good), one for which it
+/// does not runs at once, and one it cannot decide (a tag compared with a
+/// number) waits, the safe way. A condition that names a field the tool
+/// does not have, or compares one with a value of another type, stops the
+/// gateway at start, naming the tool, the field and where.
+#[tokio::test]
+async fn a_condition_in_the_toml_decides_which_calls_wait_for_approval() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("first-hour");
+    let condition = "amount > 10 || tags.exists(t, t > 5)";
+    let file = config(
+        &dir,
+        &format!("[tools.append]\napproval_when = \"{condition}\"\n"),
+    );
+    let client = stdio_client(&gateway(&dir, &["--config", &file])).await;
+    let listed = client.list_all_tools().await.expect("tools/list");
+    let append_tool = listed.iter().find(|t| t.name == "append").expect("listed");
+    let contract = serde_json::to_value(&append_tool.meta).expect("JSON")["idem/contract"].clone();
+    assert_eq!(
+        (&contract["approval"], &contract["approval_when"]),
+        (&json!("required"), &json!(condition)),
+        "{contract}"
+    );
+    let small = call(&client, "append", json!({"entry": "small", "amount": 3})).await;
+    assert_ne!(small["isError"], true, "under the limit it runs: {small}");
+    let large = call(&client, "append", json!({"entry": "large", "amount": 50})).await;
+    let text = large["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("needs a person's approval") && text.contains("within 1 hour"),
+        "{large}"
+    );
+    let window = &large["_meta"][idem::mcp::AWAITING_APPROVAL_META]["approval_window_secs"];
+    assert_eq!(window, 3600, "{large}");
+    let odd = json!({"entry": "odd", "amount": 3, "tags": ["x"]});
+    let undecided = call(&client, "append", odd).await;
+    assert_eq!(
+        undecided["isError"], true,
+        "undecided, it waits: {undecided}"
+    );
+    client.cancel().await.expect("shut down");
+    let ledger = std::fs::read_to_string(dir.0.join("ledger.txt")).expect("the ledger");
+    assert_eq!(ledger, "small 3\n", "only the call under the limit ran");
+
+    for (condition, said) in [
+        (
+            "amont > 10",
+            "1:1: `amont` is not a field of the tool's input (did you mean `amount`?)",
+        ),
+        (
+            "entry == 'a' && amount > 'ten'",
+            "1:26: `amount` is a number in the tool's input schema, and is compared with a string",
+        ),
+    ] {
+        let file = config(
+            &dir,
+            &format!("[tools.append]\napproval_when = \"{condition}\"\n"),
+        );
+        let message = refused(&gateway(&dir, &["--config", &file]));
+        assert!(
+            message.contains("[tools.append] approval_when does not fit the tool's input: ")
+                && message.contains(said),
+            "{message}"
+        );
+    }
 }
 
 #[tokio::test]

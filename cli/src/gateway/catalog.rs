@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::config::{Config, ErrorResults, Kind, ToolConfig};
 use super::proxy::ProxiedWrite;
+use super::spelling::closest;
 
 /// How long a write's result is replayed unless its `ttl` says otherwise
 /// (the registry's default, set on it explicitly so that the contract
@@ -115,37 +116,6 @@ impl Catalog {
     }
 }
 
-/// The name among `names` that `given` is most likely a misspelling of:
-/// at most two edits away (one for a name of four letters or fewer).
-fn closest<'n>(given: &str, names: &[&'n str]) -> Option<&'n str> {
-    let most = if given.chars().count() <= 4 { 1 } else { 2 };
-    names
-        .iter()
-        .map(|name| (edits(given, name), *name))
-        .filter(|(distance, _)| *distance <= most)
-        .min()
-        .map(|(_, name)| name)
-}
-
-/// How many one-letter insertions, deletions or substitutions turn `a`
-/// into `b` (Levenshtein).
-fn edits(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
-        }
-    }
-    row[b.len()]
-}
-
 /// `tool` (as the upstream lists it) as the gateway's clients see it: a
 /// read as it came, a write carrying the contract the gateway enforces.
 pub(crate) fn served(tool: Value, config: &Config) -> Value {
@@ -204,6 +174,11 @@ fn proxied(
     let Some(input) = tool.get("inputSchema").filter(|s| s.is_object()) else {
         return Err(format!("the upstream's tool `{name}` has no input schema"));
     };
+    if let Some(condition) = &config.approval_when {
+        condition.checked(input).map_err(|e| {
+            format!("[tools.{name}] approval_when does not fit the tool's input: {e}")
+        })?;
+    }
     let mut info =
         ToolInfo::new(name.to_owned(), description.to_owned()).with_input_schema(input.clone());
     if let Some(output) = tool.get("outputSchema").filter(|s| s.is_object()) {
@@ -214,6 +189,7 @@ fn proxied(
         options: config.write_options(hints.destructive, hints.open_world),
         timeout: config.timeout.unwrap_or(timeout),
         error_results: config.error_results.unwrap_or_default(),
+        approval_when: config.approval_when.clone(),
     })
 }
 
@@ -285,8 +261,11 @@ fn contract(config: &ToolConfig, scope: ScopeKind, properties: &[String]) -> Val
         _ => "rerun",
     };
     contract.insert("on_uncertain".into(), uncertain.into());
-    let approval = config.approval.unwrap_or_default();
+    let approval = config.approval();
     contract.insert("approval".into(), approval.name().into());
+    if let Some(condition) = &config.approval_when {
+        contract.insert("approval_when".into(), condition.text().into());
+    }
     if approval != idem::Approval::Never {
         let window = config.approval_window.unwrap_or(idem::APPROVAL_WINDOW);
         contract.insert("approval_window_secs".into(), window.as_secs().into());
@@ -314,17 +293,6 @@ mod tests {
             },
             "annotations": annotations,
         })
-    }
-
-    #[test]
-    fn a_setting_for_a_tool_not_listed_names_the_tool_it_is_closest_to() {
-        assert_eq!(edits("transfr", "transfer"), 1);
-        assert_eq!(edits("", "abc"), 3);
-        assert_eq!(edits("kitten", "sitting"), 3);
-        let names = ["transfer", "send_email", "get_balance"];
-        assert_eq!(closest("transfr", &names), Some("transfer"));
-        assert_eq!(closest("sendemail", &names), Some("send_email"));
-        assert_eq!(closest("refund", &names), None);
     }
 
     #[test]

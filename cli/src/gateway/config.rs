@@ -14,6 +14,8 @@
 //! approval = "required"     # or "never" (the default), or "ask": a person approves each
 //!                           # operation; "ask" also asks the person at an MCP client
 //! approval_window = "30m"   # how long an approval stays good (1h by default)
+//! approval_when = "amount_cents > 10000"  # only the calls for which this CEL
+//!                           # condition holds wait for approval (condition.rs)
 //! error_results = "record"  # or "release" (the default)
 //!
 //! [tools.search]
@@ -28,12 +30,15 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use idem::{
     Approval, OnInFlight, OnStoreError, OnUncertain, ScopeKind, SettingError, WriteOptions,
 };
 use serde::{Deserialize, Deserializer};
+
+use super::condition::Condition;
 
 /// The whole file.
 #[derive(Debug, Default, Deserialize)]
@@ -108,6 +113,10 @@ pub(crate) struct ToolConfig {
     /// How long an approval stays good (an hour by default).
     #[serde(default, deserialize_with = "duration")]
     pub(crate) approval_window: Option<Duration>,
+    /// Which calls wait for approval: those for which this condition (CEL,
+    /// over the arguments and `tenant`) holds; all of them without it.
+    #[serde(default, deserialize_with = "condition")]
+    pub(crate) approval_when: Option<Arc<Condition>>,
     pub(crate) error_results: Option<ErrorResults>,
 }
 
@@ -123,10 +132,14 @@ impl Config {
     fn parse(text: &str) -> Result<Config, String> {
         let config: Config = toml::from_str(text).map_err(|e| e.to_string())?;
         for (name, tool) in &config.tools {
-            let asks = tool.approval.is_some_and(|a| a != Approval::Never);
-            if tool.approval_window.is_some() && !asks {
+            if tool.approval == Some(Approval::Never) && tool.approval_when.is_some() {
                 return Err(format!(
-                    "[tools.{name}] gives `approval_window`, how long a person's approval stays good, but the tool asks for none: give `approval = \"required\"` (or \"ask\"), or remove `approval_window`"
+                    "[tools.{name}] gives `approval_when`, the calls that wait for a person's approval, and `approval = \"never\"`: give `approval = \"required\"` (the default with a condition) or \"ask\", or remove `approval_when`"
+                ));
+            }
+            if tool.approval_window.is_some() && tool.approval() == Approval::Never {
+                return Err(format!(
+                    "[tools.{name}] gives `approval_window`, how long a person's approval stays good, but the tool asks for none: give `approval = \"required\"` (or \"ask\", or `approval_when`), or remove `approval_window`"
                 ));
             }
             if tool.wait.is_some() && tool.on_in_flight.is_some() {
@@ -145,6 +158,17 @@ impl Config {
 }
 
 impl ToolConfig {
+    /// Whether a person approves the tool's operations: as `approval`
+    /// says; `"required"` when only `approval_when` is given, else never.
+    /// With `approval_when`, only the calls for which it holds.
+    pub(crate) fn approval(&self) -> Approval {
+        match (self.approval, &self.approval_when) {
+            (Some(approval), _) => approval,
+            (None, Some(_)) => Approval::Required,
+            (None, None) => Approval::Never,
+        }
+    }
+
     /// The write options these settings make, on top of `destructive` and
     /// `open_world` (the upstream's hints).
     pub(crate) fn write_options(&self, destructive: bool, open_world: bool) -> WriteOptions {
@@ -184,9 +208,11 @@ impl ToolConfig {
         if let Some(policy) = self.on_uncertain {
             options = options.on_uncertain(policy);
         }
-        if let Some(approval) = self.approval {
-            options = options.approval(approval);
-        }
+        options = match self.approval_when {
+            // The condition decides call by call (`ProxiedWrite::needs_approval`).
+            Some(_) => options.approval(Approval::Decided),
+            None => options.approval(self.approval()),
+        };
         if let Some(window) = self.approval_window {
             options = options.approval_window(window);
         }
@@ -225,6 +251,15 @@ named!(ScopeKind, OnInFlight, OnStoreError, OnUncertain, Approval);
 fn named<'de, D: Deserializer<'de>, T: Named>(d: D) -> Result<Option<T>, D::Error> {
     let given = String::deserialize(d)?;
     T::parse(&given).map(Some).map_err(serde::de::Error::custom)
+}
+
+/// `approval_when`: CEL that parses (whether it fits the tool's input is
+/// checked once the upstream lists the tool).
+fn condition<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Arc<Condition>>, D::Error> {
+    let given = String::deserialize(d)?;
+    Condition::parse(&given)
+        .map(|c| Some(Arc::new(c)))
+        .map_err(|e| serde::de::Error::custom(format!("`approval_when` is not CEL: {e}")))
 }
 
 fn wait<'de, D: Deserializer<'de>>(d: D) -> Result<Option<OnInFlight>, D::Error> {
@@ -346,6 +381,41 @@ mod tests {
         );
         let on = loaded.expect("one spelling loads").tool("pay").on_in_flight;
         assert_eq!(on, Some(OnInFlight::Reject));
+    }
+
+    #[test]
+    fn a_condition_asks_as_required_unless_ask_is_given_and_never_contradicts_it() {
+        let config = Config::parse(
+            "[tools.refund]\napproval_when = \"amount > 5\"\napproval_window = \"10m\"\n\
+             [tools.pay]\napproval = \"ask\"\napproval_when = \"amount > 5\"\n",
+        )
+        .expect("loads");
+        let refund = config.tool("refund");
+        assert_eq!(refund.approval(), Approval::Required);
+        assert_eq!(config.tool("pay").approval(), Approval::Ask);
+        assert_eq!(config.tool("other").approval(), Approval::Never);
+        let decided = WriteOptions::new()
+            .destructive(false)
+            .open_world(false)
+            .approval(Approval::Decided)
+            .approval_window(Duration::from_secs(600));
+        assert_eq!(
+            refund.write_options(false, false),
+            decided,
+            "the condition decides"
+        );
+        let never = Config::parse("[tools.pay]\napproval = \"never\"\napproval_when = \"a > 1\"\n");
+        let message = never.expect_err("refused");
+        assert!(
+            message.contains("[tools.pay] gives `approval_when`"),
+            "{message}"
+        );
+        let bad = Config::parse("[tools.pay]\napproval_when = \"amount >\"\n");
+        let message = bad.expect_err("refused");
+        assert!(
+            message.contains("`approval_when` is not CEL") && message.contains("1:9"),
+            "{message}"
+        );
     }
 
     #[test]

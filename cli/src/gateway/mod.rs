@@ -15,12 +15,14 @@
 
 mod ask;
 mod catalog;
+mod condition;
 mod config;
 mod http;
 mod jsonrpc;
 mod link;
 mod proxy;
 mod session;
+mod spelling;
 mod stdio;
 
 use std::path::PathBuf;

@@ -28,6 +28,7 @@ use idem::{ToolInfo, WriteCtx, WriteOptions, WriteTool};
 use serde_json::{Map, Value};
 use tokio::sync::{Notify, oneshot};
 
+use super::condition::Condition;
 use super::config::ErrorResults;
 use super::link::{Failure, Link, Reply, Route};
 
@@ -92,6 +93,9 @@ pub(crate) struct ProxiedWrite {
     /// How long the upstream has to answer.
     pub(crate) timeout: Duration,
     pub(crate) error_results: ErrorResults,
+    /// Which calls wait for a person's approval (`approval_when`), when
+    /// not all of them.
+    pub(crate) approval_when: Option<Arc<Condition>>,
 }
 
 /// Why a proxied call has no result to record.
@@ -129,6 +133,14 @@ impl WriteTool<()> for ProxiedWrite {
 
     fn options(&self) -> WriteOptions {
         self.options
+    }
+
+    /// Whether `approval_when` holds for this call (an approval is needed
+    /// when it cannot tell); every call needs one without it.
+    fn needs_approval(&self, args: &Map<String, Value>, ctx: &idem::Ctx<()>) -> bool {
+        self.approval_when
+            .as_ref()
+            .is_none_or(|condition| condition.needs_approval(&self.info.name, args, ctx.tenant()))
     }
 
     fn is_uncertain(&self, error: &ProxyError) -> bool {

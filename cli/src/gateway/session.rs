@@ -421,7 +421,7 @@ impl Session {
             asked,
         };
         // Kept for a second call only where the person may be asked.
-        let asks = self.shared.settings.config.tool(&name).approval == Some(Approval::Ask);
+        let asks = self.shared.settings.config.tool(&name).approval() == Approval::Ask;
         let kept = asks.then(|| (message.clone(), args.clone()));
         let (mut answer, mut unrecorded) = self.through_registry(&write, message, args).await;
         if let (Err(ToolError::ApprovalRequired { key, .. }), Some((message, args))) =
