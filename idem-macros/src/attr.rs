@@ -139,6 +139,9 @@ impl Attrs {
     }
 
     fn parse_key(&mut self, ident: &str, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+        if !meta.input.peek(Token![=]) && ![DESTRUCTIVE, OPEN_WORLD].contains(&ident) {
+            return Err(meta.error(needs_value(ident)));
+        }
         let duration = || parse_duration(ident, meta);
         match ident {
             NAME => self.name = Some(meta.value()?.parse()?),
@@ -170,6 +173,41 @@ impl Attrs {
         }
         Ok(())
     }
+}
+
+/// What a key written without its value (`#[write_tool(approval)]`) is
+/// told: what to write.
+fn needs_value(key: &str) -> String {
+    let example = match key {
+        APPROVAL => {
+            return "`approval` needs a value: `approval = \"required\"` (a person approves each \
+                    operation before it runs), `approval = \"ask\"` (and over MCP the person at \
+                    the client is asked), or the path of a function that decides call by call: \
+                    `approval = over_limit`"
+                .to_owned();
+        }
+        NAME => "name = \"charge_card\"",
+        DESCRIPTION => "description = \"Charge a card once per order.\"",
+        LEASE => "lease = \"30s\"",
+        TTL => "ttl = \"24h\"",
+        MAX_HOLD => "max_hold = \"5m\"",
+        MAX_RESULT_BYTES => "max_result_bytes = 65536",
+        SCOPE => "scope = \"global\"",
+        KEY | CHECK | IGNORE | HIDE => {
+            return format!("`{key}` needs its fields: `{key} = [order_id]`");
+        }
+        VERSION => "version = 2",
+        ON_IN_FLIGHT => "on_in_flight = \"wait(5s)\"",
+        ON_STORE_ERROR => "on_store_error = \"fail_closed\"",
+        ON_UNCERTAIN => "on_uncertain = \"refuse\"",
+        VERIFY => "verify = charge_went_through",
+        APPROVAL_WINDOW => "approval_window = \"30m\"",
+        PERMANENT_ERRORS => "permanent_errors = is_declined",
+        UNCERTAIN_ERRORS => "uncertain_errors = is_timeout",
+        CRATE => "crate = \"my_idem\"",
+        _ => return format!("`{key}` needs a value: `{key} = ..`"),
+    };
+    format!("`{key}` needs a value: `{example}`")
 }
 
 fn parse_description(meta: &ParseNestedMeta<'_>) -> syn::Result<TokenStream> {
@@ -242,7 +280,21 @@ fn parse_approval(meta: &ParseNestedMeta<'_>) -> syn::Result<ApprovalAttr> {
             ..
         }) => Approval::parse(&lit.value())
             .map(|approval| ApprovalAttr::Named(approval, lit.span()))
-            .map_err(|e| syn::Error::new_spanned(lit, e)),
+            .map_err(|e| match lit.parse::<syn::Path>() {
+                // Maybe a function's path in quotes, as serde writes
+                // `default = "path"`.
+                Ok(path) => {
+                    let path = path.to_token_stream().to_string().replace(' ', "");
+                    syn::Error::new_spanned(
+                        lit,
+                        format!(
+                            "{e}; if `{path}` is a function that decides, write its path \
+                             without quotes: `approval = {path}`"
+                        ),
+                    )
+                }
+                Err(_) => syn::Error::new_spanned(lit, e),
+            }),
         syn::Expr::Path(_) => Ok(ApprovalAttr::Decided(value)),
         other => Err(syn::Error::new_spanned(
             other,

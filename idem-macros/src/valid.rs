@@ -67,7 +67,7 @@ pub(crate) fn check(cx: &mut Ctxt, kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs)
     check_params(cx, kind, tool);
     check_roles(cx, tool, attrs);
     check_hidden(cx, tool, attrs);
-    check_approval(cx, attrs);
+    check_approval(cx, tool, attrs);
     if let (Some(_), Some((_, span))) = (&attrs.verify, &attrs.on_uncertain) {
         cx.error_at(
             *span,
@@ -78,8 +78,20 @@ pub(crate) fn check(cx: &mut Ctxt, kind: Kind, tool: &ToolFn<'_>, attrs: &Attrs)
 
 /// A tool that needs a person's approval may never run without a claim,
 /// which `on_store_error = "run"` would let it; an approval window is for
-/// a tool that asks for approvals.
-fn check_approval(cx: &mut Ctxt, attrs: &Attrs) {
+/// a tool that asks for approvals; a function that decides takes at most
+/// [`MAX_DECISION_ARGUMENTS`] (what `__private::Decides` is written for).
+fn check_approval(cx: &mut Ctxt, tool: &ToolFn<'_>, attrs: &Attrs) {
+    if let Some(ApprovalAttr::Decided(path)) = &attrs.approval
+        && tool.params.len() > MAX_DECISION_ARGUMENTS
+    {
+        cx.error_spanned_by(
+            path,
+            format!(
+                "a function that decides approval is given each of the tool's parameters, and this tool has {} (at most {MAX_DECISION_ARGUMENTS}): take the arguments as one `#[args]` struct, and give the function a reference to it",
+                tool.params.len()
+            ),
+        );
+    }
     let asks = match &attrs.approval {
         Some(ApprovalAttr::Named(Approval::Never, _)) | None => false,
         Some(_) => true,
@@ -99,6 +111,10 @@ fn check_approval(cx: &mut Ctxt, attrs: &Attrs) {
         }
     }
 }
+
+/// The most arguments (the tool's parameters, its context among them) a
+/// function that decides approval is called with.
+const MAX_DECISION_ARGUMENTS: usize = 16;
 
 fn check_return(cx: &mut Ctxt, attr: &str, output: &ReturnType) {
     let message = format!(

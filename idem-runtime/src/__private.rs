@@ -24,6 +24,71 @@ pub fn stateless_call<S>(ctx: &Ctx<S>) -> Ctx<()> {
     ctx.stateless()
 }
 
+/// What a function that decides approval (`approval = path`) answers:
+/// `bool`.
+#[diagnostic::on_unimplemented(
+    message = "a function that decides approval returns `bool`, not `{Self}`",
+    label = "returns `{Self}`",
+    note = "it is a plain `fn`: an `async fn` returns a future, and cannot decide, because the decision is made before the call is claimed and does not wait"
+)]
+pub trait Decision {
+    fn decided(self) -> bool;
+}
+
+impl Decision for bool {
+    fn decided(self) -> bool {
+        self
+    }
+}
+
+/// A function that decides approval, called with `Args`: the tool's
+/// parameters, each by reference, in the tool's order, then `&Ctx` if the
+/// tool takes its context.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot decide whether a call needs a person's approval",
+    label = "not `fn(&param, .., &Ctx) -> bool`",
+    note = "a function that decides approval takes the tool's parameters, each by reference, in the order the tool declares them, then `&Ctx` if the tool takes its context, and returns `bool`"
+)]
+pub trait Decides<Args> {
+    type Answer: Decision;
+    fn decide(&self, args: Args) -> Self::Answer;
+}
+
+macro_rules! decides {
+    ($($arg:ident),*) => {
+        impl<$($arg,)* R: Decision, F: Fn($($arg),*) -> R> Decides<($($arg,)*)> for F {
+            type Answer = R;
+            #[allow(non_snake_case)]
+            fn decide(&self, ($($arg,)*): ($($arg,)*)) -> R {
+                self($($arg),*)
+            }
+        }
+    };
+}
+decides!();
+decides!(A);
+decides!(A, B);
+decides!(A, B, C);
+decides!(A, B, C, D);
+decides!(A, B, C, D, E);
+decides!(A, B, C, D, E, G);
+decides!(A, B, C, D, E, G, H);
+decides!(A, B, C, D, E, G, H, I);
+decides!(A, B, C, D, E, G, H, I, J);
+decides!(A, B, C, D, E, G, H, I, J, K);
+decides!(A, B, C, D, E, G, H, I, J, K, L);
+decides!(A, B, C, D, E, G, H, I, J, K, L, M);
+decides!(A, B, C, D, E, G, H, I, J, K, L, M, N);
+decides!(A, B, C, D, E, G, H, I, J, K, L, M, N, O);
+decides!(A, B, C, D, E, G, H, I, J, K, L, M, N, O, P);
+decides!(A, B, C, D, E, G, H, I, J, K, L, M, N, O, P, Q);
+
+/// Whether the call with `args` needs a person's approval, as `decides`
+/// says (the generated `needs_approval` of a tool with `approval = path`).
+pub fn needs_approval<Args, F: Decides<Args>>(decides: &F, args: Args) -> bool {
+    decides.decide(args).decided()
+}
+
 /// The result type of a tool, for [`OutputSchemaKnown`] /
 /// [`OutputSchemaUnknown`]: `(&&OutputType::<T>::new()).output_schema()`
 /// is `T`'s schema when `T: JsonSchema` (autoref specialisation picks

@@ -92,11 +92,15 @@ pub(super) fn verify(
 }
 
 /// The `needs_approval` method of a tool with `approval = path`: the
-/// user's function called with the tool's parameters, each argument by
-/// reference (a flat one borrowed from the arguments struct's field of its
-/// name) and, where the tool takes its context, the call's `&Ctx` (without
-/// its state for a tool that works with any); its answer checked to be a
-/// `bool` where the user wrote the path.
+/// user's function called with the tool's parameters in the tool's order,
+/// each by reference (a flat one borrowed from the arguments struct's
+/// field of its name), and then, where the tool takes its context, the
+/// call's `&Ctx` (without its state for a tool that works with any),
+/// wherever the tool takes it. The call goes through
+/// `__private::needs_approval`, whose traits say what a decision function
+/// is when the path's is not one (by value, async, not `bool`): the path
+/// alone carries the user's span, so that rustc's suggestions edit the
+/// function, never the attribute.
 pub(super) fn needs_approval(
     private: &Private,
     tool: &ToolFn<'_>,
@@ -104,35 +108,51 @@ pub(super) fn needs_approval(
     state: &TokenStream,
     any_state: bool,
 ) -> TokenStream {
-    let ctx = if any_state {
-        quote!(&#private::stateless_call(__idem_ctx))
-    } else {
-        quote!(__idem_ctx)
-    };
     let mut borrow = Vec::new();
-    let call_args: Vec<TokenStream> = tool
-        .params
-        .iter()
-        .map(|p| match p {
-            crate::ast::Param::Flat { ident, cfgs, .. } => {
-                // Named at the path, so that a mismatch is reported there,
-                // not at the tool's own parameter.
-                let borrowed = syn::Ident::new(&ident.to_string(), path.span());
+    let (mut call_args, mut types): (Vec<TokenStream>, Vec<TokenStream>) = (Vec::new(), Vec::new());
+    let mut takes_ctx = false;
+    for param in &tool.params {
+        match param {
+            crate::ast::Param::Flat {
+                ident, cfgs, ty, ..
+            } => {
+                // Named at the macro's call site: a mismatch is the
+                // function's, and is reported at its path, never here.
+                let borrowed = syn::Ident::new(&ident.to_string(), proc_macro2::Span::call_site());
                 borrow.push(quote!(#(#cfgs)* let #borrowed = &__idem_args.#ident;));
-                quote!(#borrowed)
+                call_args.push(quote!(#borrowed));
+                types.push(quote!(&#ty));
             }
-            crate::ast::Param::Args { .. } => quote!(__idem_args),
-            _ => ctx.clone(),
-        })
-        .collect();
-    let call = quote_spanned! {path.span()=>
-        let __idem_needs: bool = (#path)(#(#call_args),*);
+            crate::ast::Param::Args { ty, .. } => {
+                call_args.push(quote!(__idem_args));
+                types.push(quote!(&#ty));
+            }
+            crate::ast::Param::Ctx(_) => takes_ctx = true,
+            _ => {}
+        }
+    }
+    if takes_ctx {
+        let (arg, ty) = match any_state {
+            true => (
+                quote!(&#private::stateless_call(__idem_ctx)),
+                quote!(&#private::Ctx<()>),
+            ),
+            false => (quote!(__idem_ctx), quote!(&#private::Ctx<#state>)),
+        };
+        call_args.push(arg);
+        types.push(ty);
+    }
+    // What the function is called with is stated, so that the compiler
+    // judges the function against it (and suggests edits to the function),
+    // rather than judging the arguments against the function.
+    // Spanned at the path, so that what is wrong is shown there.
+    let decide = quote_spanned! {path.span()=>
+        #private::needs_approval::<(#(#types,)*), _>(&#path, (#(#call_args,)*))
     };
     quote! {
         fn needs_approval(&self, __idem_args: &Self::Args, __idem_ctx: &#private::Ctx<#state>) -> bool {
             #(#borrow)*
-            #call
-            __idem_needs
+            #decide
         }
     }
 }

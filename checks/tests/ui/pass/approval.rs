@@ -58,8 +58,23 @@ fn careful<S>(folder: &String, ctx: &Ctx<S>) -> bool {
     folder.starts_with("legal") || ctx.tenant().is_none()
 }
 
+/// Whether a transfer needs approval: the decision takes the parameters in
+/// the tool's order, then the context, wherever the tool takes it.
+fn large_transfer(to: &String, amount: &u64, ctx: &Ctx) -> bool {
+    let _ = (to, ctx);
+    *amount > 10_000
+}
+
+/// Transfer money: the context comes first.
+#[write_tool(approval = large_transfer)]
+async fn transfer(ctx: &WriteCtx, to: String, amount: u64) -> Result<u64, String> {
+    let _ = (ctx, to);
+    Ok(amount)
+}
+
 fn main() {
     let _ = Registry::builder(())
+        .tool(transfer)
         .tool(charge)
         .tool(refund)
         .tool(close_account)
