@@ -83,6 +83,19 @@ async fn charge_approved(amount: u64, ctx: &WriteCtx<Provider>) -> Result<usize,
     ctx.state().charge(Some(ctx.idem_key().as_str()))
 }
 
+/// Whether a charge needs a person's approval: above 50.
+fn over_fifty(amount: &u64, ctx: &Ctx<Provider>) -> bool {
+    let _ = ctx;
+    *amount > 50
+}
+
+/// Charge a card, a person approving the large ones.
+#[write_tool(permanent_errors = declined, approval = over_fifty)]
+async fn charge_large_approved(amount: u64, ctx: &WriteCtx<Provider>) -> Result<usize, String> {
+    let _ = amount;
+    ctx.state().charge(Some(ctx.idem_key().as_str()))
+}
+
 async fn check<M>(
     tool: impl idem::testing::IntoWriteTool<Provider, M, Tool = impl idem::WriteTool<Provider>>,
 ) -> RetryReport {
@@ -158,11 +171,52 @@ async fn a_tool_that_needs_approval_passes_with_one_run_per_approval() {
     assert_eq!((row.runs, row.effects), (1, Some(1)), "{report}");
     assert_eq!(row.callers.len(), 6, "{report}");
     assert!(row.callers[0].contains("approval_required"), "{report}");
+    assert_eq!(
+        row.approved, 1,
+        "the report says the check approved: {report}"
+    );
+    let twice = report
+        .rows
+        .iter()
+        .find(|r| r.scenario == "the same call twice");
+    assert_eq!(twice.map(|r| r.approved), Some(1), "{report}");
+    assert!(
+        report.to_string().contains("| approved by the check |"),
+        "{report}"
+    );
     let plain = check(charge).await;
     assert!(
         plain.rows.iter().all(|r| !r.scenario.contains("approved")),
         "{plain}"
     );
+}
+
+/// A tool whose function decides approval is played as one that needs it,
+/// for arguments the function says need it: the check approves as a
+/// person would, and the report counts the approvals; for arguments that
+/// need none, the approval scenario says it could not be played.
+#[tokio::test]
+async fn a_tool_whose_function_decides_approval_is_played_approved() {
+    let report = check(charge_large_approved).await;
+    report.assert_ok();
+    let approvals: usize = report.rows.iter().map(|r| r.approved).sum();
+    assert!(
+        approvals >= 2,
+        "each scenario approved as a person would: {report}"
+    );
+    let small = RetryCheck::new(
+        charge_large_approved,
+        Provider::default,
+        json!({"amount": 10}),
+    )
+    .run()
+    .await;
+    let scenario = "asked twice, approved once, 4 duplicates";
+    match verdict(&small, scenario) {
+        Verdict::CouldNotPlay(why) => assert!(why.contains("need no approval"), "{small}"),
+        other => panic!("the approval scenario needs arguments that need approval: {other:?}"),
+    }
+    assert!(small.rows.iter().all(|r| r.approved == 0), "{small}");
 }
 
 #[tokio::test]

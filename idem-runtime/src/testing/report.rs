@@ -84,6 +84,10 @@ pub struct Row {
     pub callers: Vec<String>,
     /// Effects the downstream recorded, when told how to count them.
     pub effects: Option<usize>,
+    /// How many times the check approved an operation that waited for a
+    /// person's approval, as a person would (recorded as approved by
+    /// `retry-check`): a tool with `approval` is played approved.
+    pub approved: usize,
     /// How the scenario went.
     pub verdict: Verdict,
 }
@@ -141,6 +145,7 @@ impl RetryReport {
                 attempts: Vec::new(),
                 callers: Vec::new(),
                 effects: None,
+                approved: 0,
                 verdict: Verdict::CouldNotPlay(message),
             }],
         }
@@ -177,9 +182,9 @@ impl fmt::Display for RetryReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "| scenario | body runs | keys | attempts | effects | callers got | verdict |"
+            "| scenario | body runs | keys | attempts | effects | approved by the check | callers got | verdict |"
         )?;
-        writeln!(f, "|---|---|---|---|---|---|---|")?;
+        writeln!(f, "|---|---|---|---|---|---|---|---|")?;
         for r in &self.rows {
             let keys: Vec<String> = r.keys.iter().map(|k| short(k.as_str())).collect();
             let distinct = if keys.windows(2).all(|w| w[0] == w[1]) && !keys.is_empty() {
@@ -192,12 +197,13 @@ impl fmt::Display for RetryReport {
             let verdict = &r.verdict;
             writeln!(
                 f,
-                "| {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
                 r.scenario,
                 r.runs,
                 distinct,
                 attempts.join(", "),
                 effects,
+                r.approved,
                 r.callers.join("; "),
                 verdict
             )?;

@@ -19,10 +19,21 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
     /// duplicate of the scenario may have approved it first, which is
     /// fine: the record then no longer awaits one.
     pub(super) async fn approve(&self, key: &IdemKey) {
-        match self.registry.approve(key, APPROVER).await {
+        match self.approved(key).await {
             Ok(()) | Err(ResolveError::NotAwaiting { .. } | ResolveError::Raced { .. }) => {}
             Err(e) => tracing::warn!(key = %key, error = %e, "the check could not approve"),
         }
+    }
+
+    /// Approves the operation under `key` as `retry-check`, counting the
+    /// approval in the scenario's row.
+    async fn approved(&self, key: &IdemKey) -> Result<(), ResolveError> {
+        let approved = self.registry.approve(key, APPROVER).await;
+        if approved.is_ok() {
+            self.approvals
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        approved
     }
 
     /// Two calls before any approval are told the operation waits, under
@@ -36,7 +47,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
         let waits: Vec<&IdemKey> = asked.iter().filter_map(awaited).collect();
         let ran_before = self.row(SCENARIO, start).runs;
         let approved = match waits[..] {
-            [a, b] if a == b => Some(self.registry.approve(a, APPROVER).await),
+            [a, b] if a == b => Some(self.approved(a).await),
             _ => None,
         };
         let (a, b, c, d) = tokio::join!(
@@ -47,7 +58,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
         );
         let answers = [a, b, c, d];
         let again = match waits.first() {
-            Some(key) => Some(self.registry.approve(key, APPROVER).await),
+            Some(key) => Some(self.approved(key).await),
             None => None,
         };
         let mut row = self.row(SCENARIO, start);

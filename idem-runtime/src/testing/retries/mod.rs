@@ -256,6 +256,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> RetryCheck<S, T> {
             name: self.tool.info().name.to_string(),
             args: &self.args,
             seen,
+            approvals: std::sync::atomic::AtomicUsize::new(0),
             effects: self.effects.as_deref(),
         })
     }
@@ -303,6 +304,8 @@ struct Play<'a, S, T> {
     name: String,
     args: &'a Value,
     seen: Seen,
+    /// How many approvals the check has given, as a person would.
+    approvals: std::sync::atomic::AtomicUsize,
     effects: Option<&'a (dyn Fn(&S) -> usize + Send + Sync)>,
 }
 
@@ -339,7 +342,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
     }
 
     /// A scenario's row: what ran since `start`, no callers yet, passed.
-    fn row(&self, scenario: &'static str, start: (usize, Option<usize>)) -> Row {
+    fn row(&self, scenario: &'static str, start: (usize, Option<usize>, usize)) -> Row {
         let seen = self
             .seen
             .lock()
@@ -356,13 +359,17 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> Play<'_, S, T> {
             attempts: seen.iter().map(|(_, a)| *a).collect(),
             callers: Vec::new(),
             effects,
+            approved: self.approvals.load(std::sync::atomic::Ordering::SeqCst) - start.2,
             verdict: Verdict::Passed,
         }
     }
 
-    fn start(&self) -> (usize, Option<usize>) {
+    /// Where a scenario starts: the runs, the downstream's effects and the
+    /// check's approvals so far.
+    fn start(&self) -> (usize, Option<usize>, usize) {
         let runs = self.seen.lock().map(|s| s.len()).unwrap_or(0);
-        (runs, self.effects())
+        let approvals = self.approvals.load(std::sync::atomic::Ordering::SeqCst);
+        (runs, self.effects(), approvals)
     }
 
     async fn twice(&self) -> Row {
