@@ -320,9 +320,9 @@ fn field_list(fields: &[String], last: &str) -> String {
 fn spoken(d: Duration) -> String {
     let s = d.as_secs();
     let (n, unit) = match s {
-        _ if s >= 86_400 && s % 86_400 == 0 => (s / 86_400, "day"),
-        _ if s >= 3600 && s % 3600 == 0 => (s / 3600, "hour"),
-        _ if s >= 60 && s % 60 == 0 => (s / 60, "minute"),
+        _ if s >= 86_400 && s.is_multiple_of(86_400) => (s / 86_400, "day"),
+        _ if s >= 3600 && s.is_multiple_of(3600) => (s / 3600, "hour"),
+        _ if s >= 60 && s.is_multiple_of(60) => (s / 60, "minute"),
         _ => (s.max(1), "second"),
     };
     format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
