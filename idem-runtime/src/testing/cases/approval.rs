@@ -288,6 +288,23 @@ async fn a_revocation_races_the_run(store: &dyn IdemStore, ns: &str, revoked: Ou
     }
 }
 
+/// A registry on `h`'s store in namespace `ns` that holds no tools: an
+/// operator's, or another service's.
+fn operator<H: Harness>(h: &H, ns: &str) -> Registry<()> {
+    Registry::builder(())
+        .store(h.store())
+        .namespace(ns)
+        .build()
+        .expect("a registry of no tools")
+}
+
+/// What the awaiting `record` says is asked, on what terms.
+fn asked_of(record: &crate::store::RecordInfo) -> crate::store::ApprovalAsked {
+    let asked = record.payload.as_deref();
+    let asked = asked.and_then(crate::store::ApprovalAsked::parse);
+    asked.expect("the awaiting record says what is asked, on what terms")
+}
+
 /// Whether `outcome` is the answer that the operation waits for a
 /// person's approval, under `key`.
 fn waits(outcome: &Result<serde_json::Value, ToolError>) -> Option<crate::IdemKey> {
@@ -408,11 +425,7 @@ pub async fn registry_keeps_the_tools_approval_terms<H: Harness>(h: &H) {
     let registry = registry(h.store(), &ns, &counter);
     let call = |n: u64| registry.call("r", "counter", json!({ "n": n }));
     let asked = waits(&call(1).await).expect("asks");
-    let payload = inspected(registry.store(), &asked).await.payload;
-    let terms = payload
-        .as_deref()
-        .and_then(crate::store::ApprovalAsked::parse);
-    let terms = terms.expect("the awaiting record says on what terms it asks");
+    let terms = asked_of(&inspected(registry.store(), &asked).await);
     assert_eq!((terms.window, terms.ttl), (Some(SHORT), Some(ttl)));
 
     registry.approve(&asked, "ana").await.expect("approved");
@@ -437,11 +450,7 @@ pub async fn registry_keeps_the_tools_approval_terms<H: Harness>(h: &H) {
     );
 
     // A registry without the tool decides on the record's terms.
-    let operator = Registry::builder(())
-        .store(h.store())
-        .namespace(&ns)
-        .build()
-        .expect("a registry of no tools");
+    let operator = operator(h, &ns);
     let other = waits(&call(3).await).expect("asks");
     operator.approve(&other, "ops").await.expect("approved");
     let approved = inspected(registry.store(), &other).await;
@@ -482,11 +491,7 @@ pub async fn registry_revokes_an_unused_approval<H: Harness>(h: &H) {
     assert_eq!(waits(&call(1).await), Some(k.clone()), "it waits again");
     assert_eq!(counter.total(), 0, "nothing ran");
     let info = inspected(registry.store(), &k).await;
-    let asked = info
-        .payload
-        .as_deref()
-        .and_then(crate::store::ApprovalAsked::parse);
-    let asked = asked.expect("the record says what is asked");
+    let asked = asked_of(&info);
     assert_eq!(
         (asked.revoked.map(|r| r.by), asked.window, asked.ttl),
         (Some("carol".to_owned()), Some(LONG), Some(ttl)),
@@ -512,11 +517,7 @@ pub async fn registry_revokes_an_unused_approval<H: Harness>(h: &H) {
         Err(ResolveError::NotFound { .. })
     ));
 
-    let operator = Registry::builder(())
-        .store(h.store())
-        .namespace(&ns)
-        .build()
-        .expect("a registry of no tools");
+    let operator = operator(h, &ns);
     let other = waits(&call(3).await).expect("asks");
     operator.approve(&other, "ops").await.expect("approved");
     operator
@@ -524,11 +525,7 @@ pub async fn registry_revokes_an_unused_approval<H: Harness>(h: &H) {
         .await
         .expect("revoked without the tool");
     let info = inspected(registry.store(), &other).await;
-    let asked = info
-        .payload
-        .as_deref()
-        .and_then(crate::store::ApprovalAsked::parse);
-    let asked = asked.expect("the record says what is asked");
+    let asked = asked_of(&info);
     assert_eq!(
         (asked.window, asked.ttl),
         (Some(LONG), Some(ttl)),
