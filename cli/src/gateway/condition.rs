@@ -475,16 +475,14 @@ mod tests {
 
     #[test]
     fn a_condition_that_does_not_fit_the_schema_is_refused_where_it_is_wrong() {
-        let err = checked("amount_cent > 10000").err().expect("refused");
+        let err = checked("amount_cent > 10000").expect_err("refused");
         assert_eq!(
             err,
             "1:1: `amount_cent` is not a field of the tool's input (did you mean \
              `amount_cents`?); its fields are `amount_cents`, `currency`, `items` and `note`, \
              and the call's tenant is `tenant`\n| amount_cent > 10000\n| ^"
         );
-        let err = checked("currency == 'EUR' && amount_cents > '10000'")
-            .err()
-            .expect("refused");
+        let err = checked("currency == 'EUR' && amount_cents > '10000'").expect_err("refused");
         assert!(
             err.starts_with(
                 "1:37: `amount_cents` is a number in the tool's input schema, and is compared \
@@ -492,19 +490,17 @@ mod tests {
             ),
             "{err}"
         );
-        let err = checked("currency in ['EUR', 5]").err().expect("refused");
+        let err = checked("currency in ['EUR', 5]").expect_err("refused");
         assert!(err.starts_with("1:21: `currency` is a string"), "{err}");
-        let err = checked("amount_cents > 1 &&\n  note == true")
-            .err()
-            .expect("refused");
+        let err = checked("amount_cents > 1 &&\n  note == true").expect_err("refused");
         assert!(err.starts_with("2:11: `note` is a string or null"), "{err}");
         assert!(err.ends_with("|   note == true\n|           ^"), "{err}");
         assert!(checked("note == null").is_ok(), "null tests any field");
-        let err = checked("amount_cents >").err().expect("refused");
+        let err = checked("amount_cents >").expect_err("refused");
         assert!(err.contains("Syntax error"), "{err}");
         let with_tenant = json!({"properties": {"tenant": {"type": "string"}}});
         let c = Condition::parse("tenant == 'a'").expect("parses");
-        let err = c.checked(&with_tenant).err().expect("refused");
+        let err = c.checked(&with_tenant).expect_err("refused");
         assert!(
             err.contains("cannot tell it from the call's tenant"),
             "{err}"
