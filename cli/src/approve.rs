@@ -200,21 +200,13 @@ fn decidable(
 ) -> Result<idem::store::LeaseToken, String> {
     let wanted = decision.decides();
     if record.state != wanted {
-        let what = decision.done();
-        return Err(match wanted {
-            RecordState::Approved => {
-                let not = idem::ResolveError::NotApproved {
-                    key: key.to_string(),
-                    state: record.state,
-                };
-                format!("{key} was not {what}: {not}")
-            }
-            _ => format!(
-                "{key} is {}, not awaiting approval: only an operation awaiting a person's \
-                 approval is approved or refused",
-                record.state
-            ),
-        });
+        // The registry's refusals, word for word.
+        let (key, state) = (key.to_string(), record.state);
+        let not = match wanted {
+            RecordState::Approved => idem::ResolveError::NotApproved { key, state },
+            _ => idem::ResolveError::NotAwaiting { key, state },
+        };
+        return Err(not.to_string());
     }
     if record
         .about

@@ -239,6 +239,8 @@ async fn a_condition_in_the_toml_decides_which_calls_wait_for_approval() {
         undecided["isError"], true,
         "undecided, it waits: {undecided}"
     );
+    let waits = undecided["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(waits.contains("needs a person's approval"), "{undecided}");
     client.cancel().await.expect("shut down");
     let ledger = std::fs::read_to_string(dir.0.join("ledger.txt")).expect("the ledger");
     assert_eq!(ledger, "small 3\n", "only the call under the limit ran");

@@ -71,14 +71,11 @@ impl Condition {
     /// schema must then not hold), and every field it compares with a
     /// literal has the literal's type. The error says what, where.
     pub(crate) fn checked(&self, schema: &Value) -> Result<(), String> {
-        let fields = schema
-            .get("properties")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
+        let none = Map::new();
+        let fields = schema.get("properties").and_then(Value::as_object);
         let mut faults = Vec::new();
         Checker {
-            fields: &fields,
+            fields: fields.unwrap_or(&none),
             bound: Vec::new(),
             faults: &mut faults,
         }
