@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use idem::testing::{Counter, Fault, FaultyStore};
 use idem::{
-    Ctx, IdemStore, MemoryStore, OnInFlight, OnUncertain, ReadTool, Registry, RegistryError,
-    ScopeKind, StoreError, ToolError, ToolInfo, WriteCtx, WriteOptions, WriteTool,
+    Approval, Ctx, IdemStore, MemoryStore, OnInFlight, OnUncertain, ReadTool, Registry,
+    RegistryError, ScopeKind, StoreError, ToolError, ToolInfo, WriteCtx, WriteOptions, WriteTool,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -679,6 +679,52 @@ async fn build_rejects_bad_registries() {
         matches!(&scalar, Err(RegistryError::InvalidSchema { tool, message })
             if tool == "scalar" && message.contains("named fields")),
         "{scalar:?}"
+    );
+}
+
+/// A wait for a person is checked when the registry is built: only where
+/// the tool asks (for an approval; for an unknown outcome to be resolved),
+/// and never longer than an approval stays good, the registry's default
+/// included.
+#[test]
+fn waits_are_checked_when_the_registry_is_built() {
+    let minutes = |m: u64| Duration::from_secs(60 * m);
+    let asks = WriteOptions::new().approval(Approval::Required);
+    let refused = |options: WriteOptions, default: Option<Duration>| {
+        let mut builder = Registry::builder(()).tool(Counter::new(Duration::ZERO, options));
+        if let Some(wait) = default {
+            builder = builder.default_approval_wait(wait);
+        }
+        match builder.build() {
+            Err(RegistryError::InvalidSetting { tool, message }) => format!("{tool}: {message}"),
+            other => panic!("accepted: {:?}", other.map(|_| ())),
+        }
+    };
+    let message = refused(WriteOptions::new().approval_wait(minutes(5)), None);
+    assert!(message.contains("asks for none"), "{message}");
+    let message = refused(asks.approval_wait(minutes(90)), None);
+    assert!(
+        message.contains("longer than `approval_window`"),
+        "{message}"
+    );
+    let message = refused(asks.approval_window(minutes(5)), Some(minutes(10)));
+    assert!(
+        message.starts_with("counter: "),
+        "the tool is named: {message}"
+    );
+    let message = refused(WriteOptions::new().uncertain_wait(minutes(5)), None);
+    assert!(message.contains("on_uncertain"), "{message}");
+    let accepted = Registry::builder(())
+        .default_approval_wait(minutes(10))
+        .default_uncertain_wait(minutes(10))
+        .tool(Counter::new(
+            Duration::ZERO,
+            asks.approval_wait(minutes(60)),
+        ))
+        .build();
+    assert!(
+        accepted.is_ok(),
+        "a wait as long as the window, and defaults for tools that do not ask"
     );
 }
 

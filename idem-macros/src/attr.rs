@@ -90,6 +90,10 @@ pub(crate) struct Attrs {
     pub(crate) approval: Option<ApprovalAttr>,
     /// `approval_window = ".."`, and where it was written.
     pub(crate) approval_window: Option<(Duration, Span)>,
+    /// `approval_wait = ".."`, and where it was written.
+    pub(crate) approval_wait: Option<(Duration, Span)>,
+    /// `uncertain_wait = ".."`, and where it was written.
+    pub(crate) uncertain_wait: Option<(Duration, Span)>,
     pub(crate) permanent_errors: Option<syn::Expr>,
     pub(crate) uncertain_errors: Option<syn::Expr>,
     pub(crate) destructive: Option<LitBool>,
@@ -164,6 +168,8 @@ impl Attrs {
             VERIFY => self.verify = Some(meta.value()?.parse()?),
             APPROVAL => self.approval = Some(parse_approval(meta)?),
             APPROVAL_WINDOW => self.approval_window = Some((duration()?, meta.path.span())),
+            APPROVAL_WAIT => self.approval_wait = Some((duration()?, meta.path.span())),
+            UNCERTAIN_WAIT => self.uncertain_wait = Some((duration()?, meta.path.span())),
             PERMANENT_ERRORS => self.permanent_errors = Some(meta.value()?.parse()?),
             UNCERTAIN_ERRORS => self.uncertain_errors = Some(meta.value()?.parse()?),
             DESTRUCTIVE => self.destructive = Some(parse_flag(meta)?),
@@ -202,6 +208,8 @@ fn needs_value(key: &str) -> String {
         ON_UNCERTAIN => "on_uncertain = \"refuse\"",
         VERIFY => "verify = charge_went_through",
         APPROVAL_WINDOW => "approval_window = \"30m\"",
+        APPROVAL_WAIT => "approval_wait = \"10m\"",
+        UNCERTAIN_WAIT => "uncertain_wait = \"10m\"",
         PERMANENT_ERRORS => "permanent_errors = is_declined",
         UNCERTAIN_ERRORS => "uncertain_errors = is_timeout",
         CRATE => "crate = \"my_idem\"",

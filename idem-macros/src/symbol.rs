@@ -20,6 +20,8 @@ pub(crate) const UNCERTAIN_ERRORS: &str = "uncertain_errors";
 pub(crate) const VERIFY: &str = "verify";
 pub(crate) const APPROVAL: &str = "approval";
 pub(crate) const APPROVAL_WINDOW: &str = "approval_window";
+pub(crate) const APPROVAL_WAIT: &str = "approval_wait";
+pub(crate) const UNCERTAIN_WAIT: &str = "uncertain_wait";
 pub(crate) const DESTRUCTIVE: &str = "destructive";
 pub(crate) const OPEN_WORLD: &str = "open_world";
 pub(crate) const CRATE: &str = "crate";
@@ -42,6 +44,7 @@ pub(crate) const WRITE_KEYS: &[&str] = &[
     KEY,
     APPROVAL,
     APPROVAL_WINDOW,
+    APPROVAL_WAIT,
     CHECK,
     IGNORE,
     HIDE,
@@ -49,6 +52,7 @@ pub(crate) const WRITE_KEYS: &[&str] = &[
     ON_IN_FLIGHT,
     ON_STORE_ERROR,
     ON_UNCERTAIN,
+    UNCERTAIN_WAIT,
     VERIFY,
     PERMANENT_ERRORS,
     UNCERTAIN_ERRORS,

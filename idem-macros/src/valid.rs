@@ -1,12 +1,15 @@
 //! Every rule a tool function must follow (docs/spec.md, "Tool functions"),
 //! each reported at the offending tokens.
 
+use proc_macro2::Span;
 use quote::ToTokens;
 use syn::ReturnType;
 
-use crate::ast::{CtxKind, Param, ToolFn};
-use idem_rules::{Approval, OnStoreError, Problem, Role};
+use idem_rules::{
+    APPROVAL_WINDOW, Approval, OnStoreError, OnUncertain, Problem, Role, WaitError, Waits,
+};
 
+use crate::ast::{CtxKind, Param, ToolFn};
 use crate::attr::{ApprovalAttr, Attrs, KeyPath};
 use crate::ctxt::Ctxt;
 use crate::kind::Kind;
@@ -102,6 +105,7 @@ fn check_approval(cx: &mut Ctxt, tool: &ToolFn<'_>, attrs: &Attrs) {
             "`approval_window` is how long a person's approval stays good, and this tool asks for none: give `approval = \"required\"` (or \"ask\", or a function that decides), or remove `approval_window`",
         );
     }
+    check_waits(cx, attrs);
     if asks && attrs.on_store_error == Some(OnStoreError::Run) {
         let message = "a tool that needs a person's approval never runs without a claim, which `on_store_error = \"run\"` would let it do: remove `on_store_error`";
         match &attrs.approval {
@@ -109,6 +113,37 @@ fn check_approval(cx: &mut Ctxt, tool: &ToolFn<'_>, attrs: &Attrs) {
             Some(ApprovalAttr::Decided(path)) => cx.error_spanned_by(path, message),
             None => {}
         }
+    }
+}
+
+/// A wait for a person only where the tool asks one, and no longer than an
+/// approval stays good: the rule every front shares
+/// ([`idem_rules::Waits`]), spanned at the wait.
+fn check_waits(cx: &mut Ctxt, attrs: &Attrs) {
+    let approval = match &attrs.approval {
+        Some(ApprovalAttr::Named(approval, _)) => *approval,
+        Some(ApprovalAttr::Decided(_)) => Approval::Decided,
+        None => Approval::Never,
+    };
+    let on_uncertain = match (&attrs.verify, &attrs.on_uncertain) {
+        (Some(_), _) => OnUncertain::Verify,
+        (None, Some((policy, _))) => *policy,
+        (None, None) => OnUncertain::Rerun,
+    };
+    let waits = Waits {
+        approval,
+        approval_window: attrs.approval_window.map_or(APPROVAL_WINDOW, |(w, _)| w),
+        approval_wait: attrs.approval_wait.map(|(wait, _)| wait),
+        on_uncertain,
+        uncertain_wait: attrs.uncertain_wait.map(|(wait, _)| wait),
+    };
+    if let Err(e) = waits.check() {
+        let given = match e {
+            WaitError::NothingToResolve => &attrs.uncertain_wait,
+            _ => &attrs.approval_wait,
+        };
+        let span = given.map_or_else(Span::call_site, |(_, span)| span);
+        cx.error_at(span, e.to_string());
     }
 }
 

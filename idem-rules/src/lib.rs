@@ -10,11 +10,13 @@
 #![no_std]
 
 mod settings;
+mod wait;
 
 pub use settings::{
     APPROVAL_WINDOW, Approval, MAX_DURATION, MIN_LEASE, MIN_RESULT_BYTES, OnInFlight, OnStoreError,
     OnUncertain, ScopeKind, SettingError, parse_duration,
 };
+pub use wait::{WaitError, Waits};
 
 /// Whether `name` matches `^[A-Za-z_][A-Za-z0-9_-]{0,63}$`, the names every
 /// provider (OpenAI, Anthropic, Gemini, MCP) accepts.

@@ -80,7 +80,8 @@ pub use crate::store::redis::{RedisOptions, RedisStore};
 pub use crate::store::sqlite::{SqliteOptions, SqliteStore};
 pub use crate::tool::{
     APPROVAL_WINDOW, Approval, OnInFlight, OnStoreError, OnUncertain, ReadTool, SettingError,
-    ToolDef, ToolInfo, ToolKind, Verified, WriteOptions, WriteTool, parse_duration,
+    ToolDef, ToolInfo, ToolKind, Verified, WaitError, Waits, WriteOptions, WriteTool,
+    parse_duration,
 };
 // The bounds of the tool traits' types, named where the compiler explains
 // an unmet one; not an API of their own.

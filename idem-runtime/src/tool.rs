@@ -85,7 +85,8 @@ pub(crate) struct Roles {
 }
 
 pub use idem_rules::{
-    APPROVAL_WINDOW, Approval, OnInFlight, OnStoreError, OnUncertain, SettingError, parse_duration,
+    APPROVAL_WINDOW, Approval, OnInFlight, OnStoreError, OnUncertain, SettingError, WaitError,
+    Waits, parse_duration,
 };
 
 /// The settings of a write tool; unset ones take the registry's defaults.
@@ -116,6 +117,8 @@ pub struct WriteOptions {
     pub(crate) on_uncertain: OnUncertain,
     pub(crate) approval: Approval,
     pub(crate) approval_window: Option<Duration>,
+    pub(crate) approval_wait: Option<Duration>,
+    pub(crate) uncertain_wait: Option<Duration>,
     pub(crate) destructive: bool,
     pub(crate) open_world: bool,
 }
@@ -142,6 +145,8 @@ impl WriteOptions {
             on_uncertain: OnUncertain::Rerun,
             approval: Approval::Never,
             approval_window: None,
+            approval_wait: None,
+            uncertain_wait: None,
             destructive: true,
             open_world: true,
         }
@@ -269,6 +274,41 @@ impl WriteOptions {
     /// approves on the tool's terms.
     pub const fn approval_window(mut self, window: Duration) -> Self {
         self.approval_window = Some(window);
+        self
+    }
+
+    /// How long a call of an operation that awaits a person's approval
+    /// waits for the decision before it answers
+    /// [`ToolError::ApprovalRequired`](crate::ToolError::ApprovalRequired)
+    /// (the registry's
+    /// [`default_approval_wait`](crate::RegistryBuilder::default_approval_wait),
+    /// no wait, by default). The decision may be made in another process:
+    /// the waiting call learns of it from the store. Approved, the body
+    /// runs once and the call answers its result; refused, the call
+    /// answers [`ToolError::Denied`](crate::ToolError::Denied).
+    /// Duplicates that come while it waits wait too, and get the same
+    /// answer. A wait holds nothing: a call dropped (cancelled) or a
+    /// process killed while it waits leaves the operation awaiting, as
+    /// without a wait. At most the [`approval_window`](Self::approval_window),
+    /// and only for a tool that asks for approval.
+    pub const fn approval_wait(mut self, wait: Duration) -> Self {
+        self.approval_wait = Some(wait);
+        self
+    }
+
+    /// How long a call of an operation whose outcome is unknown waits for
+    /// a person to resolve it (`idem resolve`,
+    /// [`Registry::resolve`](crate::Registry::resolve)) before it answers
+    /// [`ToolError::OutcomeUnknown`](crate::ToolError::OutcomeUnknown) (the
+    /// registry's
+    /// [`default_uncertain_wait`](crate::RegistryBuilder::default_uncertain_wait),
+    /// no wait, by default): resolved as done, the call answers the
+    /// result given; as failed, that failure; released, the body runs
+    /// once. Only for a tool that refuses to run an uncertain operation
+    /// again ([`OnUncertain::Refuse`]). A wait holds nothing, as
+    /// [`approval_wait`](Self::approval_wait)'s does not.
+    pub const fn uncertain_wait(mut self, wait: Duration) -> Self {
+        self.uncertain_wait = Some(wait);
         self
     }
 

@@ -58,6 +58,12 @@ impl Catalog {
         let mut builder = Registry::builder(())
             .store(settings.store.clone())
             .default_ttl(DEFAULT_TTL);
+        if let Some(wait) = settings.config.approval_wait {
+            builder = builder.default_approval_wait(wait);
+        }
+        if let Some(wait) = settings.config.uncertain_wait {
+            builder = builder.default_uncertain_wait(wait);
+        }
         if let Some(namespace) = &settings.namespace {
             builder = builder.namespace(namespace.clone());
         }

@@ -3,6 +3,9 @@
 //! upstream's annotations give (docs/gateway.md, "Configuration").
 //!
 //! ```toml
+//! approval_wait = "10m"     # every tool that asks for approval waits this long
+//! uncertain_wait = "5m"     # every tool that refuses uncertain outcomes too
+//!
 //! [tools.charge_card]
 //! scope = "global"          # or "run" (the default)
 //! key = ["order_id"]        # or check = [..]; and ignore = [..]
@@ -14,6 +17,9 @@
 //! approval = "required"     # or "never" (the default), or "ask": a person approves each
 //!                           # operation; "ask" also asks the person at an MCP client
 //! approval_window = "30m"   # how long an approval stays good (1h by default)
+//! approval_wait = "10m"     # a call waits this long for the decision
+//!                           # (no wait by default: it is told to call again)
+//! uncertain_wait = "5m"     # with on_uncertain = "refuse": waits for `idem resolve`
 //! approval_when = "amount_cents > 10000"  # only the calls for which this CEL
 //!                           # condition holds wait for approval (condition.rs)
 //! error_results = "record"  # or "release" (the default)
@@ -34,7 +40,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use idem::{
-    Approval, OnInFlight, OnStoreError, OnUncertain, ScopeKind, SettingError, WriteOptions,
+    Approval, OnInFlight, OnStoreError, OnUncertain, ScopeKind, SettingError, Waits, WriteOptions,
 };
 use serde::{Deserialize, Deserializer};
 
@@ -44,6 +50,14 @@ use super::condition::Condition;
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Config {
+    /// How long a call of any tool that asks for approval waits for the
+    /// decision, unless its table says otherwise.
+    #[serde(default, deserialize_with = "duration")]
+    pub(crate) approval_wait: Option<Duration>,
+    /// How long a call of any tool that leaves an unknown outcome to a
+    /// person waits for it to be resolved, unless its table says.
+    #[serde(default, deserialize_with = "duration")]
+    pub(crate) uncertain_wait: Option<Duration>,
     /// The settings of each tool that has any, by its name upstream.
     #[serde(default)]
     pub(crate) tools: BTreeMap<String, ToolConfig>,
@@ -117,6 +131,13 @@ pub(crate) struct ToolConfig {
     /// over the arguments and `tenant`) holds; all of them without it.
     #[serde(default, deserialize_with = "condition")]
     pub(crate) approval_when: Option<Arc<Condition>>,
+    /// How long a call waits for a person's decision (the file's
+    /// `approval_wait`, else no wait).
+    #[serde(default, deserialize_with = "duration")]
+    pub(crate) approval_wait: Option<Duration>,
+    /// How long a call of an unknown outcome waits for `idem resolve`.
+    #[serde(default, deserialize_with = "duration")]
+    pub(crate) uncertain_wait: Option<Duration>,
     pub(crate) error_results: Option<ErrorResults>,
 }
 
@@ -141,6 +162,16 @@ impl Config {
                 return Err(format!(
                     "[tools.{name}] gives `approval_window`, how long a person's approval stays good, but the tool asks for none: give `approval = \"required\"` (or \"ask\", or `approval_when`), or remove `approval_window`"
                 ));
+            }
+            let waits = Waits {
+                approval: tool.approval(),
+                approval_window: tool.approval_window.unwrap_or(idem::APPROVAL_WINDOW),
+                approval_wait: tool.approval_wait,
+                on_uncertain: tool.on_uncertain.unwrap_or_default(),
+                uncertain_wait: tool.uncertain_wait,
+            };
+            if let Err(e) = waits.check() {
+                return Err(format!("[tools.{name}]: {e}"));
             }
             if tool.wait.is_some() && tool.on_in_flight.is_some() {
                 return Err(format!(
@@ -215,6 +246,12 @@ impl ToolConfig {
         };
         if let Some(window) = self.approval_window {
             options = options.approval_window(window);
+        }
+        if let Some(wait) = self.approval_wait {
+            options = options.approval_wait(wait);
+        }
+        if let Some(wait) = self.uncertain_wait {
+            options = options.uncertain_wait(wait);
         }
         options
     }
@@ -434,5 +471,42 @@ mod tests {
             .tool("pay")
             .approval_window;
         assert_eq!(window, Some(Duration::from_secs(1800)));
+    }
+
+    #[test]
+    fn waits_read_for_every_tool_and_each_and_are_checked_as_the_attribute_checks_them() {
+        let config = Config::parse(
+            "approval_wait = \"10m\"\nuncertain_wait = \"1m\"\n\
+             [tools.pay]\napproval = \"required\"\napproval_wait = \"30m\"\n\
+             on_uncertain = \"refuse\"\nuncertain_wait = \"5m\"\n",
+        )
+        .expect("loads");
+        let minutes = |m: u64| Duration::from_secs(60 * m);
+        assert_eq!(
+            (config.approval_wait, config.uncertain_wait),
+            (Some(minutes(10)), Some(minutes(1)))
+        );
+        let options = config.tool("pay").write_options(true, true);
+        let want = WriteOptions::new()
+            .approval(Approval::Required)
+            .on_uncertain(OnUncertain::Refuse)
+            .approval_wait(minutes(30))
+            .uncertain_wait(minutes(5));
+        assert_eq!(options, want);
+        for (text, says) in [
+            ("[tools.pay]\napproval_wait = \"5m\"\n", "asks for none"),
+            (
+                "[tools.pay]\napproval = \"required\"\napproval_wait = \"2h\"\n",
+                "(\"2h\") is longer than `approval_window` (\"1h\")",
+            ),
+            (
+                "[tools.pay]\nuncertain_wait = \"5m\"\n",
+                "on_uncertain = \"refuse\"",
+            ),
+            ("approval_wait = \"soon\"\n", "invalid duration \"soon\""),
+        ] {
+            let message = Config::parse(text).expect_err(text);
+            assert!(message.contains(says), "{text}: {message}");
+        }
     }
 }

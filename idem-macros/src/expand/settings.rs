@@ -273,9 +273,16 @@ fn policies(private: &Private, attrs: &Attrs, mut chain: TokenStream) -> TokenSt
         let approval = variant(quote!(#private::Approval), approval);
         chain = quote!(#chain.approval(#approval));
     }
-    if let Some((window, _)) = &attrs.approval_window {
-        let ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
-        chain = quote!(#chain.approval_window(::core::time::Duration::from_millis(#ms)));
+    let durations = [
+        (&attrs.approval_window, quote!(approval_window)),
+        (&attrs.approval_wait, quote!(approval_wait)),
+        (&attrs.uncertain_wait, quote!(uncertain_wait)),
+    ];
+    for (given, setter) in durations {
+        if let Some((duration, _)) = given {
+            let ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+            chain = quote!(#chain.#setter(::core::time::Duration::from_millis(#ms)));
+        }
     }
     chain
 }

@@ -10,6 +10,7 @@
 //! match beyond its key, `sets` puts set-like arguments in one order,
 //! `uncertain` decides what an operation whose outcome is unknown does,
 //! `approval` asks a person before an operation that needs it runs,
+//! `wait` waits for that person's decision where the tool says so,
 //! `trace` tells the registry how a call was answered, and `task` the
 //! future combinators the stages are built from.
 
@@ -28,6 +29,7 @@ mod settle;
 mod task;
 mod trace;
 mod uncertain;
+mod wait;
 mod write;
 
 pub(crate) use self::args::MAX_ARGS_DEPTH;
@@ -40,4 +42,4 @@ pub(crate) use self::settings::{
 };
 pub(crate) use self::task::bounded;
 pub(crate) use self::trace::{CallTrace, How};
-pub(crate) use self::write::call_write;
+pub(crate) use self::wait::call_write_waiting;

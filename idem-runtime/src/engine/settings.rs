@@ -79,6 +79,11 @@ pub(crate) struct Defaults {
     pub(crate) max_result_bytes: usize,
     /// Registry-wide: how large and deep a call's arguments may be.
     pub(crate) args: ArgLimits,
+    /// How long a call of a tool that asks for approval waits for it.
+    pub(crate) approval_wait: Duration,
+    /// How long a call of a tool that refuses uncertain operations waits
+    /// for one to be resolved.
+    pub(crate) uncertain_wait: Duration,
 }
 
 impl Default for Defaults {
@@ -90,6 +95,8 @@ impl Default for Defaults {
             on_in_flight: OnInFlight::Reject,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             args: ArgLimits::default(),
+            approval_wait: Duration::ZERO,
+            uncertain_wait: Duration::ZERO,
         }
     }
 }
@@ -109,6 +116,10 @@ pub(crate) struct ToolSettings {
     pub(crate) approval: Approval,
     /// How long an approval stays good.
     pub(crate) approval_window: Duration,
+    /// How long a call waits for a person's decision (zero: not at all).
+    pub(crate) approval_wait: Duration,
+    /// How long a call waits for an unknown outcome to be resolved.
+    pub(crate) uncertain_wait: Duration,
     pub(crate) max_result_bytes: usize,
     pub(crate) args: ArgLimits,
 }
@@ -129,6 +140,17 @@ impl ToolSettings {
             on_uncertain: options.on_uncertain,
             approval: options.approval,
             approval_window: options.approval_window.unwrap_or(APPROVAL_WINDOW),
+            // The registry's waits are for the tools they apply to.
+            approval_wait: options.approval_wait.unwrap_or(match options.approval {
+                Approval::Never => Duration::ZERO,
+                _ => defaults.approval_wait,
+            }),
+            uncertain_wait: options
+                .uncertain_wait
+                .unwrap_or(match options.on_uncertain {
+                    OnUncertain::Rerun => Duration::ZERO,
+                    _ => defaults.uncertain_wait,
+                }),
             max_result_bytes: options
                 .max_result_bytes
                 .unwrap_or(defaults.max_result_bytes),

@@ -168,6 +168,24 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
         self
     }
 
+    /// How long a call of any tool that asks for approval waits for a
+    /// person's decision, unless the tool says otherwise
+    /// ([`WriteOptions::approval_wait`]; no wait by default). Each such
+    /// tool's `approval_window` must be at least as long.
+    pub fn default_approval_wait(mut self, wait: Duration) -> Self {
+        self.defaults.approval_wait = wait;
+        self
+    }
+
+    /// How long a call of any tool that leaves an unknown outcome to a
+    /// person (`on_uncertain` other than `rerun`) waits for it to be
+    /// resolved, unless the tool says otherwise
+    /// ([`WriteOptions::uncertain_wait`]; no wait by default).
+    pub fn default_uncertain_wait(mut self, wait: Duration) -> Self {
+        self.defaults.uncertain_wait = wait;
+        self
+    }
+
     /// Default behaviour of a duplicate that arrives in flight (reject).
     pub fn default_on_in_flight(mut self, on_in_flight: OnInFlight) -> Self {
         self.defaults.on_in_flight = on_in_flight;
@@ -218,6 +236,8 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
             });
         }
         within_max("*", "store_timeout", self.store_timeout)?;
+        within_max("*", "approval_wait", d.approval_wait)?;
+        within_max("*", "uncertain_wait", d.uncertain_wait)?;
         let mut by_name = HashMap::with_capacity(self.tools.len());
         let store: Arc<dyn IdemStore> = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
         let mut definitions = Vec::with_capacity(self.tools.len());

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 pub use idem_rules::valid_tool_name;
-use idem_rules::{MAX_DURATION, MIN_LEASE, MIN_RESULT_BYTES};
+use idem_rules::{MAX_DURATION, MIN_LEASE, MIN_RESULT_BYTES, Waits};
 
 use crate::engine::ToolSettings;
 use crate::error::RegistryError;
@@ -42,11 +42,16 @@ pub(super) fn check_settings(tool: &str, settings: &ToolSettings) -> Result<(), 
         max_result_bytes,
         approval,
         approval_window,
+        approval_wait,
+        uncertain_wait,
+        on_uncertain,
         on_store_error,
         ..
     } = *settings;
     within_max(tool, "lease", lease)?;
     within_max(tool, "approval_window", approval_window)?;
+    within_max(tool, "approval_wait", approval_wait)?;
+    within_max(tool, "uncertain_wait", uncertain_wait)?;
     within_max(tool, "ttl", ttl)?;
     within_max(tool, "max_hold", max_hold)?;
     if let OnInFlight::Wait(wait) = on_in_flight {
@@ -68,6 +73,17 @@ pub(super) fn check_settings(tool: &str, settings: &ToolSettings) -> Result<(), 
     }
     if approval_window.is_zero() {
         return bad("approval_window must be greater than zero".into());
+    }
+    let given = |wait: Duration| (!wait.is_zero()).then_some(wait);
+    let waits = Waits {
+        approval,
+        approval_window,
+        approval_wait: given(approval_wait),
+        on_uncertain,
+        uncertain_wait: given(uncertain_wait),
+    };
+    if let Err(e) = waits.check() {
+        return bad(e.to_string());
     }
     if max_hold < lease {
         return bad(format!(

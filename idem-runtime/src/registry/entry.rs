@@ -207,7 +207,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for PreparedWrite<
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         let (tool, name, settings, learnt) =
             (&self.tool, &self.info.name, &self.settings, &self.learnt);
-        Box::pin(engine::call_write(
+        Box::pin(engine::call_write_waiting(
             tool, name, settings, learnt, shared, caller, args,
         ))
     }

@@ -113,3 +113,24 @@ pub(super) fn registry_with(
 pub(super) fn registry(store: Arc<dyn IdemStore>, ns: &str, counter: &Counter) -> Registry<()> {
     registry_with(store, ns, counter, |b| b)
 }
+
+/// A registry on `store` in namespace `ns` that holds no tools: an
+/// operator's, or another service's.
+pub(super) fn operator(store: Arc<dyn IdemStore>, ns: &str) -> Registry<()> {
+    Registry::builder(())
+        .store(store)
+        .namespace(ns)
+        .build()
+        .expect("a registry of no tools")
+}
+
+/// Whether `outcome` is the answer that the operation waits for a
+/// person's approval, under `key`.
+pub(super) fn waits(
+    outcome: &Result<serde_json::Value, crate::error::ToolError>,
+) -> Option<IdemKey> {
+    match outcome {
+        Err(crate::error::ToolError::ApprovalRequired { key, .. }) => Some(key.clone()),
+        _ => None,
+    }
+}

@@ -84,6 +84,8 @@ macro_rules! __idem_with_cases {
             registry_runs_an_approved_operation_once,
             registry_keeps_the_tools_approval_terms,
             registry_revokes_an_unused_approval,
+            registry_waits_for_a_persons_decision,
+            registry_waits_for_an_unknown_outcome_to_be_resolved,
             registry_refuses_an_uncertain_operation_until_resolved,
             registry_keeps_an_unknown_outcome_past_the_ttl,
             registry_verifies_an_uncertain_operation,

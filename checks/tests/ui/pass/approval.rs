@@ -40,7 +40,13 @@ async fn close_account(account: String, ctx: &WriteCtx) -> Result<(), String> {
 }
 
 /// Delete an account: always asks.
-#[write_tool(approval = "required", approval_window = "30m", on_uncertain = "refuse")]
+#[write_tool(
+    approval = "required",
+    approval_window = "30m",
+    approval_wait = "10m",
+    on_uncertain = "refuse",
+    uncertain_wait = "5m"
+)]
 async fn delete_account(account: String, ctx: &WriteCtx) -> Result<(), String> {
     let _ = (account, ctx);
     Ok(())

@@ -10,7 +10,6 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::error::{ResolveError, StoreError, ToolError};
-use crate::registry::Registry;
 use crate::store::{ClaimRequest, Entry, IdemStore, LeaseToken, Outcome, RecordState};
 use crate::testing::fixtures::Counter;
 use crate::testing::harness::Harness;
@@ -288,30 +287,11 @@ async fn a_revocation_races_the_run(store: &dyn IdemStore, ns: &str, revoked: Ou
     }
 }
 
-/// A registry on `h`'s store in namespace `ns` that holds no tools: an
-/// operator's, or another service's.
-fn operator<H: Harness>(h: &H, ns: &str) -> Registry<()> {
-    Registry::builder(())
-        .store(h.store())
-        .namespace(ns)
-        .build()
-        .expect("a registry of no tools")
-}
-
 /// What the awaiting `record` says is asked, on what terms.
 fn asked_of(record: &crate::store::RecordInfo) -> crate::store::ApprovalAsked {
     let asked = record.payload.as_deref();
     let asked = asked.and_then(crate::store::ApprovalAsked::parse);
     asked.expect("the awaiting record says what is asked, on what terms")
-}
-
-/// Whether `outcome` is the answer that the operation waits for a
-/// person's approval, under `key`.
-fn waits(outcome: &Result<serde_json::Value, ToolError>) -> Option<crate::IdemKey> {
-    match outcome {
-        Err(ToolError::ApprovalRequired { key, .. }) => Some(key.clone()),
-        _ => None,
-    }
 }
 
 /// Through the registry, a tool that needs approval runs nothing until a
@@ -450,7 +430,7 @@ pub async fn registry_keeps_the_tools_approval_terms<H: Harness>(h: &H) {
     );
 
     // A registry without the tool decides on the record's terms.
-    let operator = operator(h, &ns);
+    let operator = operator(h.store(), &ns);
     let other = waits(&call(3).await).expect("asks");
     operator.approve(&other, "ops").await.expect("approved");
     let approved = inspected(registry.store(), &other).await;
@@ -517,7 +497,7 @@ pub async fn registry_revokes_an_unused_approval<H: Harness>(h: &H) {
         Err(ResolveError::NotFound { .. })
     ));
 
-    let operator = operator(h, &ns);
+    let operator = operator(h.store(), &ns);
     let other = waits(&call(3).await).expect("asks");
     operator.approve(&other, "ops").await.expect("approved");
     operator

@@ -4,8 +4,9 @@
 //! tools over the store), `sealed` (records encrypted at rest),
 //! `network` (real network faults between store and server), `full` (a
 //! store out of memory or space, which its backend's test fills for real)
-//! `uncertain` (lapsed claims, unknown outcomes and their resolution) and
-//! `approval` (operations awaiting a person's approval).
+//! `uncertain` (lapsed claims, unknown outcomes and their resolution),
+//! `approval` (operations awaiting a person's approval) and `wait` (calls
+//! that wait for a person's decision).
 
 mod approval;
 mod full;
@@ -15,6 +16,7 @@ mod registry;
 mod sealed;
 mod store;
 mod uncertain;
+mod wait;
 
 pub use self::approval::*;
 pub use self::full::*;
@@ -24,3 +26,4 @@ pub use self::registry::*;
 pub use self::sealed::*;
 pub use self::store::*;
 pub use self::uncertain::*;
+pub use self::wait::*;

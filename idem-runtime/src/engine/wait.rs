@@ -1,0 +1,137 @@
+//! Waiting for a person: a call of an operation that awaits approval (or
+//! whose outcome is unknown, under a policy that leaves it to a person)
+//! waits, up to the tool's `approval_wait` (`uncertain_wait`), for the
+//! decision, which may be made in another process: the call learns of it
+//! from the store, and is then made again, answering as the decision
+//! says (approved: the body runs once; refused: the denial; resolved: the
+//! result given). A duplicate that comes while one call waits waits too;
+//! of those woken by an approval one runs the body and the others wait
+//! for its result, within the same wait; so does one that comes while the
+//! approved body runs. A wait holds nothing (no claim,
+//! no lease): a call dropped or a process killed while it waits leaves
+//! the operation as it was.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::checked::Learnt;
+use super::settings::{CallOrigin, Shared, ToolSettings};
+use super::task::bounded;
+use super::write::call_write;
+use crate::error::ToolError;
+use crate::key::IdemKey;
+use crate::store::Entry;
+use crate::tool::WriteTool;
+
+/// How often a waiting call looks at the record first, and at most: a
+/// decision is seen within the longer (plus a store round trip).
+const FIRST_LOOK: Duration = Duration::from_millis(25);
+const LOOK_AT_MOST_EVERY: Duration = Duration::from_millis(250);
+
+/// [`call_write`], waiting for a person's decision where the tool's
+/// settings say so.
+pub(crate) async fn call_write_waiting<S, T: WriteTool<S>>(
+    tool: &T,
+    name: &str,
+    settings: &ToolSettings,
+    learnt: &Learnt,
+    shared: &Shared<S>,
+    caller: CallOrigin<'_>,
+    args: Value,
+) -> Result<Value, ToolError> {
+    if settings.approval_wait.is_zero() && settings.uncertain_wait.is_zero() {
+        return call_write(tool, name, settings, learnt, shared, caller, args).await;
+    }
+    // Set by the first answer that waits; a wait never outlives it.
+    let mut deadline: Option<Instant> = None;
+    loop {
+        let answer = call_write(tool, name, settings, learnt, shared, caller, args.clone()).await;
+        let Some((key, seen, wait)) = waits_on(&answer, settings, deadline.is_some()) else {
+            return answer;
+        };
+        let until = *deadline.get_or_insert_with(|| {
+            tracing::info!(tool = name, key = %key, wait = ?wait, "waits for a person's decision");
+            Instant::now() + wait
+        });
+        if !changed(shared, &key, seen, until).await {
+            tracing::info!(tool = name, key = %key, "no decision within the wait");
+            return answer;
+        }
+    }
+}
+
+/// What a record looks like to a waiting call: the variant of its entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    Awaiting,
+    Unknown,
+    Running,
+}
+
+/// The key and state `answer` waits on, and for how long at most, when it
+/// is one a call waits out: an operation awaiting approval (with an
+/// approval wait), an unknown outcome (with an uncertain wait), and an
+/// operation another call runs, once waiting or where the tool waits for
+/// approvals (a duplicate that comes as the approved body runs).
+fn waits_on(
+    answer: &Result<Value, ToolError>,
+    settings: &ToolSettings,
+    waiting: bool,
+) -> Option<(IdemKey, Seen, Duration)> {
+    let (key, seen, wait) = match answer {
+        Err(ToolError::ApprovalRequired { key, .. }) => {
+            (key.clone(), Seen::Awaiting, settings.approval_wait)
+        }
+        Err(ToolError::OutcomeUnknown { key, .. }) => (
+            IdemKey::from_raw(key.as_str()),
+            Seen::Unknown,
+            settings.uncertain_wait,
+        ),
+        Err(ToolError::InFlight { key, .. }) => (
+            IdemKey::from_raw(key.as_str()),
+            Seen::Running,
+            settings.approval_wait,
+        ),
+        _ => return None,
+    };
+    (waiting || !wait.is_zero()).then_some((key, seen, wait))
+}
+
+/// Whether the record under `key` changes from `seen` before `until`:
+/// looked at now and then, more rarely as the wait goes on. A store
+/// error is logged and looked past: the wait goes on.
+async fn changed<S>(shared: &Shared<S>, key: &IdemKey, seen: Seen, until: Instant) -> bool {
+    let mut every = FIRST_LOOK;
+    loop {
+        let now = Instant::now();
+        if now >= until {
+            return false;
+        }
+        tokio::time::sleep(every.min(until - now)).await;
+        every = (every * 2).min(LOOK_AT_MOST_EVERY);
+        let looked = bounded(
+            &shared.store_meta,
+            shared.store_timeout,
+            "get",
+            shared.store.get(key),
+        );
+        match looked.await {
+            Ok(entry) => {
+                let now = match entry {
+                    Some(Entry::Awaiting { .. }) => Some(Seen::Awaiting),
+                    Some(Entry::Unknown { .. }) => Some(Seen::Unknown),
+                    Some(Entry::Running { .. }) => Some(Seen::Running),
+                    _ => None,
+                };
+                if now != Some(seen) {
+                    return true;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(key = %key, error = %e, "could not look at the record a call waits on; still waiting");
+            }
+        }
+    }
+}
