@@ -34,6 +34,8 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod canonical;
+#[cfg(any(feature = "redis-tls", feature = "notify"))]
+mod crypto;
 mod ctx;
 mod engine;
 mod error;
@@ -54,6 +56,9 @@ mod utc;
 pub mod async_openai;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "notify")]
+#[cfg_attr(docsrs, doc(cfg(feature = "notify")))]
+pub mod notify;
 #[cfg(feature = "rig")]
 pub mod rig;
 #[cfg(feature = "test-util")]

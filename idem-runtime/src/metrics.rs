@@ -12,6 +12,7 @@
 //! | `idem.lease.renewals` | counter | `gen_ai.tool.name` | leases renewed while a body ran |
 //! | `idem.lease.lost` | counter | `gen_ai.tool.name` | bodies told their lease was lost |
 //! | `idem.records.too_large` | counter | `gen_ai.tool.name` | results larger than `max_result_bytes`, recorded as failures |
+//! | `idem.notify.events` | counter | `idem.event` (`approval.requested`, ..), `idem.delivery` (`delivered`, `dropped`, `given_up`) | webhooks (feature `notify`): sent, dropped from a full queue, given up after their retries |
 
 use std::time::{Duration, Instant};
 
@@ -33,6 +34,8 @@ pub mod names {
     pub const LEASE_LOST: &str = "idem.lease.lost";
     /// Counter of results too large to record.
     pub const RECORDS_TOO_LARGE: &str = "idem.records.too_large";
+    /// Counter of webhooks by event and how their delivery ended.
+    pub const NOTIFY_EVENTS: &str = "idem.notify.events";
 }
 
 static METADATA: Metadata<'static> =
@@ -233,4 +236,16 @@ pub(crate) fn lease_lost(keys: &ToolKeys) {
 /// A result too large to record.
 pub(crate) fn record_too_large(keys: &ToolKeys) {
     metrics::with_recorder(|r| r.register_counter(&keys.too_large, &METADATA).increment(1));
+}
+
+/// A webhook of event `event` that was `delivery` (`delivered`,
+/// `dropped`, `given_up`).
+#[cfg(feature = "notify")]
+pub(crate) fn notified(event: &'static str, delivery: &'static str) {
+    let labels = vec![
+        Label::from_static_parts("idem.event", event),
+        Label::from_static_parts("idem.delivery", delivery),
+    ];
+    let key = Key::from_parts(names::NOTIFY_EVENTS, labels);
+    metrics::with_recorder(|r| r.register_counter(&key, &METADATA).increment(1));
 }

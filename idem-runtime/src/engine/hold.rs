@@ -47,6 +47,11 @@ pub(crate) struct Site<'a> {
     /// Where the call's span, outcome and (feature `metrics`) its tool's
     /// metric keys are.
     pub(crate) trace: Option<&'a CallTrace<'a>>,
+    /// What the record says of the operation (sealed as it is written).
+    pub(crate) about: Option<&'a str>,
+    /// The registry's webhooks.
+    #[cfg(feature = "notify")]
+    pub(crate) notifier: Option<&'a crate::notify::Notifier>,
 }
 
 /// One call's hold on its claim.
@@ -114,6 +119,29 @@ impl<'a> Hold<'a> {
     #[cfg(feature = "metrics")]
     pub(crate) fn metrics(&self) -> Option<&'a crate::metrics::ToolKeys> {
         self.site.trace.and_then(CallTrace::metrics)
+    }
+
+    /// Tells the registry's webhooks, if it has any, of the event
+    /// `make` makes from what the record says of the operation (opened;
+    /// hidden fields replaced, as operators see them).
+    #[cfg(feature = "notify")]
+    pub(crate) fn tell(
+        &self,
+        make: impl FnOnce(Option<&crate::store::About>) -> crate::notify::Event,
+    ) {
+        let Some(notifier) = self.site.notifier else {
+            return;
+        };
+        let about = self.site.about.and_then(|text| {
+            let opened = crate::seal::open(
+                self.site.result_keys,
+                self.key,
+                PayloadKind::About,
+                text.to_owned(),
+            );
+            crate::store::About::parse(&opened.ok()?)
+        });
+        notifier.send(make(about.as_ref()));
     }
 
     /// How long a recorded outcome is kept.

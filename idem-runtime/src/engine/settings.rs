@@ -44,6 +44,9 @@ pub(crate) struct Shared<S> {
     pub(crate) store_meta: StoreMeta,
     /// Told of each operation that comes to await a person's approval.
     pub(crate) on_approval_requested: Option<ApprovalHook>,
+    /// The registry's webhooks.
+    #[cfg(feature = "notify")]
+    pub(crate) notifier: Option<crate::notify::Notifier>,
 }
 
 /// What [`RegistryBuilder::on_approval_requested`](crate::RegistryBuilder::on_approval_requested) keeps.

@@ -30,6 +30,8 @@ impl<S: Send + Sync + 'static> Registry<S> {
             require_tenant: false,
             result_keys: None,
             on_approval_requested: None,
+            #[cfg(feature = "notify")]
+            notify: None,
             tools: Vec::new(),
         }
     }
@@ -45,6 +47,8 @@ pub struct RegistryBuilder<S> {
     require_tenant: bool,
     result_keys: Option<Arc<ResultKeys>>,
     on_approval_requested: Option<ApprovalHook>,
+    #[cfg(feature = "notify")]
+    notify: Option<crate::notify::Notify>,
     tools: Vec<Box<dyn UnpreparedTool<S>>>,
 }
 
@@ -186,6 +190,33 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
         self
     }
 
+    /// Sends webhooks as `notify` says (feature `notify`; the
+    /// [`notify`](crate::notify) module's docs): when an operation comes
+    /// to await a person's approval, when this registry records an
+    /// approval or a refusal, when an outcome becomes unknown, and when
+    /// this registry resolves one. Sent beside the calls, never delaying
+    /// or failing one.
+    ///
+    /// ```
+    /// use idem_runtime::Registry;
+    /// use idem_runtime::notify::{Notify, WebhookSecret};
+    ///
+    /// let secret: WebhookSecret = std::env::var("IDEM_WEBHOOK_SECRET")
+    ///     .unwrap_or_else(|_| WebhookSecret::generate().to_string())
+    ///     .parse()?;
+    /// let registry = Registry::builder(())
+    ///     .notify(Notify::standard("https://hooks.example.com/idem", secret)?)
+    ///     .build()?;
+    /// # drop(registry);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "notify")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "notify")))]
+    pub fn notify(mut self, notify: crate::notify::Notify) -> Self {
+        self.notify = Some(notify);
+        self
+    }
+
     /// Default behaviour of a duplicate that arrives in flight (reject).
     pub fn default_on_in_flight(mut self, on_in_flight: OnInFlight) -> Self {
         self.defaults.on_in_flight = on_in_flight;
@@ -238,6 +269,16 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
         within_max("*", "store_timeout", self.store_timeout)?;
         within_max("*", "approval_wait", d.approval_wait)?;
         within_max("*", "uncertain_wait", d.uncertain_wait)?;
+        #[cfg(feature = "notify")]
+        let notifier = match self.notify {
+            Some(notify) => Some(crate::notify::Notifier::new(notify).map_err(|e| {
+                RegistryError::InvalidSetting {
+                    tool: "*".into(),
+                    message: e.to_string(),
+                }
+            })?),
+            None => None,
+        };
         let mut by_name = HashMap::with_capacity(self.tools.len());
         let store: Arc<dyn IdemStore> = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
         let mut definitions = Vec::with_capacity(self.tools.len());
@@ -262,6 +303,8 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
                     require_tenant: self.require_tenant,
                     result_keys: self.result_keys,
                     on_approval_requested: self.on_approval_requested,
+                    #[cfg(feature = "notify")]
+                    notifier,
                 },
                 #[cfg(feature = "metrics")]
                 tool_keys: definitions

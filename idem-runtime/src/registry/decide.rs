@@ -8,6 +8,8 @@ use super::dispatch::Registry;
 use crate::engine::bounded;
 use crate::error::{ResolveError, StoreError};
 use crate::key::IdemKey;
+#[cfg(feature = "notify")]
+use crate::notify::EventKind;
 use crate::seal::{PayloadKind, open, seal};
 use crate::store::{About, ApprovalAsked, LeaseToken, Outcome, RecordInfo, RecordState, Refusal};
 use crate::tool::APPROVAL_WINDOW;
@@ -37,7 +39,10 @@ impl<S: Send + Sync + 'static> Registry<S> {
             about: &about,
             window: terms.window.unwrap_or(APPROVAL_WINDOW),
         };
-        self.decide(&record, &token, outcome, "approved").await
+        self.decide(&record, &token, outcome, "approved").await?;
+        #[cfg(feature = "notify")]
+        self.tell(&record, EventKind::ApprovalApproved, |e| e.with("by", by));
+        Ok(())
     }
 
     /// Refuses the operation under `key`, which awaits a person's
@@ -54,7 +59,12 @@ impl<S: Send + Sync + 'static> Registry<S> {
         let error = self.sealed(key, PayloadKind::Error, error);
         let ttl = terms.ttl.unwrap_or(self.inner.shared.defaults.ttl);
         let outcome = Outcome::Failed { error: &error, ttl };
-        self.decide(&record, &token, outcome, "refused").await
+        self.decide(&record, &token, outcome, "refused").await?;
+        #[cfg(feature = "notify")]
+        self.tell(&record, EventKind::ApprovalDenied, |e| {
+            e.with("by", by).with("reason", reason)
+        });
+        Ok(())
     }
 
     /// Takes back the approval given to the operation under `key`, which
@@ -123,7 +133,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
     }
 
     /// What `record` says of its operation, opened.
-    fn opened_about(&self, record: &RecordInfo) -> Result<Option<String>, ResolveError> {
+    pub(super) fn opened_about(&self, record: &RecordInfo) -> Result<Option<String>, ResolveError> {
         let keys = self.inner.shared.result_keys.as_deref();
         Ok(match record.about.clone() {
             Some(text) => Some(open(keys, &record.key, PayloadKind::About, text)?),

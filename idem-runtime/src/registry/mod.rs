@@ -6,7 +6,8 @@
 //! `into_tool` is what `RegistryBuilder::tool` accepts, the macros'
 //! generated functions included; `observe` gives every call its span and
 //! metrics; `resolve` writes an operator's answer for an unknown outcome,
-//! `decide` a person's approval or refusal of an operation awaiting one.
+//! `decide` a person's approval or refusal of an operation awaiting one,
+//! and `notify` tells the registry's webhooks of both.
 
 mod builder;
 mod checks;
@@ -15,6 +16,8 @@ mod decide;
 mod dispatch;
 mod entry;
 mod into_tool;
+#[cfg(feature = "notify")]
+mod notify;
 mod observe;
 mod resolve;
 

@@ -117,11 +117,17 @@ pub(super) fn registry(store: Arc<dyn IdemStore>, ns: &str, counter: &Counter) -
 /// A registry on `store` in namespace `ns` that holds no tools: an
 /// operator's, or another service's.
 pub(super) fn operator(store: Arc<dyn IdemStore>, ns: &str) -> Registry<()> {
-    Registry::builder(())
-        .store(store)
-        .namespace(ns)
-        .build()
-        .expect("a registry of no tools")
+    operator_with(store, ns, |b| b)
+}
+
+/// [`operator`], configured further by `configure`.
+pub(super) fn operator_with(
+    store: Arc<dyn IdemStore>,
+    ns: &str,
+    configure: impl FnOnce(RegistryBuilder<()>) -> RegistryBuilder<()>,
+) -> Registry<()> {
+    let builder = Registry::builder(()).store(store).namespace(ns);
+    configure(builder).build().expect("a registry of no tools")
 }
 
 /// Whether `outcome` is the answer that the operation waits for a

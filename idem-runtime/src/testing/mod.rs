@@ -8,6 +8,8 @@
 //! - `faults`: [`FaultyStore`], injected failures for in-process stores;
 //! - `proxy`: [`Proxy`], real network faults between a client and its
 //!   server;
+//! - `receiver`: [`Receiver`], a webhook receiver that keeps what it is
+//!   sent and answers slowly or with an error when told to;
 //! - `retries`: [`RetryCheck`], the check users run on their own tools;
 //!   `report`: what it found ([`RetryReport`]).
 //!
@@ -32,6 +34,7 @@ mod fixtures;
 mod harness;
 mod helpers;
 mod proxy;
+mod receiver;
 mod report;
 mod retries;
 
@@ -40,6 +43,7 @@ pub use self::faults::{Fault, FaultyStore, Op};
 pub use self::fixtures::{Counter, CounterArgs, CounterOut};
 pub use self::harness::{Erased, Harness, MemoryHarness, run};
 pub use self::proxy::{Flow, Proxy};
+pub use self::receiver::{Received, Receiver};
 pub use self::report::{RetryReport, Row, Verdict};
 pub use self::retries::{IntoWriteTool, RetryCheck};
 
@@ -86,6 +90,7 @@ macro_rules! __idem_with_cases {
             registry_revokes_an_unused_approval,
             registry_waits_for_a_persons_decision,
             registry_waits_for_an_unknown_outcome_to_be_resolved,
+            registry_tells_its_webhooks_what_it_records,
             registry_refuses_an_uncertain_operation_until_resolved,
             registry_keeps_an_unknown_outcome_past_the_ttl,
             registry_verifies_an_uncertain_operation,

@@ -67,8 +67,6 @@ use redis::{AsyncConnectionConfig, Cmd, RedisError, Value as RValue};
 use self::connection::{Connections, Dialer, tcp_settings};
 use self::error::{as_bytes, as_text, rejects_option, script_error, store_error};
 pub use self::options::RedisOptions;
-#[cfg(feature = "redis-tls")]
-use self::options::install_crypto_provider;
 use self::options::url_error;
 use self::record::{RunningLine, State};
 use self::scripts::scripts;
@@ -199,7 +197,7 @@ impl RedisStore {
         }
         let urls: Vec<String> = urls.into_iter().map(|u| u.as_ref().to_owned()).collect();
         #[cfg(feature = "redis-tls")]
-        install_crypto_provider();
+        crate::crypto::install_crypto_provider();
         let builder = ClusterClient::builder(urls.clone())
             .tcp_settings(tcp_settings())
             .connection_timeout(options.connection_timeout)

@@ -132,7 +132,7 @@ impl RedisOptions {
             .map_err(|e| url_error(url, e))?
             .set_tcp_settings(super::connection::tcp_settings());
         #[cfg(feature = "redis-tls")]
-        install_crypto_provider();
+        crate::crypto::install_crypto_provider();
         #[cfg(feature = "redis-tls")]
         if let Some(ca) = &self.tls_root_ca {
             let certs = redis::TlsCertificates {
@@ -157,16 +157,6 @@ impl Default for RedisOptions {
             #[cfg(feature = "redis-tls")]
             tls_root_ca: None,
         }
-    }
-}
-
-/// rustls needs a process-wide crypto provider; choose *ring* unless the
-/// application already chose one.
-#[cfg(feature = "redis-tls")]
-pub(super) fn install_crypto_provider() {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // Fails only if another thread installed one first: fine either way.
-        let _ = rustls::crypto::ring::default_provider().install_default();
     }
 }
 

@@ -23,7 +23,7 @@ use crate::tool::{Approval, OnUncertain, WriteOptions};
 /// The key of the counter's operation `args` in `registry`, once its
 /// record is in state `state` (looked at every 10 ms, for at most a
 /// minute).
-async fn once_in(registry: &Registry<()>, args: Value, state: RecordState) -> IdemKey {
+pub(super) async fn once_in(registry: &Registry<()>, args: Value, state: RecordState) -> IdemKey {
     let (key, _) = registry
         .identify("r", "counter", args)
         .expect("identify")

@@ -1,0 +1,246 @@
+//! Delivery beside the calls: an event is put on a bounded queue (never
+//! waited on: a full queue drops it), a worker started with the first
+//! event sends each in a task of its own (at most [`IN_FLIGHT`] at once),
+//! and a delivery that times out, cannot connect, or is answered 5xx or
+//! 429 is sent again with the same `webhook-id`, 1 s later, then twice as
+//! long each time (at most 30 s apart), until the notify's `retry_for`
+//! has passed.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, UNIX_EPOCH};
+
+use tokio::sync::{Semaphore, mpsc};
+use tokio::time::Instant;
+
+use super::event::Event;
+use super::{Format, Notify, NotifyError};
+
+/// How many deliveries run at once: a slow receiver holds this many
+/// tasks, and the queue holds the rest.
+const IN_FLIGHT: usize = 16;
+/// The first pause before a delivery is sent again, and the longest.
+const FIRST_PAUSE: Duration = Duration::from_secs(1);
+const LONGEST_PAUSE: Duration = Duration::from_secs(30);
+
+/// A registry's webhooks: events go in with [`send`](Self::send), never
+/// waiting; the worker takes them out.
+pub(crate) struct Notifier {
+    delivery: Arc<Delivery>,
+    /// The worker's queue, made with the first event (in a Tokio
+    /// runtime); the worker ends once it is dropped and drained.
+    queue: OnceLock<mpsc::Sender<Message>>,
+}
+
+/// What the worker and its deliveries share.
+struct Delivery {
+    notify: Notify,
+    client: reqwest::Client,
+    /// Events queued or being delivered.
+    pending: AtomicUsize,
+    /// Told each time an event is delivered or given up.
+    settled: tokio::sync::Notify,
+}
+
+/// One event as it is sent, every attempt alike.
+struct Message {
+    id: String,
+    kind: &'static str,
+    timestamp: u64,
+    body: Vec<u8>,
+}
+
+/// How an attempt went.
+enum Attempt {
+    Delivered,
+    /// Worth another try: a timeout, a connection error, 5xx, 429.
+    Again(String),
+    /// Not: another 4xx, a redirect.
+    Refused(String),
+}
+
+impl Notifier {
+    /// A notifier for `notify`, or why its HTTP client cannot be made.
+    pub(crate) fn new(notify: Notify) -> Result<Notifier, NotifyError> {
+        crate::crypto::install_crypto_provider();
+        let client = reqwest::Client::builder()
+            .timeout(notify.timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("idem/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| {
+                NotifyError::Setting(format!(
+                    "cannot make the webhook client: {}",
+                    e.without_url()
+                ))
+            })?;
+        Ok(Notifier {
+            delivery: Arc::new(Delivery {
+                notify,
+                client,
+                pending: AtomicUsize::new(0),
+                settled: tokio::sync::Notify::new(),
+            }),
+            queue: OnceLock::new(),
+        })
+    }
+
+    /// Queues `event` to be sent, at once: a full queue, or no Tokio
+    /// runtime to send from, drops it (logged at `warn`, counted).
+    pub(crate) fn send(&self, event: Event) {
+        let kind = event.kind.as_str();
+        let delivery = &self.delivery;
+        let body = event.body(
+            delivery.notify.format,
+            delivery.notify.console_url.as_deref(),
+        );
+        let message = Message {
+            id: format!("msg_{:032x}", crate::unique::unique_id()),
+            kind,
+            timestamp: event
+                .at
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            body,
+        };
+        let Some(queue) = self.queue() else {
+            return delivery.gave_up(&message, "dropped", "no Tokio runtime to send it from");
+        };
+        delivery.pending.fetch_add(1, Ordering::SeqCst);
+        if let Err(refused) = queue.try_send(message) {
+            let message = match refused {
+                mpsc::error::TrySendError::Full(message)
+                | mpsc::error::TrySendError::Closed(message) => message,
+            };
+            delivery.gave_up(&message, "dropped", "the webhook queue is full");
+            delivery.settle();
+        }
+    }
+
+    /// The worker's queue, the worker started if it is not.
+    fn queue(&self) -> Option<&mpsc::Sender<Message>> {
+        if let Some(queue) = self.queue.get() {
+            return Some(queue);
+        }
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        Some(self.queue.get_or_init(|| {
+            let (queue, events) = mpsc::channel(self.delivery.notify.queue);
+            runtime.spawn(work(self.delivery.clone(), events));
+            queue
+        }))
+    }
+
+    /// Waits until every event queued so far is delivered or given up,
+    /// for at most `within`; whether they all were.
+    pub(crate) async fn flush(&self, within: Duration) -> bool {
+        let until = Instant::now() + within;
+        loop {
+            let settled = self.delivery.settled.notified();
+            if self.delivery.pending.load(Ordering::SeqCst) == 0 {
+                return true;
+            }
+            if tokio::time::timeout_at(until, settled).await.is_err() {
+                return false;
+            }
+        }
+    }
+}
+
+/// Takes events off the queue, each delivered in a task of its own, at
+/// most [`IN_FLIGHT`] at once; ends when the queue is dropped and empty.
+async fn work(delivery: Arc<Delivery>, mut events: mpsc::Receiver<Message>) {
+    let slots = Arc::new(Semaphore::new(IN_FLIGHT));
+    while let Some(message) = events.recv().await {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let delivery = delivery.clone();
+        tokio::spawn(async move {
+            delivery.deliver(&message).await;
+            delivery.settle();
+            drop(slot);
+        });
+    }
+}
+
+impl Delivery {
+    /// Sends `message` until it is delivered, refused, or `retry_for`
+    /// has passed.
+    async fn deliver(&self, message: &Message) {
+        let started = Instant::now();
+        let mut pause = FIRST_PAUSE;
+        loop {
+            match self.attempt(message).await {
+                Attempt::Delivered => {
+                    tracing::debug!(event = message.kind, id = %message.id, receiver = %self.notify.receiver(), "webhook delivered");
+                    #[cfg(feature = "metrics")]
+                    crate::metrics::notified(message.kind, "delivered");
+                    return;
+                }
+                Attempt::Refused(why) => return self.gave_up(message, "given_up", &why),
+                Attempt::Again(why) => {
+                    if started.elapsed() + pause > self.notify.retry_for {
+                        return self.gave_up(message, "given_up", &why);
+                    }
+                    tracing::debug!(event = message.kind, id = %message.id, why = %why, "webhook not delivered; sending it again");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(LONGEST_PAUSE);
+                }
+            }
+        }
+    }
+
+    /// One POST of `message`.
+    async fn attempt(&self, message: &Message) -> Attempt {
+        let notify = &self.notify;
+        let mut request = self
+            .client
+            .post(notify.url.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(message.body.clone());
+        if notify.format == Format::Standard {
+            request = request
+                .header("webhook-id", &message.id)
+                .header("webhook-timestamp", message.timestamp.to_string());
+            if let Some(secret) = &notify.secret {
+                let signature = secret.sign(&message.id, message.timestamp, &message.body);
+                request = request.header("webhook-signature", signature);
+            }
+        }
+        match request.send().await {
+            Ok(answer) => {
+                let status = answer.status();
+                if status.is_success() {
+                    Attempt::Delivered
+                } else if status.is_server_error() || status.as_u16() == 429 {
+                    Attempt::Again(format!("answered {status}"))
+                } else {
+                    Attempt::Refused(format!("answered {status}"))
+                }
+            }
+            // Never the URL: a Slack URL's path is its secret.
+            Err(e) => Attempt::Again(e.without_url().to_string()),
+        }
+    }
+
+    /// Logs and counts an event that will not be delivered: `what` is
+    /// `dropped` (never sent) or `given_up` (sent, never delivered).
+    fn gave_up(&self, message: &Message, what: &'static str, why: &str) {
+        tracing::warn!(
+            event = message.kind,
+            id = %message.id,
+            receiver = %self.notify.receiver(),
+            delivery = what,
+            why,
+            "a webhook was not delivered: the receiver was not told (the store still holds the operation: `idem approvals`, `idem pending` list it)"
+        );
+        #[cfg(feature = "metrics")]
+        crate::metrics::notified(message.kind, what);
+    }
+
+    /// One event fewer pending.
+    fn settle(&self) {
+        self.pending.fetch_sub(1, Ordering::SeqCst);
+        self.settled.notify_waiters();
+    }
+}
