@@ -10,10 +10,12 @@
 
 use std::time::Duration;
 
+use idem::notify::{EventKind, Webhooks};
 use idem::store::{About, ApprovalAsked, Outcome, RecordInfo, RecordState, Refusal, ScanFilter};
 use idem::{APPROVAL_WINDOW, IdemKey, IdemStore, StoreError};
 use serde_json::json;
 
+use crate::notify;
 use crate::output::say;
 use crate::record::{arguments_json, arguments_line, human, inspected};
 
@@ -126,6 +128,7 @@ pub(crate) async fn decide(
     store: &dyn IdemStore,
     key: &IdemKey,
     decision: Decision,
+    webhooks: Option<&Webhooks>,
 ) -> Result<(), String> {
     let record = inspected(store, key).await?;
     let token = decidable(key, &record, &decision)?;
@@ -181,6 +184,7 @@ pub(crate) async fn decide(
                 record.state,
                 record.age.map_or("-".into(), human),
             );
+            tell(webhooks, &record, &decision);
             Ok(())
         }
         Err(StoreError::LeaseLost) => Err(format!(
@@ -188,6 +192,24 @@ pub(crate) async fn decide(
              came first); look at it again with `idem show`"
         )),
         Err(e) => Err(format!("cannot decide {key}: {e}")),
+    }
+}
+
+/// Tells `webhooks` of `decision` on `record`: an approval or a
+/// refusal (a revocation is no event).
+fn tell(webhooks: Option<&Webhooks>, record: &RecordInfo, decision: &Decision) {
+    match decision {
+        Decision::Approve { by } => {
+            notify::tell(webhooks, record, EventKind::ApprovalApproved, |e| {
+                e.with("by", by.as_str())
+            })
+        }
+        Decision::Deny { by, reason, .. } => {
+            notify::tell(webhooks, record, EventKind::ApprovalDenied, |e| {
+                e.with("by", by.as_str()).with("reason", reason.as_str())
+            })
+        }
+        Decision::Revoke { .. } => {}
     }
 }
 

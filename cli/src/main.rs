@@ -15,6 +15,7 @@
 mod approve;
 mod gateway;
 mod guard;
+mod notify;
 mod output;
 mod record;
 mod release;
@@ -25,6 +26,7 @@ mod store;
 use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
+use idem::notify::Webhooks;
 use idem::store::{RecordState, ScanFilter};
 use idem::{IdemKey, Scope};
 use serde_json::Value;
@@ -134,6 +136,10 @@ enum Command {
         /// 24 h by default, as the registry's).
         #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
         ttl_secs: u64,
+        /// A TOML file with a `[notify]` table (the gateway's own file
+        /// serves): the decision is sent to its webhooks.
+        #[arg(long, value_name = "FILE")]
+        config: Option<std::path::PathBuf>,
     },
     /// List the operations awaiting a person's approval (a tool with
     /// `approval = "required"`), oldest first, with tool, tenant, run, age
@@ -151,6 +157,10 @@ enum Command {
         /// Who approves, kept in the record [default: $USER].
         #[arg(long, value_name = "NAME")]
         by: Option<String>,
+        /// A TOML file with a `[notify]` table (the gateway's own file
+        /// serves): the decision is sent to its webhooks.
+        #[arg(long, value_name = "FILE")]
+        config: Option<std::path::PathBuf>,
     },
     /// Refuse an operation awaiting approval: it never runs, and every call
     /// of it is answered the refusal.
@@ -171,6 +181,10 @@ enum Command {
         /// none, 24 h, the registry's default].
         #[arg(long, value_name = "SECONDS")]
         ttl_secs: Option<u64>,
+        /// A TOML file with a `[notify]` table (the gateway's own file
+        /// serves): the decision is sent to its webhooks.
+        #[arg(long, value_name = "FILE")]
+        config: Option<std::path::PathBuf>,
     },
     /// Take back an approval no call has used yet: the operation awaits a
     /// person's decision again. Refused, saying what the record is, when
@@ -197,6 +211,10 @@ enum Command {
     /// write tool claimed, run once upstream, recorded and replayed to
     /// duplicates: `idem gateway --store FILE -- npx some-mcp-server`.
     Gateway(gateway::GatewayArgs),
+    /// Print a new webhook secret (`whsec_` and base64 of 32 random
+    /// bytes), for `[notify]`'s `secret` and for the receiver that
+    /// verifies what is sent.
+    WebhookSecret,
     /// Print a completion script for a shell.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -337,6 +355,9 @@ impl Operation {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The HTTP clients (an upstream at an https URL, webhooks) use rustls
+    // with *ring*.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -409,13 +430,23 @@ async fn run(command: Command) -> Result<(), String> {
             failed,
             rerun: _,
             ttl_secs,
-        } => resolve(store, key, (done, failed), ttl_secs).await,
+            config,
+        } => {
+            let webhooks = webhooks(config.as_deref())?;
+            resolve(store, key, (done, failed), ttl_secs, webhooks.as_ref()).await?;
+            notify::flush(webhooks.as_ref()).await;
+            Ok(())
+        }
         approvals @ (Command::Approvals(_)
         | Command::Approve { .. }
         | Command::Deny { .. }
         | Command::Revoke { .. }) => approval(approvals).await,
         Command::Purge { store, dry_run } => purge(store, dry_run).await,
         Command::Gateway(args) => gateway::serve(args).await,
+        Command::WebhookSecret => {
+            say!("{}", idem::notify::WebhookSecret::generate());
+            Ok(())
+        }
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "idem", &mut std::io::stdout());
             Ok(())
@@ -437,6 +468,7 @@ async fn resolve(
     key: String,
     given: (Option<String>, Option<String>),
     ttl_secs: u64,
+    webhooks: Option<&Webhooks>,
 ) -> Result<(), String> {
     let answer = match given {
         (Some(result), _) => Answer::Done(result),
@@ -445,20 +477,25 @@ async fn resolve(
     };
     let ttl = std::time::Duration::from_secs(ttl_secs);
     let store = store.open().await?;
-    resolve::resolve(&*store, &IdemKey::from_raw(key), answer, ttl).await
+    resolve::resolve(&*store, &IdemKey::from_raw(key), answer, ttl, webhooks).await
 }
 
 /// `approvals`, `approve`, `deny` and `revoke`: what waits for a person,
 /// and their decision on one.
 async fn approval(command: Command) -> Result<(), String> {
-    let (store, key, decision) = match command {
+    let (store, key, decision, config) = match command {
         Command::Approvals(waiting) => {
             let store = waiting.store.open().await?;
             return approve::approvals(&*store, waiting.filter(), waiting.json).await;
         }
-        Command::Approve { store, key, by } => {
+        Command::Approve {
+            store,
+            key,
+            by,
+            config,
+        } => {
             let by = who(by, "approves")?;
-            (store, key, Decision::Approve { by })
+            (store, key, Decision::Approve { by }, config)
         }
         Command::Deny {
             store,
@@ -466,19 +503,45 @@ async fn approval(command: Command) -> Result<(), String> {
             reason,
             by,
             ttl_secs,
+            config,
         } => {
             let by = who(by, "refuses")?;
             let ttl = ttl_secs.map(std::time::Duration::from_secs);
-            (store, key, Decision::Deny { by, reason, ttl })
+            (store, key, Decision::Deny { by, reason, ttl }, config)
         }
         Command::Revoke { store, key, by } => {
             let by = who(by, "revokes")?;
-            (store, key, Decision::Revoke { by })
+            (store, key, Decision::Revoke { by }, None)
         }
         _ => unreachable!("only the approval commands are given here"),
     };
+    let webhooks = webhooks(config.as_deref())?;
     let store = store.open().await?;
-    approve::decide(&*store, &IdemKey::from_raw(key), decision).await
+    approve::decide(
+        &*store,
+        &IdemKey::from_raw(key),
+        decision,
+        webhooks.as_ref(),
+    )
+    .await?;
+    notify::flush(webhooks.as_ref()).await;
+    Ok(())
+}
+
+/// The webhooks the file at `config` asks for (its `[notify]`), if any.
+fn webhooks(config: Option<&std::path::Path>) -> Result<Option<Webhooks>, String> {
+    let Some(path) = config else {
+        return Ok(None);
+    };
+    match gateway::Config::load(path)?.notify {
+        Some(notify) => Webhooks::new(notify)
+            .map(Some)
+            .map_err(|e| format!("[notify]: {e}")),
+        None => Err(format!(
+            "{} has no [notify] table: nothing to send the decision to",
+            path.display()
+        )),
+    }
 }
 
 /// Who decides: `by`, or else `$USER`; `does` says what they do, for the

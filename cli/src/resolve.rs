@@ -9,10 +9,12 @@
 
 use std::time::Duration;
 
+use idem::notify::{EventKind, Webhooks};
 use idem::store::{Outcome, RecordInfo, RecordState, ScanFilter, UnknownNote};
 use idem::{IdemKey, IdemStore, StoreError};
 use serde_json::{Value, json};
 
+use crate::notify;
 use crate::output::say;
 use crate::record::{human, inspected};
 
@@ -115,6 +117,7 @@ pub(crate) async fn resolve(
     key: &IdemKey,
     answer: Answer,
     ttl: Duration,
+    webhooks: Option<&Webhooks>,
 ) -> Result<(), String> {
     let record = inspected(store, key).await?;
     if record.state != RecordState::Unknown {
@@ -155,6 +158,14 @@ pub(crate) async fn resolve(
                 record.attempt,
                 record.age.map_or("-".into(), human),
             );
+            let resolution = match answer {
+                Answer::Done(_) => "done",
+                Answer::Failed(_) => "failed",
+                Answer::Rerun => "rerun",
+            };
+            notify::tell(webhooks, &record, EventKind::OutcomeResolved, |e| {
+                e.with("resolution", resolution)
+            });
             Ok(())
         }
         Err(StoreError::LeaseLost) => Err(format!(

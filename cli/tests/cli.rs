@@ -554,6 +554,114 @@ async fn revoked_and_approved_again(url: &str, extra: &[&str], key: &str) {
     assert!(err.contains("awaits approval: it is not approved"), "{err}");
 }
 
+/// `approve`, `deny` and `resolve` given `--config` (a file with a
+/// `[notify]` table, as the gateway's) tell its receiver what they
+/// recorded, signed under its secret; a file without one is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn decisions_are_told_to_the_webhooks_of_the_config() {
+    let dir = std::env::temp_dir().join(format!("idem-cli-notify-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("idem.db");
+    let store: std::sync::Arc<dyn IdemStore> =
+        std::sync::Arc::new(SqliteStore::open(&path).await.expect("open"));
+    let registry = Registry::builder(())
+        .store(store)
+        .tool(delete_account)
+        .tool(send_email)
+        .build()
+        .expect("registry");
+    let receiver = idem::testing::Receiver::start().await;
+    let secret = idem::notify::WebhookSecret::generate();
+    let config = dir.join("gateway.toml");
+    let toml = format!(
+        "[notify]\nurl = \"{}\"\nsecret = \"{secret}\"\n",
+        receiver.url()
+    );
+    std::fs::write(&config, toml).expect("config");
+    let (url, config) = (
+        path.to_str().expect("UTF-8"),
+        config.to_str().expect("UTF-8"),
+    );
+    let asked = |account: &'static str| {
+        let registry = &registry;
+        async move {
+            match registry
+                .call("r", "delete_account", json!({ "account": account }))
+                .await
+            {
+                Err(ToolError::ApprovalRequired { key, .. }) => key.to_string(),
+                other => panic!("the call asks for approval, got {other:?}"),
+            }
+        }
+    };
+    let (ann, bob) = (asked("ann").await, asked("bob").await);
+    let email = unknown_email(&registry, "c@example.com").await.to_string();
+    stdout(&idem(&[
+        "approve", "--store", url, &ann, "--by", "ana", "--config", config,
+    ]));
+    let reason = ["--reason", "no"];
+    stdout(&idem(
+        &[
+            &[
+                "deny", "--store", url, &bob, "--by", "bo", "--config", config,
+            ][..],
+            &reason,
+        ]
+        .concat(),
+    ));
+    stdout(&idem(&[
+        "resolve", "--store", url, &email, "--rerun", "--config", config,
+    ]));
+    let received = receiver.received();
+    let events: Vec<(String, Value)> = received
+        .iter()
+        .map(|r| {
+            let header = |name: &str| r.header(name).expect(name);
+            let timestamp = header("webhook-timestamp").parse().expect("a timestamp");
+            let signed = header("webhook-signature");
+            assert!(secret.verify(header("webhook-id"), timestamp, &r.body, signed));
+            let event = r.json();
+            (
+                event["type"].as_str().expect("a type").to_owned(),
+                event["data"].clone(),
+            )
+        })
+        .collect();
+    let types: Vec<&str> = events.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(
+        types,
+        ["approval.approved", "approval.denied", "outcome.resolved"],
+        "one each, sent before each command ended"
+    );
+    assert_eq!(
+        (&events[0].1["key"], &events[0].1["by"]),
+        (&json!(ann), &json!("ana"))
+    );
+    assert_eq!(events[0].1["arguments"], json!({ "account": "ann" }));
+    assert_eq!(
+        (&events[1].1["by"], &events[1].1["reason"]),
+        (&json!("bo"), &json!("no"))
+    );
+    assert_eq!(
+        (&events[2].1["tenant"], &events[2].1["resolution"]),
+        (&json!("acme"), &json!("rerun"))
+    );
+    let bare = dir.join("bare.toml");
+    std::fs::write(&bare, "[tools.x]\nkind = \"read\"\n").expect("config");
+    let err = failure(&idem(&[
+        "approve",
+        "--store",
+        url,
+        &ann,
+        "--by",
+        "x",
+        "--config",
+        bare.to_str().expect("UTF-8"),
+    ]));
+    assert!(err.contains("has no [notify] table"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[tokio::test]
 async fn sqlite_records_are_shown_and_purged() {
     let dir = std::env::temp_dir().join(format!("idem-cli-{}", std::process::id()));

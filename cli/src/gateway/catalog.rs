@@ -58,6 +58,9 @@ impl Catalog {
         let mut builder = Registry::builder(())
             .store(settings.store.clone())
             .default_ttl(DEFAULT_TTL);
+        if let Some(notify) = &settings.config.notify {
+            builder = builder.notify(notify.clone());
+        }
         if let Some(wait) = settings.config.approval_wait {
             builder = builder.default_approval_wait(wait);
         }

@@ -26,6 +26,10 @@
 //!
 //! [tools.search]
 //! kind = "read"
+//!
+//! [notify]                  # webhooks: ../notify.rs
+//! url = "https://hooks.example.com/idem"
+//! secret_env = "IDEM_WEBHOOK_SECRET"
 //! ```
 //!
 //! Each write setting is spelled, bounded and explained as the
@@ -45,6 +49,7 @@ use idem::{
 use serde::{Deserialize, Deserializer};
 
 use super::condition::Condition;
+use crate::notify::NotifyTable;
 
 /// The whole file.
 #[derive(Debug, Default, Deserialize)]
@@ -61,6 +66,12 @@ pub(crate) struct Config {
     /// The settings of each tool that has any, by its name upstream.
     #[serde(default)]
     pub(crate) tools: BTreeMap<String, ToolConfig>,
+    /// `[notify]`: where webhooks go, as written.
+    #[serde(default, rename = "notify")]
+    notify_table: Option<NotifyTable>,
+    /// `[notify]`, checked: where webhooks go.
+    #[serde(skip)]
+    pub(crate) notify: Option<idem::notify::Notify>,
 }
 
 /// Whether a tool is a read (passed through, never recorded) or a write.
@@ -151,7 +162,12 @@ impl Config {
 
     /// The settings `text` gives, or why they cannot be taken.
     fn parse(text: &str) -> Result<Config, String> {
-        let config: Config = toml::from_str(text).map_err(|e| e.to_string())?;
+        let mut config: Config = toml::from_str(text).map_err(|e| e.to_string())?;
+        config.notify = config
+            .notify_table
+            .as_ref()
+            .map(NotifyTable::notify)
+            .transpose()?;
         for (name, tool) in &config.tools {
             if tool.approval == Some(Approval::Never) && tool.approval_when.is_some() {
                 return Err(format!(

@@ -34,7 +34,8 @@ use idem::mcp::{Binding, StatelessWrites};
 use serde_json::json;
 
 use self::catalog::{Catalog, Settings};
-use self::config::{Config, parse_duration};
+pub(crate) use self::config::Config;
+use self::config::parse_duration;
 use self::link::{Link, Source};
 use self::session::Shared;
 use crate::guard::GuardArgs;

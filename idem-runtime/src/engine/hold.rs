@@ -47,11 +47,13 @@ pub(crate) struct Site<'a> {
     /// Where the call's span, outcome and (feature `metrics`) its tool's
     /// metric keys are.
     pub(crate) trace: Option<&'a CallTrace<'a>>,
-    /// What the record says of the operation (sealed as it is written).
+    /// What the record says of the operation (sealed as it is written),
+    /// for the webhooks.
+    #[cfg(feature = "notify")]
     pub(crate) about: Option<&'a str>,
     /// The registry's webhooks.
     #[cfg(feature = "notify")]
-    pub(crate) notifier: Option<&'a crate::notify::Notifier>,
+    pub(crate) notifier: Option<&'a crate::notify::Webhooks>,
 }
 
 /// One call's hold on its claim.

@@ -46,7 +46,7 @@ pub(crate) struct Shared<S> {
     pub(crate) on_approval_requested: Option<ApprovalHook>,
     /// The registry's webhooks.
     #[cfg(feature = "notify")]
-    pub(crate) notifier: Option<crate::notify::Notifier>,
+    pub(crate) notifier: Option<crate::notify::Webhooks>,
 }
 
 /// What [`RegistryBuilder::on_approval_requested`](crate::RegistryBuilder::on_approval_requested) keeps.

@@ -50,12 +50,14 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
         result_keys: shared.result_keys.as_deref(),
         meta: &shared.store_meta,
         trace: caller.trace,
+        #[cfg(feature = "notify")]
         about: None,
         #[cfg(feature = "notify")]
         notifier: shared.notifier.as_ref(),
     };
     let about = about(&site, &key, caller, &args);
     let about = about.as_deref();
+    #[cfg(feature = "notify")]
     let site = Site { about, ..site };
     let mut claimed = claim_or_replay::<T::Output>(&site, &key, &checked, about).await;
     if settings.on_store_error == OnStoreError::Run {

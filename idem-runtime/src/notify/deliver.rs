@@ -23,9 +23,11 @@ const IN_FLIGHT: usize = 16;
 const FIRST_PAUSE: Duration = Duration::from_secs(1);
 const LONGEST_PAUSE: Duration = Duration::from_secs(30);
 
-/// A registry's webhooks: events go in with [`send`](Self::send), never
-/// waiting; the worker takes them out.
-pub(crate) struct Notifier {
+/// Webhooks being sent as a [`Notify`] says: events go in with
+/// [`send`](Self::send), never waiting; a worker (started with the first
+/// event, in the Tokio runtime it is sent from) delivers them, and ends
+/// once this is dropped and what it holds is sent.
+pub struct Webhooks {
     delivery: Arc<Delivery>,
     /// The worker's queue, made with the first event (in a Tokio
     /// runtime); the worker ends once it is dropped and drained.
@@ -59,9 +61,9 @@ enum Attempt {
     Refused(String),
 }
 
-impl Notifier {
+impl Webhooks {
     /// A notifier for `notify`, or why its HTTP client cannot be made.
-    pub(crate) fn new(notify: Notify) -> Result<Notifier, NotifyError> {
+    pub fn new(notify: Notify) -> Result<Webhooks, NotifyError> {
         crate::crypto::install_crypto_provider();
         let client = reqwest::Client::builder()
             .timeout(notify.timeout)
@@ -74,7 +76,7 @@ impl Notifier {
                     e.without_url()
                 ))
             })?;
-        Ok(Notifier {
+        Ok(Webhooks {
             delivery: Arc::new(Delivery {
                 notify,
                 client,
@@ -87,7 +89,7 @@ impl Notifier {
 
     /// Queues `event` to be sent, at once: a full queue, or no Tokio
     /// runtime to send from, drops it (logged at `warn`, counted).
-    pub(crate) fn send(&self, event: Event) {
+    pub fn send(&self, event: Event) {
         let kind = event.kind.as_str();
         let delivery = &self.delivery;
         let body = event.body(
@@ -132,7 +134,7 @@ impl Notifier {
 
     /// Waits until every event queued so far is delivered or given up,
     /// for at most `within`; whether they all were.
-    pub(crate) async fn flush(&self, within: Duration) -> bool {
+    pub async fn flush(&self, within: Duration) -> bool {
         let until = Instant::now() + within;
         loop {
             let settled = self.delivery.settled.notified();
@@ -242,5 +244,14 @@ impl Delivery {
     fn settle(&self) {
         self.pending.fetch_sub(1, Ordering::SeqCst);
         self.settled.notify_waiters();
+    }
+}
+
+impl std::fmt::Debug for Webhooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Webhooks")
+            .field("notify", &self.delivery.notify)
+            .field("pending", &self.delivery.pending.load(Ordering::SeqCst))
+            .finish()
     }
 }

@@ -10,19 +10,26 @@ use crate::key::IdemKey;
 use crate::store::About;
 use crate::utc::utc;
 
-/// What happened to an operation.
+/// What happened to an operation: an event's `type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum EventKind {
+#[non_exhaustive]
+pub enum EventKind {
+    /// `approval.requested`: it came to await a person's approval.
     ApprovalRequested,
+    /// `approval.approved`: a person approved it (`by`).
     ApprovalApproved,
+    /// `approval.denied`: a person refused it (`by`, `reason`).
     ApprovalDenied,
+    /// `outcome.unknown`: nobody knows whether it took effect
+    /// (`attempt`, `reason`).
     OutcomeUnknown,
+    /// `outcome.resolved`: a person said what happened (`resolution`).
     OutcomeResolved,
 }
 
 impl EventKind {
-    /// The event's `type`.
-    pub(crate) fn as_str(self) -> &'static str {
+    /// The event's `type`, as its body says it.
+    pub fn as_str(self) -> &'static str {
         match self {
             EventKind::ApprovalRequested => "approval.requested",
             EventKind::ApprovalApproved => "approval.approved",
@@ -33,9 +40,19 @@ impl EventKind {
     }
 }
 
-/// One event: what happened, when, and to which operation.
+/// One event: what happened, when, and to which operation, with what
+/// its record says of it; sent through [`Webhooks::send`](super::Webhooks::send).
+///
+/// ```
+/// use idem_runtime::IdemKey;
+/// use idem_runtime::notify::{Event, EventKind};
+///
+/// let key = IdemKey::from_raw("shop:idem:4f2a");
+/// let event = Event::new(EventKind::ApprovalApproved, &key, "refund", None).with("by", "ana");
+/// assert_eq!(event.kind(), EventKind::ApprovalApproved);
+/// ```
 #[derive(Debug, Clone)]
-pub(crate) struct Event {
+pub struct Event {
     pub(crate) kind: EventKind,
     pub(crate) at: SystemTime,
     data: Map<String, Value>,
@@ -45,7 +62,7 @@ impl Event {
     /// `kind` happened to the operation under `key`, of `tool`; `about` is
     /// what its record says of it (tenant, run, arguments as operators
     /// see them), when that can be read.
-    pub(crate) fn new(kind: EventKind, key: &IdemKey, tool: &str, about: Option<&About>) -> Event {
+    pub fn new(kind: EventKind, key: &IdemKey, tool: &str, about: Option<&About>) -> Event {
         let mut data = Map::new();
         data.insert("key".into(), key.as_str().into());
         data.insert("tool".into(), tool.into());
@@ -68,9 +85,14 @@ impl Event {
     }
 
     /// The event with `name` set to `value` in its data.
-    pub(crate) fn with(mut self, name: &str, value: impl Into<Value>) -> Event {
+    pub fn with(mut self, name: &str, value: impl Into<Value>) -> Event {
         self.data.insert(name.to_owned(), value.into());
         self
+    }
+
+    /// What happened.
+    pub fn kind(&self) -> EventKind {
+        self.kind
     }
 
     fn text(&self, name: &str) -> &str {

@@ -33,6 +33,10 @@
 //! (the queue is full) or given up is logged at `warn` and counted
 //! (feature `metrics`: `idem.notify.events`).
 //!
+//! A registry sends through [`Webhooks`] of its own; a process that
+//! records decisions without one (an operator's tool, a console) sends
+//! the same [`Event`]s through one it makes from the same [`Notify`].
+//!
 //! The store stays the truth: an event queued in a process that then
 //! crashes is not sent again, and a receiver that was down for longer
 //! than the retries misses it. `idem approvals` and `idem pending` list
@@ -45,8 +49,8 @@ mod sign;
 use std::fmt;
 use std::time::Duration;
 
-pub(crate) use self::deliver::Notifier;
-pub(crate) use self::event::{Event, EventKind};
+pub use self::deliver::Webhooks;
+pub use self::event::{Event, EventKind};
 pub use self::sign::WebhookSecret;
 
 /// Where and how a registry sends its webhooks; see the

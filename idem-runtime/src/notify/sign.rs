@@ -101,7 +101,7 @@ impl FromStr for WebhookSecret {
     fn from_str(given: &str) -> Result<WebhookSecret, NotifyError> {
         let bad = |why: &str| NotifyError::Secret(why.to_owned());
         let encoded = given.trim().strip_prefix(PREFIX).ok_or_else(|| {
-            bad("a webhook secret starts with `whsec_`, then base64 of 24 to 64 random bytes (make one with `idem notify secret`)")
+            bad("a webhook secret starts with `whsec_`, then base64 of 24 to 64 random bytes (make one with `idem webhook-secret`)")
         })?;
         let bytes = STANDARD
             .decode(encoded)

@@ -271,7 +271,7 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
         within_max("*", "uncertain_wait", d.uncertain_wait)?;
         #[cfg(feature = "notify")]
         let notifier = match self.notify {
-            Some(notify) => Some(crate::notify::Notifier::new(notify).map_err(|e| {
+            Some(notify) => Some(crate::notify::Webhooks::new(notify).map_err(|e| {
                 RegistryError::InvalidSetting {
                     tool: "*".into(),
                     message: e.to_string(),
