@@ -460,6 +460,68 @@ async fn http_authentication_says_what_it_refuses_and_a_session_is_its_principal
 /// question shows the arguments, but a hidden field's value; an answer
 /// about one operation brought with a call of another is not taken; two
 /// identical calls at once on a session ask once.
+/// With `approval_wait`, the call waits for the decision instead of
+/// asking the model to call again: the client is sent progress
+/// notifications naming the operation, a person decides from another
+/// process (`idem approve`, `idem deny`), and the waiting call answers
+/// the upstream's result (run once) or the refusal.
+#[tokio::test]
+async fn a_call_waits_for_the_persons_decision_and_answers_it() {
+    if !python_sdk() {
+        return;
+    }
+    for mode in ["auto", "legacy"] {
+        waits_for_the_decision(mode).await;
+    }
+}
+
+/// [`a_call_waits_for_the_persons_decision_and_answers_it`], with the
+/// SDK's connection `mode` (MCP 2026-07-28, or a session).
+async fn waits_for_the_decision(mode: &str) {
+    let dir = TempDir::new("first-hour");
+    let toml = "[tools.append]\napproval = \"required\"\napproval_wait = \"2m\"\n";
+    let config = config(&dir, toml);
+    let line = gateway(&dir, &["--config", &config]);
+    let store = dir.0.join("records.sqlite").display().to_string();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/upstream/waiter.py");
+    let out = Command::new("python3")
+        .args([script, mode, &store, env!("CARGO_BIN_EXE_idem")])
+        .args(&line)
+        .output()
+        .await
+        .expect("run the Python client");
+    assert!(
+        out.status.success(),
+        "the Python client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("its JSON report");
+    let ran = report["approved"]["ok"].as_str().unwrap_or_default();
+    assert!(ran.contains("wait-1"), "approved while it waited: {report}");
+    let refused = report["refused"]["error"].as_str().unwrap_or_default();
+    assert!(
+        refused.contains("A person refused this operation") && refused.contains("not now"),
+        "{report}"
+    );
+    assert_eq!(
+        (
+            &report["approved"]["decided"],
+            &report["refused"]["decided"]
+        ),
+        (&json!(1), &json!(1))
+    );
+    let told = report["progress"][0].as_str().unwrap_or_default();
+    assert!(
+        told.starts_with("awaiting approval by a person (operation "),
+        "{report}"
+    );
+    let ledger = std::fs::read_to_string(dir.0.join("ledger.txt")).expect("the ledger");
+    assert_eq!(
+        ledger, "wait-1 0\n",
+        "the approved call ran once upstream, the refused one never"
+    );
+}
+
 #[tokio::test]
 async fn the_person_at_the_client_is_asked_and_the_answer_binds_the_operation() {
     if !python_sdk() {

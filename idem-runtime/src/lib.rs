@@ -71,7 +71,8 @@ pub use crate::error::{BoxError, RegistryError, ResolveError, StoreError, ToolEr
 pub use crate::key::{Fingerprint, IdemKey, Scope, ScopeKind};
 pub use crate::providers::{MalformedCall, Provider, RenderError, ToolReply};
 pub use crate::registry::{
-    Answer, CallContext, IntoTool, Registry, RegistryBuilder, Resolution, valid_tool_name,
+    Answer, CallContext, IntoTool, Registry, RegistryBuilder, Resolution, TELL_WAITING_EVERY,
+    WaitReason, Waiting, valid_tool_name,
 };
 #[cfg(feature = "encryption")]
 pub use crate::seal::{InvalidKeyId, ResultKeys};

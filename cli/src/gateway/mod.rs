@@ -20,6 +20,7 @@ mod config;
 mod http;
 mod jsonrpc;
 mod link;
+mod progress;
 mod proxy;
 mod session;
 mod spelling;

@@ -23,7 +23,8 @@ use idem::mcp::{
     ApprovalAnswer, Binding, BoundCall, Caller, OPERATION_KEY_META, REPLAYED_META,
     approval_question,
 };
-use idem::{Answer, Approval, IdemKey, ToolError};
+use idem::{Answer, Approval, IdemKey, ToolError, Waiting};
+
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
@@ -31,6 +32,7 @@ use super::ask::{self, Asking};
 use super::catalog::{self, Catalog, Settings};
 use super::jsonrpc::{self, Kind, code};
 use super::link::{self, Link, Reply, Route, Sink};
+use super::progress::Progress;
 use super::proxy::{Asked, CALL, Call, Unrecorded};
 
 /// The key of request `id` of client `origin` among a session's asked.
@@ -423,7 +425,11 @@ impl Session {
         // Kept for a second call only where the person may be asked.
         let asks = self.shared.settings.config.tool(&name).approval() == Approval::Ask;
         let kept = asks.then(|| (message.clone(), args.clone()));
-        let (mut answer, mut unrecorded) = self.through_registry(&write, message, args).await;
+        // Where the person may be asked, they are asked first, and the
+        // tool's wait (`approval_wait`) is for when they were not.
+        let waits = !asks;
+        let (mut answer, mut unrecorded) =
+            self.through_registry(&write, message, args, waits).await;
         if let (Err(ToolError::ApprovalRequired { key, .. }), Some((message, args))) =
             (&answer.result, kept)
         {
@@ -431,14 +437,13 @@ impl Session {
                 .ask_person(&write, (&message, &args), key.as_str(), brought)
                 .await
             {
-                ask::Person::Answered => {
-                    (answer, unrecorded) = self.through_registry(&write, message, args).await;
+                ask::Person::Answered | ask::Person::Waits => {
+                    (answer, unrecorded) = self.through_registry(&write, message, args, true).await;
                 }
                 ask::Person::Asks(result) => {
                     self.forget(&route);
                     return sink.deliver(jsonrpc::response(id.clone(), result), Some(&id));
                 }
-                ask::Person::Waits => {}
             }
         }
         self.forget(&route);
@@ -451,13 +456,30 @@ impl Session {
 
     /// The registry's answer to `write` (the client's request `message`,
     /// as it goes upstream, with `args`), and what the upstream answered
-    /// that is not recorded.
+    /// that is not recorded. Where the tool waits for a person (and
+    /// `waits`), the client that gave a progress token is told so now and
+    /// then, and its cancellation ends the wait.
     async fn through_registry(
         &self,
         write: &Write<'_>,
         message: Value,
         args: Value,
+        waits: bool,
     ) -> (Answer, Option<Unrecorded>) {
+        let token = jsonrpc::meta(&message)
+            .and_then(|m| m.get("progressToken"))
+            .cloned();
+        let told = Progress::new(token, write.route);
+        let told = |waiting: &Waiting<'_>| told.tell(waiting);
+        let cancelled = || write.asked.cancelled();
+        let mut context = write
+            .bound
+            .context()
+            .on_wait(&told)
+            .stop_waiting_when(&cancelled);
+        if !waits {
+            context = context.without_waiting();
+        }
         let call = Call {
             link: self.link.clone(),
             request: message,
@@ -467,9 +489,7 @@ impl Session {
         };
         let registry = &write.catalog.registry;
         CALL.scope(call, async {
-            let answer = registry
-                .answer(write.bound.context(), write.name, args)
-                .await;
+            let answer = registry.answer(context, write.name, args).await;
             let unrecorded = CALL.with(|call| call.unrecorded.borrow_mut().take());
             (answer, unrecorded)
         })

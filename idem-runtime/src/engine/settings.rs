@@ -27,6 +27,12 @@ pub(crate) struct CallOrigin<'a> {
     /// Where the engine tells how the call was answered (none for
     /// `identify`).
     pub(crate) trace: Option<&'a CallTrace<'a>>,
+    /// Told what the call waits for, while it waits for a person.
+    pub(crate) on_wait: Option<crate::registry::OnWait<'a>>,
+    /// Whether it may wait for a person at all.
+    pub(crate) waits: bool,
+    /// Says when to stop waiting (the caller went).
+    pub(crate) stop_waiting: Option<crate::registry::StopWaiting<'a>>,
 }
 
 /// What every call of a registry shares.

@@ -22,6 +22,7 @@ use super::task::bounded;
 use super::write::call_write;
 use crate::error::ToolError;
 use crate::key::IdemKey;
+use crate::registry::{OnWait, StopWaiting, TELL_WAITING_EVERY, WaitReason, Waiting};
 use crate::store::Entry;
 use crate::tool::WriteTool;
 
@@ -41,7 +42,8 @@ pub(crate) async fn call_write_waiting<S, T: WriteTool<S>>(
     caller: CallOrigin<'_>,
     args: Value,
 ) -> Result<Value, ToolError> {
-    if settings.approval_wait.is_zero() && settings.uncertain_wait.is_zero() {
+    let waits = !(settings.approval_wait.is_zero() && settings.uncertain_wait.is_zero());
+    if !(waits && caller.waits) {
         return call_write(tool, name, settings, learnt, shared, caller, args).await;
     }
     // Set by the first answer that waits; a wait never outlives it.
@@ -55,7 +57,24 @@ pub(crate) async fn call_write_waiting<S, T: WriteTool<S>>(
             tracing::info!(tool = name, key = %key, wait = ?wait, "waits for a person's decision");
             Instant::now() + wait
         });
-        if !changed(shared, &key, seen, until).await {
+        let told = |left: Duration| {
+            if let Some(OnWait(told)) = caller.on_wait {
+                let reason = match seen {
+                    Seen::Awaiting => WaitReason::Approval,
+                    Seen::Unknown => WaitReason::Resolution,
+                    Seen::Running => WaitReason::Run,
+                };
+                let (tool, key) = (name, &key);
+                told(&Waiting {
+                    tool,
+                    key,
+                    reason,
+                    left,
+                });
+            }
+        };
+        let stopped = || caller.stop_waiting.is_some_and(|StopWaiting(stop)| stop());
+        if !changed(shared, &key, seen, until, (told, stopped)).await {
             tracing::info!(tool = name, key = %key, "no decision within the wait");
             return answer;
         }
@@ -100,14 +119,27 @@ fn waits_on(
 }
 
 /// Whether the record under `key` changes from `seen` before `until`:
-/// looked at now and then, more rarely as the wait goes on. A store
-/// error is logged and looked past: the wait goes on.
-async fn changed<S>(shared: &Shared<S>, key: &IdemKey, seen: Seen, until: Instant) -> bool {
+/// looked at now and then, more rarely as the wait goes on; `told` is
+/// told how long is left at the start and every [`TELL_WAITING_EVERY`];
+/// the wait ends, unchanged, once `stopped` says so. A store error is
+/// logged and looked past: the wait goes on.
+async fn changed<S>(
+    shared: &Shared<S>,
+    key: &IdemKey,
+    seen: Seen,
+    until: Instant,
+    (told, stopped): (impl Fn(Duration), impl Fn() -> bool),
+) -> bool {
     let mut every = FIRST_LOOK;
+    let mut tell_at = Instant::now();
     loop {
         let now = Instant::now();
-        if now >= until {
+        if now >= until || stopped() {
             return false;
+        }
+        if now >= tell_at {
+            told(until - now);
+            tell_at = now + TELL_WAITING_EVERY;
         }
         tokio::time::sleep(every.min(until - now)).await;
         every = (every * 2).min(LOOK_AT_MOST_EVERY);

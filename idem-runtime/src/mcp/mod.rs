@@ -108,6 +108,7 @@
 mod approval;
 mod binding;
 mod caller;
+mod progress;
 #[cfg(feature = "mcp-http")]
 mod streamable;
 
@@ -126,10 +127,11 @@ use serde_json::Value;
 pub use self::approval::{APPROVAL_QUESTION, ApprovalAnswer, approval_question};
 pub use self::binding::{Binding, BoundCall, OPERATION_KEY_META, RUN_ID_META};
 pub use self::caller::{Caller, StatelessWrites};
+use self::progress::Progress;
 use crate::error::ToolError;
 use crate::key::ScopeKind;
 pub use crate::providers::mcp::{AWAITING_APPROVAL_META, error_meta};
-use crate::registry::{Answer, CallContext, Registry};
+use crate::registry::{Answer, CallContext, Registry, Waiting};
 use crate::tool::Approval;
 
 /// The MCP SDK this module is built on, for its transports and
@@ -307,11 +309,22 @@ impl<S: Send + Sync + 'static> McpServer<S> {
         args: Value,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = &request.name;
+        let progress = Progress::of(request, context);
+        let told = |waiting: &Waiting<'_>| progress.as_ref().map_or((), |p| p.tell(waiting));
+        // The client's cancellation ends a wait for a person (never a
+        // running body): the operation waits on, as it would have.
+        let cancelled = || context.ct.is_cancelled();
+        let call = call.on_wait(&told).stop_waiting_when(&cancelled);
         if !self.asks.contains(name.as_ref()) {
             let answer = self.registry.answer(call, name, args).await;
             return respond(answer).map(CallToolResponse::from);
         }
-        let answer = self.registry.answer(call, name, args.clone()).await;
+        // The person at the client is asked first; the tool's wait is for
+        // a client that cannot ask, or a person who did not answer.
+        let answer = self
+            .registry
+            .answer(call.without_waiting(), name, args.clone())
+            .await;
         let Err(ToolError::ApprovalRequired { key, .. }) = &answer.result else {
             return respond(answer).map(CallToolResponse::from);
         };
@@ -329,7 +342,10 @@ impl<S: Send + Sync + 'static> McpServer<S> {
                 respond(answer).map(CallToolResponse::from)
             }
             approval::Asked::InputRequired(asked) => Ok(asked.into()),
-            approval::Asked::Waits => respond(answer).map(CallToolResponse::from),
+            approval::Asked::Waits => {
+                let answer = self.registry.answer(call, name, args).await;
+                respond(answer).map(CallToolResponse::from)
+            }
         }
     }
 }

@@ -1,6 +1,12 @@
 //! What a call carries beside its tool and arguments: the run it belongs
-//! to, the tenant it is made for, an operation key its caller chose, and
-//! the provider's id of the tool call.
+//! to, the tenant it is made for, an operation key its caller chose, the
+//! provider's id of the tool call, and what is told while it waits for a
+//! person.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::key::IdemKey;
 
 /// The context of one call: its run (required), and optionally its tenant,
 /// an operation key chosen by the caller, and the provider's tool-call id.
@@ -29,6 +35,9 @@ pub struct CallContext<'a> {
     pub(crate) tenant: Option<&'a str>,
     pub(crate) operation_key: Option<&'a str>,
     pub(crate) tool_call_id: Option<&'a str>,
+    pub(crate) on_wait: Option<OnWait<'a>>,
+    pub(crate) waits: bool,
+    pub(crate) stop_waiting: Option<StopWaiting<'a>>,
 }
 
 impl<'a> CallContext<'a> {
@@ -40,6 +49,9 @@ impl<'a> CallContext<'a> {
             tenant: None,
             operation_key: None,
             tool_call_id: None,
+            on_wait: None,
+            waits: true,
+            stop_waiting: None,
         }
     }
 
@@ -71,11 +83,118 @@ impl<'a> CallContext<'a> {
         self
     }
 
+    /// Tells `told` what the call waits for when it starts to wait for a
+    /// person (a tool's `approval_wait` or `uncertain_wait`), and again
+    /// every [`TELL_WAITING_EVERY`] while it waits: to keep a client that
+    /// would give up on a silent call alive (an MCP progress
+    /// notification), or to show the person's name for it in a UI. It
+    /// runs on the call's task: hand off, do not block.
+    pub fn on_wait(mut self, told: &'a (dyn Fn(&Waiting<'_>) + Send + Sync)) -> Self {
+        self.on_wait = Some(OnWait(told));
+        self
+    }
+
+    /// Answers at once where the tool would wait for a person: for a
+    /// caller that asks the person itself (an MCP client that can put the
+    /// question to its user) before it waits.
+    pub fn without_waiting(mut self) -> Self {
+        self.waits = false;
+        self
+    }
+
+    /// Stops waiting for a person once `stop` says so (looked at as often
+    /// as the record is, a few times a second), answering as the call
+    /// would have without a wait: for a client that cancelled the call.
+    /// A body that runs is never stopped.
+    pub fn stop_waiting_when(mut self, stop: &'a (dyn Fn() -> bool + Send + Sync)) -> Self {
+        self.stop_waiting = Some(StopWaiting(stop));
+        self
+    }
+
     /// The run id.
     pub fn run_id(&self) -> &'a str {
         self.run_id
     }
 }
+
+/// How often a waiting call tells [`CallContext::on_wait`] that it still
+/// waits.
+pub const TELL_WAITING_EVERY: Duration = Duration::from_secs(10);
+
+/// What a waiting call waits for, as [`CallContext::on_wait`] is told.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Waiting<'a> {
+    /// The tool.
+    pub tool: &'a str,
+    /// The operation's key: what the person decides on.
+    pub key: &'a IdemKey,
+    /// For what.
+    pub reason: WaitReason,
+    /// How much longer the call waits at most.
+    pub left: Duration,
+}
+
+/// For what a call waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WaitReason {
+    /// A person's approval or refusal of the operation.
+    Approval,
+    /// A person's resolution of its unknown outcome.
+    Resolution,
+    /// Another call's run of it, approved or resolved while both waited.
+    Run,
+}
+
+impl Waiting<'_> {
+    /// What a person reads of it: `"awaiting approval by a person
+    /// (operation KEY)"`.
+    pub fn says(&self) -> String {
+        let what = match self.reason {
+            WaitReason::Approval => "awaiting approval by a person",
+            WaitReason::Resolution => "awaiting a person's resolution of an unknown outcome",
+            WaitReason::Run => "awaiting the approved run",
+        };
+        format!("{what} (operation {})", self.key)
+    }
+}
+
+/// What [`CallContext::on_wait`] keeps: compared by address.
+#[derive(Clone, Copy)]
+pub(crate) struct OnWait<'a>(pub(crate) &'a (dyn Fn(&Waiting<'_>) + Send + Sync));
+
+impl fmt::Debug for OnWait<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("OnWait(..)")
+    }
+}
+
+impl PartialEq for OnWait<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::addr_eq(self.0, other.0)
+    }
+}
+
+impl Eq for OnWait<'_> {}
+
+/// What [`CallContext::stop_waiting_when`] keeps: compared by address.
+#[derive(Clone, Copy)]
+pub(crate) struct StopWaiting<'a>(pub(crate) &'a (dyn Fn() -> bool + Send + Sync));
+
+impl fmt::Debug for StopWaiting<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("StopWaiting(..)")
+    }
+}
+
+impl PartialEq for StopWaiting<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::addr_eq(self.0, other.0)
+    }
+}
+
+impl Eq for StopWaiting<'_> {}
 
 impl<'a> From<&'a str> for CallContext<'a> {
     fn from(run_id: &'a str) -> Self {

@@ -215,6 +215,9 @@ impl<S: Send + Sync + 'static> Registry<S> {
                 tenant,
                 operation_key: context.operation_key,
                 trace: None,
+                on_wait: context.on_wait,
+                waits: context.waits,
+                stop_waiting: context.stop_waiting,
             }),
         }
     }

@@ -23,7 +23,8 @@ mod resolve;
 
 pub use self::builder::RegistryBuilder;
 pub use self::checks::valid_tool_name;
-pub use self::context::CallContext;
+pub use self::context::{CallContext, TELL_WAITING_EVERY, WaitReason, Waiting};
+pub(crate) use self::context::{OnWait, StopWaiting};
 pub use self::dispatch::{Answer, Registry};
 pub use self::into_tool::{CallThroughRegistry, IntoTool, InvalidTool, Registration, marker};
 pub use self::resolve::Resolution;

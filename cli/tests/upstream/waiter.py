@@ -1,0 +1,61 @@
+"""An agent whose call waits for a person, with the official MCP Python
+SDK's client, for cli/tests/first_hour.rs: `idem gateway` serves `append`
+with `approval = "required"` and `approval_wait`, so a call waits for the
+decision. The client gives a progress callback; on the first progress
+notification (which names the operation's key) a person decides from
+another process, with `idem approve` or `idem deny`, and the waiting call
+answers what they decided.
+
+Usage: python3 waiter.py MODE STORE IDEM COMMAND [ARG ...]: MODE is the
+SDK's ("auto" or "legacy"), STORE the gateway's store, IDEM the `idem`
+binary, and the gateway is started as the client's child (stdio). Prints
+one JSON object: the progress messages, and what each call came to.
+"""
+
+import asyncio
+import json
+import sys
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+
+def outcome(result):
+    """What a tool call came to: its text, marked when an error."""
+    data = result.model_dump(by_alias=True, mode="json")
+    text = " ".join(c.get("text", "") for c in data.get("content", []))
+    return {"error": text} if data.get("isError") else {"ok": text}
+
+
+async def main(mode, store, idem, command):
+    server = StdioServerParameters(command=command[0], args=command[1:])
+    report = {"progress": []}
+    decisions = [
+        ("approved", "wait-1", ["approve", "--by", "ops"]),
+        ("refused", "wait-2", ["deny", "--by", "ops", "--reason", "not now"]),
+    ]
+    async with Client(server, mode=mode) as client:
+        for name, entry, decision in decisions:
+            decided = []
+
+            async def decide(key, decision=decision):
+                process = await asyncio.create_subprocess_exec(
+                    idem, decision[0], "--store", store, key, *decision[1:]
+                )
+                await process.wait()
+
+            async def progress(_progress, _total, message, decided=decided, decide=decide):
+                report["progress"].append(message)
+                if not decided and message and "(operation " in message:
+                    key = message.rsplit("(operation ", 1)[1].rstrip(")")
+                    decided.append(asyncio.create_task(decide(key)))
+
+            # A guard against a hang, should nobody decide: not a timing check.
+            async with asyncio.timeout(120):
+                result = await client.call_tool("append", {"entry": entry}, progress_callback=progress)
+            report[name] = outcome(result)
+            report[name]["decided"] = len(decided)
+    print(json.dumps(report))
+
+
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]))
