@@ -47,10 +47,20 @@ fn with_idem_every_scene_charges_once() {
 }
 
 #[test]
-fn with_approval_the_agent_asks_and_one_approval_charges_once() {
+fn with_approval_the_call_waits_and_one_approval_charges_once() {
     let out = run(&["--approval", "--approve-as", "ops"]);
-    assert!(out.contains("… not run"), "asked first: {out}");
-    assert!(out.contains("idem approve --store"), "{out}");
+    assert!(
+        out.contains("the charge waits; in another terminal: idem approve --store"),
+        "{out}"
+    );
+    assert!(
+        out.contains("approved that very charge, while the call waited"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("… not run"),
+        "the call waited instead of asking to call again: {out}"
+    );
     assert!(out.contains("✔ ran"), "{out}");
     assert!(out.contains("↺ replayed"), "{out}");
     assert_eq!(out.matches("provider 1 charge ✔").count(), 1, "{out}");

@@ -15,10 +15,11 @@
 //! twice, `verify` asks the provider and charges once, `refuse` charges
 //! once and tells the model a person must check.
 //!
-//! With `--approval` the charge needs a person's approval: the agent asks,
-//! a person approves from another terminal with `idem approve` (or
-//! `--approve-as NAME` approves for them), and the retried turn charges
-//! once.
+//! With `--approval` the charge needs a person's approval, and its call
+//! waits for it (`approval_wait`): a person approves from another
+//! terminal with `idem approve` (or `--approve-as NAME` approves for
+//! them), the waiting call charges once and answers, and a retried turn
+//! replays the charge.
 //!
 //! ```text
 //! cargo run --example agent                  # with idem: one charge

@@ -156,12 +156,14 @@ async fn charge_card_at_most_once(
     charge(a, ctx)
 }
 
-/// Charge a customer's card once a person approves that very charge.
+/// Charge a customer's card once a person approves that very charge; the
+/// call waits for the decision, up to ten minutes.
 #[write_tool(
     name = "charge_card",
     lease = "2s",
     on_in_flight = "wait(10s)",
-    approval = "required"
+    approval = "required",
+    approval_wait = "10m"
 )]
 async fn charge_card_approved(
     #[args] a: ChargeArgs,
@@ -586,10 +588,10 @@ async fn crash_scene(
     }))
 }
 
-/// `--approval`: the agent asks for the charge, which waits for a person;
-/// a person approves that very operation (`idem approve`, from another
-/// terminal; or `--approve-as`); the user tells the agent, whose next turn
-/// charges once, and a retry of that turn replays the charge.
+/// `--approval`: the agent calls the charge, which waits for a person
+/// (`approval_wait`); a person approves that very operation (`idem
+/// approve`, from another terminal; or `--approve-as`), and the waiting
+/// call charges once and answers; a retry of that turn replays the charge.
 async fn approval_scene(
     options: &mut Options,
     scratch: &Path,
@@ -606,7 +608,6 @@ async fn approval_scene(
         timeout_once: AtomicUsize::new(0),
         repeat_call: false,
     };
-    let mut conversation = run_turn(&model, &tools, user, || {}).await;
     let args = json!({"amount": 4200, "currency": "eur", "customer_id": "cus_42"});
     let (key, _) = registry
         .identify(RUN_ID, "charge_card", args)?
@@ -617,20 +618,26 @@ async fn approval_scene(
     };
     say(
         "person",
-        &format!("in another terminal: idem approve --store {store} {key} --by you"),
+        &format!(
+            "the charge waits; in another terminal: idem approve --store {store} {key} --by you"
+        ),
     );
-    match &options.approve_as {
-        Some(name) => registry.approve(&key, name).await?,
-        None => wait_for_a_decision(registry, &key).await?,
-    }
-    say("person", "approved that very charge");
-    conversation.push(Message::User("I approved it.".into()));
-    run_turn(&model, &tools, &conversation, || {}).await;
+    let approve = async {
+        let Some(name) = &options.approve_as else {
+            return Ok::<(), BoxError>(());
+        };
+        until_it_awaits(registry, &key).await?;
+        registry.approve(&key, name).await?;
+        say("person", "approved that very charge, while the call waited");
+        Ok(())
+    };
+    let (_, approved) = tokio::join!(run_turn(&model, &tools, user, || {}), approve);
+    approved?;
     say(
         "agent",
-        "retrying that turn (a timeout, say): the charge is replayed",
+        "retrying that turn from its start (a timeout, say): the charge is replayed",
     );
-    run_turn(&model, &tools, &conversation, || {}).await;
+    run_turn(&model, &tools, user, || {}).await;
     match report_charges(&tools.shop().provider) {
         1 => {
             println!("\nOne approval, one charge: the retried turn replayed it.");
@@ -640,17 +647,17 @@ async fn approval_scene(
     }
 }
 
-/// Waits, up to ten minutes, until the operation under `key` no longer
-/// awaits a person's approval.
-async fn wait_for_a_decision(registry: &Registry<Shop>, key: &IdemKey) -> Result<(), BoxError> {
-    for _ in 0..1200 {
+/// Waits, up to a minute, until the operation under `key` awaits a
+/// person's approval (the agent's call has asked).
+async fn until_it_awaits(registry: &Registry<Shop>, key: &IdemKey) -> Result<(), BoxError> {
+    for _ in 0..600 {
         let record = registry.store().inspect(key).await?;
-        if record.is_none_or(|r| r.state != idem::store::RecordState::Awaiting) {
+        if record.is_some_and(|r| r.state == idem::store::RecordState::Awaiting) {
             return Ok(());
         }
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    Err("nobody approved the charge within ten minutes".into())
+    Err("the charge never came to await approval".into())
 }
 
 /// The verdict of `--no-idempotency-keys`: only `rerun` may charge twice

@@ -42,19 +42,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
     if let Some(trace) = caller.trace {
         trace.key(&key);
     }
-    let site = Site {
-        store: &*shared.store,
-        settings,
-        limit: shared.store_timeout,
-        tool: name,
-        result_keys: shared.result_keys.as_deref(),
-        meta: &shared.store_meta,
-        trace: caller.trace,
-        #[cfg(feature = "notify")]
-        about: None,
-        #[cfg(feature = "notify")]
-        notifier: shared.notifier.as_ref(),
-    };
+    let site = site(shared, settings, name, caller);
     let about = about(&site, &key, caller, &args);
     let about = about.as_deref();
     #[cfg(feature = "notify")]
@@ -107,6 +95,29 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
         run_and_record(tool, &hold, args, &ctx, settings.on_uncertain, caller.trace).await
     };
     beside(work, hold.heartbeat()).await
+}
+
+/// Where the call of tool `name` works: the registry's store and the
+/// tool's settings.
+fn site<'a, S>(
+    shared: &'a Shared<S>,
+    settings: &'a ToolSettings,
+    name: &'a str,
+    caller: CallOrigin<'a>,
+) -> Site<'a> {
+    Site {
+        store: &*shared.store,
+        settings,
+        limit: shared.store_timeout,
+        tool: name,
+        result_keys: shared.result_keys.as_deref(),
+        meta: &shared.store_meta,
+        trace: caller.trace,
+        #[cfg(feature = "notify")]
+        about: None,
+        #[cfg(feature = "notify")]
+        notifier: shared.notifier.as_ref(),
+    }
 }
 
 /// Runs the body and records what it did; an error its tool says leaves

@@ -13,8 +13,9 @@ use std::time::{Duration, UNIX_EPOCH};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 
+use super::config::{Format, Notify};
+use super::error::NotifyError;
 use super::event::Event;
-use super::{Format, Notify, NotifyError};
 
 /// How many deliveries run at once: a slow receiver holds this many
 /// tasks, and the queue holds the rest.

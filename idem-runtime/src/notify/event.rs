@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use serde_json::{Map, Value, json};
 
-use super::Format;
+use super::config::Format;
 use crate::key::IdemKey;
 use crate::store::About;
 use crate::utc::utc;

@@ -11,7 +11,7 @@ use base64::engine::general_purpose::STANDARD;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
-use super::NotifyError;
+use super::error::NotifyError;
 
 /// The prefix of a secret as the spec writes it.
 const PREFIX: &str = "whsec_";

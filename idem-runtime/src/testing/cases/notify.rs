@@ -8,8 +8,9 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::error::ToolError;
+use crate::key::IdemKey;
 use crate::notify::{Notify, WebhookSecret};
-use crate::registry::Resolution;
+use crate::registry::{Registry, Resolution};
 use crate::store::RecordState;
 use crate::testing::cases::wait::once_in;
 use crate::testing::fixtures::Counter;
@@ -53,17 +54,7 @@ pub async fn registry_tells_its_webhooks_what_it_records<H: Harness>(h: &H) {
     let risky = registry_with(h.store(), &ns, &Counter::new(Duration::ZERO, refuse), |b| {
         b.notify(notify())
     });
-    let unknown = risky
-        .call("r", "counter", json!({ "n": 3, "uncertain": true }))
-        .await;
-    let Err(ToolError::OutcomeUnknown { key, .. }) = unknown else {
-        panic!("the outcome is unknown: {unknown:?}");
-    };
-    let k = crate::IdemKey::from_raw(key);
-    person
-        .resolve(&k, Resolution::Rerun)
-        .await
-        .expect("resolved");
+    let k = unknown_then_resolved(&risky, &person).await;
 
     let received = receiver.wait_for(6, LONG).await;
     let mut events: Vec<(String, serde_json::Value)> = received
@@ -102,6 +93,19 @@ pub async fn registry_tells_its_webhooks_what_it_records<H: Harness>(h: &H) {
         (&json!(k.as_str()), &json!(3))
     );
     assert!(person.flush_notifications(LONG).await && app.flush_notifications(LONG).await);
+}
+
+/// Makes an outcome of `registry`'s unknown (its body fails so), and has
+/// `person` resolve it to run again; its key.
+async fn unknown_then_resolved(registry: &Registry<()>, person: &Registry<()>) -> IdemKey {
+    let unknown = registry.call("r", "counter", json!({ "n": 3, "uncertain": true }));
+    let Err(ToolError::OutcomeUnknown { key, .. }) = unknown.await else {
+        panic!("the outcome is not unknown");
+    };
+    let k = IdemKey::from_raw(key);
+    let resolved = person.resolve(&k, Resolution::Rerun).await;
+    resolved.expect("resolved");
+    k
 }
 
 /// The event type of `received`, whose signature must verify under
