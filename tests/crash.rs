@@ -20,6 +20,12 @@
 //! `OutcomeUnknown`, and sends nothing more until an operator resolves it:
 //! done (the retry gets the operator's result) or rerun (the retry sends,
 //! one attempt higher).
+//!
+//! Then calls that wait for a person's approval (`approval_wait`): a
+//! process killed while it waits loses nothing (the operation still
+//! awaits, and once approved the next call charges once), and two
+//! processes waiting on one operation charge once between them when it
+//! is approved.
 #![cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
 
 mod support;
@@ -122,6 +128,25 @@ async fn charge(order_id: String, amount: u64, ctx: &WriteCtx<Shop>) -> Result<V
     Ok(json!({ "order_id": order_id, "key": ctx.idem_key().as_str(), "attempt": ctx.attempt() }))
 }
 
+/// Charge an order once a person approves; the call waits for it.
+#[write_tool(lease = "1s", approval = "required", approval_wait = "1m")]
+async fn charge_approved(
+    order_id: String,
+    amount: u64,
+    ctx: &WriteCtx<Shop>,
+) -> Result<Value, String> {
+    charge_once(order_id, amount, ctx)
+}
+
+/// The charge itself, under the call's key.
+fn charge_once(order_id: String, amount: u64, ctx: &WriteCtx<Shop>) -> Result<Value, String> {
+    ctx.state()
+        .downstream
+        .charge(ctx.idem_key().as_str(), ctx.attempt(), amount)
+        .map_err(|e| e.to_string())?;
+    Ok(json!({ "order_id": order_id, "key": ctx.idem_key().as_str(), "attempt": ctx.attempt() }))
+}
+
 /// Send an email, at most once.
 #[write_tool(lease = "1s", on_in_flight = "wait(30s)", on_uncertain = "refuse")]
 async fn send_refuse(to: String, ctx: &WriteCtx<Shop>) -> Result<Value, String> {
@@ -174,6 +199,7 @@ async fn shop(spec: &str, downstream: &Path, crash_at: &str) -> Registry<Shop> {
     .store(open_store(spec).await)
     .namespace(namespace(spec))
     .tool(charge)
+    .tool(charge_approved)
     .tool(send_refuse)
     .tool(send_rerun)
     .tool(send_verify)
@@ -227,7 +253,23 @@ async fn child_crash_worker() {
             json!({ "order_id": "o-1", "amount": 4200 }),
         ),
     };
-    let out = registry.call("run-7", &tool, args).await;
+    let (tool, args) = match std::env::var("IDEM_APPROVED") {
+        Ok(order) => (
+            "charge_approved".to_owned(),
+            json!({ "order_id": order, "amount": 4200 }),
+        ),
+        Err(_) => (tool, args),
+    };
+    // A call that waits for a person says so, once, for the parent.
+    let said = std::sync::atomic::AtomicBool::new(false);
+    let told = |_: &idem::Waiting<'_>| {
+        if !said.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            println!("WAITING");
+            let _ = std::io::stdout().flush();
+        }
+    };
+    let context = idem::CallContext::run("run-7").on_wait(&told);
+    let out = registry.call(context, &tool, args).await;
     crash_point(&crash_at, "after-complete");
     match out {
         Ok(v) => println!("RESULT {v}"),
@@ -343,6 +385,119 @@ fn crash_and_resume(spec: &str, point: &str) {
 
 const POINTS: [&str; 3] = ["after-claim", "in-body", "after-complete"];
 
+/// A child that calls `charge_approved` for `order` on the store of
+/// `spec`, which waits for a person: the child, once it said it waits, and
+/// the lines it prints after.
+fn waiting_child(
+    spec: &str,
+    order: &str,
+    downstream: &Path,
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    let (mut child, lines) = approved_child(spec, order, downstream);
+    let mut said = Vec::new();
+    loop {
+        match lines.recv_timeout(Duration::from_secs(90)) {
+            Ok(line) if line.ends_with("WAITING") => return (child, lines),
+            Ok(line) => said.push(line),
+            Err(e) => {
+                let _ = child.kill();
+                panic!("the child ({spec}, {order}) never waited ({e}); it said {said:?}");
+            }
+        }
+    }
+}
+
+/// The `RESULT` line a waiting child prints once its call is answered.
+fn answered(mut child: std::process::Child, lines: &std::sync::mpsc::Receiver<String>) -> Value {
+    let line = loop {
+        match lines.recv_timeout(Duration::from_secs(90)) {
+            // After the harness's `test child_crash_worker ... ` when the
+            // child did not wait.
+            Ok(line) if line.contains("RESULT ") || line.contains("ERROR ") => {
+                let at = line.find("RESULT ").or(line.find("ERROR ")).unwrap_or(0);
+                break line[at..].to_owned();
+            }
+            Ok(_) => {}
+            Err(e) => {
+                let _ = child.kill();
+                panic!("the waiting child was never answered: {e}");
+            }
+        }
+    };
+    assert!(child.wait().expect("wait").success());
+    let result = line
+        .strip_prefix("RESULT ")
+        .unwrap_or_else(|| panic!("{line}"));
+    serde_json::from_str(result).expect("result JSON")
+}
+
+/// Calls that wait for approval, in processes: one killed while it waits
+/// loses nothing (the operation awaits; approved, the next call charges
+/// once); two waiting on one operation charge once between them.
+fn waiting_processes(spec: &str) {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let downstream = TempDir::new("downstream");
+    let person = rt.block_on(shop(spec, &downstream.0, "none"));
+    let key_of = |order: &str| {
+        let args = json!({ "order_id": order, "amount": 4200 });
+        let identified = person.identify("run-7", "charge_approved", args);
+        identified.expect("identify").expect("a write tool").0
+    };
+    let (mut killed, _) = waiting_child(spec, "o-killed", &downstream.0);
+    support::signal(killed.id(), "KILL");
+    let _ = killed.wait();
+    let key = key_of("o-killed");
+    let record = rt.block_on(person.store().inspect(&key)).expect("inspect");
+    assert_eq!(
+        record.map(|r| r.state),
+        Some(idem::store::RecordState::Awaiting),
+        "{spec}: killed while waiting, the operation still awaits"
+    );
+    rt.block_on(person.approve(&key, "ops")).expect("approved");
+    let (resumed, lines) = approved_child(spec, "o-killed", &downstream.0);
+    let result = answered(resumed, &lines);
+    assert_eq!(result["attempt"], 0, "{spec}: nothing ran before: {result}");
+
+    let (one, one_lines) = waiting_child(spec, "o-both", &downstream.0);
+    let (two, two_lines) = waiting_child(spec, "o-both", &downstream.0);
+    rt.block_on(person.approve(&key_of("o-both"), "ops"))
+        .expect("approved");
+    let (first, second) = (answered(one, &one_lines), answered(two, &two_lines));
+    assert_eq!(first, second, "{spec}: the same answer to both");
+    assert_eq!(
+        Downstream::effects(&downstream.0),
+        2,
+        "{spec}: one charge per approved operation; requests: {:?}",
+        Downstream::requests(&downstream.0)
+    );
+}
+
+/// A child that calls `charge_approved` for `order` on the store of
+/// `spec`, and the lines it prints.
+fn approved_child(
+    spec: &str,
+    order: &str,
+    downstream: &Path,
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    let mut child = support::child("child_crash_worker")
+        .arg("--ignored")
+        .env("IDEM_STORE", spec)
+        .env("IDEM_CRASH_AT", "none")
+        .env("IDEM_DOWNSTREAM", downstream)
+        .env("IDEM_APPROVED", order)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn child");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    (child, rx)
+}
+
 /// The email scenarios on the store of `spec`: `rerun` after a crash in
 /// the body sends twice; `verify` sends once either way (the retry asks
 /// the gateway); `refuse` after a crash after the claim or in the body
@@ -427,6 +582,8 @@ fn sqlite_crash_and_resume() {
     }
     let dir = TempDir::new("crash-sqlite");
     emails_under_each_policy(&format!("sqlite:{}", dir.0.join("idem.db").display()));
+    let dir = TempDir::new("crash-sqlite");
+    waiting_processes(&format!("sqlite:{}", dir.0.join("idem.db").display()));
 }
 
 #[test]
@@ -443,6 +600,11 @@ fn postgres_crash_and_resume() {
         crash_and_resume(&format!("postgres:{schema}"), point);
     }
     emails_under_each_policy(&format!("postgres:{schema}"));
+    rt.block_on(client.batch_execute(&format!(
+        "DROP TABLE IF EXISTS {schema}.idem_records; DROP TABLE IF EXISTS {schema}.idem_records_schema"
+    )))
+    .expect("fresh table");
+    waiting_processes(&format!("postgres:{schema}"));
     rt.block_on(client.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")))
         .expect("drop schema");
 }
@@ -465,4 +627,9 @@ fn redis_crash_and_resume() {
         idem::store::LeaseToken::generate(0).id() as u64
     );
     emails_under_each_policy(&format!("redis:{ns}"));
+    let ns = format!(
+        "idem-test-crash-{:x}",
+        idem::store::LeaseToken::generate(0).id() as u64
+    );
+    waiting_processes(&format!("redis:{ns}"));
 }

@@ -355,9 +355,6 @@ impl Operation {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // The HTTP clients (an upstream at an https URL, webhooks) use rustls
-    // with *ring*.
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

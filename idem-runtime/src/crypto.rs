@@ -1,6 +1,5 @@
-//! The process-wide rustls crypto provider that idem's TLS clients (a
-//! `rediss://` store, webhooks over https) need: *ring*, unless the
-//! application chose one first.
+//! The process-wide rustls crypto provider that a `rediss://` store's
+//! client needs: *ring*, unless the application chose one first.
 
 /// Installs *ring* as rustls's process-wide provider, unless one is.
 pub(crate) fn install_crypto_provider() {

@@ -34,7 +34,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod canonical;
-#[cfg(any(feature = "redis-tls", feature = "notify"))]
+#[cfg(feature = "redis-tls")]
 mod crypto;
 mod ctx;
 mod engine;

@@ -5,6 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use super::error::NotifyError;
+use super::post::Target;
 use super::sign::WebhookSecret;
 
 /// Where and how a registry sends its webhooks; see the
@@ -23,7 +24,7 @@ use super::sign::WebhookSecret;
 /// ```
 #[derive(Clone)]
 pub struct Notify {
-    pub(crate) url: reqwest::Url,
+    pub(crate) target: Target,
     pub(crate) format: Format,
     pub(crate) secret: Option<WebhookSecret>,
     pub(crate) console_url: Option<String>,
@@ -56,16 +57,8 @@ impl Format {
 }
 
 /// The URL `given`, which must be `http` or `https`.
-fn web_url(given: &str) -> Result<reqwest::Url, NotifyError> {
-    let url = reqwest::Url::parse(given.trim())
-        .map_err(|e| NotifyError::Url(format!("is not a URL ({e})")))?;
-    match url.scheme() {
-        "http" | "https" if url.host().is_some() => Ok(url),
-        "http" | "https" => Err(NotifyError::Url("names no host".into())),
-        other => Err(NotifyError::Url(format!(
-            "must be http or https, not {other}"
-        ))),
-    }
+fn web_url(given: &str) -> Result<Target, NotifyError> {
+    Target::parse(given).map_err(NotifyError::Url)
 }
 
 impl Notify {
@@ -79,9 +72,9 @@ impl Notify {
         Ok(Notify::new(web_url(url)?, Format::Slack, None))
     }
 
-    fn new(url: reqwest::Url, format: Format, secret: Option<WebhookSecret>) -> Notify {
+    fn new(target: Target, format: Format, secret: Option<WebhookSecret>) -> Notify {
         Notify {
-            url,
+            target,
             format,
             secret,
             console_url: None,
@@ -95,8 +88,8 @@ impl Notify {
     /// operation there (`<console_url>/operations/<key>`), and an event's
     /// `data` carries the link as `console`.
     pub fn console_url(mut self, url: &str) -> Result<Notify, NotifyError> {
-        let url = web_url(url)?;
-        self.console_url = Some(url.as_str().trim_end_matches('/').to_owned());
+        web_url(url)?;
+        self.console_url = Some(url.trim().trim_end_matches('/').to_owned());
         Ok(self)
     }
 
@@ -129,14 +122,10 @@ impl Notify {
         Ok(self)
     }
 
-    /// The URL's scheme and host, which logs may show (its path may be a
-    /// secret).
+    /// The URL's scheme, host and port, which logs may show (its path
+    /// may be a secret).
     pub(crate) fn receiver(&self) -> String {
-        let host = self.url.host_str().unwrap_or_default();
-        match self.url.port() {
-            Some(port) => format!("{}://{host}:{port}", self.url.scheme()),
-            None => format!("{}://{host}", self.url.scheme()),
-        }
+        self.target.receiver()
     }
 }
 

@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use super::config::{Format, Notify};
 use super::error::NotifyError;
 use super::event::Event;
+use super::post::Client;
 
 /// How many deliveries run at once: a slow receiver holds this many
 /// tasks, and the queue holds the rest.
@@ -38,7 +39,7 @@ pub struct Webhooks {
 /// What the worker and its deliveries share.
 struct Delivery {
     notify: Notify,
-    client: reqwest::Client,
+    client: Client,
     /// Events queued or being delivered.
     pending: AtomicUsize,
     /// Told each time an event is delivered or given up.
@@ -58,25 +59,15 @@ enum Attempt {
     Delivered,
     /// Worth another try: a timeout, a connection error, 5xx, 429.
     Again(String),
-    /// Not: another 4xx, a redirect.
+    /// Not: another 4xx, a redirect (never followed).
     Refused(String),
 }
 
 impl Webhooks {
     /// A notifier for `notify`, or why its HTTP client cannot be made.
     pub fn new(notify: Notify) -> Result<Webhooks, NotifyError> {
-        crate::crypto::install_crypto_provider();
-        let client = reqwest::Client::builder()
-            .timeout(notify.timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("idem/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| {
-                NotifyError::Setting(format!(
-                    "cannot make the webhook client: {}",
-                    e.without_url()
-                ))
-            })?;
+        let client = Client::new(notify.timeout)
+            .map_err(|e| NotifyError::Setting(format!("cannot make the webhook client: {e}")))?;
         Ok(Webhooks {
             delivery: Arc::new(Delivery {
                 notify,
@@ -196,33 +187,33 @@ impl Delivery {
     /// One POST of `message`.
     async fn attempt(&self, message: &Message) -> Attempt {
         let notify = &self.notify;
-        let mut request = self
-            .client
-            .post(notify.url.clone())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(message.body.clone());
+        let mut headers = vec![
+            ("content-type", "application/json".to_owned()),
+            (
+                "user-agent",
+                concat!("idem/", env!("CARGO_PKG_VERSION")).to_owned(),
+            ),
+        ];
         if notify.format == Format::Standard {
-            request = request
-                .header("webhook-id", &message.id)
-                .header("webhook-timestamp", message.timestamp.to_string());
+            headers.push(("webhook-id", message.id.clone()));
+            headers.push(("webhook-timestamp", message.timestamp.to_string()));
             if let Some(secret) = &notify.secret {
                 let signature = secret.sign(&message.id, message.timestamp, &message.body);
-                request = request.header("webhook-signature", signature);
+                headers.push(("webhook-signature", signature));
             }
         }
-        match request.send().await {
-            Ok(answer) => {
-                let status = answer.status();
-                if status.is_success() {
-                    Attempt::Delivered
-                } else if status.is_server_error() || status.as_u16() == 429 {
-                    Attempt::Again(format!("answered {status}"))
-                } else {
-                    Attempt::Refused(format!("answered {status}"))
-                }
+        match self
+            .client
+            .post(&notify.target, &headers, &message.body)
+            .await
+        {
+            Ok(status) if (200..300).contains(&status) => Attempt::Delivered,
+            Ok(status) if status >= 500 || status == 429 => {
+                Attempt::Again(format!("answered {status}"))
             }
+            Ok(status) => Attempt::Refused(format!("answered {status}")),
             // Never the URL: a Slack URL's path is its secret.
-            Err(e) => Attempt::Again(e.without_url().to_string()),
+            Err(why) => Attempt::Again(why),
         }
     }
 

@@ -46,6 +46,7 @@ mod config;
 mod deliver;
 mod error;
 mod event;
+mod post;
 mod sign;
 
 pub use self::config::{Format, Notify};
