@@ -125,25 +125,25 @@ impl<'a> Hold<'a> {
 
     /// Tells the registry's webhooks, if it has any, of the event
     /// `make` makes from what the record says of the operation (opened;
-    /// hidden fields replaced, as operators see them).
+    /// hidden fields replaced, as operators see them), made only when it
+    /// can be queued.
     #[cfg(feature = "notify")]
     pub(crate) fn tell(
         &self,
+        kind: crate::notify::EventKind,
         make: impl FnOnce(Option<&crate::store::About>) -> crate::notify::Event,
     ) {
         let Some(notifier) = self.site.notifier else {
             return;
         };
-        let about = self.site.about.and_then(|text| {
-            let opened = crate::seal::open(
-                self.site.result_keys,
-                self.key,
-                PayloadKind::About,
-                text.to_owned(),
-            );
-            crate::store::About::parse(&opened.ok()?)
+        notifier.send_made(kind, || {
+            let about = self.site.about.and_then(|text| {
+                let (keys, key) = (self.site.result_keys, self.key);
+                let opened = crate::seal::open(keys, key, PayloadKind::About, text.to_owned());
+                crate::store::About::parse(&opened.ok()?)
+            });
+            make(about.as_ref())
         });
-        notifier.send(make(about.as_ref()));
     }
 
     /// How long a recorded outcome is kept.

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use super::config::{Format, Notify};
 use super::error::NotifyError;
-use super::event::Event;
+use super::event::{Event, EventKind};
 use super::post::Client;
 
 /// How many deliveries run at once: a slow receiver holds this many
@@ -46,9 +46,15 @@ struct Delivery {
     settled: tokio::sync::Notify,
 }
 
-/// One event as it is sent, every attempt alike.
+/// One event, queued under the `webhook-id` every attempt sends.
 struct Message {
     id: String,
+    event: Event,
+}
+
+/// One event as it is sent, every attempt alike: made by the worker.
+struct Sent<'a> {
+    id: &'a str,
     kind: &'static str,
     timestamp: u64,
     body: Vec<u8>,
@@ -80,25 +86,31 @@ impl Webhooks {
     }
 
     /// Queues `event` to be sent, at once: a full queue, or no Tokio
-    /// runtime to send from, drops it (logged at `warn`, counted).
+    /// runtime to send from, drops it (logged at `warn`, counted). Its
+    /// body is made by the worker, beside the call.
     pub fn send(&self, event: Event) {
-        let kind = event.kind.as_str();
+        self.send_made(event.kind, || event);
+    }
+
+    /// [`send`](Self::send) of the event `make` makes, made only when the
+    /// queue has room for it: a call whose event would be dropped pays
+    /// for nothing but the look.
+    pub(crate) fn send_made(&self, kind: EventKind, make: impl FnOnce() -> Event) {
         let delivery = &self.delivery;
-        let body = event.body(
-            delivery.notify.format,
-            delivery.notify.console_url.as_deref(),
-        );
+        let Some(queue) = self.queue() else {
+            return delivery.gave_up(
+                kind.as_str(),
+                "-",
+                "dropped",
+                "no Tokio runtime to send it from",
+            );
+        };
+        if queue.capacity() == 0 {
+            return delivery.gave_up(kind.as_str(), "-", "dropped", "the webhook queue is full");
+        }
         let message = Message {
             id: format!("msg_{:032x}", crate::unique::unique_id()),
-            kind,
-            timestamp: event
-                .at
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
-            body,
-        };
-        let Some(queue) = self.queue() else {
-            return delivery.gave_up(&message, "dropped", "no Tokio runtime to send it from");
+            event: make(),
         };
         delivery.pending.fetch_add(1, Ordering::SeqCst);
         if let Err(refused) = queue.try_send(message) {
@@ -106,7 +118,12 @@ impl Webhooks {
                 mpsc::error::TrySendError::Full(message)
                 | mpsc::error::TrySendError::Closed(message) => message,
             };
-            delivery.gave_up(&message, "dropped", "the webhook queue is full");
+            delivery.gave_up(
+                kind.as_str(),
+                &message.id,
+                "dropped",
+                "the webhook queue is full",
+            );
             delivery.settle();
         }
     }
@@ -150,7 +167,18 @@ async fn work(delivery: Arc<Delivery>, mut events: mpsc::Receiver<Message>) {
         };
         let delivery = delivery.clone();
         tokio::spawn(async move {
-            delivery.deliver(&message).await;
+            let notify = &delivery.notify;
+            let event = &message.event;
+            let sent = Sent {
+                id: &message.id,
+                kind: event.kind.as_str(),
+                timestamp: event
+                    .at
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs()),
+                body: event.body(notify.format, notify.console_url.as_deref()),
+            };
+            delivery.deliver(&sent).await;
             delivery.settle();
             drop(slot);
         });
@@ -160,7 +188,7 @@ async fn work(delivery: Arc<Delivery>, mut events: mpsc::Receiver<Message>) {
 impl Delivery {
     /// Sends `message` until it is delivered, refused, or `retry_for`
     /// has passed.
-    async fn deliver(&self, message: &Message) {
+    async fn deliver(&self, message: &Sent<'_>) {
         let started = Instant::now();
         let mut pause = FIRST_PAUSE;
         loop {
@@ -171,10 +199,12 @@ impl Delivery {
                     crate::metrics::notified(message.kind, "delivered");
                     return;
                 }
-                Attempt::Refused(why) => return self.gave_up(message, "given_up", &why),
+                Attempt::Refused(why) => {
+                    return self.gave_up(message.kind, message.id, "given_up", &why);
+                }
                 Attempt::Again(why) => {
                     if started.elapsed() + pause > self.notify.retry_for {
-                        return self.gave_up(message, "given_up", &why);
+                        return self.gave_up(message.kind, message.id, "given_up", &why);
                     }
                     tracing::debug!(event = message.kind, id = %message.id, why = %why, "webhook not delivered; sending it again");
                     tokio::time::sleep(pause).await;
@@ -185,7 +215,7 @@ impl Delivery {
     }
 
     /// One POST of `message`.
-    async fn attempt(&self, message: &Message) -> Attempt {
+    async fn attempt(&self, message: &Sent<'_>) -> Attempt {
         let notify = &self.notify;
         let mut headers = vec![
             ("content-type", "application/json".to_owned()),
@@ -195,10 +225,10 @@ impl Delivery {
             ),
         ];
         if notify.format == Format::Standard {
-            headers.push(("webhook-id", message.id.clone()));
+            headers.push(("webhook-id", message.id.to_owned()));
             headers.push(("webhook-timestamp", message.timestamp.to_string()));
             if let Some(secret) = &notify.secret {
-                let signature = secret.sign(&message.id, message.timestamp, &message.body);
+                let signature = secret.sign(message.id, message.timestamp, &message.body);
                 headers.push(("webhook-signature", signature));
             }
         }
@@ -217,19 +247,20 @@ impl Delivery {
         }
     }
 
-    /// Logs and counts an event that will not be delivered: `what` is
-    /// `dropped` (never sent) or `given_up` (sent, never delivered).
-    fn gave_up(&self, message: &Message, what: &'static str, why: &str) {
+    /// Logs and counts an event of `kind` that will not be delivered:
+    /// `what` is `dropped` (never sent) or `given_up` (sent, never
+    /// delivered).
+    fn gave_up(&self, kind: &'static str, id: &str, what: &'static str, why: &str) {
         tracing::warn!(
-            event = message.kind,
-            id = %message.id,
+            event = kind,
+            id,
             receiver = %self.notify.receiver(),
             delivery = what,
             why,
             "a webhook was not delivered: the receiver was not told (the store still holds the operation: `idem approvals`, `idem pending` list it)"
         );
         #[cfg(feature = "metrics")]
-        crate::metrics::notified(message.kind, what);
+        crate::metrics::notified(kind, what);
     }
 
     /// One event fewer pending.

@@ -21,12 +21,14 @@ impl<S: Send + Sync + 'static> Registry<S> {
         let Some(notifier) = &self.inner.shared.notifier else {
             return;
         };
-        // A record that does not open (another registry's keys) is told
-        // without what it is.
-        let opened = self.opened_about(record).ok().flatten();
-        let about = opened.as_deref().and_then(About::parse);
-        let tool = record.tool.as_deref().unwrap_or_default();
-        notifier.send(add(Event::new(kind, &record.key, tool, about.as_ref())));
+        notifier.send_made(kind, || {
+            // A record that does not open (another registry's keys) is
+            // told without what it is.
+            let opened = self.opened_about(record).ok().flatten();
+            let about = opened.as_deref().and_then(About::parse);
+            let tool = record.tool.as_deref().unwrap_or_default();
+            add(Event::new(kind, &record.key, tool, about.as_ref()))
+        });
     }
 
     /// Waits until every webhook this registry queued so far is delivered
