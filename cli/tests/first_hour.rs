@@ -470,26 +470,43 @@ async fn a_call_waits_for_the_persons_decision_and_answers_it() {
     if !python_sdk() {
         return;
     }
-    for mode in ["auto", "legacy"] {
+    for mode in ["auto", "legacy", "http"] {
         waits_for_the_decision(mode).await;
     }
 }
 
 /// [`a_call_waits_for_the_persons_decision_and_answers_it`], with the
-/// SDK's connection `mode` (MCP 2026-07-28, or a session).
+/// SDK's connection `mode` (MCP 2026-07-28, or a session) on stdio, or
+/// over streamable HTTP (`http`).
 async fn waits_for_the_decision(mode: &str) {
     let dir = TempDir::new("first-hour");
     let toml = "[tools.append]\napproval = \"required\"\napproval_wait = \"2m\"\n";
     let config = config(&dir, toml);
-    let line = gateway(&dir, &["--config", &config]);
     let store = dir.0.join("records.sqlite").display().to_string();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/upstream/waiter.py");
-    let out = Command::new("python3")
-        .args([script, mode, &store, env!("CARGO_BIN_EXE_idem")])
-        .args(&line)
-        .output()
-        .await
-        .expect("run the Python client");
+    let mut client = Command::new("python3");
+    client.args([script, mode, &store, env!("CARGO_BIN_EXE_idem")]);
+    // Over HTTP the gateway serves on a port of its own; else the client
+    // starts it on stdio.
+    let mut served = None;
+    if mode == "http" {
+        let port = servers::free_port();
+        let listen = format!("127.0.0.1:{port}");
+        let line = gateway(&dir, &["--config", &config, "--http", &listen]);
+        let gateway = Command::new(&line[0])
+            .args(&line[1..])
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the gateway");
+        listening(port).await;
+        served = Some(gateway);
+        client.arg(format!("http://{listen}/mcp"));
+    } else {
+        client.args(gateway(&dir, &["--config", &config]));
+    }
+    let out = client.output().await.expect("run the Python client");
+    drop(served);
     assert!(
         out.status.success(),
         "the Python client failed: {}",

@@ -8,8 +8,10 @@ answers what they decided.
 
 Usage: python3 waiter.py MODE STORE IDEM COMMAND [ARG ...]: MODE is the
 SDK's ("auto" or "legacy"), STORE the gateway's store, IDEM the `idem`
-binary, and the gateway is started as the client's child (stdio). Prints
-one JSON object: the progress messages, and what each call came to.
+binary, and the gateway is started as the client's child (stdio); or
+MODE "http" and, for COMMAND, the URL of a gateway serving streamable
+HTTP. Prints one JSON object: the progress messages, and what each call
+came to.
 """
 
 import asyncio
@@ -28,7 +30,10 @@ def outcome(result):
 
 
 async def main(mode, store, idem, command):
-    server = StdioServerParameters(command=command[0], args=command[1:])
+    if mode == "http":
+        server, mode = command[0], "auto"
+    else:
+        server = StdioServerParameters(command=command[0], args=command[1:])
     report = {"progress": []}
     decisions = [
         ("approved", "wait-1", ["approve", "--by", "ops"]),
