@@ -300,19 +300,12 @@ fn run_child_with(
     if let Some((tool, to)) = email {
         command.env("IDEM_TOOL", tool).env("IDEM_TO", to);
     }
-    let mut child = command.spawn().expect("spawn child");
-    let stdout = child.stdout.take().expect("stdout");
+    let (mut child, rx) = spawned(&mut command);
     let marker = if point == "none" {
         "RESULT"
     } else {
         "CRASHPOINT"
     };
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
     let line = loop {
         match rx.recv_timeout(Duration::from_secs(90)) {
             Ok(line) if line.contains(marker) || line.contains("ERROR") => {
@@ -479,15 +472,22 @@ fn approved_child(
     order: &str,
     downstream: &Path,
 ) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
-    let mut child = support::child("child_crash_worker")
+    let mut command = support::child("child_crash_worker");
+    command
         .arg("--ignored")
         .env("IDEM_STORE", spec)
         .env("IDEM_CRASH_AT", "none")
         .env("IDEM_DOWNSTREAM", downstream)
         .env("IDEM_APPROVED", order)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn child");
+        .stdout(Stdio::piped());
+    spawned(&mut command)
+}
+
+/// `command`, started, and the lines it prints as they come.
+fn spawned(
+    command: &mut std::process::Command,
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    let mut child = command.spawn().expect("spawn child");
     let stdout = child.stdout.take().expect("stdout");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

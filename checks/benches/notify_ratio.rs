@@ -76,16 +76,5 @@ fn main() {
         .collect();
     let mut refs: Vec<alternate::Side<'_>> = sides.iter_mut().map(|s| &mut **s as _).collect();
     let times = alternate::alternate(rounds, &mut refs);
-    let q = alternate::quantile;
-    for (name, t) in VARIANTS.iter().zip(&times) {
-        let ratios = alternate::ratios(t, &times[0]);
-        println!(
-            "{{\"variant\":\"{name}\",\"ns\":{:.0},\"off_ns\":{:.0},\"ratio\":{:.3},\"ratio_p10\":{:.3},\"ratio_p90\":{:.3},\"rounds\":{rounds}}}",
-            q(t, 0.5),
-            q(&times[0], 0.5),
-            q(&ratios, 0.5),
-            q(&ratios, 0.1),
-            q(&ratios, 0.9),
-        );
-    }
+    alternate::print_ratios(&VARIANTS, &times, rounds);
 }

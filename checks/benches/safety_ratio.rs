@@ -152,17 +152,6 @@ fn main() {
     }
     let mut refs: Vec<alternate::Side<'_>> = sides.iter_mut().map(|s| &mut **s as _).collect();
     let times = alternate::alternate(rounds, &mut refs);
-    let q = alternate::quantile;
-    for (v, t) in VARIANTS.iter().zip(&times) {
-        let ratios = alternate::ratios(t, &times[0]);
-        println!(
-            "{{\"variant\":\"{}\",\"ns\":{:.0},\"off_ns\":{:.0},\"ratio\":{:.3},\"ratio_p10\":{:.3},\"ratio_p90\":{:.3},\"rounds\":{rounds}}}",
-            v.name,
-            q(t, 0.5),
-            q(&times[0], 0.5),
-            q(&ratios, 0.5),
-            q(&ratios, 0.1),
-            q(&ratios, 0.9),
-        );
-    }
+    let names: Vec<&str> = VARIANTS.iter().map(|v| v.name).collect();
+    alternate::print_ratios(&names, &times, rounds);
 }

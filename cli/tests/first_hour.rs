@@ -54,6 +54,19 @@ fn initialize(id: u64) -> Value {
         "clientInfo": {"name": "test", "version": "0"}}})
 }
 
+/// The gateway `line` starts, serving HTTP on `port` once this returns;
+/// stopped when dropped.
+async fn serving(line: &[String], port: u16) -> tokio::process::Child {
+    let gateway = Command::new(&line[0])
+        .args(&line[1..])
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the gateway");
+    listening(port).await;
+    gateway
+}
+
 /// An rmcp client of the gateway `line` starts, over stdio.
 async fn stdio_client(line: &[String]) -> RunningService<RoleClient, ()> {
     let mut command = Command::new(&line[0]);
@@ -409,14 +422,7 @@ async fn http_authentication_says_what_it_refuses_and_a_session_is_its_principal
         "--token",
         "bob=b-secret",
     ];
-    let line = gateway(&dir, &tokens);
-    let _gateway = Command::new(&line[0])
-        .args(&line[1..])
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the gateway");
-    listening(port).await;
+    let _gateway = serving(&gateway(&dir, &tokens), port).await;
 
     let (none, _) = raw::post(&listen, &[], &initialize(1), true).await;
     assert_eq!(status(&none), 401, "{none}");
@@ -493,14 +499,7 @@ async fn waits_for_the_decision(mode: &str) {
         let port = servers::free_port();
         let listen = format!("127.0.0.1:{port}");
         let line = gateway(&dir, &["--config", &config, "--http", &listen]);
-        let gateway = Command::new(&line[0])
-            .args(&line[1..])
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start the gateway");
-        listening(port).await;
-        served = Some(gateway);
+        served = Some(serving(&line, port).await);
         client.arg(format!("http://{listen}/mcp"));
     } else {
         client.args(gateway(&dir, &["--config", &config]));

@@ -80,3 +80,24 @@ struct Cli {
 pub(crate) fn rounds_from_args() -> usize {
     Cli::parse().rounds as usize
 }
+
+/// Prints one line of JSON per side, named by `names`, of the `times`
+/// [`alternate`] gave over `rounds`: its median ns per call, the first
+/// side's, and its ratio to the first side (median, p10, p90).
+#[allow(
+    dead_code,
+    reason = "key_ratio, which includes this file too, reports a ratio of its own"
+)]
+pub(crate) fn print_ratios(names: &[&str], times: &[Vec<f64>], rounds: usize) {
+    for (name, t) in names.iter().zip(times) {
+        let ratios = ratios(t, &times[0]);
+        println!(
+            "{{\"variant\":\"{name}\",\"ns\":{:.0},\"off_ns\":{:.0},\"ratio\":{:.3},\"ratio_p10\":{:.3},\"ratio_p90\":{:.3},\"rounds\":{rounds}}}",
+            quantile(t, 0.5),
+            quantile(&times[0], 0.5),
+            quantile(&ratios, 0.5),
+            quantile(&ratios, 0.1),
+            quantile(&ratios, 0.9),
+        );
+    }
+}
