@@ -88,10 +88,8 @@ async fn asked(
     note(trace, How::AwaitingApproval);
     tracing::info!(tool, key = %key, "waits for a person's approval; nothing ran");
     #[cfg(feature = "notify")]
-    let kind = crate::notify::EventKind::ApprovalRequested;
-    hold.tell(kind, |about| {
-        crate::notify::Event::new(kind, key, tool, about)
-            .with("approval_window_secs", settings.approval_window.as_secs())
+    hold.tell(crate::notify::EventKind::ApprovalRequested, |event| {
+        event.with("approval_window_secs", settings.approval_window.as_secs())
     });
     if let Some((hook, about)) = hook {
         let request = ApprovalRequest {

@@ -123,15 +123,15 @@ impl<'a> Hold<'a> {
         self.site.trace.and_then(CallTrace::metrics)
     }
 
-    /// Tells the registry's webhooks, if it has any, of the event
-    /// `make` makes from what the record says of the operation (opened;
-    /// hidden fields replaced, as operators see them), made only when it
-    /// can be queued.
+    /// Tells the registry's webhooks, if it has any, that `kind` happened
+    /// to the operation: an event of what the record says of it (opened;
+    /// hidden fields replaced, as operators see them), to which `add`
+    /// adds, made only when it can be queued.
     #[cfg(feature = "notify")]
     pub(crate) fn tell(
         &self,
         kind: crate::notify::EventKind,
-        make: impl FnOnce(Option<&crate::store::About>) -> crate::notify::Event,
+        add: impl FnOnce(crate::notify::Event) -> crate::notify::Event,
     ) {
         let Some(notifier) = self.site.notifier else {
             return;
@@ -142,7 +142,8 @@ impl<'a> Hold<'a> {
                 let opened = crate::seal::open(keys, key, PayloadKind::About, text.to_owned());
                 crate::store::About::parse(&opened.ok()?)
             });
-            make(about.as_ref())
+            let event = crate::notify::Event::new(kind, self.key, self.tool(), about.as_ref());
+            add(event)
         });
     }
 

@@ -143,11 +143,8 @@ pub(super) async fn settle_unknown(
         Ok(()) => {
             tracing::warn!(tool = name, key = %key, attempt, "the outcome is unknown: the tool will not run it again; resolve it with `idem resolve` or Registry::resolve");
             #[cfg(feature = "notify")]
-            let kind = crate::notify::EventKind::OutcomeUnknown;
-            hold.tell(kind, |about| {
-                crate::notify::Event::new(kind, key, name, about)
-                    .with("attempt", attempt)
-                    .with("reason", reason)
+            hold.tell(crate::notify::EventKind::OutcomeUnknown, |event| {
+                event.with("attempt", attempt).with("reason", reason)
             });
             // The reason may quote the tool's error: debug only.
             tracing::debug!(tool = name, key = %key, reason, "why the outcome is unknown");
