@@ -1186,3 +1186,66 @@ async fn the_approval_hook_is_told_once_per_operation() {
     assert_eq!(told[0].about.arguments["n"], 1);
     assert_eq!(counter.total(), 0, "nothing ran");
 }
+
+/// A wait stopped by its caller (`stop_waiting_when`: an MCP client's
+/// cancellation) ends with the awaiting answer, though its time is far
+/// from up, and leaves the operation awaiting: approved then, the next
+/// call runs it, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_wait_leaves_the_operation_awaiting() {
+    use std::sync::atomic::AtomicBool;
+
+    let waits = WriteOptions::new()
+        .approval(Approval::Required)
+        .approval_wait(Duration::from_secs(600));
+    let counter = Counter::new(Duration::ZERO, waits);
+    let registry = Registry::builder(())
+        .tool(counter.clone())
+        .build()
+        .expect("registry");
+    let args = json!({ "n": 1 });
+    let (key, _) = registry
+        .identify("r", "counter", args.clone())
+        .expect("identify")
+        .expect("a write");
+    let stop = AtomicBool::new(false);
+    let stopped = || stop.load(Ordering::SeqCst);
+    let call = registry.call(
+        idem::CallContext::run("r").stop_waiting_when(&stopped),
+        "counter",
+        args.clone(),
+    );
+    let stopping = async {
+        // Once the operation awaits, its call waits: stop it.
+        while registry
+            .store()
+            .inspect(&key)
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        stop.store(true, Ordering::SeqCst);
+    };
+    // A guard against a hang, should the stop be missed: the wait itself
+    // is ten minutes.
+    let (answer, ()) = tokio::time::timeout(Duration::from_secs(60), async {
+        tokio::join!(call, stopping)
+    })
+    .await
+    .expect("the stopped wait ended");
+    assert!(
+        matches!(answer, Err(ToolError::ApprovalRequired { .. })),
+        "{answer:?}"
+    );
+    assert_eq!(counter.total(), 0);
+    registry
+        .approve(&key, "ana")
+        .await
+        .expect("it still awaits");
+    let ran = registry.call("r", "counter", args).await;
+    assert!(ran.is_ok(), "{ran:?}");
+    assert_eq!(counter.total(), 1, "the approval ran it once");
+}

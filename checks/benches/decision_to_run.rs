@@ -1,8 +1,10 @@
 //! How soon a call that waits for a person (`approval_wait`) runs its
 //! body once the person decides, on each store: a call waits, a second
-//! registry on the same store (another process, as far as the store can
-//! tell) approves, and the time from the approval's return to the body's
-//! start is taken, `SAMPLES` times per store; p50, p99 and the largest.
+//! registry on a store of its own over the same records (another
+//! process, as far as the store can tell; the memory store's records are
+//! one process's, so there it is the same store) approves, and the time
+//! from the approval's return to the body's start is taken, `SAMPLES`
+//! times per store; p50, p99 and the largest.
 //!
 //! `cargo bench -p idem-checks --bench decision_to_run` prints one line of
 //! JSON per store: `{"store":"redis","p50_ms":..,"p99_ms":..,"max_ms":..,"samples":..}`.
@@ -30,17 +32,18 @@ async fn refund(order_id: u64, _ctx: &WriteCtx) -> Result<u64, String> {
     Ok(order_id)
 }
 
-/// Milliseconds from each approval's return to the body's start.
-async fn measure(store: Arc<dyn IdemStore>) -> Vec<f64> {
+/// Milliseconds from each approval's return (through `deciding`) to the
+/// body's start (of a call through `waiting`).
+async fn measure(waiting: Arc<dyn IdemStore>, deciding: Arc<dyn IdemStore>) -> Vec<f64> {
     let namespace = format!("bench-{}", std::process::id());
     let registry = Registry::builder(())
-        .store(store.clone())
+        .store(waiting)
         .namespace(namespace.clone())
         .tool(refund)
         .build()
         .expect("registry");
     let person = Registry::builder(())
-        .store(store)
+        .store(deciding)
         .namespace(namespace)
         .build()
         .expect("registry");
@@ -77,6 +80,24 @@ async fn measure(store: Arc<dyn IdemStore>) -> Vec<f64> {
 /// A store, or why it cannot be reached.
 type Opened = Result<Arc<dyn IdemStore>, String>;
 
+/// A new store of the records of `name` (`sqlite` in `dir`).
+async fn open(name: &str, dir: &std::path::Path) -> Opened {
+    let postgres = std::env::var("IDEM_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let opened = match name {
+        "sqlite" => SqliteStore::open(dir.join("idem.db"))
+            .await
+            .map(|s| Arc::new(s) as _),
+        "redis" => RedisStore::connect("redis://127.0.0.1:6379")
+            .await
+            .map(|s| Arc::new(s) as _),
+        _ => PostgresStore::connect(&postgres)
+            .await
+            .map(|s| Arc::new(s) as _),
+    };
+    opened.map_err(|e| e.to_string())
+}
+
 fn quantile(xs: &[f64], q: f64) -> f64 {
     let mut xs = xs.to_vec();
     xs.sort_by(f64::total_cmp);
@@ -87,32 +108,15 @@ fn quantile(xs: &[f64], q: f64) -> f64 {
 async fn main() {
     let dir = std::env::temp_dir().join(format!("idem-decision-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
-    let postgres = std::env::var("IDEM_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    let mut stores: Vec<(&str, Opened)> = vec![
-        ("memory", Ok(Arc::new(MemoryStore::new()))),
-        (
-            "sqlite",
-            SqliteStore::open(dir.join("idem.db"))
-                .await
-                .map(|s| Arc::new(s) as _)
-                .map_err(|e| e.to_string()),
-        ),
-    ];
-    let redis = RedisStore::connect("redis://127.0.0.1:6379").await;
-    stores.push((
-        "redis",
-        redis.map(|s| Arc::new(s) as _).map_err(|e| e.to_string()),
-    ));
-    let pg = PostgresStore::connect(&postgres).await;
-    stores.push((
-        "postgres",
-        pg.map(|s| Arc::new(s) as _).map_err(|e| e.to_string()),
-    ));
-    for (name, store) in stores {
-        match store {
-            Ok(store) => {
-                let took = measure(store).await;
+    let memory: Arc<dyn IdemStore> = Arc::new(MemoryStore::new());
+    let mut stores: Vec<(&str, Opened, Opened)> = vec![("memory", Ok(memory.clone()), Ok(memory))];
+    for name in ["sqlite", "redis", "postgres"] {
+        stores.push((name, open(name, &dir).await, open(name, &dir).await));
+    }
+    for (name, waiting, deciding) in stores {
+        match waiting.and_then(|w| Ok((w, deciding?))) {
+            Ok((waiting, deciding)) => {
+                let took = measure(waiting, deciding).await;
                 println!(
                     "{{\"store\":\"{name}\",\"p50_ms\":{:.1},\"p99_ms\":{:.1},\"max_ms\":{:.1},\"samples\":{}}}",
                     quantile(&took, 0.5),

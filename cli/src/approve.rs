@@ -185,6 +185,7 @@ pub(crate) async fn decide(
                 record.age.map_or("-".into(), human),
             );
             tell(webhooks, &record, &decision);
+            crate::store::announce(store, key).await;
             Ok(())
         }
         Err(StoreError::LeaseLost) => Err(format!(

@@ -73,6 +73,7 @@ pub(crate) async fn release(
                     human(left)
                 )),
             );
+            crate::store::announce(store, key).await;
             Ok(())
         }
         Err(StoreError::LeaseLost) => Err(format!(

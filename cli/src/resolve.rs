@@ -166,6 +166,7 @@ pub(crate) async fn resolve(
             notify::tell(webhooks, &record, EventKind::OutcomeResolved, |e| {
                 e.with("resolution", resolution)
             });
+            crate::store::announce(store, key).await;
             Ok(())
         }
         Err(StoreError::LeaseLost) => Err(format!(

@@ -113,6 +113,17 @@ fn redact(url: &str) -> String {
     }
 }
 
+/// Tells the calls waiting on `key`, in every process, that a decision on
+/// its record is written ([`IdemStore::announce`]); a failure is only
+/// warned of: the decision stands, and they see it when they next look.
+pub(crate) async fn announce(store: &dyn IdemStore, key: &idem::IdemKey) {
+    if let Err(e) = store.announce(key).await {
+        eprintln!(
+            "idem: warning: could not announce it to the calls waiting on {key} ({e}); they see it when they next look"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -495,11 +495,20 @@ async fn waits_for_the_decision(mode: &str) {
     // Over HTTP the gateway serves on a port of its own; else the client
     // starts it on stdio.
     let mut served = None;
+    let log = dir.0.join("gateway.log");
     if mode == "http" {
         let port = servers::free_port();
         let listen = format!("127.0.0.1:{port}");
         let line = gateway(&dir, &["--config", &config, "--http", &listen]);
-        served = Some(serving(&line, port).await);
+        let gateway = Command::new(&line[0])
+            .args(&line[1..])
+            .env("IDEM_LOG", "info")
+            .stderr(std::fs::File::create(&log).expect("the gateway's log"))
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the gateway");
+        listening(port).await;
+        served = Some(gateway);
         client.arg(format!("http://{listen}/mcp"));
     } else {
         client.args(gateway(&dir, &["--config", &config]));
@@ -531,10 +540,28 @@ async fn waits_for_the_decision(mode: &str) {
         told.starts_with("awaiting approval by a person (operation "),
         "{report}"
     );
+    // Cancelled while it waited: the wait ended at the gateway, the
+    // operation still awaited, and its approval ran it once.
+    let cancelled = &report["cancelled"];
+    assert_eq!(
+        (&cancelled["cancelled"], &cancelled["approve_rc"]),
+        (&json!(true), &json!(0)),
+        "{report}"
+    );
+    let next = cancelled["next"]["ok"].as_str().unwrap_or_default();
+    assert!(next.contains("wait-3"), "{report}");
+    let logged = match mode {
+        "http" => std::fs::read_to_string(&log).expect("the gateway's log"),
+        _ => String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert!(
+        logged.contains("the caller stopped waiting"),
+        "the gateway ended the cancelled wait: {logged}"
+    );
     let ledger = std::fs::read_to_string(dir.0.join("ledger.txt")).expect("the ledger");
     assert_eq!(
-        ledger, "wait-1 0\n",
-        "the approved call ran once upstream, the refused one never"
+        ledger, "wait-1 0\nwait-3 0\n",
+        "the approved calls ran once upstream each, the refused one never"
     );
 }
 

@@ -36,7 +36,7 @@ use idem::mcp::{Binding, Caller};
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
-use self::stream::{AnswerStream, Standalone, Streams, status};
+use self::stream::{Abandoned, AnswerStream, Standalone, Streams, status};
 use super::jsonrpc::{self, Kind, code};
 use super::link::{Link, Sink, Source};
 use super::session::{Session, Shared, new_origin};
@@ -400,22 +400,10 @@ impl Front {
         principal: Option<String>,
         answer: Answer,
     ) -> Response {
-        let messages = match serde_json::from_slice::<Value>(body) {
-            Ok(Value::Array(batch)) => batch,
-            Ok(message) => vec![message],
-            Err(e) => {
-                let refused = jsonrpc::error(Value::Null, code::PARSE_ERROR, &e.to_string());
-                return json_text(StatusCode::BAD_REQUEST, refused.to_string());
-            }
+        let messages = match messages(body) {
+            Ok(messages) => messages,
+            Err(refused) => return json_text(StatusCode::BAD_REQUEST, refused.to_string()),
         };
-        if messages.is_empty() || messages.iter().any(|m| jsonrpc::kind(m).is_none()) {
-            let refused = jsonrpc::error(
-                Value::Null,
-                code::INVALID_REQUEST,
-                "the body is not a JSON-RPC request, notification or response, nor a batch of them",
-            );
-            return json_text(StatusCode::BAD_REQUEST, refused.to_string());
-        }
         let opens = messages.iter().any(|m| {
             jsonrpc::method(m) == Some("initialize") && jsonrpc::kind(m) == Some(Kind::Request)
         });
@@ -451,6 +439,15 @@ impl Front {
             _ => Arc::new(AnswerStream::new(0, awaited, standalone)),
         };
         let sink: Sink = stream.clone();
+        // Outside a session, the client's closing the answer cancels what
+        // it has not been answered: dropped with the answer (its stream's
+        // body, or this handler's future).
+        let abandoned = (session.is_none() && answers).then(|| {
+            let (target, sink, caller) = (target.clone(), sink.clone(), caller.clone());
+            Abandoned::new(stream.clone(), move |ids| {
+                tokio::spawn(cancel(target, ids, origin, sink, caller));
+            })
+        });
         for message in messages {
             target
                 .handle(message, origin, sink.clone(), caller.clone())
@@ -461,14 +458,53 @@ impl Front {
         }
         let mut response = if answer.events {
             // Only a session's streams can be resumed.
-            stream.events(0, answer.prime && session.is_some())
+            stream.events(0, answer.prime && session.is_some(), abandoned)
         } else {
-            stream.json().await
+            let json = stream.json().await;
+            drop(abandoned);
+            json
         };
         if let Some(id) = opened.and_then(|id| HeaderValue::from_str(&id).ok()) {
             response.headers_mut().insert(SESSION, id);
         }
         response
+    }
+}
+
+/// The JSON-RPC messages of a POST's `body` (one, or a batch), or the
+/// JSON-RPC error that refuses it.
+fn messages(body: &Bytes) -> Result<Vec<Value>, Value> {
+    let messages = match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Array(batch)) => batch,
+        Ok(message) => vec![message],
+        Err(e) => {
+            let refused = jsonrpc::error(Value::Null, code::PARSE_ERROR, &e.to_string());
+            return Err(refused);
+        }
+    };
+    if messages.is_empty() || messages.iter().any(|m| jsonrpc::kind(m).is_none()) {
+        let refused = jsonrpc::error(
+            Value::Null,
+            code::INVALID_REQUEST,
+            "the body is not a JSON-RPC request, notification or response, nor a batch of them",
+        );
+        return Err(refused);
+    }
+    Ok(messages)
+}
+
+/// Cancels the requests `ids` of the client `origin` of `target`, as its
+/// `notifications/cancelled` would: the client closed their answer
+/// stream.
+async fn cancel(target: Arc<Session>, ids: Vec<Value>, origin: u64, sink: Sink, caller: Caller) {
+    for id in ids {
+        tracing::debug!(%id, "the client closed the answer stream of a request outside any session: it is cancelled");
+        let params =
+            serde_json::json!({"requestId": id, "reason": "the client closed the answer stream"});
+        let cancelled = jsonrpc::notification("notifications/cancelled", params);
+        target
+            .handle(cancelled, origin, sink.clone(), caller.clone())
+            .await;
     }
 }
 

@@ -12,28 +12,26 @@ use super::link::{Route, Sink};
 /// What tells a client that gave a progress token that its call waits
 /// for a person: a `notifications/progress` on the call's route.
 pub(super) struct Progress {
-    token: Option<Value>,
+    token: Value,
     sink: Sink,
     id: Value,
     sent: AtomicU32,
 }
 
 impl Progress {
-    pub(super) fn new(token: Option<Value>, route: &Route) -> Progress {
-        let (sink, id) = (route.sink.clone(), route.id.clone());
-        let sent = AtomicU32::new(0);
-        Progress {
-            token,
-            sink,
-            id,
-            sent,
-        }
+    /// What tells the client of `route` under `token`; `None` (nothing
+    /// to tell, nothing made) when the client gave no token.
+    pub(super) fn new(token: Option<Value>, route: &Route) -> Option<Progress> {
+        Some(Progress {
+            token: token?,
+            sink: route.sink.clone(),
+            id: route.id.clone(),
+            sent: AtomicU32::new(0),
+        })
     }
 
     pub(super) fn tell(&self, waiting: &Waiting<'_>) {
-        let Some(token) = &self.token else {
-            return;
-        };
+        let token = &self.token;
         let progress = self.sent.fetch_add(1, Ordering::Relaxed) + 1;
         let params =
             json!({"progressToken": token, "progress": progress, "message": waiting.says()});

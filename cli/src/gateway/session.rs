@@ -24,7 +24,6 @@ use idem::mcp::{
     approval_question,
 };
 use idem::{Answer, Approval, IdemKey, ToolError, Waiting};
-
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
@@ -470,7 +469,7 @@ impl Session {
             .and_then(|m| m.get("progressToken"))
             .cloned();
         let told = Progress::new(token, write.route);
-        let told = |waiting: &Waiting<'_>| told.tell(waiting);
+        let told = |waiting: &Waiting<'_>| told.as_ref().map_or((), |p| p.tell(waiting));
         let cancelled = || write.asked.cancelled();
         let mut context = write
             .bound

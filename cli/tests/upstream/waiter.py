@@ -4,18 +4,23 @@ with `approval = "required"` and `approval_wait`, so a call waits for the
 decision. The client gives a progress callback; on the first progress
 notification (which names the operation's key) a person decides from
 another process, with `idem approve` or `idem deny`, and the waiting call
-answers what they decided.
+answers what they decided. Then a waiting call is cancelled by its
+client (the SDK sends `notifications/cancelled`), approved from another
+process, and called again.
 
 Usage: python3 waiter.py MODE STORE IDEM COMMAND [ARG ...]: MODE is the
 SDK's ("auto" or "legacy"), STORE the gateway's store, IDEM the `idem`
 binary, and the gateway is started as the client's child (stdio); or
 MODE "http" and, for COMMAND, the URL of a gateway serving streamable
-HTTP. Prints one JSON object: the progress messages, and what each call
-came to.
+HTTP. Prints one JSON object: the progress messages, what each call
+came to, and for the cancelled one whether `idem approve` found it still
+awaiting (its exit code) and what the next call came to. A gateway on
+stdio logs at `info` (IDEM_LOG) to this script's standard error.
 """
 
 import asyncio
 import json
+import os
 import sys
 
 from mcp import Client
@@ -33,7 +38,8 @@ async def main(mode, store, idem, command):
     if mode == "http":
         server, mode = command[0], "auto"
     else:
-        server = StdioServerParameters(command=command[0], args=command[1:])
+        env = {**os.environ, "IDEM_LOG": "info"}
+        server = StdioServerParameters(command=command[0], args=command[1:], env=env)
     report = {"progress": []}
     decisions = [
         ("approved", "wait-1", ["approve", "--by", "ops"]),
@@ -60,7 +66,36 @@ async def main(mode, store, idem, command):
                 result = await client.call_tool("append", {"entry": entry}, progress_callback=progress)
             report[name] = outcome(result)
             report[name]["decided"] = len(decided)
+        report["cancelled"] = await cancelled(client, idem, store)
     print(json.dumps(report))
+
+
+async def cancelled(client, idem, store):
+    """A waiting call cancelled at its first progress notification; then
+    approved from another process, and called again."""
+    keys = []
+    waiting = None
+
+    async def progress(_progress, _total, message):
+        if not keys and message and "(operation " in message:
+            keys.append(message.rsplit("(operation ", 1)[1].rstrip(")"))
+            waiting.cancel()
+
+    args = {"entry": "wait-3"}
+    waiting = asyncio.create_task(client.call_tool("append", args, progress_callback=progress))
+    report = {}
+    try:
+        async with asyncio.timeout(120):
+            report = outcome(await waiting)
+    except asyncio.CancelledError:
+        report["cancelled"] = True
+    approve = await asyncio.create_subprocess_exec(
+        idem, "approve", "--store", store, keys[0], "--by", "ops"
+    )
+    report["approve_rc"] = await approve.wait()
+    async with asyncio.timeout(120):
+        report["next"] = outcome(await client.call_tool("append", args))
+    return report
 
 
 asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]))

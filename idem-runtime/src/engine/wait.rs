@@ -26,8 +26,9 @@ use crate::registry::{OnWait, StopWaiting, TELL_WAITING_EVERY, WaitReason, Waiti
 use crate::store::Entry;
 use crate::tool::WriteTool;
 
-/// How often a waiting call looks at the record first, and at most: a
-/// decision is seen within the longer (plus a store round trip).
+/// How often a waiting call looks at the record first, and at most,
+/// when no announcement wakes it sooner: a decision is seen within the
+/// longer (plus a store round trip) even where none is carried.
 const FIRST_LOOK: Duration = Duration::from_millis(25);
 const LOOK_AT_MOST_EVERY: Duration = Duration::from_millis(250);
 
@@ -74,11 +75,28 @@ pub(crate) async fn call_write_waiting<S, T: WriteTool<S>>(
             }
         };
         let stopped = || caller.stop_waiting.is_some_and(|StopWaiting(stop)| stop());
-        if !changed(shared, &key, seen, until, (told, stopped)).await {
-            tracing::info!(tool = name, key = %key, "no decision within the wait");
-            return answer;
+        match changed(shared, &key, seen, until, (told, stopped)).await {
+            Waited::Changed => {}
+            Waited::TimeUp => {
+                tracing::info!(tool = name, key = %key, "no decision within the wait");
+                return answer;
+            }
+            Waited::Stopped => {
+                tracing::info!(tool = name, key = %key, "the caller stopped waiting; the operation is as it was");
+                return answer;
+            }
         }
     }
+}
+
+/// How a wait ended.
+enum Waited {
+    /// The record changed: the call is made again.
+    Changed,
+    /// The wait's time was up first.
+    TimeUp,
+    /// The caller stopped it (`stop_waiting_when`).
+    Stopped,
 }
 
 /// What a record looks like to a waiting call: the variant of its entry.
@@ -118,8 +136,11 @@ fn waits_on(
     (waiting || !wait.is_zero()).then_some((key, seen, wait))
 }
 
-/// Whether the record under `key` changes from `seen` before `until`:
-/// looked at now and then, more rarely as the wait goes on; `told` is
+/// Whether the record under `key` changes from `seen` before `until`
+/// ([`Waited`]):
+/// looked at when the store announces a change of it
+/// ([`IdemStore::watch`](crate::IdemStore::watch)), and now and then
+/// anyway, more rarely as the wait goes on; `told` is
 /// told how long is left at the start and every [`TELL_WAITING_EVERY`];
 /// the wait ends, unchanged, once `stopped` says so. A store error is
 /// logged and looked past: the wait goes on.
@@ -129,19 +150,27 @@ async fn changed<S>(
     seen: Seen,
     until: Instant,
     (told, stopped): (impl Fn(Duration), impl Fn() -> bool),
-) -> bool {
+) -> Waited {
     let mut every = FIRST_LOOK;
     let mut tell_at = Instant::now();
     loop {
         let now = Instant::now();
-        if now >= until || stopped() {
-            return false;
+        if stopped() {
+            return Waited::Stopped;
+        }
+        if now >= until {
+            return Waited::TimeUp;
         }
         if now >= tell_at {
             told(until - now);
             tell_at = now + TELL_WAITING_EVERY;
         }
-        tokio::time::sleep(every.min(until - now)).await;
+        shared.store.watch(key, every.min(until - now)).await;
+        // A caller that stopped while this slept is not run for: the
+        // decision that woke it is for the next call.
+        if stopped() {
+            return Waited::Stopped;
+        }
         every = (every * 2).min(LOOK_AT_MOST_EVERY);
         let looked = bounded(
             &shared.store_meta,
@@ -158,7 +187,7 @@ async fn changed<S>(
                     _ => None,
                 };
                 if now != Some(seen) {
-                    return true;
+                    return Waited::Changed;
                 }
             }
             Err(e) => {

@@ -207,12 +207,27 @@ impl<S: Send + Sync + 'static> Registry<S> {
             Ok(()) => {
                 let tool = record.tool.as_deref().unwrap_or_default();
                 tracing::info!(tool, key = %key, decision = what, "a person decided an operation awaiting approval");
+                self.announce(key).await;
                 Ok(())
             }
             Err(StoreError::LeaseLost) => Err(ResolveError::Raced {
                 key: key.to_string(),
             }),
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Tells the calls waiting on `key`, in every process, that a
+    /// decision on it is written ([`IdemStore::announce`]). A failure is
+    /// logged and no more: the decision stands, and they see it when they
+    /// next look at the record.
+    ///
+    /// [`IdemStore::announce`]: crate::IdemStore::announce
+    pub(super) async fn announce(&self, key: &IdemKey) {
+        let shared = &self.inner.shared;
+        let (meta, limit) = (&shared.store_meta, shared.store_timeout);
+        if let Err(e) = bounded(meta, limit, "announce", shared.store.announce(key)).await {
+            tracing::warn!(key = %key, error = %e, "could not announce a decision; the calls waiting on it see it when they next look");
         }
     }
 

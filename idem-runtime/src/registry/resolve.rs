@@ -85,6 +85,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
         match bounded(meta, limit, "resolve", store.settle(key, &holder, outcome)).await {
             Ok(()) => {
                 tracing::info!(tool, key = %key, attempt = record.attempt, resolution = resolution.name(), "unknown outcome resolved");
+                self.announce(key).await;
                 #[cfg(feature = "notify")]
                 self.tell(&record, crate::notify::EventKind::OutcomeResolved, |e| {
                     e.with("resolution", resolution.name())

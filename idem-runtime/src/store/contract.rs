@@ -435,6 +435,26 @@ pub trait IdemStore: Send + Sync + 'static {
     /// What the store holds under `key` (`None` if nothing, or released).
     fn get<'a>(&'a self, key: &'a IdemKey) -> BoxFuture<'a, Result<Option<Entry>, StoreError>>;
 
+    /// Tells the calls waiting on `key` ([`watch`](Self::watch)), in this
+    /// process and, where the store carries it, in others, that its record
+    /// changed. Whoever decides an operation (approves, refuses, revokes or
+    /// resolves it, releases its claim) announces it once the decision is
+    /// written: the registry's decisions and the `idem` command do. A hint
+    /// that saves waiting calls time; never needed for correctness, since
+    /// they also look at the record now and then. Nothing by default.
+    fn announce<'a>(&'a self, key: &'a IdemKey) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = key;
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Returns once `key` is [announced](Self::announce) or after
+    /// `within`, whichever comes first, and may return sooner: the caller
+    /// reads the record again either way. Sleeps `within` by default.
+    fn watch<'a>(&'a self, key: &'a IdemKey, within: Duration) -> BoxFuture<'a, ()> {
+        let _ = key;
+        Box::pin(tokio::time::sleep(within))
+    }
+
     /// The kind of store, for traces and metrics: OpenTelemetry's
     /// `db.system.name` where it has one (`"redis"`, `"postgresql"`,
     /// `"sqlite"`), else a short name of the store's own (`"memory"`);
@@ -521,6 +541,14 @@ impl<T: IdemStore + ?Sized> IdemStore for Arc<T> {
 
     fn get<'a>(&'a self, key: &'a IdemKey) -> BoxFuture<'a, Result<Option<Entry>, StoreError>> {
         (**self).get(key)
+    }
+
+    fn announce<'a>(&'a self, key: &'a IdemKey) -> BoxFuture<'a, Result<(), StoreError>> {
+        (**self).announce(key)
+    }
+
+    fn watch<'a>(&'a self, key: &'a IdemKey, within: Duration) -> BoxFuture<'a, ()> {
+        (**self).watch(key, within)
     }
 
     fn backend(&self) -> &'static str {

@@ -74,6 +74,7 @@ mod inspect;
 #[cfg(any(feature = "postgres", feature = "redis"))]
 mod keepalive;
 pub(crate) mod memory;
+mod news;
 #[cfg(feature = "postgres")]
 pub(crate) mod postgres;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

@@ -149,6 +149,14 @@ impl<S: IdemStore> IdemStore for FaultyStore<S> {
         self.gate(Op::Get, self.inner.get(key))
     }
 
+    fn announce<'a>(&'a self, key: &'a IdemKey) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.announce(key)
+    }
+
+    fn watch<'a>(&'a self, key: &'a IdemKey, within: Duration) -> BoxFuture<'a, ()> {
+        self.inner.watch(key, within)
+    }
+
     fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
         self.inner.purge_expired()
     }

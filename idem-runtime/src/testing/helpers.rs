@@ -140,3 +140,25 @@ pub(super) fn waits(
         _ => None,
     }
 }
+
+/// Whether `watcher` hears `key` announced through `announcer`
+/// ([`IdemStore::watch`], [`IdemStore::announce`]), which announces it
+/// every 50 ms until it does (a listener may still be connecting), for
+/// at most a minute; the watch itself would last ten.
+pub(super) async fn hears(
+    watcher: &dyn IdemStore,
+    announcer: &dyn IdemStore,
+    key: &IdemKey,
+) -> bool {
+    let announcing = async {
+        loop {
+            announcer.announce(key).await.expect("announced");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::select! {
+        () = watcher.watch(key, 10 * LONG) => true,
+        () = announcing => unreachable!("announces until heard"),
+        () = tokio::time::sleep(LONG) => false,
+    }
+}

@@ -90,6 +90,7 @@ macro_rules! __idem_with_cases {
             registry_revokes_an_unused_approval,
             registry_waits_for_a_persons_decision,
             registry_waits_for_an_unknown_outcome_to_be_resolved,
+            announcements_wake_the_calls_watching_their_key,
             registry_tells_its_webhooks_what_it_records,
             registry_refuses_an_uncertain_operation_until_resolved,
             registry_keeps_an_unknown_outcome_past_the_ttl,
@@ -106,6 +107,7 @@ macro_rules! __idem_with_cases {
             net_slow_record_is_retried_until_it_lands,
             net_body_sees_its_lease_lost,
             net_a_run_tool_runs_unclaimed_while_the_store_is_away,
+            net_a_cut_listener_listens_again,
         }
     };
 }

@@ -8,6 +8,10 @@
 //! STREAM-N` resumes it after the Nth event, with what came since and
 //! what is still to come (SEP-1699). Once every request of a stream is
 //! answered, what still comes for them goes to the standalone stream.
+//!
+//! A POST outside any session cannot be resumed: a client that closes its
+//! answer stream cancels its requests still unanswered (the stateless
+//! protocol's cancellation: [`Abandoned`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
@@ -131,15 +135,23 @@ impl AnswerStream {
     }
 
     /// The answer as server-sent events from after event `from`, primed
-    /// (an event with an id and no data, and the retry) where `prime`.
-    pub(super) fn events(&self, from: usize, prime: bool) -> Response {
+    /// (an event with an id and no data, and the retry) where `prime`;
+    /// `abandoned` is dropped with the stream.
+    pub(super) fn events(
+        &self,
+        from: usize,
+        prime: bool,
+        abandoned: Option<Abandoned>,
+    ) -> Response {
         let number = self.number;
         let priming = prime.then(|| {
             let text = format!("id: {number}-0\nretry: {RETRY_MS}\ndata: \n\n");
             Ok::<_, Infallible>(Bytes::from(text))
         });
-        let rest = received(self.read_from(from))
-            .map(move |(n, sent)| Ok(event(Some(&format!("{number}-{n}")), &sent.text)));
+        let rest = received(self.read_from(from)).map(move |(n, sent)| {
+            let _kept = &abandoned;
+            Ok(event(Some(&format!("{number}-{n}")), &sent.text))
+        });
         events(Body::from_stream(
             futures_util::stream::iter(priming).chain(rest),
         ))
@@ -190,6 +202,40 @@ impl Downstream for AnswerStream {
         if state.awaited.is_empty() {
             // The stream ends once its reader has the rest.
             state.reader = None;
+        }
+    }
+}
+
+/// What cancels the requests of an answer stream still unanswered when
+/// it is dropped: the client closed the stream of a POST that cannot be
+/// resumed. Held by the stream's body, or by the handler that awaits
+/// its JSON.
+pub(super) struct Abandoned {
+    stream: Arc<AnswerStream>,
+    cancel: Option<Box<dyn FnOnce(Vec<Value>) + Send + Sync>>,
+}
+
+impl Abandoned {
+    /// Calls `cancel` with the ids of `stream`'s requests still
+    /// unanswered when this is dropped, if any are.
+    pub(super) fn new(
+        stream: Arc<AnswerStream>,
+        cancel: impl FnOnce(Vec<Value>) + Send + Sync + 'static,
+    ) -> Abandoned {
+        Abandoned {
+            stream,
+            cancel: Some(Box::new(cancel)),
+        }
+    }
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        let awaited = self.stream.state().awaited.clone();
+        if let Some(cancel) = self.cancel.take()
+            && !awaited.is_empty()
+        {
+            cancel(awaited);
         }
     }
 }
@@ -249,7 +295,7 @@ impl Streams {
             Some((state.kept.get(&number)?.clone(), n))
         });
         match found {
-            Some((stream, n)) => stream.events(n, false),
+            Some((stream, n)) => stream.events(n, false, None),
             None => refusal(
                 StatusCode::NOT_FOUND,
                 &format!("no answer stream of this session's to resume after event `{last}`"),

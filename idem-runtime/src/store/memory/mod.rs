@@ -15,6 +15,7 @@ use self::record::{Record, State, keep, ms, secs};
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::store::hashing::PassThroughMap;
+use crate::store::news::News;
 use crate::store::{
     BoxFuture, CLAIM_RETENTION, Claim, ClaimRequest, Entry, IdemStore, LeaseToken, Outcome,
     RecordInfo, ScanFilter, ScanPage,
@@ -42,6 +43,9 @@ pub struct MemoryStore {
     epoch: Instant,
     /// Seeds the namespace hash in [`Slot::of`].
     seed: u64,
+    /// Tells the calls of this process waiting on a record
+    /// ([`IdemStore::watch`]) of its announced changes.
+    news: News,
 }
 
 /// A stored key, in 16 bytes: the first half of the digest a key of this
@@ -116,6 +120,7 @@ impl MemoryStore {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             epoch: Instant::now(),
             seed: RandomState::new().hash_one(0xcbf2_9ce4_8422_2325_u64),
+            news: News::new(),
         }
     }
 
@@ -290,6 +295,15 @@ fn running(
 impl IdemStore for MemoryStore {
     fn backend(&self) -> &'static str {
         "memory"
+    }
+
+    fn announce<'a>(&'a self, key: &'a IdemKey) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.news.tell(key.as_str());
+        Box::pin(async { Ok(()) })
+    }
+
+    fn watch<'a>(&'a self, key: &'a IdemKey, within: Duration) -> BoxFuture<'a, ()> {
+        Box::pin(self.news.watch(key, within))
     }
 
     fn claim<'a>(

@@ -3,6 +3,7 @@
 //! server end is gone or that went silent ([`Silence`]), made plain or
 //! over TLS as the URL says.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -15,6 +16,7 @@ use super::sql::Sql;
 use super::url::ConnectionString;
 use crate::error::StoreError;
 use crate::store::answers::{Clock, LastAnswer};
+use crate::store::news::Teller;
 
 /// A pooled connection with every statement prepared.
 pub(super) struct PgConn {
@@ -201,4 +203,54 @@ where
         }
     });
     client
+}
+
+/// The channel a store announces changed records on (`NOTIFY`), the key
+/// as the payload.
+pub(super) const NEWS_CHANNEL: &str = "idem_news";
+
+/// Listens for the store's announcements on a connection of its own,
+/// telling each key heard to `teller`, until the connection ends (`Ok`)
+/// or fails.
+pub(super) async fn listen(config: Config, tls: Tls, teller: Teller) -> Result<(), String> {
+    let heard = match tls {
+        Tls::Plain => listen_on(config.connect(NoTls).await, &teller).await,
+        #[cfg(feature = "postgres-tls")]
+        Tls::Rustls(make) => listen_on(config.connect(make).await, &teller).await,
+    };
+    heard.map_err(|e| sql_error(e).to_string())
+}
+
+/// `LISTEN` on `connected`, driving its connection by hand: its
+/// notifications come from [`Connection::poll_message`].
+async fn listen_on<T>(
+    connected: Result<(Client, Connection<Socket, T>), tokio_postgres::Error>,
+    teller: &Teller,
+) -> Result<(), tokio_postgres::Error>
+where
+    T: TlsStream + Unpin,
+{
+    use std::task::Poll;
+    use tokio_postgres::AsyncMessage;
+
+    let (client, mut connection) = connected?;
+    let command = format!("LISTEN {NEWS_CHANNEL}");
+    let mut subscribing = std::pin::pin!(client.batch_execute(&command));
+    let mut subscribed = false;
+    std::future::poll_fn(|cx| {
+        if !subscribed && let Poll::Ready(answer) = subscribing.as_mut().poll(cx) {
+            answer?;
+            subscribed = true;
+        }
+        loop {
+            match connection.poll_message(cx) {
+                Poll::Ready(Some(Ok(AsyncMessage::Notification(n)))) => teller.tell(n.payload()),
+                Poll::Ready(Some(Ok(_))) => {}
+                Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e)),
+                Poll::Ready(None) => return Poll::Ready(Ok(())),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    })
+    .await
 }

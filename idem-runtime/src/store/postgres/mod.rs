@@ -22,7 +22,7 @@ use bb8::Pool;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config};
 
-use self::connection::{InFlight, PgManager, Silence, Tls, connect};
+use self::connection::{InFlight, NEWS_CHANNEL, PgManager, Silence, Tls, connect, listen};
 use self::error::{PgError, connection_lost, pg_error, sql_error};
 pub use self::options::PostgresOptions;
 use self::sql::Sql;
@@ -30,6 +30,7 @@ use crate::error::StoreError;
 use crate::key::IdemKey;
 use crate::store::contract::fenced;
 use crate::store::keepalive;
+use crate::store::news::News;
 use crate::store::record::{self, InfoRow, Live, Row, State, keyset_page};
 use crate::store::{
     BoxFuture, Claim, ClaimRequest, Entry, IdemStore, LeaseToken, Outcome, RecordInfo, ScanFilter,
@@ -46,6 +47,10 @@ pub struct PostgresStore {
     table: String,
     /// Stops the purge task when the store goes.
     _purger: Option<PurgeTask>,
+    /// How the connection that listens for announcements is made.
+    dial: (Config, Tls),
+    /// The announcements heard ([`IdemStore::watch`]).
+    news: News,
 }
 
 struct PurgeTask(tokio::task::JoinHandle<()>);
@@ -140,6 +145,7 @@ impl PostgresStore {
         drop(setup);
         let sql = Arc::new(Sql::new(&table));
         let silence = Arc::new(Silence::new());
+        let dial = (config.clone(), tls.clone());
         let manager = PgManager {
             config,
             tls,
@@ -179,6 +185,8 @@ impl PostgresStore {
             sql,
             table,
             _purger: purger,
+            dial,
+            news: News::new(),
         })
     }
 
@@ -326,6 +334,26 @@ const CLAIM_TRIES: usize = 5;
 impl IdemStore for PostgresStore {
     fn backend(&self) -> &'static str {
         "postgresql"
+    }
+
+    /// `NOTIFY`, heard by the stores of every process that watch.
+    fn announce<'a>(&'a self, key: &'a IdemKey) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let notify = "SELECT pg_notify($1, $2)";
+            with_conn!(self, |conn| conn
+                .client
+                .execute(notify, &[&NEWS_CHANNEL, &key.as_str()]))?;
+            Ok(())
+        })
+    }
+
+    /// Heard on a connection that `LISTEN`s, made at the first watch.
+    fn watch<'a>(&'a self, key: &'a IdemKey, within: Duration) -> BoxFuture<'a, ()> {
+        self.news.listen("postgresql", || {
+            let (config, tls) = self.dial.clone();
+            move |teller| listen(config.clone(), tls.clone(), teller)
+        });
+        Box::pin(self.news.watch(key, within))
     }
 
     fn claim<'a>(

@@ -51,14 +51,15 @@ mod claim;
 mod connection;
 mod dispatch;
 mod error;
+mod news;
 mod options;
 mod record;
 mod scan;
 mod scripts;
 mod server;
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redis::cluster::ClusterClient;
@@ -73,6 +74,7 @@ use self::scripts::scripts;
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::store::hashing::PassThroughMap;
+use crate::store::news::News;
 use crate::store::{
     BoxFuture, Claim, ClaimRequest, Entry, IdemStore, LeaseToken, Outcome, RecordInfo, ScanFilter,
     ScanPage,
@@ -126,6 +128,12 @@ pub struct RedisStore {
     /// the key's (a settle's script is most of the server's work per
     /// call). Forgotten at a renewal; at most [`REMEMBERED`] at once.
     written: Mutex<PassThroughMap<u128, RunningLine>>,
+    /// The announcements heard ([`IdemStore::watch`]).
+    news: News,
+    /// What makes the connection that listens for them: the server's
+    /// client, or a client of each node a cluster was reached through,
+    /// tried in turn.
+    listeners: Arc<[redis::Client]>,
 }
 
 /// How many running records a store remembers at most
@@ -154,6 +162,7 @@ impl RedisStore {
     pub async fn connect_with(url: &str, options: RedisOptions) -> Result<RedisStore, StoreError> {
         let format = options.checked_format()?;
         let client = options.client(url)?;
+        let listeners = Arc::from([client.clone()]);
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(options.connection_timeout))
             .set_response_timeout(Some(options.response_timeout));
@@ -166,6 +175,8 @@ impl RedisStore {
             functions: AtomicBool::new(true),
             set_ifeq: AtomicBool::new(false),
             written: Mutex::default(),
+            news: News::new(),
+            listeners,
         };
         store.first_connection().await?;
         Ok(store)
@@ -196,6 +207,10 @@ impl RedisStore {
             ));
         }
         let urls: Vec<String> = urls.into_iter().map(|u| u.as_ref().to_owned()).collect();
+        let listeners = urls
+            .iter()
+            .map(|url| options.client(url))
+            .collect::<Result<_, _>>()?;
         #[cfg(feature = "redis-tls")]
         crate::crypto::install_crypto_provider();
         let builder = ClusterClient::builder(urls.clone())
@@ -220,6 +235,8 @@ impl RedisStore {
             functions: AtomicBool::new(true),
             set_ifeq: AtomicBool::new(false),
             written: Mutex::default(),
+            news: News::new(),
+            listeners,
         };
         store.first_connection().await?;
         Ok(store)
@@ -513,6 +530,29 @@ fn parse_entry(key: &IdemKey, parts: &[RValue]) -> Result<Entry, StoreError> {
 impl IdemStore for RedisStore {
     fn backend(&self) -> &'static str {
         "redis"
+    }
+
+    /// `PUBLISH`, heard by the stores of every process that watch.
+    fn announce<'a>(&'a self, key: &'a IdemKey) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let _heard_by: i64 = self.query(&news::publish(key)).await.map_err(store_error)?;
+            Ok(())
+        })
+    }
+
+    /// Heard on a pub/sub connection made at the first watch: to the
+    /// server, or to one of the nodes a cluster was reached through (the
+    /// next one each time a connection ends: a cluster's `PUBLISH`
+    /// reaches every node).
+    fn watch<'a>(&'a self, key: &'a IdemKey, within: Duration) -> BoxFuture<'a, ()> {
+        self.news.listen("redis", || {
+            let (clients, turn) = (self.listeners.clone(), AtomicUsize::new(0));
+            move |teller| {
+                let next = turn.fetch_add(1, Ordering::Relaxed) % clients.len();
+                news::listen(clients[next].clone(), teller)
+            }
+        });
+        Box::pin(self.news.watch(key, within))
     }
 
     fn claim<'a>(

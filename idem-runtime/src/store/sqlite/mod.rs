@@ -24,6 +24,7 @@ use self::error::{cannot_open, newer_schema, sql_error};
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
 use crate::store::contract::fenced;
+use crate::store::news::News;
 use crate::store::record::{InfoRow, Live, Row, State, Took, keyset_page};
 use crate::store::{
     BoxFuture, Claim, ClaimRequest, Entry, IdemStore, LeaseToken, Outcome, RecordInfo, ScanFilter,
@@ -41,6 +42,10 @@ use crate::store::{
 pub struct SqliteStore {
     worker: Worker,
     path: PathBuf,
+    /// Tells the calls of this process waiting on a record
+    /// ([`IdemStore::watch`]) of the changes announced through this
+    /// store; those of other processes look at their records now and then.
+    news: News,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -73,7 +78,11 @@ impl SqliteStore {
             busy_timeout,
         )
         .await?;
-        Ok(SqliteStore { worker, path })
+        Ok(SqliteStore {
+            worker,
+            path,
+            news: News::new(),
+        })
     }
 
     /// The database file.
@@ -264,6 +273,15 @@ const SWEEP_PER_CLAIM: i64 = 8;
 impl IdemStore for SqliteStore {
     fn backend(&self) -> &'static str {
         "sqlite"
+    }
+
+    fn announce<'a>(&'a self, key: &'a IdemKey) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.news.tell(key.as_str());
+        Box::pin(async { Ok(()) })
+    }
+
+    fn watch<'a>(&'a self, key: &'a IdemKey, within: Duration) -> BoxFuture<'a, ()> {
+        Box::pin(self.news.watch(key, within))
     }
 
     fn claim<'a>(

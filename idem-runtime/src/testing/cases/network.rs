@@ -313,3 +313,30 @@ pub async fn net_a_run_tool_runs_unclaimed_while_the_store_is_away<H: Harness>(h
     assert_eq!(replayed.ok(), Some(claimed));
     assert_eq!(runs.total(), 2);
 }
+
+/// The connection a store listens for announcements on, cut: the store
+/// listens again on a new one, and hears them again; meanwhile a watch
+/// still ends when its time is up.
+pub async fn net_a_cut_listener_listens_again<H: Harness>(h: &H) {
+    let Some((proxy, watcher)) = proxied(h).await else {
+        return;
+    };
+    let announcer = h.store();
+    let k = key(&namespace(), "watched");
+    assert!(
+        hears(&*watcher, &*announcer, &k).await,
+        "a watch did not end in a minute of announcements"
+    );
+    let before = proxy.accepted();
+    proxy.cut();
+    let watched = tokio::time::timeout(LONG, watcher.watch(&k, SHORT)).await;
+    assert!(watched.is_ok(), "a watch outlived its time");
+    assert!(
+        hears(&*watcher, &*announcer, &k).await,
+        "after its connection was cut, the store never heard an announcement again"
+    );
+    assert!(
+        proxy.accepted() > before,
+        "the listener's new connection went through the proxy"
+    );
+}

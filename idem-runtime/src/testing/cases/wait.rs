@@ -5,8 +5,10 @@
 //! registry; refused, the denial; no decision in time, the awaiting
 //! answer. A call dropped while it waits leaves the operation awaiting.
 //! A call of an unknown outcome with an uncertain wait answers what a
-//! person resolves.
+//! person resolves. A store tells the calls watching a record that it
+//! was announced, from another store of the same records.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -14,7 +16,7 @@ use serde_json::{Value, json};
 use crate::error::ToolError;
 use crate::key::IdemKey;
 use crate::registry::{Registry, Resolution};
-use crate::store::RecordState;
+use crate::store::{IdemStore, RecordState};
 use crate::testing::fixtures::Counter;
 use crate::testing::harness::Harness;
 use crate::testing::helpers::*;
@@ -139,4 +141,31 @@ pub async fn registry_waits_for_an_unknown_outcome_to_be_resolved<H: Harness>(h:
         "resolved as failed while it waited: {failed:?}"
     );
     assert_eq!(counter.total(), 2, "each ran once, before it was unknown");
+}
+
+/// A store's watch of a key ends when another store over the same
+/// records (one of its own where the harness names no server) announces
+/// that key, and, while other keys are announced, when its time is up.
+pub async fn announcements_wake_the_calls_watching_their_key<H: Harness>(h: &H) {
+    let ns = namespace();
+    let watcher = h.store();
+    let announcer: Arc<dyn IdemStore> = match h.server() {
+        Some(server) => h.store_via(server).await,
+        None => h.store(),
+    };
+    let (k, other) = (key(&ns, "watched"), key(&ns, "other"));
+    assert!(
+        hears(&*watcher, &*announcer, &k).await,
+        "a watch of {k} did not end in a minute of announcements"
+    );
+    // Only time ends this one: nothing announces its key.
+    let (watched, ()) = tokio::join!(
+        tokio::time::timeout(LONG, watcher.watch(&other, SHORT)),
+        async {
+            for _ in 0..3 {
+                announcer.announce(&k).await.expect("announced");
+            }
+        }
+    );
+    assert!(watched.is_ok(), "a watch outlived its time");
 }
