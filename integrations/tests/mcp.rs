@@ -809,3 +809,71 @@ async fn the_person_at_an_mcp_client_approves_each_operation_once() {
     let asks = borrowed["other_asks_about"][0].as_str().unwrap_or_default();
     assert!(asks.contains(r#""order_id": "yes-3""#), "{borrowed}");
 }
+
+/// How many accounts [`close_account`] closed.
+static CLOSED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Close an account, once a person approves; the call waits for them.
+#[idem::prelude::write_tool(approval = "required", approval_wait = "10m")]
+async fn close_account(account: String, _ctx: &idem::WriteCtx) -> Result<String, String> {
+    CLOSED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    Ok(format!("closed {account}"))
+}
+
+/// A client's cancellation of a call that waits for a person ends the
+/// wait at the library's MCP server, and the operation still awaits:
+/// approved then, the next call runs it, as a first run, not a replay (a
+/// wait that went on would have run it first, woken by the approval).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_cancellation_ends_the_wait_and_the_operation_still_awaits() {
+    use idem::{IdemStore, MemoryStore, Registry};
+    use std::sync::Arc;
+
+    let store = Arc::new(MemoryStore::new());
+    let registry = |store: Arc<MemoryStore>| {
+        Registry::builder(())
+            .store(store)
+            .tool(close_account)
+            .build()
+            .expect("registry")
+    };
+    let person = registry(store.clone());
+    let server = registry(store.clone()).into_mcp_server();
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(theirs).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let client: Client = ().serve(ours).await.expect("initialize");
+    let arguments = json!({"account": "a-1"});
+    let (key, _) = person
+        .identify("r-cancel", "close_account", arguments.clone())
+        .expect("identify")
+        .expect("a write");
+    let awaits = async {
+        while store.inspect(&key).await.ok().flatten().is_none() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    // The call is dropped once its operation awaits: the client sends
+    // `notifications/cancelled`.
+    tokio::select! {
+        answer = call_in_run(&client, "r-cancel", "close_account", arguments.clone()) => {
+            panic!("answered while nobody had decided: {answer:?}")
+        }
+        () = awaits => {}
+    }
+    // Answered after the cancellation, on the same connection: the server
+    // has read it.
+    client.list_tools(None).await.expect("tools/list");
+    person.approve(&key, "ana").await.expect("it still awaits");
+    let ran = call_in_run(&client, "r-cancel", "close_account", arguments).await;
+    assert_eq!(text(&ran), "closed a-1");
+    let replayed = ran
+        .meta
+        .as_ref()
+        .and_then(|m| m.get(idem::mcp::REPLAYED_META));
+    assert_eq!(replayed, None, "run by this call, not by the cancelled one");
+    assert_eq!(CLOSED.load(std::sync::atomic::Ordering::SeqCst), 1);
+}

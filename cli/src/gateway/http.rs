@@ -439,14 +439,13 @@ impl Front {
             _ => Arc::new(AnswerStream::new(0, awaited, standalone)),
         };
         let sink: Sink = stream.clone();
-        // Outside a session, the client's closing the answer cancels what
-        // it has not been answered: dropped with the answer (its stream's
-        // body, or this handler's future).
+        // Outside a session, the client's closing the answer stream is
+        // how it cancels (it cannot resume it): what it has not been
+        // answered stops waiting for a person. Dropped with the answer
+        // (its stream's body, or this handler's future).
         let abandoned = (session.is_none() && answers).then(|| {
-            let (target, sink, caller) = (target.clone(), sink.clone(), caller.clone());
-            Abandoned::new(stream.clone(), move |ids| {
-                tokio::spawn(cancel(target, ids, origin, sink, caller));
-            })
+            let target = target.clone();
+            Abandoned::new(stream.clone(), move |ids| target.abandoned(origin, &ids))
         });
         for message in messages {
             target
@@ -491,21 +490,6 @@ fn messages(body: &Bytes) -> Result<Vec<Value>, Value> {
         return Err(refused);
     }
     Ok(messages)
-}
-
-/// Cancels the requests `ids` of the client `origin` of `target`, as its
-/// `notifications/cancelled` would: the client closed their answer
-/// stream.
-async fn cancel(target: Arc<Session>, ids: Vec<Value>, origin: u64, sink: Sink, caller: Caller) {
-    for id in ids {
-        tracing::debug!(%id, "the client closed the answer stream of a request outside any session: it is cancelled");
-        let params =
-            serde_json::json!({"requestId": id, "reason": "the client closed the answer stream"});
-        let cancelled = jsonrpc::notification("notifications/cancelled", params);
-        target
-            .handle(cancelled, origin, sink.clone(), caller.clone())
-            .await;
-    }
 }
 
 /// How often sessions idle for `idle` are looked for.

@@ -45,6 +45,10 @@ tokio::task_local! {
 #[derive(Default)]
 pub(crate) struct Asked {
     cancelled: AtomicBool,
+    /// Nobody reads its answer any more (a stateless request's stream
+    /// closed): a wait for a person ends, a write in flight goes on, so
+    /// that its result is recorded for the client's retry.
+    abandoned: AtomicBool,
     told: Notify,
 }
 
@@ -57,6 +61,17 @@ impl Asked {
 
     pub(crate) fn cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// Nobody reads the request's answer any more.
+    pub(crate) fn abandon(&self) {
+        self.abandoned.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether a wait for a person should end: the client cancelled the
+    /// request, or abandoned it.
+    pub(crate) fn stops_waiting(&self) -> bool {
+        self.cancelled() || self.abandoned.load(Ordering::Relaxed)
     }
 
     /// Returns once the client cancels the request.

@@ -205,6 +205,19 @@ impl Session {
         self.link.notify(message).await;
     }
 
+    /// The answers of the client `origin`'s requests `ids` are read by
+    /// nobody any more (their stream closed): their waits for a person
+    /// end; what runs goes on, so that its result is recorded.
+    pub(crate) fn abandoned(&self, origin: u64, ids: &[Value]) {
+        let asked = self.lock_asked();
+        for id in ids {
+            if let Some(asked) = asked.get(&asked_key(origin, id)) {
+                tracing::debug!(%id, "nobody reads the answer of a request any more: a wait for a person ends");
+                asked.abandon();
+            }
+        }
+    }
+
     fn lock_asked(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Asked>>> {
         self.asked.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -470,7 +483,7 @@ impl Session {
             .cloned();
         let told = Progress::new(token, write.route);
         let told = |waiting: &Waiting<'_>| told.as_ref().map_or((), |p| p.tell(waiting));
-        let cancelled = || write.asked.cancelled();
+        let cancelled = || write.asked.stops_waiting();
         let mut context = write
             .bound
             .context()

@@ -10,7 +10,7 @@
 //! answered, what still comes for them goes to the standalone stream.
 //!
 //! A POST outside any session cannot be resumed: a client that closes its
-//! answer stream cancels its requests still unanswered (the stateless
+//! answer stream abandons its requests still unanswered (the stateless
 //! protocol's cancellation: [`Abandoned`]).
 
 use std::collections::{HashMap, VecDeque};
@@ -206,7 +206,7 @@ impl Downstream for AnswerStream {
     }
 }
 
-/// What cancels the requests of an answer stream still unanswered when
+/// What tells of the requests of an answer stream still unanswered when
 /// it is dropped: the client closed the stream of a POST that cannot be
 /// resumed. Held by the stream's body, or by the handler that awaits
 /// its JSON.
