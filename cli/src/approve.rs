@@ -18,6 +18,7 @@ use serde_json::json;
 use crate::notify;
 use crate::output::say;
 use crate::record::{arguments_json, arguments_line, human, inspected};
+use crate::refused::Refused;
 
 /// `approvals`: every awaiting record of the namespace `filter` names,
 /// oldest first, with its tool, tenant, run, age and arguments; `json`,
@@ -129,7 +130,7 @@ pub(crate) async fn decide(
     key: &IdemKey,
     decision: Decision,
     webhooks: Option<&Webhooks>,
-) -> Result<(), String> {
+) -> Result<(), Refused> {
     let record = inspected(store, key).await?;
     let token = decidable(key, &record, &decision)?;
     let terms = terms(&record);
@@ -188,11 +189,11 @@ pub(crate) async fn decide(
             crate::store::announce(store, key).await;
             Ok(())
         }
-        Err(StoreError::LeaseLost) => Err(format!(
+        Err(StoreError::LeaseLost) => Err(Refused::Conflict(format!(
             "{key} was not {what}: it changed meanwhile (a call used it, or another decision \
              came first); look at it again with `idem show`"
-        )),
-        Err(e) => Err(format!("cannot decide {key}: {e}")),
+        ))),
+        Err(e) => Err(Refused::Store(format!("cannot decide {key}: {e}"))),
     }
 }
 
@@ -220,7 +221,7 @@ fn decidable(
     key: &IdemKey,
     record: &RecordInfo,
     decision: &Decision,
-) -> Result<idem::store::LeaseToken, String> {
+) -> Result<idem::store::LeaseToken, Refused> {
     let wanted = decision.decides();
     if record.state != wanted {
         // The registry's refusals, word for word.
@@ -229,22 +230,25 @@ fn decidable(
             RecordState::Approved => idem::ResolveError::NotApproved { key, state },
             _ => idem::ResolveError::NotAwaiting { key, state },
         };
-        return Err(not.to_string());
+        return Err(Refused::Conflict(not.to_string()));
     }
     if record
         .about
         .as_deref()
         .is_some_and(|a| a.starts_with("idem-sealed:"))
     {
-        return Err(format!(
+        return Err(Refused::Invalid(format!(
             "{key}'s records are sealed (the registry encrypts results), and a decision written \
              here would not be: decide it with Registry::approve, deny or revoke in the \
              application, which has the keys"
-        ));
+        )));
     }
-    record
-        .holder
-        .ok_or_else(|| format!("{key} is {} without the token that asked", record.state))
+    record.holder.ok_or_else(|| {
+        Refused::Store(format!(
+            "{key} is {} without the token that asked",
+            record.state
+        ))
+    })
 }
 
 /// The terms a decision on `record` is written on, as the record keeps

@@ -13,7 +13,8 @@
 //! - `Origin` may be absent (a program, not a browser), the endpoint's own
 //!   (scheme, host and port of the `Host` it was sent to), or one given
 //!   with `--allowed-origin`. Anything else, `null` included, is refused.
-//! - A POST's body must be `application/json`.
+//! - A POST's body must be `application/json`, but at the paths an
+//!   endpoint takes a form at ([`Guard::with_form`]).
 //!
 //! A refusal is a 403 or 415 with a JSON-RPC error body that names the
 //! header and the flag that would allow it.
@@ -50,6 +51,9 @@ pub(crate) struct Guard {
     /// `None`: any host (`--allowed-host '*'`).
     hosts: Option<Vec<Authority>>,
     origins: Vec<Origin>,
+    /// The paths whose POST may be an HTML form (the console's sign-in):
+    /// its `Origin` is checked all the same.
+    forms: Vec<&'static str>,
 }
 
 /// A host name and perhaps a port, lowercased, IPv6 without brackets.
@@ -118,7 +122,18 @@ impl Guard {
                 })
             })
             .collect::<Result<_, _>>()?;
-        Ok(Guard { hosts, origins })
+        Ok(Guard {
+            hosts,
+            origins,
+            forms: Vec::new(),
+        })
+    }
+
+    /// The guard, taking a POST of an HTML form at `path` (whose `Origin`
+    /// is checked as any other's).
+    pub(crate) fn with_form(mut self, path: &'static str) -> Guard {
+        self.forms.push(path);
+        self
     }
 
     /// The request's `Host`, if it is one the endpoint serves.
@@ -316,7 +331,8 @@ pub(crate) async fn layer(
         }
         return response;
     }
-    if request.method() == Method::POST && !is_json(request.headers()) {
+    let form = guard.forms.contains(&request.uri().path());
+    if request.method() == Method::POST && !is_json(request.headers()) && !form {
         let mut response = refusal(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "a POST's body must be JSON, sent as Content-Type: application/json",

@@ -10,18 +10,23 @@
 //! command that reads a store takes it by URL (`--store`, or
 //! `IDEM_STORE`): `redis://`, `rediss://`, `postgres://` or a SQLite file's
 //! path. `gateway` is the exception to "nothing here runs a tool": it
-//! serves an upstream MCP server's tools behind idem (`gateway/`).
+//! serves an upstream MCP server's tools behind idem (`gateway/`);
+//! `console` serves a page and a JSON API where people decide what waits
+//! for them (`console/`).
 
 mod approve;
+mod console;
 mod gateway;
 mod guard;
 mod notify;
 mod output;
 mod record;
+mod refused;
 mod release;
 mod resolve;
 mod scan;
 mod store;
+mod tokens;
 
 use std::process::ExitCode;
 
@@ -211,6 +216,11 @@ enum Command {
     /// write tool claimed, run once upstream, recorded and replayed to
     /// duplicates: `idem gateway --store FILE -- npx some-mcp-server`.
     Gateway(gateway::GatewayArgs),
+    /// Serve a web page and a JSON API where people approve, deny and
+    /// revoke what awaits approval and resolve unknown outcomes:
+    /// `idem console --store FILE --token ana=SECRET`, then open
+    /// http://127.0.0.1:8790/.
+    Console(console::ConsoleArgs),
     /// Print a new webhook secret (`whsec_` and base64 of 32 random
     /// bytes), for `[notify]`'s `secret` and for the receiver that
     /// verifies what is sent.
@@ -440,6 +450,10 @@ async fn run(command: Command) -> Result<(), String> {
         | Command::Revoke { .. }) => approval(approvals).await,
         Command::Purge { store, dry_run } => purge(store, dry_run).await,
         Command::Gateway(args) => gateway::serve(args).await,
+        Command::Console(args) => {
+            let webhooks = webhooks(args.config.as_deref())?;
+            console::serve(args, webhooks).await
+        }
         Command::WebhookSecret => {
             say!("{}", idem::notify::WebhookSecret::generate());
             Ok(())
@@ -474,7 +488,9 @@ async fn resolve(
     };
     let ttl = std::time::Duration::from_secs(ttl_secs);
     let store = store.open().await?;
-    resolve::resolve(&*store, &IdemKey::from_raw(key), answer, ttl, webhooks).await
+    resolve::resolve(&*store, &IdemKey::from_raw(key), answer, ttl, webhooks)
+        .await
+        .map_err(String::from)
 }
 
 /// `approvals`, `approve`, `deny` and `revoke`: what waits for a person,

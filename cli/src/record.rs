@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::output::say;
+use crate::refused::Refused;
 use idem::store::{About, RecordInfo, RecordState, Refusal};
 use serde_json::{Value, json};
 
@@ -12,12 +13,16 @@ use serde_json::{Value, json};
 pub(crate) async fn inspected(
     store: &dyn idem::IdemStore,
     key: &idem::IdemKey,
-) -> Result<RecordInfo, String> {
+) -> Result<RecordInfo, Refused> {
     store
         .inspect(key)
         .await
-        .map_err(|e| format!("cannot read {key}: {e}"))?
-        .ok_or_else(|| format!("no record under {key} (expired, never written, or mistyped)"))
+        .map_err(|e| Refused::Store(format!("cannot read {key}: {e}")))?
+        .ok_or_else(|| {
+            Refused::NotFound(format!(
+                "no record under {key} (expired, never written, or mistyped)"
+            ))
+        })
 }
 
 /// A record as one JSON object; the payload only if read.

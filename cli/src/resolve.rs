@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use crate::notify;
 use crate::output::say;
 use crate::record::{human, inspected};
+use crate::refused::Refused;
 
 /// What an operator found out (one of `--done`, `--failed`, `--rerun`).
 pub(crate) enum Answer {
@@ -118,33 +119,35 @@ pub(crate) async fn resolve(
     answer: Answer,
     ttl: Duration,
     webhooks: Option<&Webhooks>,
-) -> Result<(), String> {
+) -> Result<(), Refused> {
     let record = inspected(store, key).await?;
     if record.state != RecordState::Unknown {
-        return Err(format!(
+        return Err(Refused::Conflict(format!(
             "{key} is {}, not unknown: only an unknown outcome is resolved",
             record.state
-        ));
+        )));
     }
-    let token = record
-        .holder
-        .ok_or_else(|| format!("{key} is unknown without the token that made it so"))?;
+    let token = record.holder.ok_or_else(|| {
+        Refused::Store(format!(
+            "{key} is unknown without the token that made it so"
+        ))
+    })?;
     if !matches!(answer, Answer::Rerun)
         && record
             .payload
             .as_deref()
             .is_some_and(|p| p.starts_with("idem-sealed:"))
     {
-        return Err(format!(
+        return Err(Refused::Invalid(format!(
             "{key}'s records are sealed (the registry encrypts results), and a result or error \
              written here would not be: resolve it with Registry::resolve in the application, \
              which has the keys, or give --rerun"
-        ));
+        )));
     }
     let (outcome, what) = match &answer {
         Answer::Done(result) => {
             serde_json::from_str::<Value>(result)
-                .map_err(|e| format!("--done is not JSON: {e}"))?;
+                .map_err(|e| Refused::Invalid(format!("the result is not JSON: {e}")))?;
             (Outcome::Done { result, ttl }, "done")
         }
         Answer::Failed(error) => (Outcome::Failed { error, ttl }, "failed"),
@@ -169,10 +172,10 @@ pub(crate) async fn resolve(
             crate::store::announce(store, key).await;
             Ok(())
         }
-        Err(StoreError::LeaseLost) => Err(format!(
+        Err(StoreError::LeaseLost) => Err(Refused::Conflict(format!(
             "{key} was not resolved: it changed meanwhile (another resolution came first); \
              look at it again with `idem show`"
-        )),
-        Err(e) => Err(format!("cannot resolve {key}: {e}")),
+        ))),
+        Err(e) => Err(Refused::Store(format!("cannot resolve {key}: {e}"))),
     }
 }

@@ -41,6 +41,7 @@ use super::jsonrpc::{self, Kind, code};
 use super::link::{Link, Sink, Source};
 use super::session::{Session, Shared, new_origin};
 use crate::guard::{Guard, GuardArgs, json_text, refusal};
+use crate::tokens::{bearer, users_by_token};
 
 mod stream;
 
@@ -59,16 +60,6 @@ struct User(String);
 
 /// Users by bearer token.
 type Tokens = Arc<HashMap<String, String>>;
-
-/// `USER=TOKEN`.
-pub(super) fn user_token(given: &str) -> Result<(String, String), String> {
-    match given.split_once('=') {
-        Some((user, token)) if !user.is_empty() && !token.is_empty() => {
-            Ok((user.to_owned(), token.to_owned()))
-        }
-        _ => Err("expected USER=TOKEN".to_owned()),
-    }
-}
 
 /// The gateway's HTTP endpoint.
 struct Front {
@@ -201,14 +192,6 @@ async fn authenticate(State(tokens): State<Tokens>, mut request: Request, next: 
     next.run(request).await
 }
 
-/// The token of an `Authorization` header's value of the `Bearer` scheme,
-/// whose name is case-insensitive (RFC 9110).
-fn bearer(value: &str) -> Option<&str> {
-    let (scheme, token) = value.trim().split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
-}
-
 /// 401, asking for a bearer token (`error`: why the one given is refused).
 fn challenge(error: Option<&str>) -> Response {
     let value = match error {
@@ -222,23 +205,6 @@ fn challenge(error: Option<&str>) -> Response {
             .insert(header::WWW_AUTHENTICATE, value);
     }
     response
-}
-
-/// Users by token, or why `--token` cannot be served: one token given to
-/// two users would make each the other.
-fn users_by_token(tokens: Vec<(String, String)>) -> Result<HashMap<String, String>, String> {
-    let mut users = HashMap::new();
-    for (user, token) in tokens {
-        if let Some(other) = users.insert(token, user.clone())
-            && other != user
-        {
-            return Err(format!(
-                "--token gives the users `{other}` and `{user}` the same token: each would be the \
-                 other; give each user a token of its own"
-            ));
-        }
-    }
-    Ok(users)
 }
 
 /// `/mcp`: POST a message, GET the standalone stream, DELETE the session.
@@ -581,16 +547,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_bearer_token_is_read_whatever_the_case_of_its_scheme() {
-        assert_eq!(bearer("Bearer abc"), Some("abc"));
-        assert_eq!(bearer("bearer abc"), Some("abc"));
-        assert_eq!(bearer("BEARER  abc "), Some("abc"));
-        assert_eq!(bearer("Basic abc"), None);
-        assert_eq!(bearer("Bearer "), None);
-        assert_eq!(bearer("Bearerabc"), None);
-    }
-
-    #[test]
     fn accept_is_read_as_media_ranges() {
         let of = |value: &str| {
             let mut headers = HeaderMap::new();
@@ -610,15 +566,5 @@ mod tests {
         assert!(!of("application/json, text/event-stream;q=0").events);
         assert_eq!(of("text/html"), Accepts::default());
         assert_eq!(Accepts::of(&HeaderMap::new()), Accepts::default());
-    }
-
-    #[test]
-    fn one_token_for_two_users_is_refused() {
-        let token = |u: &str, t: &str| (u.to_owned(), t.to_owned());
-        let refused = users_by_token(vec![token("alice", "s"), token("bob", "s")]);
-        let refused = refused.expect_err("the same token twice");
-        assert!(refused.contains("`alice` and `bob`"), "{refused}");
-        let users = users_by_token(vec![token("alice", "s"), token("alice", "t")]);
-        assert_eq!(users.expect("two tokens of one user").len(), 2);
     }
 }

@@ -69,7 +69,7 @@ pub(crate) struct GatewayArgs {
     /// Over HTTP, accept `Authorization: Bearer TOKEN` as USER, the
     /// principal and tenant of its calls (repeatable); other requests are
     /// refused.
-    #[arg(long, value_name = "USER=TOKEN", value_parser = http::user_token, requires = "http")]
+    #[arg(long, value_name = "USER=TOKEN", value_parser = crate::tokens::user_token, requires = "http")]
     token: Vec<(String, String)>,
     /// Over HTTP without --token, serve an address other than loopback
     /// all the same (behind a proxy that authenticates its clients).

@@ -184,12 +184,23 @@ pub mod raw {
         body: &str,
         whole: bool,
     ) -> (String, String) {
+        send_to(addr, &format!("{method} /mcp"), headers, body, whole).await
+    }
+
+    /// [`send`] of `request` (a method and a path: `GET /api/pending`).
+    pub async fn send_to(
+        addr: &str,
+        request: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+        whole: bool,
+    ) -> (String, String) {
         let headers: String = headers
             .iter()
             .map(|(name, value)| format!("{name}: {value}\r\n"))
             .collect();
         let request = format!(
-            "{method} /mcp HTTP/1.1\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            "{request} HTTP/1.1\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
             body.len()
         );
         let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");

@@ -1,0 +1,268 @@
+//! `idem console` served over a SQLite file the registry wrote, driven
+//! through its JSON API as a script would (the page uses the same API):
+//! who may read and decide (bearer tokens, the sign-in form's cookie),
+//! what is listed, the decisions and their refusals (a race, a deny
+//! without a reason, another tenant's operation), and a cross-site
+//! request refused.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::listening;
+use common::raw::{header, send_to, status};
+use common::servers::{self, TempDir};
+use idem::prelude::*;
+use idem::{IdemKey, SqliteStore};
+use serde_json::{Value, json};
+use tokio::process::{Child, Command};
+
+/// Refund an order, once a person approves.
+#[write_tool(approval = "required")]
+async fn refund(order: String, ctx: &WriteCtx) -> Result<Value, String> {
+    Ok(json!({"refunded": order, "attempt": ctx.attempt()}))
+}
+
+/// A console on `store`, with `args` besides: the process, and its
+/// address.
+async fn console(store: &str, args: &[&str]) -> (Child, String) {
+    let port = servers::free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let child = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["console", "--store", store, "--listen", &addr])
+        .args(args)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the console");
+    listening(port).await;
+    (child, addr)
+}
+
+/// `request` (`GET /api/approvals`) to the console at `addr` with
+/// `headers` and a JSON `body` (`{}` for a POST without one): the status,
+/// the head and the body as JSON (null if it is not).
+async fn call(
+    addr: &str,
+    request: &str,
+    headers: &[(&str, &str)],
+    body: Option<Value>,
+) -> (u16, String, Value) {
+    let mut all = vec![("host", addr)];
+    all.extend_from_slice(headers);
+    // A POST's body is JSON, always (the console refuses another).
+    let body = body.or_else(|| request.starts_with("POST").then(|| json!({})));
+    let text = body.map(|b| b.to_string()).unwrap_or_default();
+    if !text.is_empty() {
+        all.push(("content-type", "application/json"));
+    }
+    let (head, body) = send_to(addr, request, &all, &text, true).await;
+    let json = serde_json::from_str(&body).unwrap_or(Value::Null);
+    (status(&head), head, json)
+}
+
+/// The path of `key`'s `action` under `list` (`approvals`, `pending`),
+/// its key URL-encoded.
+fn path(list: &str, key: &IdemKey, action: &str) -> String {
+    let key: String = form_urlencoded::byte_serialize(key.as_str().as_bytes()).collect();
+    format!("POST /api/{list}/{key}/{action}")
+}
+
+/// Two refunds await approval (tenant `acme`) and one for tenant `other`.
+async fn awaiting(store: Arc<SqliteStore>) -> (Registry<()>, Vec<IdemKey>) {
+    let registry = Registry::builder(())
+        .store(store)
+        .tool(refund)
+        .build()
+        .expect("registry");
+    let mut keys = Vec::new();
+    for (tenant, order) in [("acme", "o-1"), ("acme", "o-2"), ("other", "o-3")] {
+        let context = idem::CallContext::run("run-1").tenant(tenant);
+        match registry
+            .call(context, "refund", json!({ "order": order }))
+            .await
+        {
+            Err(ToolError::ApprovalRequired { key, .. }) => keys.push(key),
+            other => panic!("the refund asks for approval, got {other:?}"),
+        }
+    }
+    (registry, keys)
+}
+
+/// The API answers only who shows a token, lists what awaits (only the
+/// tenants it serves), and records the signed-in user as who decided:
+/// an approval runs the refund once, a deny needs a reason, a second
+/// decision is 409 naming the first, another tenant's key is 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decisions_through_the_api_are_bound_to_the_operation_and_its_decider() {
+    let dir = TempDir::new("console");
+    let file = dir.0.join("records.sqlite");
+    let store = Arc::new(SqliteStore::open(&file).await.expect("open"));
+    let (registry, keys) = awaiting(store.clone()).await;
+    let url = file.display().to_string();
+    let (_console, addr) = console(
+        &url,
+        &[
+            "--token",
+            "ana=s3cret",
+            "--token",
+            "bob=b0b",
+            "--tenant",
+            "acme",
+        ],
+    )
+    .await;
+    let (ana, bob) = (
+        [("authorization", "Bearer s3cret")],
+        [("authorization", "Bearer b0b")],
+    );
+
+    let (code, head, _) = call(&addr, "GET /api/approvals", &[], None).await;
+    assert_eq!(code, 401);
+    assert!(header(&head, "www-authenticate").is_some_and(|v| v.starts_with("Bearer")));
+    let (code, _, _) = call(
+        &addr,
+        "GET /api/approvals",
+        &[("authorization", "Bearer nope")],
+        None,
+    )
+    .await;
+    assert_eq!(code, 401);
+
+    let (code, _, listed) = call(&addr, "GET /api/approvals", &ana, None).await;
+    assert_eq!(code, 200, "{listed}");
+    assert_eq!(listed["total"], 2, "only tenant acme's: {listed}");
+    assert_eq!(
+        listed["items"][0]["arguments"],
+        json!({"order": "o-1"}),
+        "oldest first: {listed}"
+    );
+    assert_eq!(listed["items"][0]["key"], keys[0].as_str());
+
+    // Another tenant's operation is not there for this console.
+    let (code, _, refused) = call(&addr, &path("approvals", &keys[2], "approve"), &ana, None).await;
+    assert_eq!(code, 404, "{refused}");
+
+    // Approved by ana: the refund runs once, and the record says who.
+    let (code, _, approved) =
+        call(&addr, &path("approvals", &keys[0], "approve"), &ana, None).await;
+    assert_eq!(code, 200, "{approved}");
+    assert_eq!(approved["record"]["approved"]["by"], "ana", "{approved}");
+    let (code, _, raced) = call(
+        &addr,
+        &path("approvals", &keys[0], "deny"),
+        &bob,
+        Some(json!({"reason": "no"})),
+    )
+    .await;
+    assert_eq!(code, 409, "the second decision is refused: {raced}");
+    assert_eq!(
+        raced["record"]["approved"]["by"], "ana",
+        "it names the first: {raced}"
+    );
+    let context = idem::CallContext::run("run-1").tenant("acme");
+    let ran = registry
+        .call(context, "refund", json!({"order": "o-1"}))
+        .await;
+    assert_eq!(ran.expect("approved: it runs")["refunded"], "o-1");
+
+    // A deny needs a reason; with one, every call is told it, and who.
+    let deny = path("approvals", &keys[1], "deny");
+    let (code, _, refused) = call(&addr, &deny, &bob, Some(json!({}))).await;
+    assert_eq!(code, 400, "{refused}");
+    let (code, _, denied) = call(&addr, &deny, &bob, Some(json!({"reason": "not this one"}))).await;
+    assert_eq!(code, 200, "{denied}");
+    let answered = registry
+        .call(context, "refund", json!({"order": "o-2"}))
+        .await;
+    assert!(
+        matches!(&answered, Err(ToolError::Denied { by, reason, .. }) if by.as_deref() == Some("bob") && reason == "not this one"),
+        "{answered:?}"
+    );
+
+    // The decisions, newest first, with who made them.
+    let (code, _, decided) = call(&addr, "GET /api/decisions", &ana, None).await;
+    assert_eq!(code, 200, "{decided}");
+    let items = decided["items"].as_array().expect("items");
+    let mut made: Vec<(&str, &str)> = items
+        .iter()
+        .map(|d| {
+            (
+                d["decision"].as_str().unwrap_or("-"),
+                d["by"].as_str().unwrap_or("-"),
+            )
+        })
+        .collect();
+    made.sort_unstable();
+    assert_eq!(made, [("approved", "ana"), ("refused", "bob")], "{decided}");
+    let times: Vec<&str> = items
+        .iter()
+        .map(|d| d["at"].as_str().unwrap_or(""))
+        .collect();
+    assert!(
+        times.windows(2).all(|w| w[0] >= w[1]),
+        "newest first: {decided}"
+    );
+    let (_, _, listed) = call(&addr, "GET /api/approvals", &ana, None).await;
+    assert_eq!(listed["total"], 0, "{listed}");
+}
+
+/// The page signs in with a form and keeps a session cookie (HttpOnly,
+/// SameSite=Strict) that the API takes; a request from another site is
+/// refused, signed in or not; a console without tokens serves loopback
+/// only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_signs_in_and_another_site_cannot_decide() {
+    let dir = TempDir::new("console");
+    let file = dir.0.join("records.sqlite");
+    let store = Arc::new(SqliteStore::open(&file).await.expect("open"));
+    let (_registry, keys) = awaiting(store).await;
+    let url = file.display().to_string();
+    let (_console, addr) = console(&url, &["--token", "ana=s3cret"]).await;
+
+    let (code, _, _) = call(&addr, "GET /", &[], None).await;
+    assert_eq!(code, 200);
+    let form = [
+        ("host", addr.as_str()),
+        ("content-type", "application/x-www-form-urlencoded"),
+    ];
+    let (head, _) = send_to(&addr, "POST /sign-in", &form, "token=wrong", true).await;
+    assert_eq!(status(&head), 401);
+    let (head, _) = send_to(&addr, "POST /sign-in", &form, "token=s3cret", true).await;
+    assert_eq!(status(&head), 303, "{head}");
+    let cookie = header(&head, "set-cookie").expect("a session cookie");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let session = cookie.split(';').next().expect("name=value").to_owned();
+    let signed_in = [("cookie", session.as_str())];
+    let (code, _, listed) = call(&addr, "GET /api/approvals", &signed_in, None).await;
+    assert_eq!((code, &listed["total"]), (200, &json!(3)), "{listed}");
+
+    // Another site's page, with the cookie a browser would send: refused.
+    let evil = [
+        ("cookie", session.as_str()),
+        ("origin", "https://evil.example"),
+    ];
+    let (code, _, refused) =
+        call(&addr, &path("approvals", &keys[0], "approve"), &evil, None).await;
+    assert_eq!(code, 403, "{refused}");
+    let (_, _, still) = call(&addr, "GET /api/approvals", &signed_in, None).await;
+    assert_eq!(still["total"], 3, "nothing was decided: {still}");
+    // Its own page may.
+    let own = format!("http://{addr}");
+    let same = [("cookie", session.as_str()), ("origin", own.as_str())];
+    let (code, _, approved) =
+        call(&addr, &path("approvals", &keys[0], "approve"), &same, None).await;
+    assert_eq!(code, 200, "{approved}");
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["console", "--store", &url, "--listen", "0.0.0.0:0"])
+        .output()
+        .expect("run the console");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && said.contains("without --token"),
+        "{said}"
+    );
+}
