@@ -23,6 +23,12 @@ async fn refund(order: String, ctx: &WriteCtx) -> Result<Value, String> {
     Ok(json!({"refunded": order, "attempt": ctx.attempt()}))
 }
 
+/// Send the customer an email: at most once.
+#[write_tool(on_uncertain = "refuse")]
+async fn send_email(to: String, ctx: &WriteCtx) -> Result<Value, String> {
+    Ok(json!({"sent_to": to, "attempt": ctx.attempt()}))
+}
+
 /// A console on `store`, with `args` besides: the process, and its
 /// address.
 async fn console(store: &str, args: &[&str]) -> (Child, String) {
@@ -238,6 +244,15 @@ async fn the_page_signs_in_and_another_site_cannot_decide() {
     let signed_in = [("cookie", session.as_str())];
     let (code, _, listed) = call(&addr, "GET /api/approvals", &signed_in, None).await;
     assert_eq!((code, &listed["total"]), (200, &json!(3)), "{listed}");
+    // Where a webhook's link leads: the page, signed in.
+    let linked = format!("GET /operations/{}", keys[0]);
+    let host = [("host", addr.as_str()), ("cookie", session.as_str())];
+    let (head, page) = send_to(&addr, &linked, &host, "", true).await;
+    assert_eq!(status(&head), 200, "{head}");
+    assert!(
+        page.contains("Awaiting approval"),
+        "the page, not the sign-in form"
+    );
 
     // Another site's page, with the cookie a browser would send: refused.
     let evil = [
@@ -265,4 +280,63 @@ async fn the_page_signs_in_and_another_site_cannot_decide() {
         !out.status.success() && said.contains("without --token"),
         "{said}"
     );
+}
+
+/// An unknown outcome is listed and resolved through the API: a body
+/// that says nothing it can write is 400, a resolution as done makes its
+/// result every duplicate's answer, and a second resolution is 409.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_outcome_is_resolved_through_the_api() {
+    let dir = TempDir::new("console");
+    let file = dir.0.join("records.sqlite");
+    let store = Arc::new(SqliteStore::open(&file).await.expect("open"));
+    let registry = Registry::builder(())
+        .store(store)
+        .tool(send_email)
+        .build()
+        .expect("registry");
+    // A worker claims the email and goes (its claim lapses): the next
+    // call finds the outcome unknown.
+    let args = json!({"to": "ann@example.com"});
+    let (key, fingerprint) = registry
+        .identify("run-1", "send_email", args.clone())
+        .expect("identify")
+        .expect("a write");
+    let short = std::time::Duration::from_millis(100);
+    let request = idem::store::ClaimRequest::new("send_email", &fingerprint, short);
+    registry
+        .store()
+        .claim(&key, request)
+        .await
+        .expect("claimed");
+    tokio::time::sleep(short * 3).await;
+    let unknown = registry.call("run-1", "send_email", args.clone()).await;
+    assert!(
+        matches!(unknown, Err(ToolError::OutcomeUnknown { .. })),
+        "{unknown:?}"
+    );
+
+    let url = file.display().to_string();
+    let (_console, addr) = console(&url, &["--token", "ana=s3cret"]).await;
+    let ana = [("authorization", "Bearer s3cret")];
+    let (code, _, pending) = call(&addr, "GET /api/pending", &ana, None).await;
+    assert_eq!((code, &pending["total"]), (200, &json!(1)), "{pending}");
+    assert_eq!(pending["items"][0]["key"], key.as_str());
+    let resolve = path("pending", &key, "resolve");
+    for body in [
+        json!({}),
+        json!({"outcome": "done"}),
+        json!({"outcome": "failed"}),
+    ] {
+        let (code, _, refused) = call(&addr, &resolve, &ana, Some(body.clone())).await;
+        assert_eq!(code, 400, "{body}: {refused}");
+    }
+    let done = json!({"outcome": "done", "result": {"sent_to": "ann@example.com", "by": "hand"}});
+    let (code, _, resolved) = call(&addr, &resolve, &ana, Some(done.clone())).await;
+    assert_eq!(code, 200, "{resolved}");
+    assert_eq!(resolved["record"]["state"], "done", "{resolved}");
+    let (code, _, again) = call(&addr, &resolve, &ana, Some(done)).await;
+    assert_eq!(code, 409, "{again}");
+    let replayed = registry.call("run-1", "send_email", args).await;
+    assert_eq!(replayed.expect("the resolved result")["by"], "hand");
 }

@@ -85,6 +85,9 @@ pub(crate) async fn serve(args: ConsoleArgs, webhooks: Option<Webhooks>) -> Resu
     let guard = Arc::new(Guard::new(&args.guard, bound)?.with_form("/sign-in"));
     let app = axum::Router::new()
         .route("/", get(auth::page))
+        // Where the webhooks' `console_url` links lead: the page, that
+        // operation first.
+        .route("/operations/{key}", get(auth::page))
         .route("/sign-in", post(auth::sign_in))
         .route("/sign-out", post(auth::sign_out))
         .nest("/api", api::routes(console.clone()))
