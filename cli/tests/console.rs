@@ -9,13 +9,20 @@ mod common;
 
 use std::sync::Arc;
 
-use common::listening;
 use common::raw::{header, send_to, status};
 use common::servers::{self, TempDir};
+use common::{browser, listening, python_json};
 use idem::prelude::*;
 use idem::{IdemKey, SqliteStore};
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
+
+/// Close an account once a person approves; the call waits for them.
+#[write_tool(approval = "required", approval_wait = "2m")]
+async fn close_account(account: String, asked: Value, _ctx: &WriteCtx) -> Result<Value, String> {
+    let _ = asked;
+    Ok(json!({"closed": account}))
+}
 
 /// Refund an order, once a person approves.
 #[write_tool(approval = "required")]
@@ -295,26 +302,8 @@ async fn an_unknown_outcome_is_resolved_through_the_api() {
         .tool(send_email)
         .build()
         .expect("registry");
-    // A worker claims the email and goes (its claim lapses): the next
-    // call finds the outcome unknown.
     let args = json!({"to": "ann@example.com"});
-    let (key, fingerprint) = registry
-        .identify("run-1", "send_email", args.clone())
-        .expect("identify")
-        .expect("a write");
-    let short = std::time::Duration::from_millis(100);
-    let request = idem::store::ClaimRequest::new("send_email", &fingerprint, short);
-    registry
-        .store()
-        .claim(&key, request)
-        .await
-        .expect("claimed");
-    tokio::time::sleep(short * 3).await;
-    let unknown = registry.call("run-1", "send_email", args.clone()).await;
-    assert!(
-        matches!(unknown, Err(ToolError::OutcomeUnknown { .. })),
-        "{unknown:?}"
-    );
+    let key = unknown_email(&registry, "ann@example.com").await;
 
     let url = file.display().to_string();
     let (_console, addr) = console(&url, &["--token", "ana=s3cret"]).await;
@@ -339,4 +328,156 @@ async fn an_unknown_outcome_is_resolved_through_the_api() {
     assert_eq!(code, 409, "{again}");
     let replayed = registry.call("run-1", "send_email", args).await;
     assert_eq!(replayed.expect("the resolved result")["by"], "hand");
+}
+
+/// Leaves the email to `to` unknown in `registry`: a worker claims it and
+/// goes (its claim lapses), and the next call finds the outcome unknown.
+async fn unknown_email(registry: &Registry<()>, to: &str) -> IdemKey {
+    let args = json!({ "to": to });
+    let (key, fingerprint) = registry
+        .identify("run-1", "send_email", args.clone())
+        .expect("identify")
+        .expect("a write");
+    let short = std::time::Duration::from_millis(100);
+    let request = idem::store::ClaimRequest::new("send_email", &fingerprint, short);
+    registry
+        .store()
+        .claim(&key, request)
+        .await
+        .expect("claimed");
+    tokio::time::sleep(short * 3).await;
+    let unknown = registry.call("run-1", "send_email", args).await;
+    assert!(
+        matches!(unknown, Err(ToolError::OutcomeUnknown { .. })),
+        "{unknown:?}"
+    );
+    key
+}
+
+/// A person in headless Chromium signs in, sees an operation with its
+/// arguments, approves it (and the call that waited for them answers its
+/// result), denies one with a reason typed and sent with Enter, resolves
+/// an unknown outcome; a form another site's page submits from the same
+/// signed-in browser is refused and decides nothing. The screenshot it
+/// takes is docs/console.png when `IDEM_CONSOLE_SCREENSHOT` names that
+/// file (`scripts/console-screenshot.sh`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_decides_in_a_real_browser() {
+    if !browser() {
+        return;
+    }
+    let dir = TempDir::new("console");
+    let file = dir.0.join("records.sqlite");
+    let store = Arc::new(SqliteStore::open(&file).await.expect("open"));
+    let registry = Arc::new(
+        Registry::builder(())
+            .store(store)
+            .tool(close_account)
+            .tool(refund)
+            .tool(send_email)
+            .build()
+            .expect("registry"),
+    );
+    let context = idem::CallContext::run("run-1").tenant("acme");
+    let closing = json!({"account": "acct-17", "asked": {"by": "ann", "ticket": 4521}});
+    let (approve, _) = registry
+        .identify(context, "close_account", closing.clone())
+        .expect("identify")
+        .expect("a write");
+    let waiting = {
+        let registry = registry.clone();
+        let closing = closing.clone();
+        tokio::spawn(async move {
+            let context = idem::CallContext::run("run-1").tenant("acme");
+            registry.call(context, "close_account", closing).await
+        })
+    };
+    let mut refunds = Vec::new();
+    for order in ["o-2", "o-3"] {
+        match registry
+            .call(context, "refund", json!({ "order": order }))
+            .await
+        {
+            Err(ToolError::ApprovalRequired { key, .. }) => refunds.push(key),
+            other => panic!("the refund asks for approval, got {other:?}"),
+        }
+    }
+    let unknown = unknown_email(&registry, "ann@example.com").await;
+    // The waiting call's operation awaits before the person looks.
+    while registry
+        .store()
+        .inspect(&approve)
+        .await
+        .ok()
+        .flatten()
+        .is_none()
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+
+    let url = file.display().to_string();
+    let (_console, addr) = console(&url, &["--token", "ana=s3cret"]).await;
+    let screenshot = std::env::var("IDEM_CONSOLE_SCREENSHOT")
+        .unwrap_or_else(|_| dir.0.join("console.png").display().to_string());
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/console.py");
+    let page = format!("http://{addr}/");
+    let keys = [&approve, &refunds[0], &refunds[1], &unknown].map(|k| k.as_str().to_owned());
+    let args = [
+        &page,
+        "s3cret",
+        &keys[0],
+        &keys[1],
+        &keys[2],
+        &keys[3],
+        &screenshot,
+    ];
+    let report = python_json(script, &args, &[]).await;
+
+    let shown = report["arguments"].as_str().unwrap_or_default();
+    assert!(
+        shown.contains("acct-17") && shown.contains("4521"),
+        "{report}"
+    );
+    assert_eq!(
+        (&report["approved"], &report["denied"], &report["resolved"]),
+        (&json!(true), &json!(true), &json!(true)),
+        "{report}"
+    );
+    let closed = waiting.await.expect("the waiting call");
+    assert_eq!(
+        closed.expect("approved on the page: it ran")["closed"],
+        "acct-17"
+    );
+    let refused = registry
+        .call(context, "refund", json!({"order": "o-2"}))
+        .await;
+    assert!(
+        matches!(&refused, Err(ToolError::Denied { by, reason, .. }) if by.as_deref() == Some("ana") && reason == "not this one"),
+        "{refused:?}"
+    );
+    let replayed = registry
+        .call("run-1", "send_email", json!({"to": "ann@example.com"}))
+        .await;
+    assert_eq!(replayed.expect("resolved on the page")["by"], "page");
+    let decisions = report["decisions"].as_str().unwrap_or_default();
+    assert!(
+        decisions.contains("ana") && decisions.contains("refused"),
+        "{report}"
+    );
+
+    let cross = report["cross_site"].as_str().unwrap_or_default();
+    assert!(
+        cross.contains("may not call"),
+        "another site's form is refused: {report}"
+    );
+    let kept = registry.store().inspect(&refunds[1]).await.expect("read");
+    assert_eq!(
+        kept.map(|r| r.state),
+        Some(idem::store::RecordState::Awaiting),
+        "another site's form decided nothing"
+    );
+    assert!(
+        std::fs::metadata(&screenshot).is_ok_and(|m| m.len() > 0),
+        "a screenshot"
+    );
 }

@@ -51,6 +51,24 @@ pub fn python_sdk() -> bool {
     )
 }
 
+/// Whether a headless browser can be driven: Debian's `chromium` and
+/// `chromium-driver`, and Python's `selenium`; or reports why not.
+pub fn browser() -> bool {
+    let how = "Install them: apt-get install chromium chromium-driver and python3 -m pip install \
+               'selenium==4.51.0' (.ci/run does).";
+    runs(
+        "chromedriver",
+        &["--version"],
+        "chromedriver (Debian's chromium-driver)",
+        how,
+    ) && runs(
+        "python3",
+        &["-c", "import selenium"],
+        "Python 3 with selenium",
+        how,
+    )
+}
+
 /// Whether npx can run the MCP project's npm servers, or reports why not.
 pub fn npx() -> bool {
     let how =
