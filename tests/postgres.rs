@@ -390,3 +390,38 @@ async fn a_full_disk_is_waited_out() {
     };
     idem::testing::cases::full_store_is_waited_out(Arc::new(store), fill, || disk.free()).await;
 }
+
+/// A store connecting to a server that accepts the connection and then
+/// says nothing (a black hole through the proxy: a frozen network path)
+/// is told so, instead of waiting forever (a worker restarted in the
+/// middle of such a fault hung, in the chaos run); once the path is back,
+/// it connects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connecting_to_a_silent_server_fails_and_then_succeeds() {
+    let Some((client, schema)) = support::postgres_schema().await else {
+        return;
+    };
+    let server = support::url_server(&support::postgres_url()).expect("the server's address");
+    let proxy = idem::testing::Proxy::start(server).await.expect("a proxy");
+    let url = support::url_via(&support::postgres_url(), proxy.addr());
+    let options = || PostgresOptions::new().schema(&schema);
+    proxy.black_hole();
+    // A guard against a hang: the store's own bound is far shorter.
+    let connecting = PostgresStore::connect_with(&url, options());
+    let silent = tokio::time::timeout(Duration::from_secs(300), connecting)
+        .await
+        .expect("connecting ends");
+    let error = silent.expect_err("a silent server is no store");
+    assert!(
+        error.to_string().contains("did not answer"),
+        "it says why: {error}"
+    );
+    proxy.forward();
+    PostgresStore::connect_with(&url, options())
+        .await
+        .expect("the path is back");
+    client
+        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .await
+        .expect("drop the schema");
+}

@@ -106,6 +106,20 @@ macro_rules! with_conn {
     }};
 }
 
+/// How long connecting waits for the server to say which schema version
+/// the table has, at least (ten connect timeouts if longer).
+const SETUP_READ: Duration = Duration::from_secs(10);
+/// How long connecting waits for the table to be created or migrated.
+const SETUP_MIGRATION: Duration = Duration::from_secs(600);
+
+/// The error of a server that did not answer the store's setup (`what`)
+/// within `bound`.
+fn silent(what: &str, bound: Duration) -> StoreError {
+    StoreError::unavailable(format!(
+        "PostgreSQL did not answer within {bound:?} when the store tried to {what}"
+    ))
+}
+
 impl PostgresStore {
     /// The schema version this code writes.
     pub const SCHEMA_VERSION: i32 = 3;
@@ -129,19 +143,35 @@ impl PostgresStore {
         let table = options.qualified()?;
         let (config, tls) = connection(url, &options)?;
         // The table must exist before pooled connections prepare their
-        // statements: set it up on a connection of its own.
-        let mut setup = connect(&config, &tls).await.map_err(sql_error)?;
-        match schema_version(&setup, &table).await {
-            Err(e) if options.create_schema && undefined_table(&e) => {
-                migrate(&mut setup, &table, &options).await?;
-                check_version(&setup, &table).await?;
+        // statements: set it up on a connection of its own. A server that
+        // accepts the connection and then goes silent (a frozen network
+        // path) must not hold the caller forever: the setup's reading is
+        // bounded, and a migration too, more generously.
+        let read_bound = (options.connect_timeout * 10).max(SETUP_READ);
+        let reading = async {
+            let setup = connect(&config, &tls).await.map_err(sql_error)?;
+            let version = schema_version(&setup, &table).await;
+            Ok::<_, StoreError>((setup, version))
+        };
+        let read = tokio::time::timeout(read_bound, reading).await;
+        let (mut setup, version) =
+            read.map_err(|_| silent("connect and read the table's schema version", read_bound))??;
+        let migrated = async {
+            match version {
+                Err(e) if options.create_schema && undefined_table(&e) => {
+                    migrate(&mut setup, &table, &options).await?;
+                    check_version(&setup, &table).await
+                }
+                Ok(Some(older)) if options.create_schema && older < Self::SCHEMA_VERSION => {
+                    migrate(&mut setup, &table, &options).await?;
+                    check_version(&setup, &table).await
+                }
+                found => checked_version(&table, found),
             }
-            Ok(Some(older)) if options.create_schema && older < Self::SCHEMA_VERSION => {
-                migrate(&mut setup, &table, &options).await?;
-                check_version(&setup, &table).await?;
-            }
-            found => checked_version(&table, found)?,
-        }
+        };
+        tokio::time::timeout(SETUP_MIGRATION, migrated)
+            .await
+            .map_err(|_| silent("create or migrate the table", SETUP_MIGRATION))??;
         drop(setup);
         let sql = Arc::new(Sql::new(&table));
         let silence = Arc::new(Silence::new());
