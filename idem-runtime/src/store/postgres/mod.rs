@@ -142,37 +142,7 @@ impl PostgresStore {
     ) -> Result<PostgresStore, StoreError> {
         let table = options.qualified()?;
         let (config, tls) = connection(url, &options)?;
-        // The table must exist before pooled connections prepare their
-        // statements: set it up on a connection of its own. A server that
-        // accepts the connection and then goes silent (a frozen network
-        // path) must not hold the caller forever: the setup's reading is
-        // bounded, and a migration too, more generously.
-        let read_bound = (options.connect_timeout * 10).max(SETUP_READ);
-        let reading = async {
-            let setup = connect(&config, &tls).await.map_err(sql_error)?;
-            let version = schema_version(&setup, &table).await;
-            Ok::<_, StoreError>((setup, version))
-        };
-        let read = tokio::time::timeout(read_bound, reading).await;
-        let (mut setup, version) =
-            read.map_err(|_| silent("connect and read the table's schema version", read_bound))??;
-        let migrated = async {
-            match version {
-                Err(e) if options.create_schema && undefined_table(&e) => {
-                    migrate(&mut setup, &table, &options).await?;
-                    check_version(&setup, &table).await
-                }
-                Ok(Some(older)) if options.create_schema && older < Self::SCHEMA_VERSION => {
-                    migrate(&mut setup, &table, &options).await?;
-                    check_version(&setup, &table).await
-                }
-                found => checked_version(&table, found),
-            }
-        };
-        tokio::time::timeout(SETUP_MIGRATION, migrated)
-            .await
-            .map_err(|_| silent("create or migrate the table", SETUP_MIGRATION))??;
-        drop(setup);
+        set_up(&config, &tls, &table, &options).await?;
         let sql = Arc::new(Sql::new(&table));
         let silence = Arc::new(Silence::new());
         let dial = (config.clone(), tls.clone());
@@ -252,6 +222,49 @@ impl PostgresStore {
             .await
             .map_err(sql_error)
     }
+}
+
+/// Makes sure the table of `options` is there, at this code's schema
+/// version, before pooled connections prepare their statements: on a
+/// connection of its own, created or migrated if `options` say so.
+async fn set_up(
+    config: &Config,
+    tls: &Tls,
+    table: &str,
+    options: &PostgresOptions,
+) -> Result<(), StoreError> {
+    // The table must exist before pooled connections prepare their
+    // statements: set it up on a connection of its own. A server that
+    // accepts the connection and then goes silent (a frozen network
+    // path) must not hold the caller forever: the setup's reading is
+    // bounded, and a migration too, more generously.
+    let read_bound = (options.connect_timeout * 10).max(SETUP_READ);
+    let reading = async {
+        let setup = connect(config, tls).await.map_err(sql_error)?;
+        let version = schema_version(&setup, table).await;
+        Ok::<_, StoreError>((setup, version))
+    };
+    let read = tokio::time::timeout(read_bound, reading).await;
+    let (mut setup, version) =
+        read.map_err(|_| silent("connect and read the table's schema version", read_bound))??;
+    let migrated = async {
+        match version {
+            Err(e) if options.create_schema && undefined_table(&e) => {
+                migrate(&mut setup, table, options).await?;
+                check_version(&setup, table).await
+            }
+            Ok(Some(older)) if options.create_schema && older < PostgresStore::SCHEMA_VERSION => {
+                migrate(&mut setup, table, options).await?;
+                check_version(&setup, table).await
+            }
+            found => checked_version(table, found),
+        }
+    };
+    tokio::time::timeout(SETUP_MIGRATION, migrated)
+        .await
+        .map_err(|_| silent("create or migrate the table", SETUP_MIGRATION))??;
+    drop(setup);
+    Ok(())
 }
 
 /// What `url` and `options` say about connecting: tokio-postgres's
