@@ -28,10 +28,8 @@ pub(crate) async fn approvals(
     filter: ScanFilter,
     json: bool,
 ) -> Result<(), String> {
-    let mut records = Vec::new();
     let filter = filter.state(RecordState::Awaiting);
-    crate::scan::scan(store, &filter, None, |record| records.push(record)).await?;
-    records.sort_by_key(|r| std::cmp::Reverse(r.age.unwrap_or(Duration::ZERO)));
+    let records = crate::scan::oldest_first(store, &filter, |_| true).await?;
     if !json {
         say!(
             "{:<8} {:<20} {:<16} {:<16} KEY",

@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use axum::http::StatusCode;
+
 /// Why a record could not be read or decided, in words for a person.
 #[derive(Debug)]
 pub(crate) enum Refused {
@@ -24,12 +26,12 @@ pub(crate) enum Refused {
 
 impl Refused {
     /// The HTTP status that answers it.
-    pub(crate) fn status(&self) -> u16 {
+    pub(crate) fn status(&self) -> StatusCode {
         match self {
-            Refused::NotFound(_) => 404,
-            Refused::Conflict(_) => 409,
-            Refused::Invalid(_) => 400,
-            Refused::Store(_) => 503,
+            Refused::NotFound(_) => StatusCode::NOT_FOUND,
+            Refused::Conflict(_) => StatusCode::CONFLICT,
+            Refused::Invalid(_) => StatusCode::BAD_REQUEST,
+            Refused::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 }

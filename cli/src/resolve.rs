@@ -36,11 +36,8 @@ pub(crate) async fn pending(
     filter: ScanFilter,
     json: bool,
 ) -> Result<(), String> {
-    let mut records = Vec::new();
     let filter = filter.state(RecordState::Unknown);
-    crate::scan::scan(store, &filter, None, |record| records.push(record)).await?;
-    // Oldest first; a record of format 1 says no age, and goes last.
-    records.sort_by_key(|r| std::cmp::Reverse(r.age.unwrap_or(Duration::ZERO)));
+    let records = crate::scan::oldest_first(store, &filter, |_| true).await?;
     if !json {
         say!(
             "{:<8} {:<20} {:<16} {:<7} {:<60} REASON",

@@ -53,6 +53,31 @@ pub(crate) async fn scan(
     Ok(seen)
 }
 
+/// The records `filter` admits that `keep` keeps, oldest first (in their
+/// state: what waits longest, first); a record of format 1 says no age,
+/// and goes last.
+pub(crate) async fn oldest_first(
+    store: &dyn IdemStore,
+    filter: &ScanFilter,
+    keep: impl Fn(&RecordInfo) -> bool,
+) -> Result<Vec<RecordInfo>, String> {
+    let mut records = Vec::new();
+    scan(store, filter, None, |record| {
+        if keep(&record) {
+            records.push(record);
+        }
+    })
+    .await?;
+    by_age(&mut records);
+    Ok(records)
+}
+
+/// `records` oldest first (in their state: what waits longest, first); a
+/// record of format 1 says no age, and goes last.
+pub(crate) fn by_age(records: &mut [RecordInfo]) {
+    records.sort_by_key(|r| std::cmp::Reverse(r.age.unwrap_or(Duration::ZERO)));
+}
+
 /// `list`: the records as a table, or one JSON object a line.
 pub(crate) async fn list(
     store: &dyn IdemStore,

@@ -3,6 +3,7 @@
 //! an `Authorization: Bearer` header.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 
 /// `USER=TOKEN`.
 pub(crate) fn user_token(given: &str) -> Result<(String, String), String> {
@@ -20,6 +21,32 @@ pub(crate) fn bearer(value: &str) -> Option<&str> {
     let (scheme, token) = value.trim().split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// Whether an endpoint listening on `bound` may serve with the users of
+/// `tokens`: an address other than loopback without any is refused, since
+/// anyone who can reach it `could` do what the endpoint does; unless
+/// `anonymous` says it may (`Some(true)`: `--allow-anonymous`, a proxy
+/// in front authenticates; `None`: the endpoint has no such flag).
+pub(crate) fn may_serve(
+    bound: SocketAddr,
+    tokens: &[(String, String)],
+    could: &str,
+    anonymous: Option<bool>,
+) -> Result<(), String> {
+    if !tokens.is_empty() || bound.ip().is_loopback() || anonymous == Some(true) {
+        return Ok(());
+    }
+    let or_else = match anonymous {
+        Some(_) => {
+            ", listen on 127.0.0.1, or, behind a proxy that authenticates, say --allow-anonymous"
+        }
+        None => ", or listen on 127.0.0.1",
+    };
+    Err(format!(
+        "refusing to serve {bound} without --token: anyone who can reach it could {could}. Give \
+         --token USER=TOKEN{or_else}"
+    ))
 }
 
 /// Users by token, or why `--token` cannot be served: one token given to

@@ -3,7 +3,9 @@
 //! who may read and decide (bearer tokens, the sign-in form's cookie),
 //! what is listed, the decisions and their refusals (a race, a deny
 //! without a reason, another tenant's operation), and a cross-site
-//! request refused.
+//! request refused; a person at the page in a real browser, and the page
+//! while its store (a Redis server of the test's own) is killed and
+//! started again.
 
 mod common;
 
@@ -13,12 +15,13 @@ use common::raw::{header, send_to, status};
 use common::servers::{self, TempDir};
 use common::{browser, listening, python_json};
 use idem::prelude::*;
-use idem::{IdemKey, SqliteStore};
+use idem::{IdemKey, IdemStore, RedisStore, SqliteStore};
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
 /// Close an account once a person approves; the call waits for them.
-#[write_tool(approval = "required", approval_wait = "2m")]
+/// Who asked is not shown to them.
+#[write_tool(approval = "required", approval_wait = "2m", hide = [asked.by])]
 async fn close_account(account: String, asked: Value, _ctx: &WriteCtx) -> Result<Value, String> {
     let _ = asked;
     Ok(json!({"closed": account}))
@@ -81,7 +84,7 @@ fn path(list: &str, key: &IdemKey, action: &str) -> String {
 }
 
 /// Two refunds await approval (tenant `acme`) and one for tenant `other`.
-async fn awaiting(store: Arc<SqliteStore>) -> (Registry<()>, Vec<IdemKey>) {
+async fn awaiting(store: Arc<dyn IdemStore>) -> (Registry<()>, Vec<IdemKey>) {
     let registry = Registry::builder(())
         .store(store)
         .tool(refund)
@@ -104,7 +107,8 @@ async fn awaiting(store: Arc<SqliteStore>) -> (Registry<()>, Vec<IdemKey>) {
 /// The API answers only who shows a token, lists what awaits (only the
 /// tenants it serves), and records the signed-in user as who decided:
 /// an approval runs the refund once, a deny needs a reason, a second
-/// decision is 409 naming the first, another tenant's key is 404.
+/// decision is 409 naming the first, another tenant's key is 404; each
+/// decision is sent, signed, to the webhooks of `--config`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decisions_through_the_api_are_bound_to_the_operation_and_its_decider() {
     let dir = TempDir::new("console");
@@ -112,6 +116,15 @@ async fn decisions_through_the_api_are_bound_to_the_operation_and_its_decider() 
     let store = Arc::new(SqliteStore::open(&file).await.expect("open"));
     let (registry, keys) = awaiting(store.clone()).await;
     let url = file.display().to_string();
+    let receiver = idem::testing::Receiver::start().await;
+    let secret = idem::notify::WebhookSecret::generate();
+    let config = dir.0.join("gateway.toml");
+    let toml = format!(
+        "[notify]\nurl = \"{}\"\nsecret = \"{secret}\"\n",
+        receiver.url()
+    );
+    std::fs::write(&config, toml).expect("config");
+    let config = config.display().to_string();
     let (_console, addr) = console(
         &url,
         &[
@@ -121,6 +134,8 @@ async fn decisions_through_the_api_are_bound_to_the_operation_and_its_decider() 
             "bob=b0b",
             "--tenant",
             "acme",
+            "--config",
+            &config,
         ],
     )
     .await;
@@ -191,6 +206,39 @@ async fn decisions_through_the_api_are_bound_to_the_operation_and_its_decider() 
         matches!(&answered, Err(ToolError::Denied { by, reason, .. }) if by.as_deref() == Some("bob") && reason == "not this one"),
         "{answered:?}"
     );
+
+    // Each decision is told to the webhooks, signed, with who made it.
+    let told = receiver
+        .wait_for(2, std::time::Duration::from_secs(60))
+        .await;
+    let events: Vec<Value> = told
+        .iter()
+        .map(|r| {
+            let header = |name: &str| r.header(name).expect(name);
+            let timestamp = header("webhook-timestamp").parse().expect("a timestamp");
+            let signed = header("webhook-signature");
+            assert!(secret.verify(header("webhook-id"), timestamp, &r.body, signed));
+            r.json()
+        })
+        .collect();
+    let text = |v: &Value| v.as_str().unwrap_or("-").to_owned();
+    let mut said: Vec<(String, String, String)> = events
+        .iter()
+        .map(|e| {
+            (
+                text(&e["type"]),
+                text(&e["data"]["key"]),
+                text(&e["data"]["by"]),
+            )
+        })
+        .collect();
+    said.sort_unstable();
+    let expected = [
+        ("approval.approved", keys[0].as_str(), "ana"),
+        ("approval.denied", keys[1].as_str(), "bob"),
+    ]
+    .map(|(t, k, b)| (t.to_owned(), k.to_owned(), b.to_owned()));
+    assert_eq!(said, expected, "{events:?}");
 
     // The decisions, newest first, with who made them.
     let (code, _, decided) = call(&addr, "GET /api/decisions", &ana, None).await;
@@ -330,6 +378,53 @@ async fn an_unknown_outcome_is_resolved_through_the_api() {
     assert_eq!(replayed.expect("the resolved result")["by"], "hand");
 }
 
+/// A record the application sealed is listed without its content (what
+/// it says of its operation reads "sealed", the secret in its arguments
+/// is nowhere in any answer),
+/// and a decision on it is refused: the console has no keys, and one it
+/// wrote would not be sealed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sealed_record_is_shown_sealed_and_not_decided_here() {
+    let dir = TempDir::new("console");
+    let file = dir.0.join("records.sqlite");
+    let store = Arc::new(SqliteStore::open(&file).await.expect("open"));
+    let keys = idem::ResultKeys::new("k1", [7; 32]).expect("a key");
+    let registry = Registry::builder(())
+        .store(store)
+        .encrypt_results(keys)
+        .tool(refund)
+        .build()
+        .expect("registry");
+    let asked = registry
+        .call("run-1", "refund", json!({"order": "secret-order-4111"}))
+        .await;
+    let Err(ToolError::ApprovalRequired { key, .. }) = asked else {
+        panic!("the refund asks for approval, got {asked:?}");
+    };
+    let url = file.display().to_string();
+    let (_console, addr) = console(&url, &["--token", "ana=s3cret"]).await;
+    let ana = [("authorization", "Bearer s3cret")];
+
+    let (code, _, listed) = call(&addr, "GET /api/approvals", &ana, None).await;
+    assert_eq!((code, &listed["total"]), (200, &json!(1)), "{listed}");
+    let shown = listed["items"][0]["about"].as_str().unwrap_or_default();
+    assert!(shown.contains("sealed"), "{listed}");
+    let (code, _, refused) = call(&addr, &path("approvals", &key, "approve"), &ana, None).await;
+    assert_eq!(code, 400, "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("Registry::approve")),
+        "it says where to decide it: {refused}"
+    );
+    let (_, _, decided) = call(&addr, "GET /api/decisions", &ana, None).await;
+    for answer in [&listed, &refused, &decided] {
+        assert!(!answer.to_string().contains("4111"), "{answer}");
+    }
+    let (_, _, still) = call(&addr, "GET /api/approvals", &ana, None).await;
+    assert_eq!(still["total"], 1, "nothing was decided: {still}");
+}
+
 /// Leaves the email to `to` unknown in `registry`: a worker claims it and
 /// goes (its claim lapses), and the next call finds the outcome unknown.
 async fn unknown_email(registry: &Registry<()>, to: &str) -> IdemKey {
@@ -357,7 +452,10 @@ async fn unknown_email(registry: &Registry<()>, to: &str) -> IdemKey {
 /// A person in headless Chromium signs in, sees an operation with its
 /// arguments, approves it (and the call that waited for them answers its
 /// result), denies one with a reason typed and sent with Enter, resolves
-/// an unknown outcome; a form another site's page submits from the same
+/// an unknown outcome, approves a refund from the keyboard and takes it
+/// back; a hidden argument shows as "(hidden)"; on a phone's width in a
+/// dark theme nothing is wider than the screen; a form another site's
+/// page submits from the same
 /// signed-in browser is refused and decides nothing. The screenshot it
 /// takes is docs/console.png when `IDEM_CONSOLE_SCREENSHOT` names that
 /// file (`scripts/console-screenshot.sh`).
@@ -393,7 +491,7 @@ async fn a_person_decides_in_a_real_browser() {
         })
     };
     let mut refunds = Vec::new();
-    for order in ["o-2", "o-3"] {
+    for order in ["o-2", "o-3", "o-4"] {
         match registry
             .call(context, "refund", json!({ "order": order }))
             .await
@@ -421,7 +519,8 @@ async fn a_person_decides_in_a_real_browser() {
         .unwrap_or_else(|_| dir.0.join("console.png").display().to_string());
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/console.py");
     let page = format!("http://{addr}/");
-    let keys = [&approve, &refunds[0], &refunds[1], &unknown].map(|k| k.as_str().to_owned());
+    let keys =
+        [&approve, &refunds[0], &refunds[1], &unknown, &refunds[2]].map(|k| k.as_str().to_owned());
     let args = [
         &page,
         "s3cret",
@@ -429,6 +528,7 @@ async fn a_person_decides_in_a_real_browser() {
         &keys[1],
         &keys[2],
         &keys[3],
+        &keys[4],
         &screenshot,
     ];
     let report = python_json(script, &args, &[]).await;
@@ -438,10 +538,24 @@ async fn a_person_decides_in_a_real_browser() {
         shown.contains("acct-17") && shown.contains("4521"),
         "{report}"
     );
+    assert!(
+        shown.contains("(hidden)") && !shown.contains("ann"),
+        "a hidden field is not shown: {report}"
+    );
+    let steps = ["approved", "denied", "resolved", "revoked"].map(|step| &report[step]);
+    assert_eq!(steps, [&json!(true); 4], "{report}");
+    assert_eq!(report["revoke_label"], "Revoke", "{report}");
     assert_eq!(
-        (&report["approved"], &report["denied"], &report["resolved"]),
-        (&json!(true), &json!(true), &json!(true)),
-        "{report}"
+        report["phone_overflow"], 0,
+        "nothing wider than a phone: {report}"
+    );
+    let background = report["dark_background"].as_str().unwrap_or_default();
+    assert_eq!(background, "rgb(21, 24, 28)", "the dark theme's: {report}");
+    let taken_back = registry.store().inspect(&refunds[2]).await.expect("read");
+    assert_eq!(
+        taken_back.map(|r| r.state),
+        Some(idem::store::RecordState::Awaiting),
+        "the approval revoked on the page: it awaits again"
     );
     let closed = waiting.await.expect("the waiting call");
     assert_eq!(
@@ -480,4 +594,64 @@ async fn a_person_decides_in_a_real_browser() {
         std::fs::metadata(&screenshot).is_ok_and(|m| m.len() > 0),
         "a screenshot"
     );
+}
+
+/// The store goes away under an open page (its Redis server killed): the
+/// page says the store cannot be read and keeps what it showed; started
+/// again (its append-only file kept every write), the page clears the
+/// error by itself, and an approval made then lands: nothing was lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_shows_a_store_gone_and_recovers_when_it_is_back() {
+    if !browser() {
+        return;
+    }
+    let mut redis =
+        servers::RedisServer::start(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let store = RedisStore::connect(&redis.url()).await.expect("connect");
+    let (registry, keys) = awaiting(Arc::new(store)).await;
+    let (_console, addr) = console(&redis.url(), &["--token", "ana=s3cret"]).await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/outage.py");
+    let page = format!("http://{addr}/");
+    let mut person = Command::new("python3")
+        .args([script, &page, "s3cret", keys[0].as_str()])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run the browser");
+    let out = person.stdout.take().expect("its output");
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(out));
+    let mut next = async || {
+        let line = tokio::time::timeout(common::PATIENCE * 2, lines.next_line()).await;
+        line.expect("the browser goes on")
+            .expect("read")
+            .expect("a line")
+    };
+
+    assert_eq!(next().await, "seen");
+    redis.kill();
+    let outage = next().await;
+    assert!(outage.contains("cannot be read"), "{outage}");
+    redis.restart();
+    let report: Value = serde_json::from_str(&next().await).expect("the report");
+    assert_eq!(
+        (&report["recovered"], &report["approved"]),
+        (&json!(true), &json!(true)),
+        "{report}"
+    );
+    let context = idem::CallContext::run("run-1").tenant("acme");
+    let ran = registry
+        .call(context, "refund", json!({"order": "o-1"}))
+        .await;
+    assert_eq!(
+        ran.expect("approved after the outage: it runs")["refunded"],
+        "o-1"
+    );
+    let (_, _, left) = call(
+        &addr,
+        "GET /api/approvals",
+        &[("authorization", "Bearer s3cret")],
+        None,
+    )
+    .await;
+    assert_eq!(left["total"], 2, "the others are still there: {left}");
 }

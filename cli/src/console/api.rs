@@ -23,7 +23,7 @@ use super::auth;
 use super::reply::{error, ok};
 use super::state::Console;
 use super::users::User;
-use super::views::{self, Page};
+use super::views::Page;
 use crate::approve::{self, Decision};
 use crate::guard::json_text;
 use crate::refused::Refused;
@@ -51,7 +51,7 @@ pub(super) fn routes(console: Arc<Console>) -> Router<Arc<Console>> {
 
 /// The answer to a refusal; a conflict carries the record as it is now.
 async fn refused(console: &Console, key: &IdemKey, why: Refused) -> Response {
-    let status = StatusCode::from_u16(why.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let status = why.status();
     let mut body = json!({ "error": why.to_string() });
     if matches!(why, Refused::Conflict(_))
         && let Ok(Some(record)) = console.visible(key).await
@@ -75,10 +75,13 @@ async fn pending(State(console): State<Arc<Console>>, RawQuery(query): RawQuery)
 /// asks (`offset`, `limit`).
 async fn listed(console: &Console, state: RecordState, query: Option<&str>) -> Response {
     let page = Page::of(query);
-    match console.records(state).await {
-        Ok(mut records) => {
-            records.sort_by_key(|r| std::cmp::Reverse(r.age.unwrap_or(Duration::ZERO)));
-            ok(page.answer(&records, crate::record::to_json))
+    match console.namespace().await {
+        Ok(namespace) => {
+            let records = match state {
+                RecordState::Awaiting => &namespace.awaiting,
+                _ => &namespace.unknown,
+            };
+            ok(page.answer(records, crate::record::to_json))
         }
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, &e),
     }
@@ -88,8 +91,8 @@ async fn listed(console: &Console, state: RecordState, query: Option<&str>) -> R
 /// what the operation is now.
 async fn decisions(State(console): State<Arc<Console>>, RawQuery(query): RawQuery) -> Response {
     let page = Page::of(query.as_deref());
-    match console.all_records().await {
-        Ok(records) => ok(page.answer(&views::decisions(&records), Clone::clone)),
+    match console.decisions().await {
+        Ok(decisions) => ok(page.answer(&decisions, Clone::clone)),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, &e),
     }
 }
@@ -194,6 +197,7 @@ fn answer(body: &[u8]) -> Result<Answer, String> {
 
 /// The record under `key` after a decision: 200 with it.
 async fn after(console: &Console, key: &IdemKey) -> Response {
+    console.decided().await;
     match console.visible(key).await {
         Ok(Some(record)) => ok(json!({ "record": crate::record::to_json(&record) })),
         Ok(None) => ok(json!({ "record": null })),

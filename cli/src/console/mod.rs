@@ -16,6 +16,8 @@
 
 mod api;
 mod auth;
+mod fresh;
+mod read;
 mod reply;
 mod state;
 mod users;
@@ -68,20 +70,15 @@ pub(crate) async fn serve(args: ConsoleArgs, webhooks: Option<Webhooks>) -> Resu
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     let bound: SocketAddr = listener.local_addr().map_err(|e| e.to_string())?;
-    if args.tokens.is_empty() && !bound.ip().is_loopback() {
-        return Err(format!(
-            "refusing to serve {bound} without --token: anyone who can reach it could approve \
-             operations. Give --token USER=TOKEN, or listen on 127.0.0.1"
-        ));
-    }
+    crate::tokens::may_serve(bound, &args.tokens, "approve operations", None)?;
     let users = Users::new(args.tokens)?;
-    let console = Arc::new(Console {
-        store: args.store.open().await?,
-        filter: ScanFilter::namespace(args.namespace),
-        tenants: args.tenants,
+    let console = Arc::new(Console::new(
+        args.store.open().await?,
+        ScanFilter::namespace(args.namespace),
+        args.tenants,
         webhooks,
         users,
-    });
+    ));
     let guard = Arc::new(Guard::new(&args.guard, bound)?.with_form("/sign-in"));
     let app = axum::Router::new()
         .route("/", get(auth::page))

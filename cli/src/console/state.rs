@@ -1,12 +1,17 @@
 //! What the console serves from: the store, the namespace, the tenants
-//! it shows, the webhooks decisions are sent to, and its users; and what
-//! of the store it may show.
+//! it shows, the webhooks decisions are sent to, and its users; what of
+//! the store it may show; and what it read (`read.rs`), kept a moment
+//! (`fresh.rs`).
 
 use idem::notify::Webhooks;
-use idem::store::{RecordInfo, RecordState, ScanFilter};
+use idem::store::{RecordInfo, ScanFilter};
 use idem::{IdemKey, IdemStore};
+use serde_json::Value;
 use std::sync::Arc;
+use std::time::Duration;
 
+use super::fresh::Fresh;
+use super::read::{self, Namespace};
 use super::users::Users;
 use super::views;
 use crate::refused::Refused;
@@ -20,9 +25,66 @@ pub(crate) struct Console {
     pub(super) tenants: Vec<String>,
     pub(super) webhooks: Option<Webhooks>,
     pub(super) users: Users,
+    /// The namespace and the decisions, as read a moment ago.
+    namespace: Fresh<Namespace>,
+    decisions: Fresh<Vec<Value>>,
 }
 
+/// How long one scan of the namespace serves every page that asks, at
+/// least: half the page's refresh, so that what comes shows within two
+/// refreshes.
+const NAMESPACE_SERVES: Duration = Duration::from_millis(500);
+
+/// How long one read of the decisions serves, at least: the page asks for
+/// them every ten seconds.
+const DECISIONS_SERVE: Duration = Duration::from_secs(5);
+
 impl Console {
+    /// A console on `store`'s records of `filter`'s namespace, of
+    /// `tenants` (all when empty).
+    pub(super) fn new(
+        store: Arc<dyn IdemStore>,
+        filter: ScanFilter,
+        tenants: Vec<String>,
+        webhooks: Option<Webhooks>,
+        users: Users,
+    ) -> Console {
+        Console {
+            store,
+            filter,
+            tenants,
+            webhooks,
+            users,
+            namespace: Fresh::new(NAMESPACE_SERVES),
+            decisions: Fresh::new(DECISIONS_SERVE),
+        }
+    }
+
+    /// The records of the namespace this console shows, as read a
+    /// moment ago.
+    pub(super) async fn namespace(&self) -> Result<Arc<Namespace>, String> {
+        self.namespace
+            .get(|| read::namespace(&*self.store, &self.filter, |r| self.shows(r)))
+            .await
+    }
+
+    /// The decisions the records this console shows keep, newest first,
+    /// as read a moment ago.
+    pub(super) async fn decisions(&self) -> Result<Arc<Vec<Value>>, String> {
+        let read = || async {
+            let namespace = self.namespace().await?;
+            Ok(read::decisions(&*self.store, &namespace).await)
+        };
+        self.decisions.get(read).await
+    }
+
+    /// Forgets what was read: a decision was made, and the page that
+    /// made it reads anew.
+    pub(super) async fn decided(&self) {
+        self.namespace.forget().await;
+        self.decisions.forget().await;
+    }
+
     /// The record under `key` if this console may show it (its tenant is
     /// one of `--tenant`'s, when given).
     pub(super) async fn visible(&self, key: &IdemKey) -> Result<Option<RecordInfo>, String> {
@@ -54,40 +116,5 @@ impl Console {
             return true;
         }
         views::tenant(record).is_some_and(|t| self.tenants.contains(&t))
-    }
-
-    /// The namespace's records in `state` this console shows.
-    pub(super) async fn records(&self, state: RecordState) -> Result<Vec<RecordInfo>, String> {
-        let filter = self.filter.clone().state(state);
-        let mut records = Vec::new();
-        crate::scan::scan(&*self.store, &filter, None, |r| {
-            if self.shows(&r) {
-                records.push(r);
-            }
-        })
-        .await?;
-        Ok(records)
-    }
-
-    /// Every record of the namespace this console shows, the failed
-    /// ones read whole (a scan does not read payloads, and a refusal is
-    /// a failed record's payload).
-    pub(super) async fn all_records(&self) -> Result<Vec<RecordInfo>, String> {
-        let mut records = Vec::new();
-        crate::scan::scan(&*self.store, &self.filter, None, |r| {
-            if self.shows(&r) {
-                records.push(r);
-            }
-        })
-        .await?;
-        for record in &mut records {
-            if record.state == RecordState::Failed && record.payload.is_none() {
-                let read = self.store.inspect(&record.key).await;
-                if let Ok(Some(whole)) = read {
-                    *record = whole;
-                }
-            }
-        }
-        Ok(records)
     }
 }

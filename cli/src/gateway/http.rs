@@ -41,7 +41,7 @@ use super::jsonrpc::{self, Kind, code};
 use super::link::{Link, Sink, Source};
 use super::session::{Session, Shared, new_origin};
 use crate::guard::{Guard, GuardArgs, json_text, refusal};
-use crate::tokens::{bearer, users_by_token};
+use crate::tokens::{bearer, may_serve, users_by_token};
 
 mod stream;
 
@@ -147,13 +147,7 @@ pub(super) async fn serve(
         .with_state(front);
     // The address bound, for `--http 127.0.0.1:0`.
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
-    if tokens.is_empty() && !bound.ip().is_loopback() && !anonymous {
-        return Err(format!(
-            "refusing to serve {bound} without --token: anyone who can reach it could call the \
-             upstream's tools. Give --token USER=TOKEN, listen on 127.0.0.1, or, behind a proxy \
-             that authenticates, say --allow-anonymous"
-        ));
-    }
+    may_serve(bound, &tokens, "call the upstream's tools", Some(anonymous))?;
     if !tokens.is_empty() {
         let tokens: Tokens = Arc::new(users_by_token(tokens)?);
         app = app.layer(axum::middleware::from_fn_with_state(tokens, authenticate));

@@ -21,7 +21,9 @@ use std::time::Duration;
 
 use tokio::sync::broadcast;
 
+use crate::error::StoreError;
 use crate::key::IdemKey;
+use crate::store::BoxFuture;
 
 /// How many announcements a watcher may fall behind before it is simply
 /// woken (it then reads the record, as on news of its own key).
@@ -70,9 +72,13 @@ impl News {
     }
 
     /// Tells the calls of this process watching `key` that its record
-    /// changed.
-    pub(crate) fn tell(&self, key: &str) {
-        self.teller.tell(key);
+    /// changed: the whole of [`IdemStore::announce`] for a store whose
+    /// records are one process's (or seen by looking from the others).
+    ///
+    /// [`IdemStore::announce`]: crate::IdemStore::announce
+    pub(crate) fn announce(&self, key: &IdemKey) -> BoxFuture<'static, Result<(), StoreError>> {
+        self.teller.tell(key.as_str());
+        Box::pin(async { Ok(()) })
     }
 
     /// Starts, unless it runs already, a task that listens with the

@@ -298,8 +298,7 @@ impl IdemStore for MemoryStore {
     }
 
     fn announce<'a>(&'a self, key: &'a IdemKey) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.news.tell(key.as_str());
-        Box::pin(async { Ok(()) })
+        self.news.announce(key)
     }
 
     fn watch<'a>(&'a self, key: &'a IdemKey, within: Duration) -> BoxFuture<'a, ()> {
