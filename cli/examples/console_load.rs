@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cargo build --release -p idem-cli --examples
-//! target/release/examples/console_load [--store URL] [--awaiting N] [--rounds R] [--idem PATH]
+//! target/release/examples/console_load [--store URL] [--awaiting N] [--rounds R] [--idem PATH] [--baseline IDEM]
 //! ```
 //!
 //! It fills the store through a registry (an approval tool called N
@@ -20,7 +20,10 @@
 //! page a person opens after a while costs. Last, `cli/tests/browser/
 //! first_screen.py` (Chromium, as the tests drive it) signs in and
 //! measures from navigation to the first operation on the page. One JSON
-//! line: the medians and the worst of each, in ms.
+//! line: the medians and the worst of each, in ms. `--baseline IDEM` adds
+//! another `idem` binary's console on the same records (a build of
+//! another commit), measured in the same rounds, alternating: a line
+//! each.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -73,73 +76,71 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let namespace = format!("load-{}", std::process::id());
     let table = format!("idem_console_load_{}", std::process::id());
 
-    let store = idem_store(&store_url, &table).await?;
+    prepare(&store_url, &table, &namespace, awaiting).await?;
+
+    let mut consoles = vec![start("this", &idem, &store_url, &namespace, &table).await?];
+    if let Some(baseline) = flag("--baseline") {
+        let baseline = PathBuf::from(baseline);
+        consoles.push(start("baseline", &baseline, &store_url, &namespace, &table).await?);
+    }
+    let client = reqwest::Client::new();
+    let mut took: Vec<[Vec<Duration>; 3]> = consoles.iter().map(|_| Default::default()).collect();
+    for _ in 0..rounds {
+        for (console, took) in consoles.iter().zip(&mut took) {
+            for (path, took) in PATHS.iter().zip(took.iter_mut()) {
+                // What the console read a moment ago has lapsed: a scan.
+                tokio::time::sleep(Duration::from_secs(6)).await;
+                took.push(asked(&client, console, path, awaiting).await?);
+            }
+        }
+    }
+    let kind = store_url
+        .split_once("://")
+        .map_or("sqlite", |(scheme, _)| scheme);
+    for (console, took) in consoles.iter_mut().zip(&mut took) {
+        let mut figures = serde_json::Map::new();
+        figures.insert("console".into(), json!(console.name));
+        figures.insert("store".into(), json!(kind));
+        figures.insert("awaiting".into(), json!(awaiting));
+        for (name, took) in ["approvals", "pending", "decisions"]
+            .iter()
+            .zip(took.iter_mut())
+        {
+            figures.insert(format!("{name}_ms"), summary(took));
+        }
+        figures.insert("first_screen_ms".into(), first_screen(&console.addr)?);
+        println!("{}", Value::Object(figures));
+        console.child.kill().await?;
+    }
+    if kind.starts_with("postgres") {
+        postgres(&store_url, &format!("DROP TABLE {table}, {table}_schema")).await?;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Fills the store at `store_url` (on PostgreSQL, in `table`) with
+/// `awaiting` operations awaiting approval in `namespace`, and more.
+async fn prepare(
+    store_url: &str,
+    table: &str,
+    namespace: &str,
+    awaiting: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let store = idem_store(store_url, table).await?;
     let filled = Instant::now();
-    fill(store, &namespace, awaiting).await?;
+    fill(store, namespace, awaiting).await?;
     if store_url.starts_with("postgres") {
         // As autovacuum would within its naptime: without statistics, the
         // planner takes the freshly filled table for an empty one, and
         // sorts it whole for each page of a scan.
-        postgres(&store_url, &format!("ANALYZE {table}")).await?;
+        postgres(store_url, &format!("ANALYZE {table}")).await?;
     }
     eprintln!(
         "filled {awaiting} awaiting, {} refused and as many done in {:?}",
         awaiting / 10,
         filled.elapsed()
     );
-
-    let port = free_port()?;
-    let addr = format!("127.0.0.1:{port}");
-    let mut console = tokio::process::Command::new(&idem)
-        .args(["console", "--store", &store_url, "--listen", &addr])
-        .args(["--namespace", &namespace, "--table", &table])
-        .args(["--token", &format!("ana={TOKEN}")])
-        .kill_on_drop(true)
-        .spawn()?;
-    while tokio::net::TcpStream::connect(&addr).await.is_err() {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let client = reqwest::Client::new();
-    let mut figures = serde_json::Map::new();
-    for (name, path) in [
-        ("approvals", "/api/approvals?limit=50"),
-        ("pending", "/api/pending?limit=50"),
-        ("decisions", "/api/decisions?limit=50"),
-    ] {
-        let mut took = Vec::new();
-        for _ in 0..rounds {
-            // What the console read a moment ago has lapsed: a scan.
-            tokio::time::sleep(Duration::from_secs(6)).await;
-            let asked = Instant::now();
-            let answer = client
-                .get(format!("http://{addr}{path}"))
-                .bearer_auth(TOKEN)
-                .send()
-                .await?
-                .error_for_status()?
-                .json::<Value>()
-                .await?;
-            took.push(asked.elapsed());
-            if name == "approvals" && answer["total"] != json!(awaiting) {
-                return Err(
-                    format!("{awaiting} await, the console lists {}", answer["total"]).into(),
-                );
-            }
-        }
-        figures.insert(format!("{name}_ms"), summary(&mut took));
-    }
-    figures.insert("first_screen_ms".into(), first_screen(&addr)?);
-    figures.insert("awaiting".into(), json!(awaiting));
-    let kind = store_url
-        .split_once("://")
-        .map_or("sqlite", |(scheme, _)| scheme);
-    figures.insert("store".into(), json!(kind));
-    println!("{}", Value::Object(figures));
-    console.kill().await?;
-    if kind.starts_with("postgres") {
-        postgres(&store_url, &format!("DROP TABLE {table}, {table}_schema")).await?;
-    }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -195,6 +196,70 @@ async fn fill(
     let results: Vec<Result<(), String>> = calls.buffer_unordered(32).collect().await;
     results.into_iter().collect::<Result<(), String>>()?;
     Ok(())
+}
+
+/// The first page of each list, as the page asks for it.
+const PATHS: [&str; 3] = [
+    "/api/approvals?limit=50",
+    "/api/pending?limit=50",
+    "/api/decisions?limit=50",
+];
+
+/// A console being measured.
+struct Console {
+    name: &'static str,
+    addr: String,
+    child: tokio::process::Child,
+}
+
+/// `idem console` of the binary `idem` on the store, once it listens.
+async fn start(
+    name: &'static str,
+    idem: &std::path::Path,
+    store_url: &str,
+    namespace: &str,
+    table: &str,
+) -> Result<Console, Box<dyn std::error::Error>> {
+    let addr = format!("127.0.0.1:{}", free_port()?);
+    let child = tokio::process::Command::new(idem)
+        .args(["console", "--store", store_url, "--listen", &addr])
+        .args(["--namespace", namespace, "--table", table])
+        .args(["--token", &format!("ana={TOKEN}")])
+        .kill_on_drop(true)
+        .spawn()?;
+    while tokio::net::TcpStream::connect(&addr).await.is_err() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(Console { name, addr, child })
+}
+
+/// How long `console` takes to answer `path`; the list of approvals must
+/// hold the `awaiting` operations.
+async fn asked(
+    client: &reqwest::Client,
+    console: &Console,
+    path: &str,
+    awaiting: usize,
+) -> Result<Duration, Box<dyn std::error::Error>> {
+    let asked = Instant::now();
+    let answer = client
+        .get(format!("http://{}{path}", console.addr))
+        .bearer_auth(TOKEN)
+        .send()
+        .await?
+        .error_for_status()?
+        .json::<Value>()
+        .await?;
+    let took = asked.elapsed();
+    if path.starts_with("/api/approvals") && answer["total"] != json!(awaiting) {
+        let listed = &answer["total"];
+        return Err(format!(
+            "{awaiting} await, the {} console lists {listed}",
+            console.name
+        )
+        .into());
+    }
+    Ok(took)
 }
 
 /// Runs `sql` on the PostgreSQL server at `url`.
