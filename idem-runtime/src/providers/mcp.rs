@@ -31,13 +31,16 @@ pub(super) fn read<'a>(
 /// person's approval: `{"key": KEY, "tool": NAME, "approval_window_secs":
 /// N}`, the key the approver approves (`idem approve KEY`,
 /// `Registry::approve`), for a client that shows it or passes it on, and
-/// how long an approval stays good.
+/// how long an approval stays good. Public through `idem::mcp` (feature
+/// `mcp`); without it, used here only.
+#[cfg_attr(not(feature = "mcp"), allow(unreachable_pub))]
 pub const AWAITING_APPROVAL_META: &str = "idem/awaiting_approval";
 
 /// The `_meta` of a `tools/call` result answering `error`: where its
 /// operation awaits approval, [`AWAITING_APPROVAL_META`] with what the
 /// approver needs to find it; `None` for other errors. The library's MCP
 /// server adds it, and `idem gateway` does.
+#[cfg_attr(not(feature = "mcp"), allow(unreachable_pub))]
 pub fn error_meta(error: &ToolError) -> Option<Value> {
     match error {
         ToolError::ApprovalRequired {
