@@ -5,6 +5,7 @@
 #   dist/idem_mcp-VERSION.tar.gz                  the sdist (builds with a Rust toolchain)
 #   dist/npm/idem-mcp-VERSION.tgz                 the package users name: the launcher
 #   dist/npm/idem-mcp-PLATFORM-VERSION.tgz        this platform's binary
+#   dist/idem-mcp                                 that binary, as the wheel holds it
 # and prints the size of each and of the binary. VERSION is the workspace's
 # (Cargo.toml), stamped into every package.
 #
@@ -47,12 +48,22 @@ echo "== the wheel and the sdist (maturin, profile $profile)"
 zig=()
 if [ "${IDEM_DIST_ZIG:-0}" = 1 ]; then zig=(--zig --compatibility manylinux_2_28); fi
 (cd packaging/pypi &&
-  maturin build --profile "$profile" --out "$out" "${zig[@]}" --quiet &&
+  maturin build --locked --profile "$profile" --out "$out" "${zig[@]}" --quiet &&
   maturin sdist --out "$out")
 wheel="$(ls "$out"/idem_mcp-"$version"-*.whl)"
-binary="target/$([ "$profile" = dev ] && echo debug || echo "$profile")/idem-mcp"
-python3 -m zipfile -l "$wheel" | grep -q "scripts/idem-mcp" ||
-  { echo "dist.sh: the wheel holds no idem-mcp binary" >&2; exit 1; }
+# The npm package ships the wheel's own binary: the same bytes.
+binary="$out/idem-mcp"
+python3 - "$wheel" "$binary" <<'PY'
+import shutil, sys, zipfile
+wheel, binary = sys.argv[1:]
+with zipfile.ZipFile(wheel) as z:
+    inside = [n for n in z.namelist() if n.endswith(".data/scripts/idem-mcp")]
+    if len(inside) != 1:
+        sys.exit(f"dist.sh: the wheel holds no idem-mcp binary: {z.namelist()}")
+    with z.open(inside[0]) as src, open(binary, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+PY
+chmod +x "$binary"
 if command -v auditwheel >/dev/null; then auditwheel show "$wheel" | tr '\n' ' ' | sed 's/  */ /g'; echo; fi
 
 echo "== the npm packages"

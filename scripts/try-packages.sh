@@ -8,8 +8,10 @@
 # (cli/tests/upstream/ledger.py, driven by cli/tests/upstream/client.py
 # with the official MCP Python SDK) must run a write called twice once.
 # The npm launcher, a process between the client and the binary, must
-# pass a client's SIGTERM on: the gateway and its upstream end with it;
-# without its platform's package it must say so, and how else to run it.
+# pass a client's SIGTERM on (the gateway and its upstream end with it)
+# and a failure's exit code and message unchanged; npx must find it by
+# name; without its platform's package it must say so, and how else to
+# run it.
 #
 #   scripts/try-packages.sh    after scripts/dist.sh; .ci/run runs both
 #
@@ -105,6 +107,19 @@ for installed in "$here/venv/bin/idem-mcp" "$here/node/node_modules/.bin/idem-mc
   fi
 done
 ends_on_sigterm "$here/node/node_modules/.bin/idem-mcp"
+
+# npx finds it by its package's name; a failure's exit code and message
+# come through the launcher as the binary gave them.
+said="$(cd "$here/node" && as_user npx --no-install idem-mcp --version)"
+[ "$said" = "idem $version" ] || { echo "try-packages.sh: npx idem-mcp --version said: $said" >&2; exit 1; }
+direct=0 launched=0
+as_user "$here/venv/bin/idem-mcp" show --store "$here/none.sqlite" idem:00 2>"$here/direct.err" || direct=$?
+as_user "$here/node/node_modules/.bin/idem-mcp" show --store "$here/none.sqlite" idem:00 2>"$here/launched.err" || launched=$?
+if [ "$direct" -eq 0 ] || [ "$direct" -ne "$launched" ] || ! cmp -s "$here/direct.err" "$here/launched.err"; then
+  echo "try-packages.sh: a failure differs through the launcher: exit $direct against $launched" >&2
+  exit 1
+fi
+echo "npx idem-mcp --version: $said; a failure through the launcher: exit $launched, as the binary's"
 
 # The launcher where its platform's package is missing.
 alone="$(mktemp -d -p "$here")"

@@ -51,7 +51,7 @@ function binary() {
     `idem-mcp: this platform is ${here}, and ${why}.\n` +
       "Other ways to run it:\n" +
       "  uvx idem-mcp ...                 (the PyPI package, if uv has a wheel for this platform)\n" +
-      "  cargo install idem-cli --locked  (builds `idem` from source with a Rust toolchain, 1.95 or newer)\n" +
+      "  cargo install idem-cli --locked  (builds `idem` from source with Rust 1.95 or newer, a few minutes)\n" +
       "and then run `idem` with the same arguments.\n",
   );
   process.exit(1);
