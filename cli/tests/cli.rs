@@ -6,10 +6,9 @@
 //! answers them (one of two racing resolutions landing), `purge` deletes,
 //! and every failure is one line and a non-zero exit.
 
-#[path = "../../tests/support/servers.rs"]
-mod servers;
-#[path = "../../tests/support/skip.rs"]
-mod skip;
+mod common;
+
+use common::{servers, skip};
 
 use std::process::{Command, Output};
 
@@ -616,11 +615,7 @@ async fn decisions_are_told_to_the_webhooks_of_the_config() {
     let events: Vec<(String, Value)> = received
         .iter()
         .map(|r| {
-            let header = |name: &str| r.header(name).expect(name);
-            let timestamp = header("webhook-timestamp").parse().expect("a timestamp");
-            let signed = header("webhook-signature");
-            assert!(secret.verify(header("webhook-id"), timestamp, &r.body, signed));
-            let event = r.json();
+            let event = common::signed_event(r, &secret);
             (
                 event["type"].as_str().expect("a type").to_owned(),
                 event["data"].clone(),

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use common::raw::{header, send_to, status};
 use common::servers::{self, TempDir};
-use common::{browser, listening, python_json};
+use common::{browser, listening, python_json, signed_event};
 use idem::prelude::*;
 use idem::{IdemKey, IdemStore, RedisStore, SqliteStore};
 use serde_json::{Value, json};
@@ -211,16 +211,7 @@ async fn decisions_through_the_api_are_bound_to_the_operation_and_its_decider() 
     let told = receiver
         .wait_for(2, std::time::Duration::from_secs(60))
         .await;
-    let events: Vec<Value> = told
-        .iter()
-        .map(|r| {
-            let header = |name: &str| r.header(name).expect(name);
-            let timestamp = header("webhook-timestamp").parse().expect("a timestamp");
-            let signed = header("webhook-signature");
-            assert!(secret.verify(header("webhook-id"), timestamp, &r.body, signed));
-            r.json()
-        })
-        .collect();
+    let events: Vec<Value> = told.iter().map(|r| signed_event(r, &secret)).collect();
     let text = |v: &Value| v.as_str().unwrap_or("-").to_owned();
     let mut said: Vec<(String, String, String)> = events
         .iter()

@@ -138,6 +138,22 @@ pub async fn python_json(script: &str, args: &[&str], env: &[(&str, &str)]) -> V
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
+/// The event a webhook receiver got, as JSON, once its signature is
+/// checked against `secret` (Standard Webhooks' headers).
+pub fn signed_event(
+    received: &idem::testing::Received,
+    secret: &idem::notify::WebhookSecret,
+) -> Value {
+    let header = |name: &str| received.header(name).expect(name);
+    let timestamp = header("webhook-timestamp").parse().expect("a timestamp");
+    let signed = header("webhook-signature");
+    assert!(
+        secret.verify(header("webhook-id"), timestamp, &received.body, signed),
+        "a signature that does not verify: {signed}"
+    );
+    received.json()
+}
+
 /// Runs an operator command (`idem ARGS`), which must succeed: what it
 /// prints.
 pub fn idem(args: &[&str]) -> String {
