@@ -9,9 +9,11 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::Mutex;
+// Tokio's clock, which its tests can pause and move.
+use tokio::time::Instant;
 
 /// How many times as long as a read took it is kept.
 const KEPT_PER_READ: u32 = 4;
@@ -65,5 +67,69 @@ impl<T> Fresh<T> {
     /// Forgets what was read: the next `get` reads anew.
     pub(super) async fn forget(&self) {
         *self.kept.lock().await = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// Counts the reads `fresh` makes, each taking `took` of the paused
+    /// clock.
+    async fn read(fresh: &Fresh<usize>, reads: &AtomicUsize, took: Duration) -> usize {
+        let value = fresh
+            .get(|| async {
+                tokio::time::sleep(took).await;
+                Ok(reads.fetch_add(1, Ordering::SeqCst) + 1)
+            })
+            .await;
+        *value.expect("read")
+    }
+
+    /// A read is kept for the time asked, or four times what it took if
+    /// longer; then read anew; and forgotten at once when told.
+    #[tokio::test(start_paused = true)]
+    async fn a_read_is_kept_as_long_as_asked_or_four_times_its_cost() {
+        let (fresh, reads) = (Fresh::new(Duration::from_millis(500)), AtomicUsize::new(0));
+        let cheap = Duration::from_millis(10);
+        assert_eq!(read(&fresh, &reads, cheap).await, 1);
+        tokio::time::advance(Duration::from_millis(490)).await;
+        assert_eq!(
+            read(&fresh, &reads, cheap).await,
+            1,
+            "kept for the time asked"
+        );
+        tokio::time::advance(Duration::from_millis(20)).await;
+        assert_eq!(read(&fresh, &reads, cheap).await, 2, "then read anew");
+
+        // A read of 1 s is kept 4 s, longer than the 0.5 s asked.
+        fresh.forget().await;
+        assert_eq!(
+            read(&fresh, &reads, Duration::from_secs(1)).await,
+            3,
+            "forgotten"
+        );
+        tokio::time::advance(Duration::from_millis(3_990)).await;
+        assert_eq!(
+            read(&fresh, &reads, cheap).await,
+            3,
+            "kept four times its cost"
+        );
+        tokio::time::advance(Duration::from_millis(20)).await;
+        assert_eq!(read(&fresh, &reads, cheap).await, 4);
+    }
+
+    /// Those who ask while a read is under way get that read: one read for
+    /// all of them.
+    #[tokio::test(start_paused = true)]
+    async fn those_who_ask_during_a_read_share_it() {
+        let (fresh, reads) = (Fresh::new(Duration::from_millis(500)), AtomicUsize::new(0));
+        let took = Duration::from_millis(100);
+        let values =
+            futures_util::future::join_all((0..5).map(|_| read(&fresh, &reads, took))).await;
+        assert_eq!(values, [1; 5]);
+        assert_eq!(reads.load(Ordering::SeqCst), 1);
     }
 }

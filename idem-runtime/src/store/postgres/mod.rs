@@ -233,11 +233,9 @@ async fn set_up(
     table: &str,
     options: &PostgresOptions,
 ) -> Result<(), StoreError> {
-    // The table must exist before pooled connections prepare their
-    // statements: set it up on a connection of its own. A server that
-    // accepts the connection and then goes silent (a frozen network
-    // path) must not hold the caller forever: the setup's reading is
-    // bounded, and a migration too, more generously.
+    // A server that accepts the connection and then goes silent (a frozen
+    // network path) must not hold the caller forever: the setup's reading
+    // is bounded, and a migration too, more generously.
     let read_bound = (options.connect_timeout * 10).max(SETUP_READ);
     let reading = async {
         let setup = connect(config, tls).await.map_err(sql_error)?;
