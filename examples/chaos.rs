@@ -46,9 +46,14 @@
 //!   it (a worker frozen before its side effect and woken after a takeover).
 //!   Then no operation may have a second effect at all, fault or not.
 //!
+//! `IDEM_CHAOS_LOG=DIR` keeps each worker's log (idem's `tracing`
+//! events at `info`, or as `RUST_LOG` says) in `DIR/worker-N.log`, appended
+//! to across its restarts: what a worker was doing when a run fails.
+//!
 //! RELIABILITY.md has the figures per store.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -66,6 +71,8 @@ const LEASE: Duration = Duration::from_secs(1);
 const ROUND: u64 = 8;
 /// How long workers may take to finish their last round after the faults.
 const DRAIN: Duration = Duration::from_secs(120);
+/// The environment variable naming where workers' logs are kept.
+const LOG_DIR: &str = "IDEM_CHAOS_LOG";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum StoreKind {
@@ -127,7 +134,18 @@ fn main() -> Result<(), BoxError> {
         .enable_all()
         .build()?;
     match cli.worker {
-        Some(id) => runtime.block_on(worker::run(id, &cli)),
+        Some(id) => {
+            if std::env::var_os(LOG_DIR).is_some() {
+                let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+                    .unwrap_or_else(|_| "idem=info".into());
+                tracing_subscriber::fmt()
+                    .with_env_filter(filter)
+                    .with_writer(std::io::stderr)
+                    .with_ansi(false)
+                    .init();
+            }
+            runtime.block_on(worker::run(id, &cli))
+        }
         None => runtime.block_on(orchestrate(&cli)),
     }
 }
@@ -145,7 +163,7 @@ fn now_ms() -> u64 {
 
 mod worker {
     use super::*;
-    use std::fs::{File, OpenOptions};
+    use std::fs::File;
 
     /// What the body sees: the ledger it appends each run to, and with
     /// `--verify` the directory of the downstream's per-operation records.
@@ -632,11 +650,19 @@ struct Workers {
 
 impl Workers {
     fn spawn(&mut self, id: usize) -> Result<(), BoxError> {
+        let log = match std::env::var_os(LOG_DIR) {
+            Some(dir) => {
+                let path = Path::new(&dir).join(format!("worker-{id}.log"));
+                let file = OpenOptions::new().append(true).create(true).open(path)?;
+                Stdio::from(file)
+            }
+            None => Stdio::null(),
+        };
         let mut child = Command::new(std::env::current_exe()?)
             .args(&self.args)
             .args(["--worker", &id.to_string()])
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(log)
             .spawn()?;
         let stdout = child.stdout.take().ok_or("worker stdout")?;
         let reports = self.reports.clone();

@@ -103,6 +103,7 @@ macro_rules! __idem_with_cases {
             registry_sealed_records_are_ciphertext_and_authenticated,
             net_cut_connections_lose_nothing,
             net_frozen_connections_are_replaced,
+            net_connections_opened_into_a_freeze_give_way,
             net_stalled_renewal_does_not_block_the_body,
             net_slow_record_is_retried_until_it_lands,
             net_body_sees_its_lease_lost,

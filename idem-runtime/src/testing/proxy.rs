@@ -83,9 +83,11 @@ impl Proxy {
         self.control.cuts.send_modify(|n| *n += 1);
     }
 
-    /// Freezes every connection open now, silently and for good: their
-    /// bytes are swallowed in both directions and nothing is closed or
-    /// answered, while connections opened later are forwarded as usual.
+    /// Freezes every connection open now, silently and for good: the
+    /// client's end is neither closed nor answered, and what it sends is
+    /// swallowed (the server's end is closed: the server's sessions go, as
+    /// after a failover), while connections opened later are forwarded as
+    /// usual.
     /// This is the half-open TCP that a failover behind a virtual IP, a NAT
     /// or firewall that dropped its state, or a vanished peer host leaves
     /// behind: a client that trusts its open socket waits forever, one that
@@ -164,14 +166,19 @@ async fn relay(client: TcpStream, server: TcpStream, control: &Control) {
         _ = freezes.changed() => true,
     };
     if frozen {
-        // Both ends stay open (the write halves are held until the cut),
-        // and whatever arrives is dropped.
+        // The client's end stays open (its write half is held until the
+        // cut) and whatever it sends is dropped; the server's end closes,
+        // as the server behind a failover is another one: a frozen
+        // connection must not hold a server's sessions (PostgreSQL's
+        // `max_connections`) for as long as the proxy runs, which no real
+        // server would let it (its keepalives would find the peer gone,
+        // where here the proxy answers them).
+        drop((server_read, server_write));
         tokio::select! {
             _ = swallow(&mut client_read) => {}
-            _ = swallow(&mut server_read) => {}
             _ = cuts.changed() => {}
         }
-        drop((client_write, server_write));
+        drop(client_write);
     }
 }
 

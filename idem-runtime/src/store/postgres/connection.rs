@@ -6,6 +6,7 @@
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use bb8::ManageConnection;
 use tokio_postgres::tls::TlsStream;
@@ -35,6 +36,9 @@ pub(super) struct PgConn {
 pub(super) struct PgManager {
     pub(super) config: Config,
     pub(super) tls: Tls,
+    /// How long opening a connection may take, handshake and statements
+    /// included: one frozen mid-handshake gives its pool slot back.
+    pub(super) opening: Duration,
     pub(super) sql: Arc<Sql>,
     pub(super) silence: Arc<Silence>,
 }
@@ -143,11 +147,9 @@ impl Tls {
     }
 }
 
-impl ManageConnection for PgManager {
-    type Connection = PgConn;
-    type Error = StoreError;
-
-    async fn connect(&self) -> Result<PgConn, StoreError> {
+impl PgManager {
+    /// A new connection with every statement prepared.
+    async fn open(&self) -> Result<PgConn, StoreError> {
         let client = connect(&self.config, &self.tls).await.map_err(sql_error)?;
         let prepare = async |sql: &str| client.prepare(sql).await.map_err(sql_error);
         Ok(PgConn {
@@ -158,6 +160,22 @@ impl ManageConnection for PgManager {
             client,
             answers: LastAnswer::new(self.silence.clock.now()),
             broken: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+}
+
+impl ManageConnection for PgManager {
+    type Connection = PgConn;
+    type Error = StoreError;
+
+    /// Opens and prepares a connection within [`PgManager::opening`].
+    async fn connect(&self) -> Result<PgConn, StoreError> {
+        let opened = tokio::time::timeout(self.opening, self.open()).await;
+        opened.unwrap_or_else(|_| {
+            Err(StoreError::unavailable(format!(
+                "PostgreSQL did not finish opening a connection within {:?}",
+                self.opening
+            )))
         })
     }
 
@@ -210,21 +228,39 @@ where
 pub(super) const NEWS_CHANNEL: &str = "idem_news";
 
 /// Listens for the store's announcements on a connection of its own,
-/// telling each key heard to `teller`, until the connection ends (`Ok`)
-/// or fails.
-pub(super) async fn listen(config: Config, tls: Tls, teller: Teller) -> Result<(), String> {
-    let heard = match tls {
-        Tls::Plain => listen_on(config.connect(NoTls).await, &teller).await,
-        #[cfg(feature = "postgres-tls")]
-        Tls::Rustls(make) => listen_on(config.connect(make).await, &teller).await,
+/// opened within `opening` ([`PgManager::opening`]), telling each key
+/// heard to `teller`, until the connection ends (`Ok`) or fails.
+pub(super) async fn listen(
+    config: Config,
+    tls: Tls,
+    opening: Duration,
+    teller: Teller,
+) -> Result<(), String> {
+    let silent = |_| {
+        format!("PostgreSQL did not finish opening the listening connection within {opening:?}")
     };
-    heard.map_err(|e| sql_error(e).to_string())
+    let failed = |e| sql_error(e).to_string();
+    match tls {
+        Tls::Plain => {
+            let opened = tokio::time::timeout(opening, config.connect(NoTls)).await;
+            listen_on(opened.map_err(silent)?.map_err(failed)?, &teller)
+                .await
+                .map_err(failed)
+        }
+        #[cfg(feature = "postgres-tls")]
+        Tls::Rustls(make) => {
+            let opened = tokio::time::timeout(opening, config.connect(make)).await;
+            listen_on(opened.map_err(silent)?.map_err(failed)?, &teller)
+                .await
+                .map_err(failed)
+        }
+    }
 }
 
 /// `LISTEN` on `connected`, driving its connection by hand: its
 /// notifications come from [`Connection::poll_message`].
 async fn listen_on<T>(
-    connected: Result<(Client, Connection<Socket, T>), tokio_postgres::Error>,
+    (client, mut connection): (Client, Connection<Socket, T>),
     teller: &Teller,
 ) -> Result<(), tokio_postgres::Error>
 where
@@ -233,7 +269,6 @@ where
     use std::task::Poll;
     use tokio_postgres::AsyncMessage;
 
-    let (client, mut connection) = connected?;
     let command = format!("LISTEN {NEWS_CHANNEL}");
     let mut subscribing = std::pin::pin!(client.batch_execute(&command));
     let mut subscribed = false;

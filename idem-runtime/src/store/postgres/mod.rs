@@ -47,8 +47,9 @@ pub struct PostgresStore {
     table: String,
     /// Stops the purge task when the store goes.
     _purger: Option<PurgeTask>,
-    /// How the connection that listens for announcements is made.
-    dial: (Config, Tls),
+    /// How the connection that listens for announcements is made, and
+    /// how long its opening may take.
+    dial: (Config, Tls, Duration),
     /// The announcements heard ([`IdemStore::watch`]).
     news: News,
 }
@@ -106,11 +107,19 @@ macro_rules! with_conn {
     }};
 }
 
-/// How long connecting waits for the server to say which schema version
-/// the table has, at least (ten connect timeouts if longer).
+/// How long opening a connection may take, at least (ten connect timeouts
+/// if longer): [`opening_bound`].
 const SETUP_READ: Duration = Duration::from_secs(10);
 /// How long connecting waits for the table to be created or migrated.
 const SETUP_MIGRATION: Duration = Duration::from_secs(600);
+
+/// How long opening a connection may take, its handshake and first
+/// statements included: `connect_timeout` bounds only the TCP connect,
+/// and a path that accepts a connection and then says nothing (frozen
+/// mid-handshake) would hold the caller, or a pool's slot, forever.
+fn opening_bound(options: &PostgresOptions) -> Duration {
+    (options.connect_timeout * 10).max(SETUP_READ)
+}
 
 /// The error of a server that did not answer the store's setup (`what`)
 /// within `bound`.
@@ -145,10 +154,11 @@ impl PostgresStore {
         set_up(&config, &tls, &table, &options).await?;
         let sql = Arc::new(Sql::new(&table));
         let silence = Arc::new(Silence::new());
-        let dial = (config.clone(), tls.clone());
+        let dial = (config.clone(), tls.clone(), opening_bound(&options));
         let manager = PgManager {
             config,
             tls,
+            opening: dial.2,
             sql: sql.clone(),
             silence: silence.clone(),
         };
@@ -236,7 +246,7 @@ async fn set_up(
     // A server that accepts the connection and then goes silent (a frozen
     // network path) must not hold the caller forever: the setup's reading
     // is bounded, and a migration too, more generously.
-    let read_bound = (options.connect_timeout * 10).max(SETUP_READ);
+    let read_bound = opening_bound(options);
     let reading = async {
         let setup = connect(config, tls).await.map_err(sql_error)?;
         let version = schema_version(&setup, table).await;
@@ -391,8 +401,8 @@ impl IdemStore for PostgresStore {
     /// Heard on a connection that `LISTEN`s, made at the first watch.
     fn watch<'a>(&'a self, key: &'a IdemKey, within: Duration) -> BoxFuture<'a, ()> {
         self.news.listen("postgresql", || {
-            let (config, tls) = self.dial.clone();
-            move |teller| listen(config.clone(), tls.clone(), teller)
+            let (config, tls, opening) = self.dial.clone();
+            move |teller| listen(config.clone(), tls.clone(), opening, teller)
         });
         Box::pin(self.news.watch(key, within))
     }

@@ -150,6 +150,60 @@ async fn served_after_a_freeze(registry: &crate::Registry<()>, n: u64) -> serde_
     }
 }
 
+/// Connections being opened when the path froze (a handshake whose
+/// bytes were held, then frozen for good, as a failover behind a virtual
+/// IP leaves them) give way: the store is served again once the path is
+/// back, however many were being opened. A pool that waits on them forever
+/// is exhausted for good (the chaos run's PostgreSQL workers were, and
+/// retried a record until `max_hold`).
+pub async fn net_connections_opened_into_a_freeze_give_way<H: Harness>(h: &H) {
+    let Some((proxy, store)) = proxied(h).await else {
+        return;
+    };
+    let counter = Counter::new(Duration::ZERO, WriteOptions::new());
+    let ns = namespace();
+    let registry = registry_with(store, &ns, &counter, |b| {
+        b.store_timeout(Duration::from_millis(500))
+    });
+    registry
+        .call("r", "counter", json!({ "n": 0 }))
+        .await
+        .expect("a first call, before the fault");
+    // Every open connection closed, the path held: the calls meanwhile
+    // open new connections, more than any pool keeps, whose handshakes
+    // wait in the proxy; then they freeze, and the path comes back.
+    proxy.cut();
+    proxy.stall();
+    let calls = (1..=40u64).map(|n| {
+        let registry = registry.clone();
+        tokio::spawn(async move { registry.call("r", "counter", json!({ "n": n })).await })
+    });
+    for call in calls.collect::<Vec<_>>() {
+        let _ = call.await.expect("task");
+    }
+    proxy.freeze();
+    proxy.forward();
+    // A liveness bound, not a speed: a store bounds each connection's
+    // opening by seconds.
+    let served = tokio::time::timeout(Duration::from_secs(90), async {
+        loop {
+            match registry.call("r", "counter", json!({ "n": 100 })).await {
+                Ok(out) => return out,
+                Err(ToolError::Store { .. }) => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("only the store may be away, got {e:?}"),
+            }
+        }
+    })
+    .await;
+    assert!(
+        served.is_ok(),
+        "the store was never served again: connections opened into the freeze hold it"
+    );
+    assert_eq!(counter.runs(100).len(), 1, "the operation ran once");
+}
+
 /// A renewal stalled on the network never holds the body up: the body
 /// finishes while the renewal is still stalled.
 pub async fn net_stalled_renewal_does_not_block_the_body<H: Harness>(h: &H) {
