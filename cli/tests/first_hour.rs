@@ -3,7 +3,8 @@
 //! without a docstring is served; a default left out is the same operation
 //! as the default spelt out; a result an operator records in any shape is
 //! answered as a result MCP reads; a setting for a tool the server does not
-//! have is refused at start, naming the tool meant; HTTP authentication
+//! have is refused at start, naming the tool meant, and so is a write's
+//! setting on a read tool; HTTP authentication
 //! says what it refuses and why, and a session is its principal's alone; a
 //! tool that needs a person's approval calls nothing upstream until one is
 //! given for that very operation, then once; a condition in the TOML says
@@ -387,6 +388,31 @@ fn a_setting_for_a_tool_the_server_does_not_list_is_refused_naming_the_one_meant
 }
 
 #[test]
+fn a_write_setting_on_a_read_tool_is_refused_at_start() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("first-hour");
+    // `count` is annotated read-only: approval on it would never be asked.
+    let on_a_read = config(
+        &dir,
+        "[tools.count]\napproval = \"required\"\nttl = \"1h\"\n",
+    );
+    let said = refused(&gateway(&dir, &["--config", &on_a_read]));
+    assert!(
+        said.contains("[tools.count] gives `ttl` and `approval`, which only a write tool uses"),
+        "{said}"
+    );
+    assert!(said.contains("`readOnlyHint: true`"), "{said}");
+    assert!(said.contains("`kind = \"write\"`"), "{said}");
+    // Said to be a read by the file itself, the same.
+    let said_read = config(&dir, "[tools.append]\nkind = \"read\"\nkey = [\"entry\"]\n");
+    let said = refused(&gateway(&dir, &["--config", &said_read]));
+    assert!(said.contains("[tools.append] gives `key`"), "{said}");
+    assert!(said.contains("the table says `kind = \"read\"`"), "{said}");
+}
+
+#[test]
 fn http_settings_that_would_serve_anyone_or_mix_users_up_are_refused() {
     if !python_sdk() {
         return;
@@ -638,4 +664,119 @@ async fn the_person_at_the_client_is_asked_and_the_answer_binds_the_operation() 
         let ledger = std::fs::read_to_string(dir.0.join("ledger.txt")).expect("the ledger");
         assert_eq!(ledger, expected, "{mode}: one approval, one run upstream");
     }
+}
+
+/// The MCP project's memory server as it was before it annotated its
+/// tools (2025.11.25): none of them says whether it only reads.
+const MEMORY: &str = "@modelcontextprotocol/server-memory@2025.11.25";
+
+/// `idem` with `args`, in front of the memory server keeping its graph in
+/// `dir`: a command to run.
+fn before_memory(dir: &TempDir, args: &[&str]) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_idem"));
+    command
+        .args(args)
+        .args(["--", "npx", "-y", MEMORY])
+        .env("MEMORY_FILE_PATH", dir.0.join("memory.json"))
+        .stdin(Stdio::null());
+    command
+}
+
+/// An rmcp client of the gateway in front of the memory server, with a
+/// store and `config` in `dir`.
+async fn memory_client(dir: &TempDir, config: &[&str]) -> RunningService<RoleClient, ()> {
+    let store = dir.0.join("records.sqlite").display().to_string();
+    let gateway = before_memory(dir, &[&["gateway", "--store", &store], config].concat());
+    let transport = TokioChildProcess::new(Command::from(gateway)).expect("start the gateway");
+    ().serve(transport).await.expect("the gateway initializes")
+}
+
+/// Creates entity `name`, then reads the graph: whether it holds `name`.
+async fn created_and_read(client: &RunningService<RoleClient, ()>, name: &str) -> bool {
+    let entity = json!({"name": name, "entityType": "test", "observations": []});
+    call(client, "create_entities", json!({"entities": [entity]})).await;
+    let graph = call(client, "read_graph", json!({})).await;
+    let entities = graph["structuredContent"]["entities"].as_array().cloned();
+    let entities = entities.unwrap_or_else(|| panic!("a graph: {graph}"));
+    entities.iter().any(|entity| entity["name"] == name)
+}
+
+#[tokio::test]
+async fn an_unannotated_servers_reads_are_named_at_start_and_made_reads_as_init_suggests() {
+    if !common::npx() {
+        return;
+    }
+    let dir = TempDir::new("unannotated");
+    let store = dir.0.join("records.sqlite").display().to_string();
+    // At start: one warning naming the tools taken as writes, and the way out.
+    let started = before_memory(&dir, &["gateway", "--store", &store])
+        .output()
+        .expect("run the gateway");
+    let said = String::from_utf8_lossy(&started.stderr);
+    assert_eq!(said.matches("taken as writes").count(), 1, "{said}");
+    assert!(
+        said.contains("read_graph, search_nodes, open_nodes"),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("idem gateway init -- npx -y {MEMORY}")),
+        "{said}"
+    );
+
+    // Without a configuration, the agent reads the graph as it was before
+    // its own write: the second read is the first's replay.
+    let client = memory_client(&dir, &[]).await;
+    assert!(created_and_read(&client, "first").await);
+    assert!(!created_and_read(&client, "second").await, "replayed");
+    client.cancel().await.expect("close");
+
+    // `init` marks what to review and suggests the queries as reads.
+    let init = before_memory(&dir, &["gateway", "init"])
+        .output()
+        .expect("init");
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    let text = String::from_utf8_lossy(&init.stdout).into_owned();
+    let suggested: toml::Table = toml::from_str(&text).expect("init prints TOML");
+    assert_eq!(
+        suggested["tools"]["create_entities"]["kind"].as_str(),
+        Some("write")
+    );
+    assert_eq!(suggested["tools"]["read_graph"].get("kind"), None, "{text}");
+    assert_eq!(text.matches("# kind = \"read\"").count(), 3, "{text}");
+    // The person reviewing takes the suggestions.
+    let reviewed = config(&dir, &text.replace("# kind = \"read\"", "kind = \"read\""));
+    let check = before_memory(&dir, &["gateway", "check", "--config", &reviewed])
+        .output()
+        .expect("check");
+    let checked = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success(), "{checked}");
+    let line = |tool: &str| {
+        let found = checked.lines().find(|l| l.starts_with(&format!("{tool} ")));
+        found.unwrap_or_default().to_owned()
+    };
+    assert!(line("read_graph").contains(" read "), "{checked}");
+    assert!(
+        line("create_entities").contains(" write (run scope, keyed by entities)"),
+        "{checked}"
+    );
+    assert!(
+        checked.contains("9 tools: 3 reads, 6 writes, 0 to review"),
+        "{checked}"
+    );
+
+    // With it, the gateway starts without a warning and the agent sees
+    // its own writes.
+    let started = before_memory(&dir, &["gateway", "--store", &store, "--config", &reviewed])
+        .output()
+        .expect("run the gateway");
+    let said = String::from_utf8_lossy(&started.stderr);
+    assert!(!said.contains("taken as writes"), "{said}");
+    let client = memory_client(&dir, &["--config", &reviewed]).await;
+    assert!(created_and_read(&client, "third").await);
+    assert!(created_and_read(&client, "fourth").await, "read again");
+    client.cancel().await.expect("close");
 }

@@ -76,7 +76,8 @@ impl Catalog {
             let name = name(tool).to_owned();
             let config = settings.config.tool(&name);
             let hints = Hints::of(tool);
-            if config.kind.unwrap_or(hints.kind) == Kind::Read {
+            if kind_of(tool, &config).0 == Kind::Read {
+                refuse_write_settings(&name, &config)?;
                 reads.insert(name);
                 continue;
             }
@@ -125,19 +126,72 @@ impl Catalog {
     }
 }
 
+/// Why read tool `name` cannot be served with `config`: settings only a
+/// write uses, which a read (passed through as it came) would ignore.
+fn refuse_write_settings(name: &str, config: &ToolConfig) -> Result<(), String> {
+    let given = config.write_settings();
+    if given.is_empty() {
+        return Ok(());
+    }
+    let why = match config.kind {
+        Some(Kind::Read) => "the table says `kind = \"read\"`",
+        _ => "the upstream annotates it `readOnlyHint: true`",
+    };
+    Err(format!(
+        "[tools.{name}] gives {}, which only a write tool uses, but `{name}` is a read ({why}) and \
+         passes through unrecorded: remove {}, or add `kind = \"write\"` if its calls change things",
+        quoted(&given),
+        if given.len() == 1 { "it" } else { "them" },
+    ))
+}
+
+/// `names` as a sentence lists them: `a`, `b` and `c`.
+fn quoted(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => quoted.concat(),
+    }
+}
+
 /// `tool` (as the upstream lists it) as the gateway's clients see it: a
 /// read as it came, a write carrying the contract the gateway enforces.
 pub(crate) fn served(tool: Value, config: &Config) -> Value {
     let tool_config = config.tool(name(&tool));
-    if tool_config.kind.unwrap_or(Hints::of(&tool).kind) == Kind::Read {
+    if kind_of(&tool, &tool_config).0 == Kind::Read {
         return tool;
     }
     listed(tool, &tool_config)
 }
 
+/// What decided whether a tool is a read or a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decided {
+    /// The tool's table says `kind`.
+    Configured,
+    /// The upstream annotates it (`readOnlyHint`).
+    Annotated,
+    /// Nothing: a write, the protocol's default.
+    Unannotated,
+}
+
+/// Whether `tool` (as the upstream lists it) is a read or a write with
+/// `config`, and what decided it: the table's `kind`, else the upstream's
+/// `readOnlyHint`, else a write.
+pub(crate) fn kind_of(tool: &Value, config: &ToolConfig) -> (Kind, Decided) {
+    let hints = Hints::of(tool);
+    match (config.kind, hints.annotated) {
+        (Some(kind), _) => (kind, Decided::Configured),
+        (None, true) => (hints.kind, Decided::Annotated),
+        (None, false) => (Kind::Write, Decided::Unannotated),
+    }
+}
+
 /// What the upstream's annotations say of a tool.
 struct Hints {
     kind: Kind,
+    /// Whether it says `readOnlyHint` at all.
+    annotated: bool,
     destructive: bool,
     open_world: bool,
 }
@@ -153,11 +207,17 @@ impl Hints {
                 .and_then(Value::as_bool)
                 .unwrap_or(default)
         };
+        let said = |name: &str| {
+            tool.get("annotations")
+                .and_then(|a| a.get(name))
+                .is_some_and(Value::is_boolean)
+        };
         Hints {
             kind: match hint("readOnlyHint", false) {
                 true => Kind::Read,
                 false => Kind::Write,
             },
+            annotated: said("readOnlyHint"),
             destructive: hint("destructiveHint", true),
             open_world: hint("openWorldHint", true),
         }

@@ -205,6 +205,37 @@ impl Config {
 }
 
 impl ToolConfig {
+    /// The settings given that only a write tool uses (every one but
+    /// `kind`), by their names in the file: a read passes through as it
+    /// came, so on a read they would be silently ignored.
+    pub(crate) fn write_settings(&self) -> Vec<&'static str> {
+        let given = [
+            ("scope", self.scope.is_some()),
+            ("key", self.key.is_some()),
+            ("check", self.check.is_some()),
+            ("ignore", self.ignore.is_some()),
+            ("hide", self.hide.is_some()),
+            ("lease", self.lease.is_some()),
+            ("ttl", self.ttl.is_some()),
+            ("on_in_flight", self.on_in_flight.is_some()),
+            ("wait", self.wait.is_some()),
+            ("timeout", self.timeout.is_some()),
+            ("version", self.version.is_some()),
+            ("on_store_error", self.on_store_error.is_some()),
+            ("on_uncertain", self.on_uncertain.is_some()),
+            ("approval", self.approval.is_some()),
+            ("approval_window", self.approval_window.is_some()),
+            ("approval_when", self.approval_when.is_some()),
+            ("approval_wait", self.approval_wait.is_some()),
+            ("uncertain_wait", self.uncertain_wait.is_some()),
+            ("error_results", self.error_results.is_some()),
+        ];
+        given
+            .into_iter()
+            .filter_map(|(name, given)| given.then_some(name))
+            .collect()
+    }
+
     /// Whether a person approves the tool's operations: as `approval`
     /// says; `"required"` when only `approval_when` is given, else never.
     /// With `approval_when`, only the calls for which it holds.

@@ -9,7 +9,9 @@
 //! `config` reads the per-tool settings; `jsonrpc` reads messages; `link`
 //! is a connection to the upstream, which routes what it sends to the
 //! client it belongs to; `catalog` makes the registry and the listed
-//! tools from the upstream's; `proxy` is a write tool that calls upstream;
+//! tools from the upstream's; `review` says what the gateway makes of
+//! them (`idem gateway init`, `idem gateway check`, the warning at
+//! start); `proxy` is a write tool that calls upstream;
 //! `session` is one client's session, relayed to its link; `stdio` and
 //! `http` serve clients.
 
@@ -22,6 +24,7 @@ mod jsonrpc;
 mod link;
 mod progress;
 mod proxy;
+mod review;
 mod session;
 mod spelling;
 mod stdio;
@@ -44,9 +47,14 @@ use crate::store::StoreUrl;
 
 /// What `idem gateway` is given.
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub(crate) struct GatewayArgs {
+    /// Instead of serving: `init` prints a configuration to start from,
+    /// `check` says what each tool will be.
+    #[command(subcommand)]
+    review: Option<Review>,
     #[command(flatten)]
-    store: StoreUrl,
+    store: Option<StoreUrl>,
     /// Per-tool settings: a TOML file with a `[tools.NAME]` table for each
     /// tool whose kind, key fields, scope, lease, TTL or policies differ
     /// from the defaults.
@@ -58,11 +66,6 @@ pub(crate) struct GatewayArgs {
     /// The namespace of the records, as a registry's.
     #[arg(long)]
     namespace: Option<String>,
-    /// How long the upstream has to answer a call (500ms, 30s, 10m, ..);
-    /// past it, a write's outcome is uncertain. Also how long it has to
-    /// start.
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
-    timeout: Duration,
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio.
     #[arg(long, value_name = "ADDR")]
     http: Option<String>,
@@ -96,6 +99,43 @@ pub(crate) struct GatewayArgs {
     /// upstream's, byte for byte).
     #[arg(long)]
     note_replays: bool,
+    #[command(flatten)]
+    upstream: UpstreamArgs,
+}
+
+/// What the gateway says of an upstream's tools, instead of serving them.
+#[derive(clap::Subcommand)]
+enum Review {
+    /// Print a configuration for the upstream's tools to start from: a
+    /// table per tool, its kind as annotated, the unannotated ones (taken
+    /// as writes) marked for review, `kind = "read"` suggested (commented
+    /// out) for those whose name reads as a query:
+    /// `idem gateway init -- npx some-mcp-server > gateway.toml`.
+    Init {
+        #[command(flatten)]
+        upstream: UpstreamArgs,
+    },
+    /// Say what each of the upstream's tools will be with a configuration
+    /// (a read, or a write: its scope, key and approval), or why the
+    /// gateway would refuse to start with it:
+    /// `idem gateway check --config gateway.toml -- npx some-mcp-server`.
+    Check {
+        /// The configuration to check (none: the defaults).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        #[command(flatten)]
+        upstream: UpstreamArgs,
+    },
+}
+
+/// The upstream MCP server, and how long it has to answer.
+#[derive(Args)]
+struct UpstreamArgs {
+    /// How long the upstream has to answer a call (500ms, 30s, 10m, ..);
+    /// past it, a write's outcome is uncertain. Also how long it has to
+    /// start.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    timeout: Duration,
     /// The upstream MCP server, if it serves streamable HTTP: its URL
     /// (`http://host:port/mcp`).
     #[arg(long, value_name = "URL", conflicts_with = "upstream")]
@@ -110,28 +150,49 @@ pub(crate) struct GatewayArgs {
     upstream: Vec<String>,
 }
 
+impl UpstreamArgs {
+    fn source(self) -> Source {
+        match self.upstream_url {
+            Some(url) => Source::Url(url),
+            None => Source::Command(self.upstream),
+        }
+    }
+}
+
 /// Serves the gateway until its client goes (stdio) or it is stopped
 /// (HTTP).
 pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
     log_to_stderr();
+    match args.review {
+        Some(Review::Init { upstream }) => {
+            let (patience, source) = (upstream.timeout, upstream.source());
+            return review::init(&source, patience).await;
+        }
+        Some(Review::Check { config, upstream }) => {
+            let (patience, source) = (upstream.timeout, upstream.source());
+            return review::check(config.as_deref(), &source, patience).await;
+        }
+        None => {}
+    }
+    let Some(store) = args.store else {
+        return Err("the gateway needs a store: --store URL (or IDEM_STORE)".into());
+    };
     let config = match &args.config {
         Some(path) => Config::load(path)?,
         None => Config::default(),
     };
+    let patience = args.upstream.timeout;
     let settings = Settings {
         config,
-        store: args.store.open_to_serve().await?,
+        store: store.open_to_serve().await?,
         namespace: args.namespace,
-        timeout: args.timeout,
+        timeout: patience,
     };
-    let source = match args.upstream_url {
-        Some(url) => Source::Url(url),
-        None => Source::Command(args.upstream),
-    };
-    probe(&source, &settings, args.timeout).await?;
+    let source = args.upstream.source();
+    probe(&source, &settings, patience).await?;
     let shared = Arc::new(Shared {
         settings,
-        patience: args.timeout,
+        patience,
         note_replays: args.note_replays,
     });
     let mut binding = Binding::new();
@@ -159,8 +220,24 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
 
 /// Starts the upstream once before serving, as the gateway's own client,
 /// to refuse at once an upstream that does not start or initialize, or
-/// whose tools the configuration does not fit.
+/// whose tools the configuration does not fit; warns of the tools taken
+/// as writes only because nothing says otherwise.
 async fn probe(source: &Source, settings: &Settings, patience: Duration) -> Result<(), String> {
+    let tools = upstream_tools(source, patience).await?;
+    let catalog = Catalog::build(&tools, settings)?;
+    if let Some(unfit) = catalog.unlisted(&settings.config) {
+        return Err(unfit);
+    }
+    review::warn_unannotated(&tools, &settings.config, source);
+    Ok(())
+}
+
+/// The upstream's tools (every page), listed on a connection of the
+/// gateway's own, closed after.
+async fn upstream_tools(
+    source: &Source,
+    patience: Duration,
+) -> Result<Vec<serde_json::Value>, String> {
     let name = match source {
         Source::Command(command) => format!("`{}`", command.first().map_or("", String::as_str)),
         Source::Url(url) => format!("at {url}"),
@@ -174,16 +251,11 @@ async fn probe(source: &Source, settings: &Settings, patience: Duration) -> Resu
         "clientInfo": {"name": "idem-gateway", "version": env!("CARGO_PKG_VERSION")},
     });
     let initialized = link.call("initialize", initialize, patience).await;
-    let checked = match initialized {
+    let listed = match initialized {
         Ok(_) => {
             let done = jsonrpc::notification("notifications/initialized", json!({}));
             link.notify(done).await;
-            let tools = session::list_all_tools(&link, patience).await;
-            let catalog = tools.and_then(|tools| Catalog::build(&tools, settings));
-            catalog.and_then(|catalog| match catalog.unlisted(&settings.config) {
-                Some(unfit) => Err(unfit),
-                None => Ok(()),
-            })
+            session::list_all_tools(&link, patience).await
         }
         Err(e) if e.starts_with("no answer") => Err(format!(
             "the upstream server {name} did not initialize within {patience:?}"
@@ -193,7 +265,7 @@ async fn probe(source: &Source, settings: &Settings, patience: Duration) -> Resu
         )),
     };
     link.close().await;
-    checked
+    listed
 }
 
 /// The gateway's log, on stderr (stdout is the protocol's on stdio):
