@@ -155,7 +155,7 @@ pub(crate) fn print_full(record: &RecordInfo) {
 }
 
 /// The header of [`row`]'s table.
-pub(crate) const HEADER: &str = "STATE     ATTEMPT  AGE      LEASE    EXPIRES  TOOL                 TENANT       KEY  ARGUMENTS";
+pub(crate) const HEADER: &str = "STATE     ATTEMPT  AGE      LEASE    EXPIRES  TOOL                 TENANT       RUN              KEY  ARGUMENTS";
 
 /// A record as a row under [`HEADER`].
 pub(crate) fn row(record: &RecordInfo) -> String {
@@ -164,10 +164,16 @@ pub(crate) fn row(record: &RecordInfo) -> String {
     } else {
         "-".into()
     };
-    let tenant = record.about.as_deref().and_then(About::parse);
-    let tenant = tenant.and_then(|a| a.tenant).unwrap_or_else(|| "-".into());
+    let about = record.about.as_deref().and_then(About::parse);
+    let (tenant, run) = about.map_or((None, None), |a| (a.tenant, a.run));
+    // A run-scoped tool's run; `-` for a global one, or a record that
+    // does not say.
+    let (tenant, run) = (
+        tenant.unwrap_or_else(|| "-".into()),
+        run.unwrap_or_else(|| "-".into()),
+    );
     format!(
-        "{:<9} {:<8} {:<8} {:<8} {:<8} {:<20} {:<12} {}  {}",
+        "{:<9} {:<8} {:<8} {:<8} {:<8} {:<20} {:<12} {:<16} {}  {}",
         record.state.as_str(),
         record.attempt,
         record.age.map_or("-".into(), human),
@@ -175,6 +181,7 @@ pub(crate) fn row(record: &RecordInfo) -> String {
         expires(record),
         record.tool.as_deref().unwrap_or("-"),
         tenant,
+        run,
         record.key,
         arguments_line(record),
     )

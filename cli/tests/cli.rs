@@ -166,6 +166,30 @@ async fn lists_and_releases(
         table.contains(done.as_str()) && table.contains(stuck.as_str()),
         "{table}"
     );
+    // Each row says its run: the done record's was called in run-42; the
+    // stuck claim, made by hand, says none.
+    let header: Vec<&str> = table
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    let column = header
+        .iter()
+        .position(|c| *c == "RUN")
+        .expect("a RUN column");
+    let run_of = |key: &IdemKey| {
+        let row = table
+            .lines()
+            .find(|l| l.contains(key.as_str()))
+            .unwrap_or_default();
+        row.split_whitespace()
+            .nth(column)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(run_of(done), "run-42", "{table}");
+    assert_eq!(run_of(&stuck), "-", "{table}");
     let running = stdout(&idem(&with(
         &[
             "list",
