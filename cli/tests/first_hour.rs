@@ -138,6 +138,23 @@ async fn a_default_left_out_is_the_same_operation_as_the_default_spelt_out() {
     assert_eq!(ledger, "d 0\n");
 }
 
+#[tokio::test]
+async fn a_number_written_as_a_string_is_the_same_operation_as_the_number() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("first-hour");
+    let client = stdio_client(&gateway(&dir, &[])).await;
+    // `amount: int`: pydantic reads "15000" as 15000, one refund.
+    let string = call(&client, "append", json!({"entry": "r", "amount": "15000"})).await;
+    let number = call(&client, "append", json!({"entry": "r", "amount": 15000})).await;
+    client.cancel().await.expect("shut down");
+    assert_eq!(string["_meta"]["idem/replayed"], Value::Null, "{string}");
+    assert_eq!(number["_meta"]["idem/replayed"], true, "{number}");
+    let ledger = std::fs::read_to_string(dir.0.join("ledger.txt")).expect("the ledger");
+    assert_eq!(ledger, "r 15000\n");
+}
+
 /// `append` of `entry` in run `run-1`, named as an agent that resumes its
 /// run after a restart names it.
 async fn append(client: &RunningService<RoleClient, ()>, entry: &str) -> Value {

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::defaults::SchemaDefaults;
+use super::given::GivenSchema;
 use super::roles::member;
 use super::sets::Sets;
 use crate::key::{Fingerprint, MAX_FIELD_TAGS, path_tag, tag_of, value_tag};
@@ -19,9 +19,9 @@ use crate::tool::Roles;
 /// fields a call can have.
 pub(crate) struct Learnt {
     pub(crate) sets: Option<Sets>,
-    /// The defaults of members a call may leave out, for a tool whose
-    /// schema was given (a typed tool's are serde's).
-    pub(crate) defaults: Option<SchemaDefaults>,
+    /// How arguments read by a schema given with the tool (defaults,
+    /// scalars written as strings); a typed tool's are read by serde.
+    pub(crate) given: Option<GivenSchema>,
     /// The checked fields of a call keyed by the roles.
     by_roles: Vec<CheckedPath>,
     /// The checked fields of a call keyed on a caller's operation key.
@@ -49,7 +49,7 @@ impl Learnt {
         };
         Learnt {
             sets: Sets::of(schema),
-            defaults: given.then(|| SchemaDefaults::of(schema)).flatten(),
+            given: given.then(|| GivenSchema::of(schema)).flatten(),
             by_roles: paths(false),
             by_operation_key: paths(true),
         }

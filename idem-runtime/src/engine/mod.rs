@@ -18,7 +18,7 @@ mod approval;
 mod args;
 mod checked;
 mod claim;
-mod defaults;
+mod given;
 mod hold;
 mod operation;
 mod read;

@@ -12,9 +12,10 @@ use crate::error::ToolError;
 use crate::key::{IdemKey, Scope, write_explicit};
 use crate::tool::{Roles, WriteTool};
 
-/// Parses a write tool's arguments (what a given schema defaults filled
-/// in) and derives the operation's key and fingerprint from the typed
-/// arguments, re-serialized, with the sets among
+/// Parses a write tool's arguments (as a given schema reads them:
+/// defaults filled in, scalars written as strings read as its types) and
+/// derives the operation's key and fingerprint from the typed arguments,
+/// re-serialized, with the sets among
 /// them (`sets`, from the tool's schema) in canonical order and the field
 /// roles applied (docs/spec.md, "Keys" and "Field roles"): ignored fields
 /// count for nothing, checked ones for the fingerprint only. A call that
@@ -28,8 +29,8 @@ pub(crate) fn operation<'a, S, T: WriteTool<S>>(
     caller: CallOrigin<'_>,
     mut args: Value,
 ) -> Result<(T::Args, IdemKey, Checked<'a>), ToolError> {
-    if let Some(defaults) = &learnt.defaults {
-        defaults.fill(&mut args);
+    if let Some(given) = &learnt.given {
+        given.read(&mut args);
     }
     let args: T::Args = parse_keyed_args(name, args, settings.args)?;
     let head = KeyHead {
