@@ -562,6 +562,9 @@ async fn the_python_sdk_over_stdio_writes_once() {
         idem, "gateway", "--store", &store, "--", "python3", LEDGER, &ledger,
     ];
     let report = python_client(&["stdio"], &gateway).await;
+    // The client speaks the stateless 2026-07-28 and its first request is
+    // a write: the gateway learns the tools on its behalf.
+    assert_eq!(report["protocol"], "2026-07-28", "{report}");
     assert_eq!(report["again"]["_meta"]["idem/replayed"], true, "{report}");
     let (first, again) = (report["first"].clone(), report["again"].clone());
     assert_eq!(unmarked_json(again), unmarked_json(first), "{report}");
