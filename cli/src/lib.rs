@@ -2,7 +2,8 @@
 //! operation's key with the function the runtime uses; `show` prints a
 //! record; `list` and `stats` scan a namespace (`scan.rs`); `release` ends
 //! a stuck claim (`release.rs`); `pending` lists the operations whose
-//! outcome is unknown and `resolve` answers one (`resolve.rs`);
+//! outcome is unknown and `resolve` answers one (`resolve.rs`, a result
+//! fitted to the tool's output schema by `fits.rs`);
 //! `approvals` lists the operations awaiting a person's approval, and
 //! `approve` and `deny` decide one and `revoke` takes an approval back
 //! (`approve.rs`); `purge` deletes expired
@@ -20,6 +21,7 @@
 
 mod approve;
 mod console;
+mod fits;
 mod gateway;
 mod guard;
 mod notify;

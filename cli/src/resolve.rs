@@ -108,6 +108,23 @@ fn print_pending(record: &RecordInfo, note: Option<Result<UnknownNote, String>>,
     say!("{:<8} arguments: {arguments}", "");
 }
 
+/// `result` (JSON text) as the tool would have given it, for an unknown
+/// record whose note is `note`: fitted to the tool's output schema when
+/// the note keeps one ([`crate::fits::shaped`]), else as it came.
+fn as_the_tool_gives_it(result: &str, note: Option<&str>) -> Result<String, Refused> {
+    let value = serde_json::from_str::<Value>(result)
+        .map_err(|e| Refused::Invalid(format!("the result is not JSON: {e}")))?;
+    let schema = note
+        .and_then(UnknownNote::parse)
+        .and_then(|note| note.output_schema);
+    match schema {
+        Some(schema) => crate::fits::shaped(value, &schema)
+            .map(|shaped| shaped.to_string())
+            .map_err(Refused::Invalid),
+        None => Ok(result.to_owned()),
+    }
+}
+
 /// `resolve`: settles the unknown record under `key` with `answer`, kept
 /// for `ttl` (done or failed), on the token that made it unknown.
 pub(crate) async fn resolve(
@@ -141,12 +158,18 @@ pub(crate) async fn resolve(
              which has the keys, or give --rerun"
         )));
     }
+    let recorded = match &answer {
+        Answer::Done(result) => as_the_tool_gives_it(result, record.payload.as_deref())?,
+        _ => String::new(),
+    };
     let (outcome, what) = match &answer {
-        Answer::Done(result) => {
-            serde_json::from_str::<Value>(result)
-                .map_err(|e| Refused::Invalid(format!("the result is not JSON: {e}")))?;
-            (Outcome::Done { result, ttl }, "done")
-        }
+        Answer::Done(_) => (
+            Outcome::Done {
+                result: &recorded,
+                ttl,
+            },
+            "done",
+        ),
         Answer::Failed(error) => (Outcome::Failed { error, ttl }, "failed"),
         Answer::Rerun => (Outcome::Released, "to run again"),
     };

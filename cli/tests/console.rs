@@ -33,10 +33,25 @@ async fn refund(order: String, ctx: &WriteCtx) -> Result<Value, String> {
     Ok(json!({"refunded": order, "attempt": ctx.attempt()}))
 }
 
+/// What `send_email` answers: its schema is the tool's output schema, which
+/// a result a person gives must fit.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+struct Sent {
+    sent_to: String,
+    #[serde(default)]
+    attempt: u32,
+    /// Who sent it, when a person did.
+    by: Option<String>,
+}
+
 /// Send the customer an email: at most once.
 #[write_tool(on_uncertain = "refuse")]
-async fn send_email(to: String, ctx: &WriteCtx) -> Result<Value, String> {
-    Ok(json!({"sent_to": to, "attempt": ctx.attempt()}))
+async fn send_email(to: String, ctx: &WriteCtx) -> Result<Sent, String> {
+    Ok(Sent {
+        sent_to: to,
+        attempt: ctx.attempt(),
+        by: None,
+    })
 }
 
 /// A console on `store`, with `args` besides: the process, and its
@@ -359,6 +374,13 @@ async fn an_unknown_outcome_is_resolved_through_the_api() {
         let (code, _, refused) = call(&addr, &resolve, &ana, Some(body.clone())).await;
         assert_eq!(code, 400, "{body}: {refused}");
     }
+    // A result that does not fit the tool's output schema is refused,
+    // naming the field; nothing is recorded.
+    let misfit = json!({"outcome": "done", "result": {"sent_to": 7}});
+    let (code, _, refused) = call(&addr, &resolve, &ana, Some(misfit)).await;
+    assert_eq!(code, 400, "{refused}");
+    let said = refused.to_string();
+    assert!(said.contains("`sent_to` is 7, not string"), "{said}");
     let done = json!({"outcome": "done", "result": {"sent_to": "ann@example.com", "by": "hand"}});
     let (code, _, resolved) = call(&addr, &resolve, &ana, Some(done.clone())).await;
     assert_eq!(code, 200, "{resolved}");

@@ -305,7 +305,10 @@ async fn a_result_an_operator_records_in_any_shape_is_answered_as_a_tool_result(
         return;
     }
     let dir = TempDir::new("first-hour");
-    let config = config(&dir, "[tools.append_slowly]\non_uncertain = \"refuse\"\n");
+    // Global: a later gateway's client (the Python SDK's, below) makes the
+    // same operation.
+    let toml = "[tools.append_slowly]\non_uncertain = \"refuse\"\nscope = \"global\"\n";
+    let config = config(&dir, toml);
     let client = stdio_client(&gateway(&dir, &["--config", &config])).await;
     // A call cancelled in flight: its outcome is unknown.
     let args = json!({"entry": "o"})
@@ -341,7 +344,21 @@ async fn a_result_an_operator_records_in_any_shape_is_answered_as_a_tool_result(
     let key = pending["key"].as_str().expect("a key");
     // As an object, as `idem show --json` gives it.
     assert_eq!(pending["arguments"], json!({"entry": "o"}), "{pending}");
+    // `append_slowly -> str`: the SDK's output schema wraps it in
+    // `{"result": ..}`, which the unknown record's note keeps. A number is
+    // refused, saying the shape; nothing is recorded.
+    let misfit = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["resolve", "--store", &store, "--done", "7", key])
+        .output()
+        .expect("run idem");
+    let said = String::from_utf8_lossy(&misfit.stderr);
+    assert!(!misfit.status.success(), "{said}");
+    assert!(said.contains("wraps it as {\"result\": ..}"), "{said}");
+    assert!(said.contains("`result` is 7, not string"), "{said}");
     idem(&["resolve", "--store", &store, "--done", "\"moved 7\"", key]);
+    let shown = idem(&["show", "--json", "--store", &store, key]);
+    let shown: Value = serde_json::from_str(&shown).expect("one record");
+    assert_eq!(shown["result"], json!({"result": "moved 7"}), "{shown}");
     let answered = client
         .peer()
         .send_request(slowly())
@@ -351,6 +368,29 @@ async fn a_result_an_operator_records_in_any_shape_is_answered_as_a_tool_result(
     assert_eq!(answered["content"][0]["text"], "moved 7", "{answered}");
     assert_eq!(answered["_meta"]["idem/replayed"], true, "{answered}");
     client.cancel().await.expect("shut down");
+
+    // The official Python client checks a result against the tool's
+    // output schema: the replay is what the tool would have answered.
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/upstream/call.py");
+    let out = Command::new("python3")
+        .args([script, "append_slowly", r#"{"entry": "o"}"#])
+        .args(gateway(&dir, &["--config", &config]))
+        .output()
+        .await
+        .expect("run the Python client");
+    let replay: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("a JSON result: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(
+        replay,
+        json!({
+            "_meta": {"idem/replayed": true},
+            "content": [{"type": "text", "text": "moved 7"}],
+            "structuredContent": {"result": "moved 7"},
+            "isError": false,
+            "resultType": "complete",
+        }),
+        "the golden replay, as the SDK reads it"
+    );
 }
 
 #[tokio::test]

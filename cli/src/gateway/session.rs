@@ -617,9 +617,11 @@ fn operation_meta(request: &Value) -> Option<Map<String, Value>> {
 
 /// A recorded result as a `tools/call` result: as the upstream gave it
 /// (content, or the task a call as a task was given), or, for a result an
-/// operator recorded in another shape (`idem resolve --done '"moved 7"'`),
-/// that value as a text block (and as `structuredContent` when an
-/// object), so that a duplicate is never answered what MCP cannot read.
+/// operator recorded in another shape (`idem resolve --done '"moved 7"'`,
+/// which fits it to the tool's output schema: `{"result": "moved 7"}` for
+/// the Python SDK's), that value as `structuredContent` when an object,
+/// and as a text block as an SDK writes one beside it, so that a
+/// duplicate is never answered what MCP cannot read.
 fn tool_result(recorded: Value) -> Value {
     let readable = recorded
         .as_object()
@@ -627,15 +629,28 @@ fn tool_result(recorded: Value) -> Value {
     if readable {
         return recorded;
     }
-    let text = match &recorded {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    };
+    let text = text_of(&recorded);
     let mut result = json!({"content": [{"type": "text", "text": text}]});
     if recorded.is_object() {
         result["structuredContent"] = recorded;
     }
     result
+}
+
+/// The text an SDK writes beside a structured result: a string as it is,
+/// a value wrapped in `{"result": ..}` as the value's, anything else as
+/// indented JSON.
+fn text_of(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Object(members) if members.len() == 1 && members.contains_key("result") => {
+            text_of(&members["result"])
+        }
+        Value::Object(_) | Value::Array(_) => {
+            serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+        }
+        other => other.to_string(),
+    }
 }
 
 /// Marks a replayed `result` in its `_meta`, and with `note` ends its

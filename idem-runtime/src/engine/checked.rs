@@ -22,6 +22,9 @@ pub(crate) struct Learnt {
     /// How arguments read by a schema given with the tool (defaults,
     /// scalars written as strings); a typed tool's are read by serde.
     pub(crate) given: Option<GivenSchema>,
+    /// The tool's output schema, if its info gives one: kept in the note
+    /// of an unknown outcome, for whoever resolves it.
+    pub(crate) output_schema: Option<Value>,
     /// The checked fields of a call keyed by the roles.
     by_roles: Vec<CheckedPath>,
     /// The checked fields of a call keyed on a caller's operation key.
@@ -50,6 +53,7 @@ impl Learnt {
         Learnt {
             sets: Sets::of(schema),
             given: given.then(|| GivenSchema::of(schema)).flatten(),
+            output_schema: None,
             by_roles: paths(false),
             by_operation_key: paths(true),
         }

@@ -40,6 +40,8 @@ pub(crate) struct Site<'a> {
     pub(crate) limit: Duration,
     /// The tool's name, for logs and errors.
     pub(crate) tool: &'a str,
+    /// The tool's output schema, for the note of an unknown outcome.
+    pub(crate) output_schema: Option<&'a serde_json::Value>,
     /// What seals the payloads written.
     pub(crate) result_keys: Option<&'a ResultKeys>,
     /// The store's kind and metric keys.
@@ -111,6 +113,11 @@ impl<'a> Hold<'a> {
 
     pub(crate) fn tool(&self) -> &'a str {
         self.site.tool
+    }
+
+    /// The tool's output schema, if its info gives one.
+    pub(crate) fn output_schema(&self) -> Option<&'a serde_json::Value> {
+        self.site.output_schema
     }
 
     pub(crate) fn settings(&self) -> &'a ToolSettings {

@@ -136,7 +136,8 @@ pub(super) async fn settle_unknown(
     reason: &str,
 ) -> ToolError {
     let (name, key) = (hold.tool(), hold.key());
-    let note = UnknownNote::new(tenant, reason).to_payload();
+    let note = UnknownNote::new(tenant, reason).with_output_schema(hold.output_schema().cloned());
+    let note = note.to_payload();
     let payload = hold.sealed(PayloadKind::Error, note);
     let attempt = hold.token().attempt();
     match hold.settle(Outcome::Unknown { reason: &payload }).await {

@@ -42,7 +42,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
     if let Some(trace) = caller.trace {
         trace.key(&key);
     }
-    let site = site(shared, settings, name, caller);
+    let site = site(shared, settings, learnt, name, caller);
     let about = about(&site, &key, caller, &args);
     let about = about.as_deref();
     #[cfg(feature = "notify")]
@@ -102,6 +102,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
 fn site<'a, S>(
     shared: &'a Shared<S>,
     settings: &'a ToolSettings,
+    learnt: &'a Learnt,
     name: &'a str,
     caller: CallOrigin<'a>,
 ) -> Site<'a> {
@@ -110,6 +111,7 @@ fn site<'a, S>(
         settings,
         limit: shared.store_timeout,
         tool: name,
+        output_schema: learnt.output_schema.as_ref(),
         result_keys: shared.result_keys.as_deref(),
         meta: &shared.store_meta,
         trace: caller.trace,

@@ -175,7 +175,8 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> UnpreparedTool<S> for Registered
         let given = self.info.input_schema.as_ref();
         let input_schema = schema::tool_input_schema::<T::Args>(name, given, true)?;
         settings.roles.validate(name, &input_schema)?;
-        let learnt = Learnt::of(&input_schema, &settings.roles, given.is_some());
+        let mut learnt = Learnt::of(&input_schema, &settings.roles, given.is_some());
+        learnt.output_schema = self.info.output_schema.clone();
         let def = ToolDef {
             name: name.to_string(),
             description: self.info.description.to_string(),

@@ -114,6 +114,14 @@ pub struct UnknownNote {
     pub reason: String,
     /// The tenant of the call, if it named one.
     pub tenant: Option<String>,
+    /// The JSON Schema of the tool's structured result, if its info gives
+    /// one ([`ToolInfo::output_schema`](crate::ToolInfo::output_schema);
+    /// `idem gateway`'s: the upstream tool's `outputSchema`): what a
+    /// result given by a person who resolves the outcome (`idem resolve`,
+    /// the console) must fit, where the resolver finds it. Not kept before
+    /// idem 0.5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
 }
 
 impl UnknownNote {
@@ -122,12 +130,23 @@ impl UnknownNote {
         UnknownNote {
             reason: reason.into(),
             tenant: tenant.map(str::to_owned),
+            output_schema: None,
         }
+    }
+
+    /// The note, keeping the tool's output schema `schema`.
+    pub fn with_output_schema(mut self, schema: Option<serde_json::Value>) -> UnknownNote {
+        self.output_schema = schema;
+        self
     }
 
     /// The payload an unknown record keeps: the note as JSON.
     pub fn to_payload(&self) -> String {
-        serde_json::json!({ "reason": self.reason, "tenant": self.tenant }).to_string()
+        let mut note = serde_json::json!({ "reason": self.reason, "tenant": self.tenant });
+        if let Some(schema) = &self.output_schema {
+            note["output_schema"] = schema.clone();
+        }
+        note.to_string()
     }
 
     /// The note an unknown record's payload holds; `None` when it holds
