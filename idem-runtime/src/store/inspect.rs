@@ -118,8 +118,8 @@ pub struct UnknownNote {
     /// one ([`ToolInfo::output_schema`](crate::ToolInfo::output_schema);
     /// `idem gateway`'s: the upstream tool's `outputSchema`): what a
     /// result given by a person who resolves the outcome (`idem resolve`,
-    /// the console) must fit, where the resolver finds it. Not kept before
-    /// idem 0.5.
+    /// the console) must fit, where the resolver finds it. A note written
+    /// before it was kept reads with it `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<serde_json::Value>,
 }
