@@ -383,7 +383,7 @@ async fn a_result_an_operator_records_in_any_shape_is_answered_as_a_tool_result(
     assert_eq!(
         replay,
         json!({
-            "_meta": {"idem/replayed": true},
+            "_meta": {"idem/replayed": true, "idem/repeat_with": 2},
             "content": [{"type": "text", "text": "moved 7"}],
             "structuredContent": {"result": "moved 7"},
             "isError": false,

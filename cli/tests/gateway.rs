@@ -117,10 +117,12 @@ fn unmarked(result: &CallToolResult) -> Value {
     unmarked_json(serde_json::to_value(result).expect("a result is JSON"))
 }
 
-/// A result's JSON without the `_meta` that marks a replay.
+/// A result's JSON without the `_meta` that marks a replay (and says how
+/// to repeat it on purpose).
 fn unmarked_json(mut value: Value) -> Value {
     if let Some(meta) = value.get_mut("_meta").and_then(Value::as_object_mut) {
         meta.remove("idem/replayed");
+        meta.remove("idem/repeat_with");
         if meta.is_empty() {
             value.as_object_mut().expect("object").remove("_meta");
         }
@@ -640,6 +642,104 @@ async fn in_front_of_the_official_filesystem_server_an_edit_and_a_move_happen_on
         .map(|t| t.keys().map(String::as_str).collect())
         .unwrap_or_default();
     assert_eq!(tools, BTreeSet::from(["edit_file", "move_file"]), "{stats}");
+}
+
+/// A long session creates a file, moves it away and creates it again: the
+/// third call is the first's duplicate, replayed, and the note the model
+/// reads says so, when the first ran, and how to do it again; with
+/// `idem_repeat` the person's repeat runs, and a retry of that repeat is
+/// still caught. The upstream never sees the argument.
+#[tokio::test]
+async fn a_deliberate_repeat_runs_and_a_retry_of_it_is_caught() {
+    if !npx() {
+        return;
+    }
+    let dir = TempDir::new("gateway-repeat");
+    let data = dir.0.join("data");
+    std::fs::create_dir_all(&data).expect("the data directory");
+    let (file, away) = (data.join("notes.txt"), data.join("away.txt"));
+    let store = dir.0.join("records.sqlite").display().to_string();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_idem"));
+    command
+        .args([
+            "gateway",
+            "--store",
+            &store,
+            "--note-replays",
+            "--",
+            "npx",
+            "-y",
+            FILESYSTEM,
+        ])
+        .arg(&data);
+    let client = stdio_client(command).await;
+    let listed = client.list_all_tools().await.expect("tools/list");
+    let write_file = listed
+        .iter()
+        .find(|t| t.name == "write_file")
+        .expect("write_file");
+    let argument = &write_file.input_schema["properties"]["idem_repeat"];
+    assert!(
+        argument["description"]
+            .as_str()
+            .is_some_and(|d| d.contains("Give 2")),
+        "{argument}"
+    );
+
+    let create = json!({"path": file, "content": "hello"});
+    let first = call(&client, None, "write_file", create.clone()).await;
+    assert!(!replayed(&first) && file.exists());
+    let moved = json!({"source": file, "destination": away});
+    call(&client, None, "move_file", moved).await;
+    assert!(!file.exists());
+    // The same call again: a duplicate to the gateway, whatever the person
+    // meant. Nothing is created, and the model is told so.
+    let again = call(&client, None, "write_file", create.clone()).await;
+    assert!(replayed(&again) && !file.exists());
+    let note = again
+        .content
+        .last()
+        .and_then(|c| c.as_text())
+        .expect("a note");
+    assert!(note.text.contains("was not done again"), "{}", note.text);
+    assert!(
+        note.text.contains("seconds ago") || note.text.contains("second ago"),
+        "{}",
+        note.text
+    );
+    assert!(note.text.contains("\"idem_repeat\": 2"), "{}", note.text);
+    let meta = again.meta.as_ref().map(|m| m.0.clone()).unwrap_or_default();
+    assert_eq!(meta.get("idem/repeat_with"), Some(&json!(2)), "{meta:?}");
+
+    // As the note says: the person's repeat runs.
+    let mut repeat = create.clone();
+    repeat["idem_repeat"] = json!(2);
+    let repeated = call(&client, None, "write_file", repeat.clone()).await;
+    assert!(!replayed(&repeated), "{repeated:?}");
+    assert_ne!(
+        repeated.is_error,
+        Some(true),
+        "the upstream took it: {repeated:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("created again"),
+        "hello"
+    );
+    // A retry of that repeat (a re-sent turn) is caught, and says 3.
+    std::fs::remove_file(&file).expect("remove");
+    let retried = call(&client, None, "write_file", repeat).await;
+    assert!(replayed(&retried) && !file.exists());
+    let note = retried
+        .content
+        .last()
+        .and_then(|c| c.as_text())
+        .expect("a note");
+    assert!(note.text.contains("\"idem_repeat\": 3"), "{}", note.text);
+    // 1 is the first operation, spelt out.
+    let mut one = create;
+    one["idem_repeat"] = json!(1);
+    assert!(replayed(&call(&client, None, "write_file", one).await));
+    client.cancel().await.expect("shut down");
 }
 
 /// A client that counts the changes of the tool list it is told of.

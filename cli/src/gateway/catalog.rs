@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::config::{Config, ErrorResults, Kind, ToolConfig};
 use super::proxy::ProxiedWrite;
+use super::repeat;
 use super::spelling::closest;
 
 /// How long a write's result is replayed unless its `ttl` says otherwise
@@ -34,6 +35,8 @@ pub(crate) struct Catalog {
     pub(crate) writes: HashSet<String>,
     /// The names of the write tools whose key holds the run.
     pub(crate) run_scoped: HashSet<String>,
+    /// The names of the write tools that take [`repeat::REPEAT`].
+    pub(crate) repeats: HashSet<String>,
 }
 
 /// What [`Catalog::build`] is given beside the tools.
@@ -70,8 +73,12 @@ impl Catalog {
         if let Some(namespace) = &settings.namespace {
             builder = builder.namespace(namespace.clone());
         }
-        let (mut writes, mut reads, mut run_scoped) =
-            (HashSet::new(), HashSet::new(), HashSet::new());
+        let (mut writes, mut reads, mut run_scoped, mut repeats) = (
+            HashSet::new(),
+            HashSet::new(),
+            HashSet::new(),
+            HashSet::new(),
+        );
         for tool in tools {
             let name = name(tool).to_owned();
             let config = settings.config.tool(&name);
@@ -81,9 +88,13 @@ impl Catalog {
                 reads.insert(name);
                 continue;
             }
-            builder = builder.tool(proxied(tool, &config, &hints, settings.timeout)?);
+            let offered = repeat::offered(tool);
+            builder = builder.tool(proxied(tool, &config, &hints, settings.timeout, offered)?);
             if config.scope.unwrap_or(ScopeKind::Run) == ScopeKind::Run {
                 run_scoped.insert(name.clone());
+            }
+            if offered {
+                repeats.insert(name.clone());
             }
             writes.insert(name);
         }
@@ -95,6 +106,7 @@ impl Catalog {
             upstream_tools: tools.to_vec(),
             writes,
             run_scoped,
+            repeats,
         })
     }
 
@@ -225,11 +237,13 @@ impl Hints {
 }
 
 /// The write tool that proxies `tool`.
+/// `offered`: the tool takes [`repeat::REPEAT`], keyed.
 fn proxied(
     tool: &Value,
     config: &ToolConfig,
     hints: &Hints,
     timeout: Duration,
+    offered: bool,
 ) -> Result<ProxiedWrite, String> {
     let name = name(tool);
     // A tool without a docstring (the Python SDK then sends "") is served
@@ -248,14 +262,17 @@ fn proxied(
             format!("[tools.{name}] approval_when does not fit the tool's input: {e}")
         })?;
     }
-    let mut info =
-        ToolInfo::new(name.to_owned(), description.to_owned()).with_input_schema(input.clone());
+    let input = match offered {
+        true => repeat::with_argument(input.clone()),
+        false => input.clone(),
+    };
+    let mut info = ToolInfo::new(name.to_owned(), description.to_owned()).with_input_schema(input);
     if let Some(output) = tool.get("outputSchema").filter(|s| s.is_object()) {
         info = info.with_output_schema(Some(output.clone()));
     }
     Ok(ProxiedWrite {
         info,
-        options: config.write_options(hints.destructive, hints.open_world),
+        options: config.write_options(hints.destructive, hints.open_world, offered),
         timeout: config.timeout.unwrap_or(timeout),
         error_results: config.error_results.unwrap_or_default(),
         approval_when: config.approval_when.clone(),
@@ -285,6 +302,11 @@ fn listed(mut tool: Value, config: &ToolConfig) -> Value {
     let meta = object.entry("_meta").or_insert_with(|| json!({}));
     if let Value::Object(meta) = meta {
         meta.insert(CONTRACT_META.into(), contract);
+    }
+    if repeat::offered(&tool)
+        && let Some(input) = tool.get_mut("inputSchema")
+    {
+        *input = repeat::with_argument(input.take());
     }
     tool
 }

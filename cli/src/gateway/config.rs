@@ -104,6 +104,9 @@ pub(crate) struct ToolConfig {
     pub(crate) scope: Option<ScopeKind>,
     #[serde(default, deserialize_with = "fields")]
     pub(crate) key: Option<&'static [&'static str]>,
+    /// `key` and `idem_repeat` (made once, when the file is read).
+    #[serde(skip)]
+    pub(crate) key_and_repeat: Option<&'static [&'static str]>,
     #[serde(default, deserialize_with = "fields")]
     pub(crate) check: Option<&'static [&'static str]>,
     #[serde(default, deserialize_with = "fields")]
@@ -168,6 +171,12 @@ impl Config {
             .as_ref()
             .map(NotifyTable::notify)
             .transpose()?;
+        for tool in config.tools.values_mut() {
+            tool.key_and_repeat = tool.key.map(|key| {
+                let fields = key.iter().copied().chain([super::repeat::REPEAT]);
+                &*Box::leak(fields.collect::<Vec<_>>().into_boxed_slice())
+            });
+        }
         for (name, tool) in &config.tools {
             if tool.approval == Some(Approval::Never) && tool.approval_when.is_some() {
                 return Err(format!(
@@ -248,16 +257,24 @@ impl ToolConfig {
     }
 
     /// The write options these settings make, on top of `destructive` and
-    /// `open_world` (the upstream's hints).
-    pub(crate) fn write_options(&self, destructive: bool, open_world: bool) -> WriteOptions {
+    /// `open_world` (the upstream's hints); `repeats`: the tool takes
+    /// `idem_repeat`, which `key` then holds besides the fields it names.
+    pub(crate) fn write_options(
+        &self,
+        destructive: bool,
+        open_world: bool,
+        repeats: bool,
+    ) -> WriteOptions {
         let mut options = WriteOptions::new()
             .destructive(destructive)
             .open_world(open_world);
         if let Some(scope) = self.scope {
             options = options.scope(scope);
         }
-        if let Some(fields) = self.key {
-            options = options.key_fields(fields);
+        match (self.key, self.key_and_repeat) {
+            (Some(_), Some(with_repeat)) if repeats => options = options.key_fields(with_repeat),
+            (Some(fields), _) => options = options.key_fields(fields),
+            (None, _) => {}
         }
         if let Some(fields) = self.check {
             options = options.check_fields(fields);
@@ -402,7 +419,7 @@ mod tests {
         assert_eq!(charge.error_results, Some(ErrorResults::Record));
         assert_eq!(charge.approval, Some(Approval::Required));
         assert_eq!(
-            charge.write_options(true, true),
+            charge.write_options(true, true, false),
             WriteOptions::new()
                 .scope(ScopeKind::Global)
                 .approval(Approval::Required)
@@ -484,7 +501,7 @@ mod tests {
             .approval(Approval::Decided)
             .approval_window(Duration::from_secs(600));
         assert_eq!(
-            refund.write_options(false, false),
+            refund.write_options(false, false, false),
             decided,
             "the condition decides"
         );
@@ -533,7 +550,7 @@ mod tests {
             (config.approval_wait, config.uncertain_wait),
             (Some(minutes(10)), Some(minutes(1)))
         );
-        let options = config.tool("pay").write_options(true, true);
+        let options = config.tool("pay").write_options(true, true, false);
         let want = WriteOptions::new()
             .approval(Approval::Required)
             .on_uncertain(OnUncertain::Refuse)

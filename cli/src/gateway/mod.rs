@@ -11,7 +11,8 @@
 //! client it belongs to; `catalog` makes the registry and the listed
 //! tools from the upstream's; `review` says what the gateway makes of
 //! them (`idem gateway init`, `idem gateway check`, the warning at
-//! start); `proxy` is a write tool that calls upstream;
+//! start); `repeat` is the argument that repeats a write on purpose;
+//! `proxy` is a write tool that calls upstream;
 //! `session` is one client's session, relayed to its link; `stdio` and
 //! `http` serve clients.
 
@@ -24,6 +25,7 @@ mod jsonrpc;
 mod link;
 mod progress;
 mod proxy;
+mod repeat;
 mod review;
 mod session;
 mod spelling;

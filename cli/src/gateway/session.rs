@@ -33,6 +33,7 @@ use super::jsonrpc::{self, Kind, code};
 use super::link::{self, Link, Reply, Route, Sink};
 use super::progress::Progress;
 use super::proxy::{Asked, CALL, Call, Unrecorded};
+use super::repeat;
 
 /// The key of request `id` of client `origin` among a session's asked.
 fn asked_key(origin: u64, id: &Value) -> String {
@@ -48,9 +49,9 @@ impl Drop for InFlight {
     }
 }
 
-/// What `--note-replays` adds to a replayed result, for the model.
-const REPLAY_NOTE: &str = "(This is the recorded result of an identical earlier call: the \
-                           operation was done once and was not done again.)";
+/// The `_meta` member of a replayed result naming the `idem_repeat` that
+/// would do its operation again on purpose.
+const REPEAT_META: &str = "idem/repeat_with";
 
 /// At most this many pages of `tools/list` make a catalog.
 const MAX_PAGES: usize = 100;
@@ -423,10 +424,23 @@ impl Session {
                 return sink.deliver(refused, Some(&id));
             }
         };
-        let args = jsonrpc::params(&message)
+        let mut args = jsonrpc::params(&message)
             .and_then(|p| p.get("arguments"))
             .cloned()
             .unwrap_or(Value::Null);
+        let offered = catalog.repeats.contains(&name);
+        let repeat = match offered {
+            true => repeat::take(&mut message, &mut args),
+            false => Ok(1),
+        };
+        let repeat = match repeat {
+            Ok(repeat) => repeat,
+            Err(text) => {
+                self.forget(&route);
+                let refused = jsonrpc::completed(error_result(id.clone(), &text), modern);
+                return sink.deliver(refused, Some(&id));
+            }
+        };
         let write = Write {
             catalog: &catalog,
             name: &name,
@@ -437,6 +451,8 @@ impl Session {
         // Kept for a second call only where the person may be asked.
         let asks = self.shared.settings.config.tool(&name).approval() == Approval::Ask;
         let kept = asks.then(|| (message.clone(), args.clone()));
+        // Kept to find the record of a replay only where its note says when.
+        let noted = self.shared.note_replays.then(|| args.clone());
         // Where the person may be asked, they are asked first, and the
         // tool's wait (`approval_wait`) is for when they were not.
         let waits = !asks;
@@ -461,8 +477,44 @@ impl Session {
         self.forget(&route);
         // A request the client cancelled gets no response.
         if !asked.cancelled() {
-            let response = self.answered(id.clone(), answer, unrecorded);
+            let replay = match answer.replayed {
+                true => Some(self.replay(&write, noted, repeat, offered).await),
+                false => None,
+            };
+            let response = self.answered(id.clone(), answer, unrecorded, replay);
             sink.deliver(jsonrpc::completed(response, modern), Some(&id));
+        }
+    }
+
+    /// What a replay of repeat `repeat` of `write` says: the number that
+    /// repeats it on purpose, where the tool takes one, and, with
+    /// `--note-replays` (which keeps the call's arguments, `noted`), the
+    /// note the model reads (when the operation was done: its record's
+    /// age, read for it).
+    async fn replay(
+        &self,
+        write: &Write<'_>,
+        noted: Option<Value>,
+        repeat: u64,
+        offered: bool,
+    ) -> Replay {
+        let next = offered.then_some(repeat + 1);
+        let Some(args) = noted else {
+            return Replay { next, note: None };
+        };
+        let registry = &write.catalog.registry;
+        let identified = registry.identify(write.bound.context(), write.name, args);
+        let age = match identified {
+            Ok(Some((key, _))) => match registry.store().inspect(&key).await {
+                Ok(Some(record)) => record.age,
+                _ => None,
+            },
+            _ => None,
+        };
+        let note = repeat::note(age, repeat, offered);
+        Replay {
+            next,
+            note: Some(note),
         }
     }
 
@@ -559,12 +611,18 @@ impl Session {
     /// The response to a write: the upstream's result as it came (marked
     /// when replayed), its JSON-RPC error, or idem's own error as a result
     /// the model reads.
-    fn answered(&self, id: Value, answer: Answer, unrecorded: Option<Unrecorded>) -> Value {
+    fn answered(
+        &self,
+        id: Value,
+        answer: Answer,
+        unrecorded: Option<Unrecorded>,
+        replay: Option<Replay>,
+    ) -> Value {
         match (answer.result, unrecorded) {
             (Ok(result), _) => {
                 let mut result = tool_result(result);
-                if answer.replayed {
-                    mark_replayed(&mut result, self.shared.note_replays);
+                if let Some(replay) = replay {
+                    mark_replayed(&mut result, replay);
                 }
                 jsonrpc::response(id, result)
             }
@@ -653,18 +711,33 @@ fn text_of(value: &Value) -> String {
     }
 }
 
-/// Marks a replayed `result` in its `_meta`, and with `note` ends its
-/// content with a text saying so.
-fn mark_replayed(result: &mut Value, note: bool) {
+/// What a replayed result says besides the recorded one.
+struct Replay {
+    /// The `idem_repeat` that would do the operation again on purpose,
+    /// where the tool takes one.
+    next: Option<u64>,
+    /// What `--note-replays` ends the content with.
+    note: Option<String>,
+}
+
+/// Marks a replayed `result` in its `_meta` (with the number that repeats
+/// it on purpose), and ends its content with `replay`'s note.
+fn mark_replayed(result: &mut Value, replay: Replay) {
     let Some(object) = result.as_object_mut() else {
         return;
     };
     let meta = object.entry("_meta").or_insert_with(|| json!({}));
     if let Some(meta) = meta.as_object_mut() {
         meta.insert(REPLAYED_META.into(), true.into());
+        if let Some(next) = replay.next {
+            meta.insert(REPEAT_META.into(), next.into());
+        }
     }
-    if note && let Some(content) = object.get_mut("content").and_then(Value::as_array_mut) {
-        content.push(json!({"type": "text", "text": REPLAY_NOTE}));
+    if let (Some(note), Some(content)) = (
+        replay.note,
+        object.get_mut("content").and_then(Value::as_array_mut),
+    ) {
+        content.push(json!({"type": "text", "text": note}));
     }
 }
 
@@ -719,10 +792,17 @@ mod tests {
             tool_result(json!("moved 7")),
             json!({"content": [{"type": "text", "text": "moved 7"}]})
         );
+        // As an SDK writes the text beside a structured result: indented
+        // JSON, or a wrapped value's own text.
         assert_eq!(
             tool_result(json!({"moved": 7})),
-            json!({"content": [{"type": "text", "text": "{\"moved\":7}"}],
+            json!({"content": [{"type": "text", "text": "{\n  \"moved\": 7\n}"}],
                    "structuredContent": {"moved": 7}})
+        );
+        assert_eq!(
+            tool_result(json!({"result": 7})),
+            json!({"content": [{"type": "text", "text": "7"}],
+                   "structuredContent": {"result": 7}})
         );
     }
 }
