@@ -573,6 +573,67 @@ async fn the_python_sdk_over_stdio_writes_once() {
     assert_eq!(report["count"], json!({"result": 1}), "{report}");
 }
 
+/// The upstream is started once on stdio, whether the client initializes
+/// a session (rmcp) or speaks the stateless 2026-07-28 (the Python SDK's
+/// default): the connection that lists the tools for the gateway's check
+/// is the one the session uses. A configuration that does not fit is
+/// still refused before the client is served: its first request is
+/// answered why, and the gateway exits.
+#[tokio::test]
+async fn the_upstream_is_started_once_and_checked_on_the_clients_first_request() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("gateway-once");
+    let (starts, ledger) = (dir.0.join("starts.txt"), dir.0.join("ledger.txt"));
+    let upstream = format!(
+        "echo started >> '{}'; exec python3 '{LEDGER}' '{}'",
+        starts.display(),
+        ledger.display()
+    );
+    let store = dir.0.join("records.sqlite").display().to_string();
+    let line = |extra: &[&str]| -> Vec<String> {
+        [env!("CARGO_BIN_EXE_idem"), "gateway", "--store", &store]
+            .iter()
+            .chain(extra)
+            .chain(&["--", "sh", "-c", &upstream])
+            .map(|s| (*s).to_owned())
+            .collect()
+    };
+    let started = || std::fs::read_to_string(&starts).unwrap_or_default().lines().count();
+
+    let gateway = line(&[]);
+    let mut command = Command::new(&gateway[0]);
+    command.args(&gateway[1..]);
+    let client = stdio_client(command).await;
+    let first = call(&client, None, "append", json!({"entry": "once"})).await;
+    assert!(!replayed(&first));
+    client.cancel().await.expect("shut down");
+    assert_eq!(started(), 1, "an initializing client: one upstream process");
+
+    let gateway: Vec<&str> = gateway.iter().map(String::as_str).collect();
+    let report = python_client(&["stdio"], &gateway).await;
+    assert_eq!(report["protocol"], "2026-07-28", "{report}");
+    assert_eq!(started(), 2, "a stateless client: one more, not two");
+
+    // A table for a tool the server does not list: refused on the first
+    // request, with the reason, before anything is served.
+    let config = dir.0.join("gateway.toml");
+    std::fs::write(&config, "[tools.apend]\non_uncertain = \"refuse\"\n").expect("config");
+    let refusing = line(&["--config", &config.display().to_string()]);
+    let mut command = Command::new(&refusing[0]);
+    command.args(&refusing[1..]);
+    let builder = TokioChildProcess::builder(command).stderr(Stdio::piped());
+    let (transport, stderr) = builder.spawn().expect("start the gateway");
+    assert!(().serve(transport).await.is_err(), "the client is not served");
+    let mut said = String::new();
+    let mut stderr = stderr.expect("stderr");
+    tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut said).await.expect("read");
+    assert!(said.contains("`apend` (did you mean `append`?)"), "{said}");
+    let lines = std::fs::read_to_string(&ledger).unwrap_or_default();
+    assert_eq!(lines.lines().filter(|l| l.starts_with("once")).count(), 1, "{lines}");
+}
+
 /// An rmcp client of `command` (an MCP server) over stdio.
 async fn stdio_client(command: Command) -> Client {
     let transport = TokioChildProcess::new(command).expect("start the server");

@@ -213,6 +213,11 @@ impl Link {
         })
     }
 
+    /// What the link connects to.
+    pub(crate) fn source(&self) -> &Source {
+        &self.source
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -191,7 +191,11 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
         timeout: patience,
     };
     let source = args.upstream.source();
-    probe(&source, &settings, patience).await?;
+    // On stdio the client's first request makes the check, on the one
+    // upstream connection (`stdio`); over HTTP, before serving.
+    if args.http.is_some() {
+        probe(&source, &settings, patience).await?;
+    }
     let shared = Arc::new(Shared {
         settings,
         patience,
@@ -234,16 +238,21 @@ async fn probe(source: &Source, settings: &Settings, patience: Duration) -> Resu
     Ok(())
 }
 
+/// How the upstream is named where it failed: its program, or its URL.
+fn upstream_name(source: &Source) -> String {
+    match source {
+        Source::Command(command) => format!("`{}`", command.first().map_or("", String::as_str)),
+        Source::Url(url) => format!("at {url}"),
+    }
+}
+
 /// The upstream's tools (every page), listed on a connection of the
 /// gateway's own, closed after.
 async fn upstream_tools(
     source: &Source,
     patience: Duration,
 ) -> Result<Vec<serde_json::Value>, String> {
-    let name = match source {
-        Source::Command(command) => format!("`{}`", command.first().map_or("", String::as_str)),
-        Source::Url(url) => format!("at {url}"),
-    };
+    let name = upstream_name(source);
     let link = Link::new(source.clone(), patience, None);
     // Declaring what a client may, so that a server that lists some tools
     // only to such clients lists them all; the probe asks nothing of them.

@@ -168,6 +168,100 @@ impl Session {
         }
     }
 
+    /// The client's first request, on a link not connected yet (stdio):
+    /// the gateway's check at start, made on the one upstream connection
+    /// the session then uses. The tools are listed (with what the request
+    /// says of its client) and must fit the configuration before the
+    /// request is handled; the client's `initialize` is sent up first, as
+    /// it came, and answered only once they do. Why the gateway cannot
+    /// serve, once the client has been told.
+    pub(crate) async fn first_request(
+        self: &Arc<Self>,
+        message: Value,
+        sink: Sink,
+        caller: Caller,
+    ) -> Result<(), String> {
+        let id = jsonrpc::id(&message).cloned().unwrap_or(Value::Null);
+        let refuse = |why: String| {
+            let refused = jsonrpc::error(id.clone(), code::INTERNAL_ERROR, &why);
+            sink.deliver(refused, Some(&id));
+            Err(why)
+        };
+        self.link.note_client(&message);
+        let every = declares_every_capability(&message);
+        if jsonrpc::method(&message) != Some("initialize") {
+            if let Err(why) = self.check(every).await {
+                return refuse(why);
+            }
+            self.handle(message, self.origin, sink.clone(), caller)
+                .await;
+            return Ok(());
+        }
+        self.questions.initialized(&message);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let sent = self.link.request(message, None, Reply::Gateway(tx)).await;
+        let patience = self.shared.patience;
+        let answer = match sent {
+            Ok(_) => match tokio::time::timeout(patience, rx).await {
+                Ok(Ok(answer)) => answer.map_err(|failure| failure.to_string()),
+                Ok(Err(_)) => Err("the connection to it went".to_owned()),
+                Err(_) => Err(format!("no answer within {patience:?}")),
+            },
+            Err(failure) => Err(failure.to_string()),
+        };
+        let name = super::upstream_name(self.link.source());
+        let mut answer = match answer {
+            Ok(answer) => answer,
+            Err(why) => {
+                return refuse(format!(
+                    "the upstream server {name} did not initialize: {why}"
+                ));
+            }
+        };
+        if let Some(error) = answer.get("error") {
+            let why = format!("the upstream server {name} refused to initialize: {error}");
+            answer["id"] = id.clone();
+            sink.deliver(answer, Some(&id));
+            return Err(why);
+        }
+        let done = jsonrpc::notification("notifications/initialized", json!({}));
+        self.link.notify(done).await;
+        if let Err(why) = self.check(every).await {
+            return refuse(why);
+        }
+        answer["id"] = id.clone();
+        sink.deliver(answer, Some(&id));
+        Ok(())
+    }
+
+    /// Whether the upstream's tools, as this session's client is shown
+    /// them, can be served with the configuration, as the gateway checks
+    /// at start. A table for a tool not listed is refused; where the
+    /// client does not declare `every` capability (sampling, elicitation,
+    /// roots), the upstream is asked again as a client that does, on a
+    /// connection of the gateway's own (a server may list a tool only to
+    /// such clients), and the table refused only if it does not list it
+    /// then either. The tools taken as writes for want of an annotation
+    /// are said.
+    async fn check(&self, every: bool) -> Result<(), String> {
+        let catalog = self.catalog().await?;
+        let settings = &self.shared.settings;
+        let source = self.link.source();
+        match catalog.unlisted(&settings.config) {
+            None => {
+                super::review::warn_unannotated(&catalog.upstream_tools, &settings.config, source)
+            }
+            Some(unfit) if every => return Err(unfit),
+            Some(unfit) => {
+                super::probe(source, settings, self.shared.patience).await?;
+                tracing::warn!(
+                    "{unfit}: it lists them to a client that declares sampling, elicitation and roots, which this one does not"
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Whether the session waits for an answer of the upstream's.
     pub(crate) fn busy(&self) -> bool {
         *self.in_flight.borrow() > 0 || self.link.busy()
@@ -653,6 +747,22 @@ struct Write<'a> {
     bound: &'a BoundCall,
     route: &'a Route,
     asked: &'a Arc<Asked>,
+}
+
+/// Whether the client of `request` (its `initialize`, or a request of MCP
+/// 2026-07-28 saying in `_meta` what its client can) declares sampling,
+/// elicitation and roots: a server shows such a client every tool.
+fn declares_every_capability(request: &Value) -> bool {
+    let params = jsonrpc::params(request);
+    let capabilities = match jsonrpc::method(request) {
+        Some("initialize") => params.and_then(|p| p.get("capabilities")),
+        _ => jsonrpc::meta(request).and_then(|m| m.get(jsonrpc::CAPABILITIES_META)),
+    };
+    capabilities.is_some_and(|c| {
+        ["sampling", "elicitation", "roots"]
+            .iter()
+            .all(|k| c.get(k).is_some())
+    })
 }
 
 /// The `_meta` a write is bound by: the request's, with the key the client

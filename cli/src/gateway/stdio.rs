@@ -1,7 +1,10 @@
 //! The gateway on stdio: the client started it, and speaks to it one
 //! JSON-RPC message a line (MCP's stdio transport). One client, one
-//! session, one upstream connection; the gateway ends when the client
-//! closes its stdin, once the writes in flight are answered and recorded.
+//! session, one upstream connection, started once: the client's first
+//! request starts it and is the gateway's check at start (the tools
+//! listed and fitted to the configuration before the client is answered;
+//! `Session::first_request`). The gateway ends when the client closes its
+//! stdin, once the writes in flight are answered and recorded.
 
 use std::sync::Arc;
 
@@ -41,9 +44,14 @@ pub(super) async fn serve(
         }
     });
     let sink: Sink = Arc::new(Stdout(tx));
-    let link = Link::new(source, shared.patience, Some(sink.clone()));
-    let session = Session::new(shared, link, binding);
+    let link = Link::new(source.clone(), shared.patience, Some(sink.clone()));
+    let session = Session::new(shared.clone(), link, binding);
     let (origin, caller) = (session.origin(), Caller::connection());
+    // The first request starts the upstream and is the gateway's check at
+    // start; the client's `notifications/initialized` after an
+    // `initialize` it made has been sent up already.
+    let mut first = true;
+    let mut initialized_sent = false;
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         if line.trim().is_empty() {
@@ -59,12 +67,33 @@ pub(super) async fn serve(
             }
         };
         for message in messages {
+            let method = jsonrpc::method(&message);
+            if first && jsonrpc::kind(&message) == Some(jsonrpc::Kind::Request) {
+                first = false;
+                initialized_sent = method == Some("initialize");
+                let checked = session
+                    .first_request(message, sink.clone(), caller.clone())
+                    .await;
+                if checked.is_err() {
+                    session.close().await;
+                    return checked;
+                }
+                continue;
+            }
+            if initialized_sent && method == Some("notifications/initialized") {
+                initialized_sent = false;
+                continue;
+            }
             session
                 .handle(message, origin, sink.clone(), caller.clone())
                 .await;
         }
     }
-    // The client has gone: what is still to say to it is dropped.
+    // The client has gone: what is still to say to it is dropped. One that
+    // asked nothing still gets the check at start, for its exit status.
     session.close().await;
+    if first {
+        super::probe(&source, &shared.settings, shared.patience).await?;
+    }
     Ok(())
 }
