@@ -4,7 +4,10 @@ client, in its default mode, times from starting the server to the answer
 of its first `tools/list`, several runs each, interleaved. The figures go
 in BENCHMARKS.md ("Time to the first answer").
 
-Usage: python3 scripts/first_answer.py IDEM RUNS -- COMMAND [ARG ...]
+Usage: python3 scripts/first_answer.py RUNS IDEM [IDEM ...] -- COMMAND [ARG ...]
+
+Each IDEM is an `idem` binary (a baseline beside the build under test);
+each is timed in front of the same server, in the same run.
 """
 
 import asyncio
@@ -26,20 +29,21 @@ async def first_answer(command):
 
 
 async def main():
-    idem, runs = sys.argv[1], int(sys.argv[2])
-    upstream = sys.argv[sys.argv.index("--") + 1:]
-    times = {"direct": [], "gateway": []}
+    runs, split = int(sys.argv[1]), sys.argv.index("--")
+    idems, upstream = sys.argv[2:split], sys.argv[split + 1:]
+    times = {"direct": []} | {idem: [] for idem in idems}
     with tempfile.TemporaryDirectory() as dir:
-        store = os.path.join(dir, "records.sqlite")
-        gateway = [idem, "gateway", "--store", store, "--", *upstream]
         for _ in range(runs):
             times["direct"].append(await first_answer(upstream))
-            times["gateway"].append(await first_answer(gateway))
+            for idem in idems:
+                store = os.path.join(dir, f"records-{len(times[idem])}.sqlite")
+                gateway = [idem, "gateway", "--store", store, "--", *upstream]
+                times[idem].append(await first_answer(gateway))
+    direct = statistics.median(times["direct"])
     for name, seconds in times.items():
         ms = sorted(s * 1000 for s in seconds)
-        print(f"{name:8} median {statistics.median(ms):7.1f} ms  min {ms[0]:7.1f}  max {ms[-1]:7.1f}  ({runs} runs)")
-    gap = statistics.median(times["gateway"]) - statistics.median(times["direct"])
-    print(f"the gateway's first answer comes {gap * 1000:.1f} ms after the server's own")
+        gap = "" if name == "direct" else f"  ({(statistics.median(seconds) - direct) * 1000:+.0f} ms)"
+        print(f"{name:20} median {statistics.median(ms):7.1f} ms  min {ms[0]:7.1f}  max {ms[-1]:7.1f}{gap}")
 
 
 asyncio.run(main())
