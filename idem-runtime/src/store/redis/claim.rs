@@ -61,7 +61,8 @@ impl RedisStore {
                     .map(Some),
                 Ok((RValue::Nil, _)) => Ok(None),
                 Ok((RValue::BulkString(held), _)) if with_get => {
-                    Ok(record::settled_entry(&held).map(Claim::Existing))
+                    let ours = (line.fingerprint_hex(), request.fingerprint);
+                    Ok(record::settled_entry(&held, Some(ours)).map(Claim::Existing))
                 }
                 Ok((other, _)) => Err(StoreError::corrupt(
                     key.as_str(),

@@ -25,6 +25,8 @@ pub(crate) struct RunningLine {
     text: String,
     /// Where the life's digits are (formats 2 and 3).
     life: Option<std::ops::Range<usize>>,
+    /// Where the fingerprint's hex is.
+    fingerprint: std::ops::Range<usize>,
 }
 
 impl RunningLine {
@@ -50,7 +52,9 @@ impl RunningLine {
         });
         text.push_str(State::Running.as_str());
         text.push('|');
+        let fingerprint_at = text.len();
         push_fingerprint(&mut text, format, fingerprint);
+        let fingerprint_at = fingerprint_at..text.len();
         text.push('|');
         text.push_str(itoa::Buffer::new().format(token.attempt()));
         text.push('|');
@@ -78,7 +82,13 @@ impl RunningLine {
         RunningLine {
             text,
             life: life_at,
+            fingerprint: fingerprint_at,
         }
+    }
+
+    /// The fingerprint as the line writes it.
+    pub(crate) fn fingerprint_hex(&self) -> &[u8] {
+        &self.text.as_bytes()[self.fingerprint.clone()]
     }
 
     /// The record as stored.
@@ -132,7 +142,11 @@ pub(crate) fn push_fingerprint(out: &mut String, format: u32, fingerprint: &Fing
 /// (`scripts/prelude.lua`): this reader accepts a subset of what the
 /// script accepts, never more, so it can only save a round trip, never
 /// decide differently.
-pub(crate) fn settled_entry(line: &[u8]) -> Option<Entry> {
+///
+/// `ours` is the claim's own fingerprint as a line of format 2 or later
+/// writes it, and the fingerprint itself: a record that holds the same
+/// (every duplicate's) is not parsed again.
+pub(crate) fn settled_entry(line: &[u8], ours: Option<(&[u8], &Fingerprint)>) -> Option<Entry> {
     // Read as bytes, field by field: this is every duplicate's path, and
     // only the payload needs to be text.
     let mut fields = Fields(line);
@@ -149,7 +163,10 @@ pub(crate) fn settled_entry(line: &[u8]) -> Option<Entry> {
     if !format_2 && fingerprint.len() != 64 {
         return None; // format 1 has no field tags
     }
-    let fingerprint = Fingerprint::from_hex(std::str::from_utf8(fingerprint).ok()?)?;
+    let fingerprint = match ours {
+        Some((hex, ours)) if format_2 && hex == fingerprint => ours.clone(),
+        _ => Fingerprint::from_hex(std::str::from_utf8(fingerprint).ok()?)?,
+    };
     let digits = |s: &[u8]| s.iter().all(u8::is_ascii_digit);
     if !digits(fields.next()?) {
         return None;
@@ -222,7 +239,7 @@ mod tests {
         let fingerprint = Fingerprint::from_hex(FP).unwrap();
         let done = format!("2|done|{FP}|0|charge|8000|{TOKEN}|{{\"id\":1}}");
         assert_eq!(
-            settled_entry(done.as_bytes()),
+            settled_entry(done.as_bytes(), None),
             Some(Entry::Done {
                 result: "{\"id\":1}".into(),
                 fingerprint: fingerprint.clone()
@@ -231,7 +248,7 @@ mod tests {
         // Format 1, a payload holding `|`, a record settled before tokens.
         let failed = format!("1|failed|{FP}|3||declined | code 51");
         assert_eq!(
-            settled_entry(failed.as_bytes()),
+            settled_entry(failed.as_bytes(), None),
             Some(Entry::Failed {
                 error: "declined | code 51".into(),
                 fingerprint: fingerprint.clone()
@@ -239,8 +256,17 @@ mod tests {
         );
         // Field tags after the digest (format 2).
         let tagged = format!("2|done|{FP}{TAG}|0|charge|8000|{TOKEN}|r");
-        let entry = settled_entry(tagged.as_bytes()).expect("a tagged record");
+        let entry = settled_entry(tagged.as_bytes(), None).expect("a tagged record");
         assert_eq!(entry.fingerprint().to_hex(), format!("{FP}{TAG}"));
+        // A duplicate's own fingerprint is taken as it is, not parsed;
+        // another one is read from the record.
+        let ours = entry.fingerprint().clone();
+        let hex = ours.to_hex();
+        let same = settled_entry(tagged.as_bytes(), Some((hex.as_bytes(), &ours)));
+        assert_eq!(same.map(|e| e.fingerprint().clone()), Some(ours.clone()));
+        let other = Fingerprint::from_hex(FP).expect("a digest alone");
+        let read = settled_entry(tagged.as_bytes(), Some((FP.as_bytes(), &other)));
+        assert_eq!(read.map(|e| e.fingerprint().to_hex()), Some(hex));
         // Format 3: an about holding `|`, and an empty one.
         let about = r#"{"arguments":{"memo":"a|b"}}"#;
         let done = format!(
@@ -248,18 +274,18 @@ mod tests {
             about.len()
         );
         assert_eq!(
-            settled_entry(done.as_bytes()),
+            settled_entry(done.as_bytes(), None),
             Some(Entry::Done {
                 result: "r|s".into(),
                 fingerprint
             })
         );
         let bare = format!("3|done|{FP}|0|charge|8000|0||{TOKEN}|r");
-        assert!(settled_entry(bare.as_bytes()).is_some());
+        assert!(settled_entry(bare.as_bytes(), None).is_some());
         // Format 4: the claim's retention before the about.
         let done = format!("4|done|{FP}|0|charge|8000|86400000|0||{TOKEN}|r|s");
         assert_eq!(
-            settled_entry(done.as_bytes()).map(|e| e.fingerprint().to_hex()),
+            settled_entry(done.as_bytes(), None).map(|e| e.fingerprint().to_hex()),
             Some(FP.to_owned())
         );
     }
@@ -348,8 +374,8 @@ mod tests {
             format!("2|done|{FP}{}|0|charge|8000|{TOKEN}|r", &TAG[1..]),
             "garbage".to_owned(),
         ] {
-            assert_eq!(settled_entry(line.as_bytes()), None, "{line}");
+            assert_eq!(settled_entry(line.as_bytes(), None), None, "{line}");
         }
-        assert_eq!(settled_entry(b"2|done|\xff"), None);
+        assert_eq!(settled_entry(b"2|done|\xff", None), None);
     }
 }
