@@ -134,6 +134,12 @@ fn replayed(result: &CallToolResult) -> bool {
     result.meta.as_ref().and_then(|m| m.0.get("idem/replayed")) == Some(&Value::Bool(true))
 }
 
+/// The text of a result's last content block: a replay's note.
+fn last_text(result: &CallToolResult) -> String {
+    let last = result.content.last().and_then(|c| c.as_text());
+    last.map(|t| t.text.clone()).unwrap_or_default()
+}
+
 fn text(result: &CallToolResult) -> String {
     result
         .content
@@ -504,12 +510,8 @@ async fn over_http_a_principal_resumes_its_run_from_another_session_and_python_w
     let again = call(&second_session, Some("run-9"), "append", args.clone()).await;
     assert!(!replayed(&first) && replayed(&again), "{again:?}");
     // With --note-replays, the replay ends with a text the model reads.
-    let note = again
-        .content
-        .last()
-        .and_then(|c| c.as_text())
-        .expect("a note");
-    assert!(note.text.contains("was not done again"), "{}", note.text);
+    let note = last_text(&again);
+    assert!(note.contains("was not done again"), "{note}");
     assert_eq!(again.content[..first.content.len()], first.content[..]);
     // Without a run id, each session is a run of its own.
     let own = call(&second_session, None, "append", args).await;
@@ -600,7 +602,12 @@ async fn the_upstream_is_started_once_and_checked_on_the_clients_first_request()
             .map(|s| (*s).to_owned())
             .collect()
     };
-    let started = || std::fs::read_to_string(&starts).unwrap_or_default().lines().count();
+    let started = || {
+        std::fs::read_to_string(&starts)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
 
     let gateway = line(&[]);
     let mut command = Command::new(&gateway[0]);
@@ -625,13 +632,22 @@ async fn the_upstream_is_started_once_and_checked_on_the_clients_first_request()
     command.args(&refusing[1..]);
     let builder = TokioChildProcess::builder(command).stderr(Stdio::piped());
     let (transport, stderr) = builder.spawn().expect("start the gateway");
-    assert!(().serve(transport).await.is_err(), "the client is not served");
+    assert!(
+        ().serve(transport).await.is_err(),
+        "the client is not served"
+    );
     let mut said = String::new();
     let mut stderr = stderr.expect("stderr");
-    tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut said).await.expect("read");
+    tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut said)
+        .await
+        .expect("read");
     assert!(said.contains("`apend` (did you mean `append`?)"), "{said}");
     let lines = std::fs::read_to_string(&ledger).unwrap_or_default();
-    assert_eq!(lines.lines().filter(|l| l.starts_with("once")).count(), 1, "{lines}");
+    assert_eq!(
+        lines.lines().filter(|l| l.starts_with("once")).count(),
+        1,
+        "{lines}"
+    );
 }
 
 /// An rmcp client of `command` (an MCP server) over stdio.
@@ -757,18 +773,13 @@ async fn a_deliberate_repeat_runs_and_a_retry_of_it_is_caught() {
     // meant. Nothing is created, and the model is told so.
     let again = call(&client, None, "write_file", create.clone()).await;
     assert!(replayed(&again) && !file.exists());
-    let note = again
-        .content
-        .last()
-        .and_then(|c| c.as_text())
-        .expect("a note");
-    assert!(note.text.contains("was not done again"), "{}", note.text);
+    let note = last_text(&again);
+    assert!(note.contains("was not done again"), "{note}");
     assert!(
-        note.text.contains("seconds ago") || note.text.contains("second ago"),
-        "{}",
-        note.text
+        note.contains("seconds ago") || note.contains("second ago"),
+        "{note}"
     );
-    assert!(note.text.contains("\"idem_repeat\": 2"), "{}", note.text);
+    assert!(note.contains("\"idem_repeat\": 2"), "{note}");
     let meta = again.meta.as_ref().map(|m| m.0.clone()).unwrap_or_default();
     assert_eq!(meta.get("idem/repeat_with"), Some(&json!(2)), "{meta:?}");
 
@@ -790,12 +801,8 @@ async fn a_deliberate_repeat_runs_and_a_retry_of_it_is_caught() {
     std::fs::remove_file(&file).expect("remove");
     let retried = call(&client, None, "write_file", repeat).await;
     assert!(replayed(&retried) && !file.exists());
-    let note = retried
-        .content
-        .last()
-        .and_then(|c| c.as_text())
-        .expect("a note");
-    assert!(note.text.contains("\"idem_repeat\": 3"), "{}", note.text);
+    let note = last_text(&retried);
+    assert!(note.contains("\"idem_repeat\": 3"), "{note}");
     // 1 is the first operation, spelt out.
     let mut one = create;
     one["idem_repeat"] = json!(1);
