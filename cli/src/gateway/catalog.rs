@@ -12,6 +12,7 @@ use idem::{IdemStore, Registry, ScopeKind, ToolInfo};
 use serde_json::{Map, Value, json};
 
 use super::config::{Config, ErrorResults, Kind, ToolConfig};
+use super::link::Link;
 use super::proxy::ProxiedWrite;
 use super::repeat;
 use super::spelling::closest;
@@ -199,6 +200,15 @@ pub(crate) fn kind_of(tool: &Value, config: &ToolConfig) -> (Kind, Decided) {
     }
 }
 
+/// The tools taken as writes because nothing says what they are.
+pub(crate) fn unannotated<'a>(tools: &'a [Value], config: &Config) -> Vec<&'a str> {
+    tools
+        .iter()
+        .filter(|tool| kind_of(tool, &config.tool(name(tool))).1 == Decided::Unannotated)
+        .map(name)
+        .collect()
+}
+
 /// What the upstream's annotations say of a tool.
 struct Hints {
     kind: Kind,
@@ -369,6 +379,38 @@ fn scope_name(scope: ScopeKind) -> &'static str {
         ScopeKind::Global => "global",
         _ => "run",
     }
+}
+
+/// At most this many pages of `tools/list` make a catalog.
+const MAX_PAGES: usize = 100;
+
+/// The upstream's tools, all pages, as the gateway lists them itself.
+pub(crate) async fn list_all_tools(
+    link: &Arc<Link>,
+    patience: Duration,
+) -> Result<Vec<Value>, String> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<Value> = None;
+    for _ in 0..MAX_PAGES {
+        let params = match &cursor {
+            Some(cursor) => json!({"cursor": cursor}),
+            None => json!({}),
+        };
+        let page = link
+            .call("tools/list", params, patience)
+            .await
+            .map_err(|e| format!("the upstream server did not list its tools: {e}"))?;
+        if let Some(listed) = page.get("tools").and_then(Value::as_array) {
+            tools.extend(listed.iter().cloned());
+        }
+        match page.get("nextCursor") {
+            Some(next) if !next.is_null() => cursor = Some(next.clone()),
+            _ => return Ok(tools),
+        }
+    }
+    Err(format!(
+        "the upstream's tool list runs past {MAX_PAGES} pages"
+    ))
 }
 
 #[cfg(test)]

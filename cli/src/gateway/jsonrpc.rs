@@ -129,6 +129,24 @@ pub(crate) fn error(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
 
+/// The `_meta` a write is bound by: the request's, with the key the client
+/// sent as `params.idempotencyKey` (the request-level shape of MCP's
+/// proposed request idempotency, SEP-3182) as its operation key, unless
+/// `_meta` names one.
+pub(crate) fn operation_meta(request: &Value) -> Option<Map<String, Value>> {
+    let mut meta = meta(request).cloned();
+    let given = params(request)
+        .and_then(|p| p.get("idempotencyKey"))
+        .and_then(Value::as_str);
+    if let Some(key) = given {
+        let meta = meta.get_or_insert_with(Map::new);
+        if !meta.contains_key(idem::mcp::OPERATION_KEY_META) {
+            meta.insert(idem::mcp::OPERATION_KEY_META.into(), key.into());
+        }
+    }
+    meta
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,13 +9,15 @@
 //! `config` reads the per-tool settings; `jsonrpc` reads messages; `link`
 //! is a connection to the upstream, which routes what it sends to the
 //! client it belongs to; `catalog` makes the registry and the listed
-//! tools from the upstream's; `review` says what the gateway makes of
-//! them (`idem gateway init`, `idem gateway check`, the warning at
-//! start); `repeat` is the argument that repeats a write on purpose;
-//! `proxy` is a write tool that calls upstream;
-//! `session` is one client's session, relayed to its link; `stdio` and
-//! `http` serve clients.
+//! tools from the upstream's; `start` is the check at start (the tools
+//! fitted to the configuration, the unannotated ones said); `review` says
+//! what the gateway makes of them instead of serving (`idem gateway
+//! init`, `idem gateway check`); `repeat` is the argument that repeats a
+//! write on purpose; `proxy` is a write tool that calls upstream;
+//! `session` is one client's session, relayed to its link, and `answer`
+//! what a write is answered; `stdio` and `http` serve clients.
 
+mod answer;
 mod ask;
 mod catalog;
 mod condition;
@@ -29,6 +31,7 @@ mod repeat;
 mod review;
 mod session;
 mod spelling;
+mod start;
 mod stdio;
 
 use std::path::PathBuf;
@@ -37,12 +40,11 @@ use std::time::Duration;
 
 use clap::Args;
 use idem::mcp::{Binding, StatelessWrites};
-use serde_json::json;
 
-use self::catalog::{Catalog, Settings};
+use self::catalog::Settings;
 pub(crate) use self::config::Config;
 use self::config::parse_duration;
-use self::link::{Link, Source};
+use self::link::Source;
 use self::session::Shared;
 use crate::guard::GuardArgs;
 use crate::store::StoreUrl;
@@ -194,7 +196,7 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
     // On stdio the client's first request makes the check, on the one
     // upstream connection (`stdio`); over HTTP, before serving.
     if args.http.is_some() {
-        probe(&source, &settings, patience).await?;
+        start::probe(&source, &settings, patience).await?;
     }
     let shared = Arc::new(Shared {
         settings,
@@ -222,61 +224,6 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
         }
         None => stdio::serve(shared, source, binding).await,
     }
-}
-
-/// Starts the upstream once before serving, as the gateway's own client,
-/// to refuse at once an upstream that does not start or initialize, or
-/// whose tools the configuration does not fit; warns of the tools taken
-/// as writes only because nothing says otherwise.
-async fn probe(source: &Source, settings: &Settings, patience: Duration) -> Result<(), String> {
-    let tools = upstream_tools(source, patience).await?;
-    let catalog = Catalog::build(&tools, settings)?;
-    if let Some(unfit) = catalog.unlisted(&settings.config) {
-        return Err(unfit);
-    }
-    review::warn_unannotated(&tools, &settings.config, source);
-    Ok(())
-}
-
-/// How the upstream is named where it failed: its program, or its URL.
-fn upstream_name(source: &Source) -> String {
-    match source {
-        Source::Command(command) => format!("`{}`", command.first().map_or("", String::as_str)),
-        Source::Url(url) => format!("at {url}"),
-    }
-}
-
-/// The upstream's tools (every page), listed on a connection of the
-/// gateway's own, closed after.
-async fn upstream_tools(
-    source: &Source,
-    patience: Duration,
-) -> Result<Vec<serde_json::Value>, String> {
-    let name = upstream_name(source);
-    let link = Link::new(source.clone(), patience, None);
-    // Declaring what a client may, so that a server that lists some tools
-    // only to such clients lists them all; the probe asks nothing of them.
-    let initialize = json!({
-        "protocolVersion": "2025-11-25",
-        "capabilities": {"sampling": {}, "elicitation": {}, "roots": {"listChanged": true}},
-        "clientInfo": {"name": "idem-gateway", "version": env!("CARGO_PKG_VERSION")},
-    });
-    let initialized = link.call("initialize", initialize, patience).await;
-    let listed = match initialized {
-        Ok(_) => {
-            let done = jsonrpc::notification("notifications/initialized", json!({}));
-            link.notify(done).await;
-            session::list_all_tools(&link, patience).await
-        }
-        Err(e) if e.starts_with("no answer") => Err(format!(
-            "the upstream server {name} did not initialize within {patience:?}"
-        )),
-        Err(e) => Err(format!(
-            "the upstream server {name} did not initialize: {e}"
-        )),
-    };
-    link.close().await;
-    listed
 }
 
 /// The gateway's log, on stderr (stdout is the protocol's on stdio):

@@ -1,10 +1,10 @@
-//! What the gateway makes of an upstream's tools, said before it serves
-//! them: at start, one warning naming the tools taken as writes only
-//! because nothing says otherwise (MCP's default for a tool without
-//! `readOnlyHint`); `idem gateway init`, a configuration to start from,
-//! with those tools marked for review and the ones whose name reads as a
-//! query suggested as reads; `idem gateway check`, what each tool will be
-//! with a configuration, or why the gateway would refuse it.
+//! What the gateway makes of an upstream's tools, said instead of serving
+//! them: `idem gateway init`, a configuration to start from, with the
+//! tools taken as writes only because nothing says otherwise (MCP's
+//! default for a tool without `readOnlyHint`) marked for review and the
+//! ones whose name reads as a query suggested as reads; `idem gateway
+//! check`, what each tool will be with a configuration, or why the gateway
+//! would refuse it. (The warning at start is `start.rs`'s.)
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::catalog::{CONTRACT_META, Catalog, Decided, Settings, kind_of, served};
+use super::catalog::{CONTRACT_META, Catalog, Decided, Settings, kind_of, served, unannotated};
 use super::config::{Config, Kind};
 use super::link::Source;
 
@@ -48,39 +48,9 @@ fn described(source: &Source) -> String {
     }
 }
 
-/// The tools taken as writes because nothing says what they are.
-fn unannotated<'a>(tools: &'a [Value], config: &Config) -> Vec<&'a str> {
-    tools
-        .iter()
-        .filter(|tool| kind_of(tool, &config.tool(name(tool))).1 == Decided::Unannotated)
-        .map(name)
-        .collect()
-}
-
-/// Logs, once, the tools taken as writes only because the upstream does
-/// not annotate them, and how to say what they are.
-pub(super) fn warn_unannotated(tools: &[Value], config: &Config, source: &Source) {
-    let names = unannotated(tools, config);
-    if names.is_empty() {
-        return;
-    }
-    let command = match source {
-        Source::Command(command) => format!("-- {}", command.join(" ")),
-        Source::Url(url) => format!("--upstream-url {url}"),
-    };
-    tracing::warn!(
-        "{} of the upstream's tools say neither that they only read nor that they write, so they \
-         are taken as writes (recorded, and a repeat within its run is replayed, not run): {}. \
-         Mark each in --config: `kind = \"read\"` for one that changes nothing, `kind = \"write\"` \
-         otherwise; `idem gateway init {command}` prints a file to start from",
-        names.len(),
-        names.join(", ")
-    );
-}
-
 /// `idem gateway init`: prints a configuration for the upstream's tools.
 pub(super) async fn init(source: &Source, patience: Duration) -> Result<(), String> {
-    let tools = super::upstream_tools(source, patience).await?;
+    let tools = super::start::upstream_tools(source, patience).await?;
     print!("{}", configuration(&tools, source));
     Ok(())
 }
@@ -138,7 +108,7 @@ pub(super) async fn check(
         Some(path) => Config::load(path)?,
         None => Config::default(),
     };
-    let tools = super::upstream_tools(source, patience).await?;
+    let tools = super::start::upstream_tools(source, patience).await?;
     let settings = Settings {
         config,
         store: Arc::new(idem::MemoryStore::new()),

@@ -19,21 +19,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use idem::mcp::{
-    ApprovalAnswer, Binding, BoundCall, Caller, OPERATION_KEY_META, REPLAYED_META,
-    approval_question,
-};
+use idem::mcp::{ApprovalAnswer, Binding, BoundCall, Caller, approval_question};
 use idem::{Answer, Approval, IdemKey, ToolError, Waiting};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use super::answer::{Replay, error_result, mark_replayed, tool_result};
 use super::ask::{self, Asking};
-use super::catalog::{self, Catalog, Settings};
+use super::catalog::{self, Catalog, Settings, list_all_tools};
 use super::jsonrpc::{self, Kind, code};
 use super::link::{self, Link, Reply, Route, Sink};
 use super::progress::Progress;
 use super::proxy::{Asked, CALL, Call, Unrecorded};
 use super::repeat;
+use super::start;
 
 /// The key of request `id` of client `origin` among a session's asked.
 fn asked_key(origin: u64, id: &Value) -> String {
@@ -48,13 +47,6 @@ impl Drop for InFlight {
         self.0.send_modify(|n| *n -= 1);
     }
 }
-
-/// The `_meta` member of a replayed result naming the `idem_repeat` that
-/// would do its operation again on purpose.
-const REPEAT_META: &str = "idem/repeat_with";
-
-/// At most this many pages of `tools/list` make a catalog.
-const MAX_PAGES: usize = 100;
 
 /// Gives each client (a session, a stateless request) a number of its own.
 pub(crate) fn new_origin() -> u64 {
@@ -188,7 +180,7 @@ impl Session {
             Err(why)
         };
         self.link.note_client(&message);
-        let every = declares_every_capability(&message);
+        let every = start::declares_every_capability(&message);
         if jsonrpc::method(&message) != Some("initialize") {
             if let Err(why) = self.check(every).await {
                 return refuse(why);
@@ -209,7 +201,7 @@ impl Session {
             },
             Err(failure) => Err(failure.to_string()),
         };
-        let name = super::upstream_name(self.link.source());
+        let name = start::upstream_name(self.link.source());
         let mut answer = match answer {
             Ok(answer) => answer,
             Err(why) => {
@@ -248,12 +240,10 @@ impl Session {
         let settings = &self.shared.settings;
         let source = self.link.source();
         match catalog.unlisted(&settings.config) {
-            None => {
-                super::review::warn_unannotated(&catalog.upstream_tools, &settings.config, source)
-            }
+            None => start::warn_unannotated(&catalog.upstream_tools, &settings.config, source),
             Some(unfit) if every => return Err(unfit),
             Some(unfit) => {
-                super::probe(source, settings, self.shared.patience).await?;
+                start::probe(source, settings, self.shared.patience).await?;
                 tracing::warn!(
                     "{unfit}: it lists them to a client that declares sampling, elicitation and roots, which this one does not"
                 );
@@ -505,12 +495,7 @@ impl Session {
         // An answer to a question of the gateway's never goes upstream.
         let brought = ask::take_brought(&mut message);
         let modern = jsonrpc::since_2026(&message);
-        let run_scoped = catalog.run_scoped.contains(&name);
-        let meta = operation_meta(&message);
-        let bound = match self
-            .binding
-            .bind_parts(&name, meta.as_ref(), &caller, run_scoped)
-        {
+        let (bound, args, repeat) = match self.bind(&catalog, &name, &mut message, &caller) {
             Ok(bound) => bound,
             Err(text) => {
                 self.forget(&route);
@@ -518,23 +503,7 @@ impl Session {
                 return sink.deliver(refused, Some(&id));
             }
         };
-        let mut args = jsonrpc::params(&message)
-            .and_then(|p| p.get("arguments"))
-            .cloned()
-            .unwrap_or(Value::Null);
         let offered = catalog.repeats.contains(&name);
-        let repeat = match offered {
-            true => repeat::take(&mut message, &mut args),
-            false => Ok(1),
-        };
-        let repeat = match repeat {
-            Ok(repeat) => repeat,
-            Err(text) => {
-                self.forget(&route);
-                let refused = jsonrpc::completed(error_result(id.clone(), &text), modern);
-                return sink.deliver(refused, Some(&id));
-            }
-        };
         let write = Write {
             catalog: &catalog,
             name: &name,
@@ -572,7 +541,11 @@ impl Session {
         // A request the client cancelled gets no response.
         if !asked.cancelled() {
             let replay = match answer.replayed {
-                true => Some(self.replay(&write, noted, repeat, offered).await),
+                true => {
+                    let registry = &catalog.registry;
+                    let call = (bound.context(), name.as_str());
+                    Some(Replay::of(registry, call, noted, repeat, offered).await)
+                }
                 false => None,
             };
             let response = self.answered(id.clone(), answer, unrecorded, replay);
@@ -580,36 +553,31 @@ impl Session {
         }
     }
 
-    /// What a replay of repeat `repeat` of `write` says: the number that
-    /// repeats it on purpose, where the tool takes one, and, with
-    /// `--note-replays` (which keeps the call's arguments, `noted`), the
-    /// note the model reads (when the operation was done: its record's
-    /// age, read for it).
-    async fn replay(
+    /// The client's write `message` of tool `name` bound to its run,
+    /// tenant and operation key, its arguments (what the operation is
+    /// keyed on) and the repeat it asks for, taken out of the message
+    /// (`idem_repeat` never goes upstream); or why it cannot be made.
+    fn bind(
         &self,
-        write: &Write<'_>,
-        noted: Option<Value>,
-        repeat: u64,
-        offered: bool,
-    ) -> Replay {
-        let next = offered.then_some(repeat + 1);
-        let Some(args) = noted else {
-            return Replay { next, note: None };
+        catalog: &Catalog,
+        name: &str,
+        message: &mut Value,
+        caller: &Caller,
+    ) -> Result<(BoundCall, Value, u64), String> {
+        let run_scoped = catalog.run_scoped.contains(name);
+        let meta = jsonrpc::operation_meta(message);
+        let bound = self
+            .binding
+            .bind_parts(name, meta.as_ref(), caller, run_scoped)?;
+        let mut args = jsonrpc::params(message)
+            .and_then(|p| p.get("arguments"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let repeat = match catalog.repeats.contains(name) {
+            true => repeat::take(message, &mut args)?,
+            false => 1,
         };
-        let registry = &write.catalog.registry;
-        let identified = registry.identify(write.bound.context(), write.name, args);
-        let age = match identified {
-            Ok(Some((key, _))) => match registry.store().inspect(&key).await {
-                Ok(Some(record)) => record.age,
-                _ => None,
-            },
-            _ => None,
-        };
-        let note = repeat::note(age, repeat, offered);
-        Replay {
-            next,
-            note: Some(note),
-        }
+        Ok((bound, args, repeat))
     }
 
     /// The registry's answer to `write` (the client's request `message`,
@@ -747,172 +715,4 @@ struct Write<'a> {
     bound: &'a BoundCall,
     route: &'a Route,
     asked: &'a Arc<Asked>,
-}
-
-/// Whether the client of `request` (its `initialize`, or a request of MCP
-/// 2026-07-28 saying in `_meta` what its client can) declares sampling,
-/// elicitation and roots: a server shows such a client every tool.
-fn declares_every_capability(request: &Value) -> bool {
-    let params = jsonrpc::params(request);
-    let capabilities = match jsonrpc::method(request) {
-        Some("initialize") => params.and_then(|p| p.get("capabilities")),
-        _ => jsonrpc::meta(request).and_then(|m| m.get(jsonrpc::CAPABILITIES_META)),
-    };
-    capabilities.is_some_and(|c| {
-        ["sampling", "elicitation", "roots"]
-            .iter()
-            .all(|k| c.get(k).is_some())
-    })
-}
-
-/// The `_meta` a write is bound by: the request's, with the key the client
-/// sent as `params.idempotencyKey` (the request-level shape of MCP's
-/// proposed request idempotency, SEP-3182) as its operation key, unless
-/// `_meta` names one.
-fn operation_meta(request: &Value) -> Option<Map<String, Value>> {
-    let mut meta = jsonrpc::meta(request).cloned();
-    let given = jsonrpc::params(request)
-        .and_then(|p| p.get("idempotencyKey"))
-        .and_then(Value::as_str);
-    if let Some(key) = given {
-        let meta = meta.get_or_insert_with(Map::new);
-        if !meta.contains_key(OPERATION_KEY_META) {
-            meta.insert(OPERATION_KEY_META.into(), key.into());
-        }
-    }
-    meta
-}
-
-/// A recorded result as a `tools/call` result: as the upstream gave it
-/// (content, or the task a call as a task was given), or, for a result an
-/// operator recorded in another shape (`idem resolve --done '"moved 7"'`,
-/// which fits it to the tool's output schema: `{"result": "moved 7"}` for
-/// the Python SDK's), that value as `structuredContent` when an object,
-/// and as a text block as an SDK writes one beside it, so that a
-/// duplicate is never answered what MCP cannot read.
-fn tool_result(recorded: Value) -> Value {
-    let readable = recorded
-        .as_object()
-        .is_some_and(|r| r.get("content").is_some_and(Value::is_array) || r.contains_key("task"));
-    if readable {
-        return recorded;
-    }
-    let text = text_of(&recorded);
-    let mut result = json!({"content": [{"type": "text", "text": text}]});
-    if recorded.is_object() {
-        result["structuredContent"] = recorded;
-    }
-    result
-}
-
-/// The text an SDK writes beside a structured result: a string as it is,
-/// a value wrapped in `{"result": ..}` as the value's, anything else as
-/// indented JSON.
-fn text_of(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        Value::Object(members) if members.len() == 1 && members.contains_key("result") => {
-            text_of(&members["result"])
-        }
-        Value::Object(_) | Value::Array(_) => {
-            serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
-        }
-        other => other.to_string(),
-    }
-}
-
-/// What a replayed result says besides the recorded one.
-struct Replay {
-    /// The `idem_repeat` that would do the operation again on purpose,
-    /// where the tool takes one.
-    next: Option<u64>,
-    /// What `--note-replays` ends the content with.
-    note: Option<String>,
-}
-
-/// Marks a replayed `result` in its `_meta` (with the number that repeats
-/// it on purpose), and ends its content with `replay`'s note.
-fn mark_replayed(result: &mut Value, replay: Replay) {
-    let Some(object) = result.as_object_mut() else {
-        return;
-    };
-    let meta = object.entry("_meta").or_insert_with(|| json!({}));
-    if let Some(meta) = meta.as_object_mut() {
-        meta.insert(REPLAYED_META.into(), true.into());
-        if let Some(next) = replay.next {
-            meta.insert(REPEAT_META.into(), next.into());
-        }
-    }
-    if let (Some(note), Some(content)) = (
-        replay.note,
-        object.get_mut("content").and_then(Value::as_array_mut),
-    ) {
-        content.push(json!({"type": "text", "text": note}));
-    }
-}
-
-/// The response to request `id` with an error result reading `text`.
-fn error_result(id: Value, text: &str) -> Value {
-    jsonrpc::response(
-        id,
-        json!({"content": [{"type": "text", "text": text}], "isError": true}),
-    )
-}
-
-/// The upstream's tools, all pages, as the gateway lists them itself.
-pub(crate) async fn list_all_tools(
-    link: &Arc<Link>,
-    patience: Duration,
-) -> Result<Vec<Value>, String> {
-    let mut tools = Vec::new();
-    let mut cursor: Option<Value> = None;
-    for _ in 0..MAX_PAGES {
-        let params = match &cursor {
-            Some(cursor) => json!({"cursor": cursor}),
-            None => json!({}),
-        };
-        let page = link
-            .call("tools/list", params, patience)
-            .await
-            .map_err(|e| format!("the upstream server did not list its tools: {e}"))?;
-        if let Some(listed) = page.get("tools").and_then(Value::as_array) {
-            tools.extend(listed.iter().cloned());
-        }
-        match page.get("nextCursor") {
-            Some(next) if !next.is_null() => cursor = Some(next.clone()),
-            _ => return Ok(tools),
-        }
-    }
-    Err(format!(
-        "the upstream's tool list runs past {MAX_PAGES} pages"
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_result_recorded_in_another_shape_is_answered_as_text() {
-        let upstream = json!({"content": [{"type": "text", "text": "ok"}], "isError": false});
-        assert_eq!(tool_result(upstream.clone()), upstream);
-        let task = json!({"task": {"taskId": "t", "status": "working"}});
-        assert_eq!(tool_result(task.clone()), task);
-        assert_eq!(
-            tool_result(json!("moved 7")),
-            json!({"content": [{"type": "text", "text": "moved 7"}]})
-        );
-        // As an SDK writes the text beside a structured result: indented
-        // JSON, or a wrapped value's own text.
-        assert_eq!(
-            tool_result(json!({"moved": 7})),
-            json!({"content": [{"type": "text", "text": "{\n  \"moved\": 7\n}"}],
-                   "structuredContent": {"moved": 7}})
-        );
-        assert_eq!(
-            tool_result(json!({"result": 7})),
-            json!({"content": [{"type": "text", "text": "7"}],
-                   "structuredContent": {"result": 7}})
-        );
-    }
 }

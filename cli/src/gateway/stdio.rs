@@ -93,7 +93,7 @@ pub(super) async fn serve(
     // asked nothing still gets the check at start, for its exit status.
     session.close().await;
     if first {
-        super::probe(&source, &shared.settings, shared.patience).await?;
+        super::start::probe(&source, &shared.settings, shared.patience).await?;
     }
     Ok(())
 }
