@@ -357,9 +357,14 @@ impl Fingerprint {
     /// The lowercase hex form, as Redis stores it: 64 digits, then 16 per
     /// field tag.
     pub fn to_hex(&self) -> String {
-        let mut s = String::with_capacity(64 + 16 * self.fields.len());
+        let mut s = String::with_capacity(self.hex_len());
         self.push_hex(&mut s);
         s
+    }
+
+    /// How long [`to_hex`](Self::to_hex) is.
+    pub(crate) fn hex_len(&self) -> usize {
+        64 + 16 * self.fields.len()
     }
 
     /// Appends [`to_hex`](Self::to_hex) to `out`.

@@ -115,7 +115,6 @@ fn parse<A: DeserializeOwned>(
     let mut walk = Walk {
         limits,
         size: 0,
-        path: String::new(),
         inexact: false,
     };
     walk.visit(&mut args, 1).map_err(invalid)?;
@@ -299,8 +298,6 @@ struct Walk {
     limits: ArgLimits,
     /// The size of what has been visited so far.
     size: usize,
-    /// Where in the arguments the value being visited is, for messages.
-    path: String,
     /// Whether a number that may have been rounded was met.
     inexact: bool,
 }
@@ -318,28 +315,12 @@ impl Walk {
                 self.inexact |= n.as_i64().is_none_or(|i| i.unsigned_abs() >= 1 << 53);
                 Ok(())
             }
-            Value::Array(items) => {
-                for (i, item) in items.iter_mut().enumerate() {
-                    let len = self.path.len();
-                    // Writing to a String cannot fail.
-                    let _ = write!(self.path, "[{i}]");
-                    self.visit(item, depth + 1)?;
-                    self.path.truncate(len);
-                }
-                Ok(())
-            }
-            Value::Object(map) => {
-                for (name, member) in map.iter_mut() {
-                    let len = self.path.len();
-                    if !self.path.is_empty() {
-                        self.path.push('.');
-                    }
-                    self.path.push_str(name);
-                    self.visit(member, depth + 1)?;
-                    self.path.truncate(len);
-                }
-                Ok(())
-            }
+            Value::Array(items) => items
+                .iter_mut()
+                .try_for_each(|item| self.visit(item, depth + 1)),
+            Value::Object(map) => map
+                .values_mut()
+                .try_for_each(|member| self.visit(member, depth + 1)),
             _ => Ok(()),
         }
     }

@@ -62,7 +62,7 @@ impl RedisStore {
                 Ok((RValue::Nil, _)) => Ok(None),
                 Ok((RValue::BulkString(held), _)) if with_get => {
                     let ours = (line.fingerprint_hex(), request.fingerprint);
-                    Ok(record::settled_entry(&held, Some(ours)).map(Claim::Existing))
+                    Ok(record::settled_entry(held, Some(ours)).map(Claim::Existing))
                 }
                 Ok((other, _)) => Err(StoreError::corrupt(
                     key.as_str(),

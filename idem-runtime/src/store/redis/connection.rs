@@ -25,7 +25,7 @@ use redis::io::tcp::{TcpSettings, socket2::TcpKeepalive};
 use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, RedisResult, Value};
 
 use super::error::connection_lost;
-use crate::store::answers::{Clock, LastAnswer};
+use crate::store::answers::Answers;
 use crate::store::keepalive;
 
 /// One connection, to a server or to a cluster: what a command is sent
@@ -95,8 +95,6 @@ pub(super) struct Connections {
     /// The connection in use; `None` once retired, until the next command
     /// makes a new one.
     current: Mutex<Option<Lane>>,
-    /// What [`LastAnswer`]s are noted on.
-    clock: Clock,
     /// One task at a time makes the next connection; the others wait for
     /// it rather than each making their own.
     dialing: tokio::sync::Mutex<()>,
@@ -112,7 +110,6 @@ impl Connections {
             dialer,
             retries,
             current: Mutex::new(None),
-            clock: Clock::new(),
             dialing: tokio::sync::Mutex::new(()),
             made: AtomicU64::new(0),
         }
@@ -159,7 +156,7 @@ impl Connections {
         let mut flight = InFlight {
             connections: self,
             lane,
-            sent: self.clock.now(),
+            sent: lane.answers.mark(),
             outcome: Heard::Unanswered,
         };
         let result = send(lane.conn.clone()).await;
@@ -197,7 +194,7 @@ impl Connections {
         let lane = Lane {
             number: self.made.fetch_add(1, Ordering::Relaxed),
             conn,
-            answers: Arc::new(LastAnswer::new(self.clock.now())),
+            answers: Arc::default(),
         };
         *self.slot() = Some(lane.clone());
         Ok(lane)
@@ -246,12 +243,12 @@ impl Connections {
 }
 
 /// A connection and what is known of it: its number (so that retiring an
-/// old one never retires its successor) and when it last answered.
+/// old one never retires its successor) and how many answers it gave.
 #[derive(Clone)]
 struct Lane {
     number: u64,
     conn: Conn,
-    answers: Arc<LastAnswer>,
+    answers: Arc<Answers>,
 }
 
 /// How a command sent over a connection ended.
@@ -266,10 +263,10 @@ enum Heard {
     Unanswered,
 }
 
-/// A command in flight on `lane`, sent at `sent`: notes an answer, or
-/// retires the connection if its socket broke, or if it went unanswered
-/// while the connection answered nothing else since `sent` (a cluster's:
-/// whenever it went unanswered).
+/// A command in flight on `lane`, sent when its answers stood at `sent`:
+/// notes an answer, or retires the connection if its socket broke, or if
+/// it went unanswered while the connection answered nothing else since it
+/// was sent (a cluster's: whenever it went unanswered).
 struct InFlight<'a> {
     connections: &'a Connections,
     lane: &'a Lane,
@@ -281,7 +278,7 @@ impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         let answers = &self.lane.answers;
         match self.outcome {
-            Heard::Answered => answers.note(self.connections.clock.now()),
+            Heard::Answered => answers.note(),
             Heard::Broken => self.connections.retire(self.lane.number),
             // A cluster's connection answers for every node: one node's
             // silence does not show in the others' answers.

@@ -42,8 +42,12 @@ impl RunningLine {
         token: &LeaseToken,
         about: &str,
     ) -> RunningLine {
-        // Built piece by piece: this is on every claim's path.
-        let mut text = String::with_capacity(128 + tool.len() + about.len());
+        // Built piece by piece, in one allocation: this is on every claim's
+        // path. At most: the format, the state and eleven `|` (20 bytes),
+        // the fingerprint's hex, four decimal numbers (20 digits each), the
+        // token's 32 hex digits.
+        let room = 20 + fingerprint.hex_len() + 4 * 20 + 32;
+        let mut text = String::with_capacity(room + tool.len() + about.len());
         text.push_str(match format {
             1 => "1|",
             2 => "2|",
@@ -146,9 +150,36 @@ pub(crate) fn push_fingerprint(out: &mut String, format: u32, fingerprint: &Fing
 /// `ours` is the claim's own fingerprint as a line of format 2 or later
 /// writes it, and the fingerprint itself: a record that holds the same
 /// (every duplicate's) is not parsed again.
-pub(crate) fn settled_entry(line: &[u8], ours: Option<(&[u8], &Fingerprint)>) -> Option<Entry> {
-    // Read as bytes, field by field: this is every duplicate's path, and
-    // only the payload needs to be text.
+pub(crate) fn settled_entry(
+    mut line: Vec<u8>,
+    ours: Option<(&[u8], &Fingerprint)>,
+) -> Option<Entry> {
+    let (state, fingerprint, payload_at) = settled_head(&line, ours)?;
+    // The payload keeps the reply's buffer: this is every duplicate's path.
+    line.drain(..payload_at);
+    let payload = String::from_utf8(line).ok()?;
+    match state {
+        State::Done => Some(Entry::Done {
+            result: payload,
+            fingerprint,
+        }),
+        State::Failed => Some(Entry::Failed {
+            error: payload,
+            fingerprint,
+        }),
+        State::Running | State::Released | State::Unknown | State::Awaiting | State::Approved => {
+            None
+        }
+    }
+}
+
+/// What comes before a settled record's payload: its state, its
+/// fingerprint, and where the payload starts.
+fn settled_head(
+    line: &[u8],
+    ours: Option<(&[u8], &Fingerprint)>,
+) -> Option<(State, Fingerprint, usize)> {
+    // Read as bytes, field by field: only the payload needs to be text.
     let mut fields = Fields(line);
     let format = match fields.next()? {
         b"1" => 1,
@@ -186,20 +217,7 @@ pub(crate) fn settled_entry(line: &[u8], ours: Option<(&[u8], &Fingerprint)>) ->
     if !fields.next()?.iter().all(u8::is_ascii_hexdigit) {
         return None;
     }
-    let payload = String::from_utf8(fields.0.to_vec()).ok()?;
-    match state {
-        State::Done => Some(Entry::Done {
-            result: payload,
-            fingerprint,
-        }),
-        State::Failed => Some(Entry::Failed {
-            error: payload,
-            fingerprint,
-        }),
-        State::Running | State::Released | State::Unknown | State::Awaiting | State::Approved => {
-            None
-        }
-    }
+    Some((state, fingerprint, line.len() - fields.0.len()))
 }
 
 /// The `|`-ended fields of a record, front first; what is left after the
@@ -239,7 +257,7 @@ mod tests {
         let fingerprint = Fingerprint::from_hex(FP).unwrap();
         let done = format!("2|done|{FP}|0|charge|8000|{TOKEN}|{{\"id\":1}}");
         assert_eq!(
-            settled_entry(done.as_bytes(), None),
+            settled_entry(done.into(), None),
             Some(Entry::Done {
                 result: "{\"id\":1}".into(),
                 fingerprint: fingerprint.clone()
@@ -248,7 +266,7 @@ mod tests {
         // Format 1, a payload holding `|`, a record settled before tokens.
         let failed = format!("1|failed|{FP}|3||declined | code 51");
         assert_eq!(
-            settled_entry(failed.as_bytes(), None),
+            settled_entry(failed.into(), None),
             Some(Entry::Failed {
                 error: "declined | code 51".into(),
                 fingerprint: fingerprint.clone()
@@ -256,16 +274,16 @@ mod tests {
         );
         // Field tags after the digest (format 2).
         let tagged = format!("2|done|{FP}{TAG}|0|charge|8000|{TOKEN}|r");
-        let entry = settled_entry(tagged.as_bytes(), None).expect("a tagged record");
+        let entry = settled_entry(tagged.clone().into(), None).expect("a tagged record");
         assert_eq!(entry.fingerprint().to_hex(), format!("{FP}{TAG}"));
         // A duplicate's own fingerprint is taken as it is, not parsed;
         // another one is read from the record.
         let ours = entry.fingerprint().clone();
         let hex = ours.to_hex();
-        let same = settled_entry(tagged.as_bytes(), Some((hex.as_bytes(), &ours)));
+        let same = settled_entry(tagged.clone().into(), Some((hex.as_bytes(), &ours)));
         assert_eq!(same.map(|e| e.fingerprint().clone()), Some(ours.clone()));
         let other = Fingerprint::from_hex(FP).expect("a digest alone");
-        let read = settled_entry(tagged.as_bytes(), Some((FP.as_bytes(), &other)));
+        let read = settled_entry(tagged.clone().into(), Some((FP.as_bytes(), &other)));
         assert_eq!(read.map(|e| e.fingerprint().to_hex()), Some(hex));
         // Format 3: an about holding `|`, and an empty one.
         let about = r#"{"arguments":{"memo":"a|b"}}"#;
@@ -274,18 +292,18 @@ mod tests {
             about.len()
         );
         assert_eq!(
-            settled_entry(done.as_bytes(), None),
+            settled_entry(done.into(), None),
             Some(Entry::Done {
                 result: "r|s".into(),
                 fingerprint
             })
         );
         let bare = format!("3|done|{FP}|0|charge|8000|0||{TOKEN}|r");
-        assert!(settled_entry(bare.as_bytes(), None).is_some());
+        assert!(settled_entry(bare.into(), None).is_some());
         // Format 4: the claim's retention before the about.
         let done = format!("4|done|{FP}|0|charge|8000|86400000|0||{TOKEN}|r|s");
         assert_eq!(
-            settled_entry(done.as_bytes(), None).map(|e| e.fingerprint().to_hex()),
+            settled_entry(done.into(), None).map(|e| e.fingerprint().to_hex()),
             Some(FP.to_owned())
         );
     }
@@ -374,8 +392,8 @@ mod tests {
             format!("2|done|{FP}{}|0|charge|8000|{TOKEN}|r", &TAG[1..]),
             "garbage".to_owned(),
         ] {
-            assert_eq!(settled_entry(line.as_bytes(), None), None, "{line}");
+            assert_eq!(settled_entry(line.clone().into(), None), None, "{line}");
         }
-        assert_eq!(settled_entry(b"2|done|\xff", None), None);
+        assert_eq!(settled_entry(b"2|done|\xff".to_vec(), None), None);
     }
 }
