@@ -49,9 +49,16 @@ pub(crate) struct ConsoleArgs {
     listen: String,
     /// A user and the token they sign in with (repeatable); the user is
     /// who a decision they make is recorded as. Without any, on loopback
-    /// only, everyone is the user running the console ($USER).
+    /// only, everyone is the user running the console ($USER). `ps`
+    /// shows it to every user of the host: on a shared host, give tokens
+    /// with --token-file or IDEM_TOKENS (`USER=TOKEN` entries separated by
+    /// commas or spaces) instead.
     #[arg(long = "token", value_name = "USER=TOKEN", value_parser = crate::tokens::user_token)]
     tokens: Vec<(String, String)>,
+    /// The tokens of a file as well: a `USER=TOKEN` line each (blank lines
+    /// and `#` comments skipped).
+    #[arg(long, value_name = "FILE", env = "IDEM_TOKEN_FILE")]
+    token_file: Option<std::path::PathBuf>,
     /// Show and decide only the operations of this tenant (repeatable):
     /// any other is as if it were not there.
     #[arg(long = "tenant", value_name = "TENANT")]
@@ -70,8 +77,9 @@ pub(crate) async fn serve(args: ConsoleArgs, webhooks: Option<Webhooks>) -> Resu
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     let bound: SocketAddr = listener.local_addr().map_err(|e| e.to_string())?;
-    crate::tokens::may_serve(bound, &args.tokens, "approve operations", None)?;
-    let users = Users::new(args.tokens)?;
+    let tokens = crate::tokens::gather(args.tokens, args.token_file.as_deref())?;
+    crate::tokens::may_serve(bound, &tokens, "approve operations", None)?;
+    let users = Users::new(tokens)?;
     let console = Arc::new(Console::new(
         args.store.open().await?,
         ScanFilter::namespace(args.namespace),

@@ -37,6 +37,8 @@ use serde_json::Value;
 use tokio::sync::OnceCell;
 
 use self::stream::{Abandoned, AnswerStream, Standalone, Streams, status};
+use super::drain;
+use super::health::{self, Health};
 use super::jsonrpc::{self, Kind, code};
 use super::link::{Link, Sink, Source};
 use super::session::{Session, Shared, new_origin};
@@ -104,6 +106,9 @@ pub(super) struct Options {
     pub(super) tokens: Vec<(String, String)>,
     /// How long a session may be idle (`--session-idle`).
     pub(super) idle: Duration,
+    /// How long writes in flight have once the gateway is told to stop
+    /// (`--drain`).
+    pub(super) drain: Duration,
     /// How many sessions may be open at once (`--max-sessions`).
     pub(super) max_sessions: Option<usize>,
     /// Serve an address other than loopback without a token
@@ -125,6 +130,7 @@ pub(super) async fn serve(
         addr,
         tokens,
         idle,
+        drain,
         max_sessions,
         anonymous,
         guard,
@@ -132,6 +138,10 @@ pub(super) async fn serve(
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let health = Arc::new(Health {
+        shared: shared.clone(),
+        source: source.clone(),
+    });
     let front = Arc::new(Front {
         shared,
         source,
@@ -144,9 +154,16 @@ pub(super) async fn serve(
     tokio::spawn(end_idle_sessions(front.clone()));
     let mut app = axum::Router::new()
         .route("/mcp", any(endpoint))
-        .with_state(front);
+        .with_state(front.clone());
     // The address bound, for `--http 127.0.0.1:0`.
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    if anonymous && !tokens.is_empty() {
+        return Err(
+            "--allow-anonymous serves without tokens, yet tokens are given (--token, \
+                    --token-file, IDEM_TOKEN_FILE or IDEM_TOKENS): give one or the other"
+                .into(),
+        );
+    }
     may_serve(bound, &tokens, "call the upstream's tools", Some(anonymous))?;
     if !tokens.is_empty() {
         let tokens: Tokens = Arc::new(users_by_token(tokens)?);
@@ -159,10 +176,22 @@ pub(super) async fn serve(
         guard,
         crate::guard::layer,
     ));
+    // Outside both: a probe carries no token, and may name any host.
+    app = app.merge(health::routes(health));
     eprintln!("idem gateway: listening on http://{bound}/mcp");
-    axum::serve(listener, app)
-        .await
-        .map_err(|e| format!("the HTTP server stopped: {e}"))
+    let server = std::future::IntoFuture::into_future(axum::serve(listener, app));
+    tokio::pin!(server);
+    let stopped = |e: std::io::Error| format!("the HTTP server stopped: {e}");
+    let signal = tokio::select! {
+        served = &mut server => return served.map_err(stopped),
+        signal = drain::stop_signal() => signal,
+    };
+    // The server goes on answering while the writes drain: their clients
+    // read their answers on it.
+    tokio::select! {
+        served = &mut server => served.map_err(stopped),
+        () = front.drain(signal, drain) => Ok(()),
+    }
 }
 
 /// A known bearer token, or 401 with a `WWW-Authenticate` challenge
@@ -327,6 +356,58 @@ impl Front {
         response
     }
 
+    /// Drains (see [`drain`]), told to stop by `signal`: the writes in
+    /// flight have `within` to be recorded, then are given up; then every
+    /// session ends.
+    async fn drain(&self, signal: &str, within: Duration) {
+        let drain = &self.shared.drain;
+        drain.begin();
+        let sessions: Vec<Arc<Session>> = self
+            .lock_sessions()
+            .values()
+            .map(|http| http.session.clone())
+            .chain(self.stateless.get().cloned())
+            .collect();
+        let writes: usize = sessions.iter().map(|s| s.writes_in_flight()).sum();
+        eprintln!(
+            "idem gateway: {signal}: draining, {writes} write(s) in flight, at most {within:?}"
+        );
+        let settled = async {
+            for session in &sessions {
+                session.settled().await;
+            }
+        };
+        if tokio::time::timeout(within, settled).await.is_err() {
+            let left: usize = sessions.iter().map(|s| s.writes_in_flight()).sum();
+            tracing::warn!(
+                writes = left,
+                "--drain passed with writes in flight: they are given up, their outcome recorded as unknown"
+            );
+            drain.give_up();
+            let recorded = async {
+                for session in &sessions {
+                    session.settled().await;
+                }
+            };
+            if tokio::time::timeout(drain::RECORD_GRACE, recorded)
+                .await
+                .is_err()
+            {
+                tracing::error!(
+                    "writes given up at the deadline were not recorded in time (the store does not answer?): their records are taken as uncertain once their leases lapse"
+                );
+            }
+        }
+        for session in sessions {
+            session.close_now().await;
+        }
+        eprintln!("idem gateway: drained, stopping");
+    }
+
+    fn lock_sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<HttpSession>>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Ends session `id`: once its writes in flight are recorded, its
     /// upstream connection.
     fn end(&self, id: &str) {
@@ -369,6 +450,7 @@ impl Front {
         });
         let (opened, session) = match session {
             Some((id, session)) => (Some(id), Some(session)),
+            None if opens && self.shared.drain.draining() => return shutting_down(),
             None if opens => {
                 let Some((id, session)) = self.open(principal.clone()) else {
                     return self.full();
@@ -428,6 +510,20 @@ impl Front {
         }
         response
     }
+}
+
+/// The answer to an `initialize` while the gateway drains: 503, to try
+/// again (elsewhere, behind a load balancer) at once.
+fn shutting_down() -> Response {
+    let mut response = refusal(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "idem gateway is shutting down: open the session again (another gateway on the same \
+         store serves it)",
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
 }
 
 /// The JSON-RPC messages of a POST's `body` (one, or a batch), or the

@@ -22,6 +22,8 @@ mod ask;
 mod catalog;
 mod condition;
 mod config;
+mod drain;
+mod health;
 mod http;
 mod jsonrpc;
 mod link;
@@ -44,6 +46,7 @@ use idem::mcp::{Binding, StatelessWrites};
 use self::catalog::Settings;
 pub(crate) use self::config::Config;
 use self::config::parse_duration;
+use self::drain::Drain;
 use self::link::Source;
 use self::session::Shared;
 use crate::guard::GuardArgs;
@@ -75,9 +78,15 @@ pub(crate) struct GatewayArgs {
     http: Option<String>,
     /// Over HTTP, accept `Authorization: Bearer TOKEN` as USER, the
     /// principal and tenant of its calls (repeatable); other requests are
-    /// refused.
+    /// refused. `ps` shows it to every user of the host: on a shared host,
+    /// give tokens with --token-file or IDEM_TOKENS (`USER=TOKEN` entries
+    /// separated by commas or spaces) instead.
     #[arg(long, value_name = "USER=TOKEN", value_parser = crate::tokens::user_token, requires = "http")]
     token: Vec<(String, String)>,
+    /// Over HTTP, the tokens of a file as well: a `USER=TOKEN` line each
+    /// (blank lines and `#` comments skipped).
+    #[arg(long, value_name = "FILE", env = "IDEM_TOKEN_FILE")]
+    token_file: Option<PathBuf>,
     /// Over HTTP without --token, serve an address other than loopback
     /// all the same (behind a proxy that authenticates its clients).
     #[arg(long, requires = "http", conflicts_with = "token")]
@@ -86,6 +95,11 @@ pub(crate) struct GatewayArgs {
     /// long (and that waits for no answer), and its upstream connection.
     #[arg(long, default_value = "5m", value_parser = parse_duration, requires = "http")]
     session_idle: Duration,
+    /// Over HTTP, on SIGTERM or SIGINT: how long writes in flight have to
+    /// be answered and recorded before they are given up as uncertain
+    /// (new sessions and writes are refused meanwhile).
+    #[arg(long, default_value = "30s", value_parser = parse_duration, requires = "http")]
+    drain: Duration,
     /// Over HTTP, serve at most this many MCP sessions at once (each has
     /// an upstream connection of its own: a process, for a command); an
     /// `initialize` past it is answered 503 with `Retry-After`.
@@ -202,6 +216,7 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
         settings,
         patience,
         note_replays: args.note_replays,
+        drain: Drain::default(),
     });
     let mut binding = Binding::new();
     if let Some(tenant) = &args.tenant {
@@ -214,8 +229,9 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
         Some(addr) => {
             let options = http::Options {
                 addr,
-                tokens: args.token,
+                tokens: crate::tokens::gather(args.token, args.token_file.as_deref())?,
                 idle: args.session_idle,
+                drain: args.drain,
                 max_sessions: args.max_sessions.map(|n| n as usize),
                 anonymous: args.allow_anonymous,
                 guard: args.guard,

@@ -27,6 +27,7 @@ use tokio::sync::watch;
 use super::answer::{Replay, error_result, mark_replayed, tool_result};
 use super::ask::{self, Asking};
 use super::catalog::{self, Catalog, Settings, list_all_tools};
+use super::drain::{Drain, SHUTTING_DOWN};
 use super::jsonrpc::{self, Kind, code};
 use super::link::{self, Link, Reply, Route, Sink};
 use super::progress::Progress;
@@ -62,6 +63,8 @@ pub(crate) struct Shared {
     pub(crate) patience: Duration,
     /// Replayed results end with a text saying so (`--note-replays`).
     pub(crate) note_replays: bool,
+    /// The gateway's stopping (HTTP: on SIGTERM).
+    pub(crate) drain: Drain,
 }
 
 /// One session: see the module docs.
@@ -260,9 +263,24 @@ impl Session {
     /// Ends the session: waits for its writes in flight to be answered
     /// and recorded, then ends its upstream connection.
     pub(crate) async fn close(&self) {
+        self.settled().await;
+        self.link.close().await;
+    }
+
+    /// Ends the upstream connection now, whatever is in flight.
+    pub(crate) async fn close_now(&self) {
+        self.link.close().await;
+    }
+
+    /// How many of its calls may be writes in flight (see `in_flight`).
+    pub(crate) fn writes_in_flight(&self) -> usize {
+        *self.in_flight.borrow()
+    }
+
+    /// Returns once no write is in flight.
+    pub(crate) async fn settled(&self) {
         let mut in_flight = self.in_flight.subscribe();
         let _ = in_flight.wait_for(|n| *n == 0).await;
-        self.link.close().await;
     }
 
     /// A client's notification: the cancellation of a request not sent up
@@ -340,8 +358,12 @@ impl Session {
                     .to_owned();
                 match self.catalog().await {
                     Ok(catalog) if catalog.writes.contains(&name) => {
-                        self.write(catalog, name, message, route, caller, &asked)
-                            .await;
+                        if self.shared.drain.draining() {
+                            self.refuse(&route, &message, SHUTTING_DOWN);
+                        } else {
+                            self.write(catalog, name, message, route, caller, &asked)
+                                .await;
+                        }
                         drop(call);
                     }
                     Ok(_) => {
@@ -349,19 +371,25 @@ impl Session {
                         self.relay(message, route, &asked).await;
                     }
                     Err(why) => {
-                        self.forget(&route);
                         let text = format!(
                             "Error: the gateway cannot tell whether `{name}` changes things, \
                              so it did not call it: {why}"
                         );
-                        let refused = error_result(route.id.clone(), &text);
-                        let refused = jsonrpc::completed(refused, jsonrpc::since_2026(&message));
-                        route.sink.deliver(refused, Some(&route.id));
+                        self.refuse(&route, &message, &text);
                     }
                 }
             }
             _ => self.relay(message, route, &asked).await,
         }
+    }
+
+    /// Answers the client's call `message` a tool error saying `text`,
+    /// without making it.
+    fn refuse(&self, route: &Route, message: &Value, text: &str) {
+        self.forget(route);
+        let refused = error_result(route.id.clone(), text);
+        let refused = jsonrpc::completed(refused, jsonrpc::since_2026(message));
+        route.sink.deliver(refused, Some(&route.id));
     }
 
     /// Sends the client's request up unless it was cancelled first; if it
@@ -611,6 +639,7 @@ impl Session {
             request: message,
             route: write.route.clone(),
             cancelled: write.asked.clone(),
+            shared: self.shared.clone(),
             unrecorded: RefCell::new(None),
         };
         let registry = &write.catalog.registry;

@@ -1,0 +1,338 @@
+//! `idem gateway --http` run as a service: the health routes a load
+//! balancer probes, and how it stops on SIGTERM (it drains: what is in
+//! flight is answered and recorded, what is new is turned away, what is
+//! still in flight at `--drain` is recorded as uncertain).
+//!
+//! The gateway is spoken to by hand (`common::raw`), so that a test can
+//! hold a call in flight while it signals the process.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use common::servers::{self, RedisServer, TempDir};
+use common::{LEDGER, PATIENCE, idem, python_sdk, raw, wait_for};
+use serde_json::{Value, json};
+
+/// A gateway serving HTTP in front of `ledger.py`.
+struct Service {
+    child: tokio::process::Child,
+    /// Speaks to it.
+    client: Client,
+}
+
+/// Speaks HTTP to a gateway at `addr`.
+#[derive(Clone)]
+struct Client {
+    addr: String,
+}
+
+impl Service {
+    /// Starts it on `store`, keeping `ledger`, with `extra` options.
+    async fn start(store: &str, ledger: &Path, extra: &[&str]) -> Service {
+        Service::start_with(store, ledger, extra, &[]).await
+    }
+
+    /// [`start`](Self::start) with `env` besides.
+    async fn start_with(
+        store: &str,
+        ledger: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Service {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+            .envs(env.iter().copied())
+            .args(["gateway", "--store", store, "--http", "127.0.0.1:0"])
+            .args(extra)
+            .args(["--", "python3", LEDGER])
+            .arg(ledger)
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the gateway");
+        let stderr = child.stderr.take().expect("stderr");
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        let addr = loop {
+            let line = lines.next_line().await.expect("read stderr");
+            let line = line.expect("the gateway said where it listens");
+            if let Some(url) = line.strip_prefix("idem gateway: listening on http://") {
+                break url.trim_end_matches("/mcp").to_owned();
+            }
+        };
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                eprintln!("{line}");
+            }
+        });
+        Service {
+            child,
+            client: Client { addr },
+        }
+    }
+
+    fn signal(&self, signal: rustix::process::Signal) {
+        let pid = self.child.id().expect("the gateway runs");
+        let pid = rustix::process::Pid::from_raw(pid as i32).expect("a pid");
+        rustix::process::kill_process(pid, signal).expect("signal the gateway");
+    }
+
+    /// Waits for the gateway to exit, at most [`PATIENCE`].
+    async fn exited(&mut self) -> std::process::ExitStatus {
+        tokio::time::timeout(PATIENCE, self.child.wait())
+            .await
+            .expect("the gateway exits")
+            .expect("wait for the gateway")
+    }
+}
+
+impl Client {
+    /// `GET path`, with `headers`: the status and the body.
+    async fn get(&self, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+        let mut all = vec![("host", self.addr.as_str())];
+        all.extend_from_slice(headers);
+        let (head, body) = raw::send_to(&self.addr, &format!("GET {path}"), &all, "", true).await;
+        (raw::status(&head), body)
+    }
+
+    /// POSTs one JSON-RPC `message` to `/mcp` in `session`, answered as
+    /// JSON: the response's head and its message (`null` if none).
+    async fn post(&self, session: Option<&str>, message: &Value) -> (String, Value) {
+        let mut headers = vec![
+            ("host", self.addr.as_str()),
+            ("content-type", "application/json"),
+            ("accept", "application/json"),
+        ];
+        if let Some(id) = session {
+            headers.push(("mcp-session-id", id));
+        }
+        let body = message.to_string();
+        let (head, body) = raw::send(&self.addr, "POST", &headers, &body, true).await;
+        (head, serde_json::from_str(&body).unwrap_or(Value::Null))
+    }
+
+    /// Opens an MCP session: its id.
+    async fn session(&self) -> String {
+        let (head, answer) = self.post(None, &initialize()).await;
+        assert_eq!(raw::status(&head), 200, "{head}\n{answer}");
+        let id = raw::header(&head, "mcp-session-id").expect("a session id");
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        self.post(Some(&id), &initialized).await;
+        id
+    }
+
+    /// Calls `tool` with `args` in `session`: the call's result.
+    async fn call(&self, session: &str, tool: &str, args: Value) -> Value {
+        let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": tool, "arguments": args}});
+        let (head, answer) = self.post(Some(session), &call).await;
+        assert_eq!(raw::status(&head), 200, "{head}\n{answer}");
+        answer
+            .get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("a result: {answer}"))
+    }
+}
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "production-test", "version": "0"}}})
+}
+
+/// The text of a tool result's content.
+fn text(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|block| block["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn lines(ledger: &Path) -> Vec<String> {
+    std::fs::read_to_string(ledger)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn sqlite(dir: &Path) -> (String, PathBuf) {
+    let store = dir.join("records.sqlite").display().to_string();
+    (store, dir.join("ledger.txt"))
+}
+
+#[tokio::test]
+async fn a_probe_needs_no_token_and_readiness_follows_the_store() {
+    if !python_sdk() || !servers::redis_binaries() {
+        return;
+    }
+    let dir = TempDir::new("production");
+    let mut redis = RedisServer::start(&[]);
+    let ledger = dir.0.join("ledger.txt");
+    let service = Service::start(&redis.url(), &ledger, &["--token", "ana=ana-token"]).await;
+    let client = &service.client;
+
+    // Both without a token, and from any host a balancer names.
+    let (code, body) = client.get("/healthz", &[]).await;
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = client.get("/readyz", &[("host", "10.0.0.7:8080")]).await;
+    assert_eq!(code, 200, "{body}");
+    let ready: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(
+        ready,
+        json!({"status": "ready", "store": "ok", "upstream": "ok"})
+    );
+    // The tokens still hold for the endpoint.
+    let (head, _) = raw::post(&client.addr, &[], &initialize(), true).await;
+    assert_eq!(raw::status(&head), 401, "{head}");
+
+    // The store gone: not ready, saying which, and not where it is.
+    redis.kill();
+    let (code, body) = client.get("/readyz", &[]).await;
+    assert_eq!(code, 503, "{body}");
+    let ready: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(ready["status"], "not ready", "{body}");
+    assert_ne!(ready["store"], "ok", "{body}");
+    assert_eq!(ready["upstream"], "ok", "{body}");
+    assert!(!body.contains(&redis.url()[8..]), "{body}");
+    // The process still serves.
+    assert_eq!(client.get("/healthz", &[]).await.0, 200);
+
+    // Back: ready again, by itself.
+    redis.restart();
+    let started = std::time::Instant::now();
+    loop {
+        let (code, body) = client.get("/readyz", &[]).await;
+        if code == 200 {
+            break;
+        }
+        assert!(started.elapsed() < PATIENCE, "not ready again: {body}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn tokens_come_from_a_file_and_the_environment_too() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("production");
+    let (store, ledger) = sqlite(&dir.0);
+    let file = dir.0.join("tokens");
+    std::fs::write(&file, "# the gateway's users\nana=ana-token\n").expect("write the tokens");
+    let file = file.display().to_string();
+    let env = [("IDEM_TOKENS", "bob=bob-token, cy=cy-token")];
+    let service = Service::start_with(&store, &ledger, &["--token-file", &file], &env).await;
+    let addr = service.client.addr.as_str();
+    for (token, status) in [
+        ("ana-token", 200),
+        ("bob-token", 200),
+        ("cy-token", 200),
+        ("eve-token", 401),
+    ] {
+        let bearer = format!("Bearer {token}");
+        let (head, _) = raw::post(addr, &[("authorization", &bearer)], &initialize(), true).await;
+        assert_eq!(raw::status(&head), status, "{token}: {head}");
+    }
+}
+
+#[tokio::test]
+async fn on_sigterm_a_write_in_flight_is_answered_and_new_ones_are_turned_away() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("production");
+    let (store, ledger) = sqlite(&dir.0);
+    let mut served = Service::start(&store, &ledger, &[]).await;
+    let client = served.client.clone();
+    let session = client.session().await;
+    // A write the upstream holds until the test releases it.
+    let waiting = PathBuf::from(format!("{}.waiting", ledger.display()));
+    let release = PathBuf::from(format!("{}.release", ledger.display()));
+    let in_flight = {
+        let (client, session) = (client.clone(), session.clone());
+        tokio::spawn(async move {
+            let args = json!({"entry": "a"});
+            client.call(&session, "append_when_released", args).await
+        })
+    };
+    wait_for(|| waiting.exists(), "the write did not reach the upstream").await;
+
+    served.signal(rustix::process::Signal::TERM);
+    // Draining: not ready, no new session, no new write; reads go on.
+    let started = std::time::Instant::now();
+    loop {
+        let (code, body) = client.get("/readyz", &[]).await;
+        if code == 503 {
+            assert!(body.contains("draining"), "{body}");
+            break;
+        }
+        assert!(started.elapsed() < PATIENCE, "never drained: {body}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let (head, _) = client.post(None, &initialize()).await;
+    assert_eq!(raw::status(&head), 503, "{head}");
+    assert!(raw::header(&head, "retry-after").is_some(), "{head}");
+    let refused = client.call(&session, "append", json!({"entry": "b"})).await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(text(&refused).contains("shutting down"), "{refused}");
+    let counted = client.call(&session, "count", json!({})).await;
+    assert_ne!(counted["isError"], true, "{counted}");
+
+    // Released: the write in flight is answered, recorded, and only then
+    // does the gateway exit, cleanly.
+    std::fs::write(&release, "").expect("release the write");
+    let answered = in_flight.await.expect("the call");
+    assert_eq!(text(&answered), "released a", "{answered}");
+    assert!(served.exited().await.success());
+    assert_eq!(lines(&ledger), ["released a"]);
+    let listed = idem(&["list", "--json", "--store", &store]);
+    assert!(
+        listed.contains("append_when_released") && listed.contains("\"done\""),
+        "{listed}"
+    );
+}
+
+#[tokio::test]
+async fn a_write_still_in_flight_at_the_drain_deadline_is_recorded_as_uncertain() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("production");
+    let (store, ledger) = sqlite(&dir.0);
+    // Refused until an operator resolves it, so that it waits in the store
+    // (under "rerun", the default, its duplicate would run it again).
+    let config = dir.0.join("gateway.toml");
+    let settings = "[tools.append_slowly]\non_uncertain = \"refuse\"\n";
+    std::fs::write(&config, settings).expect("write the configuration");
+    let config = config.display().to_string();
+    let extra = ["--drain", "1s", "--config", &config];
+    let mut served = Service::start(&store, &ledger, &extra).await;
+    let client = served.client.clone();
+    let session = client.session().await;
+    // A write whose upstream never answers.
+    let in_flight = tokio::spawn(async move {
+        let args = json!({"entry": "c"});
+        client.call(&session, "append_slowly", args).await
+    });
+    wait_for(
+        || lines(&ledger) == ["slowly c"],
+        "the write did not reach the upstream",
+    )
+    .await;
+    served.signal(rustix::process::Signal::TERM);
+
+    // Its client is told the outcome is not known; the gateway exits.
+    let answered = in_flight.await.expect("the call");
+    assert_eq!(answered["isError"], true, "{answered}");
+    assert!(text(&answered).contains("not known"), "{answered}");
+    assert!(served.exited().await.success());
+    // The record says so, for an operator: it is not left running.
+    let pending = idem(&["pending", "--json", "--store", &store]);
+    assert_eq!(pending.lines().count(), 1, "{pending}");
+    assert!(pending.contains("append_slowly"), "{pending}");
+}
