@@ -218,6 +218,17 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Create what a store needs before anything serves on it: a
+    /// PostgreSQL table (or bring an older one up to this version's
+    /// schema), a SQLite file. Redis needs nothing.
+    Migrate {
+        #[command(flatten)]
+        store: StoreUrl,
+        /// Only print the SQL a PostgreSQL database would be given, for a
+        /// DBA to apply; nothing is connected to.
+        #[arg(long)]
+        print_sql: bool,
+    },
     /// Put idem in front of an MCP server: serve its tools on stdio, each
     /// write tool claimed, run once upstream, recorded and replayed to
     /// duplicates: `idem gateway --store FILE -- npx some-mcp-server`.
@@ -457,6 +468,10 @@ async fn run(command: Command) -> Result<(), String> {
         | Command::Deny { .. }
         | Command::Revoke { .. }) => approval(approvals).await,
         Command::Purge { store, dry_run } => purge(store, dry_run).await,
+        Command::Migrate { store, print_sql } => {
+            say!("{}", store.migrate(print_sql).await?);
+            Ok(())
+        }
         Command::Gateway(args) => gateway::serve(args).await,
         Command::Console(args) => {
             let webhooks = webhooks(args.config.as_deref())?;

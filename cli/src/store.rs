@@ -57,16 +57,8 @@ impl StoreUrl {
         if self.cluster {
             return Err("--cluster is for redis:// and rediss:// URLs".into());
         }
-        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            let mut options = PostgresOptions::new()
-                .table(self.table.clone())
-                .create_schema(serve);
-            if !serve {
-                options = options.purge_interval(None);
-            }
-            if let Some(schema) = &self.schema {
-                options = options.schema(schema.clone());
-            }
+        if is_postgres(url) {
+            let options = self.postgres_options(serve);
             let store = PostgresStore::connect_with(url, options)
                 .await
                 .map_err(|e| unreachable(&e))?;
@@ -79,6 +71,65 @@ impl StoreUrl {
         let store = SqliteStore::open(url).await.map_err(|e| unreachable(&e))?;
         Ok(Arc::new(store))
     }
+
+    /// The PostgreSQL table's options: created or brought up to date when
+    /// `serve`, else only read (and never purged).
+    fn postgres_options(&self, serve: bool) -> PostgresOptions {
+        let mut options = PostgresOptions::new()
+            .table(self.table.clone())
+            .create_schema(serve);
+        if !serve {
+            options = options.purge_interval(None);
+        }
+        if let Some(schema) = &self.schema {
+            options = options.schema(schema.clone());
+        }
+        options
+    }
+
+    /// `idem migrate`: creates what the store needs (a PostgreSQL table
+    /// and its index, at this version's schema, bringing an older one up
+    /// to it; a SQLite file and its table), or with `print_sql` only
+    /// prints the SQL a PostgreSQL database would be given, for a DBA to
+    /// apply. What was done, to say.
+    pub(crate) async fn migrate(&self, print_sql: bool) -> Result<String, String> {
+        let url = self.url.as_str();
+        if is_postgres(url) {
+            let options = self.postgres_options(true);
+            if print_sql {
+                return PostgresStore::schema_sql(&options).map_err(|e| e.to_string());
+            }
+            PostgresStore::migrate(url, &options)
+                .await
+                .map_err(|e| format!("cannot migrate the store at {}: {e}", redact(url)))?;
+            let version = PostgresStore::SCHEMA_VERSION;
+            let table = match &self.schema {
+                Some(schema) => format!("{schema}.{}", self.table),
+                None => self.table.clone(),
+            };
+            return Ok(format!("the table {table} is at schema version {version}"));
+        }
+        if print_sql {
+            return Err(
+                "--print-sql is for a PostgreSQL store: Redis needs no schema, and a \
+                        SQLite file is created with its table by `idem migrate` or the first \
+                        registry or gateway that opens it"
+                    .into(),
+            );
+        }
+        if url.starts_with("redis://") || url.starts_with("rediss://") {
+            return Ok("Redis needs no migration: its records are keys".into());
+        }
+        self.open_to_serve().await?;
+        Ok(format!(
+            "the SQLite file {} holds idem's table",
+            sqlite_path(url)?
+        ))
+    }
+}
+
+fn is_postgres(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
 }
 
 /// The SQLite file `url` names: a path, `sqlite://PATH` or `sqlite:PATH`

@@ -845,6 +845,67 @@ async fn postgres_records_are_shown_from_a_named_table() {
     assert!(found.is_empty(), "idem made {absent}");
 }
 
+#[tokio::test]
+async fn migrate_creates_a_postgres_table_or_prints_the_sql_for_a_dba() {
+    let url = std::env::var("IDEM_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let (client, connection) = match tokio_postgres::connect(&url, tokio_postgres::NoTls).await {
+        Ok(pair) => pair,
+        Err(e) => {
+            skip::unavailable(
+                &format!("PostgreSQL at {url} ({e})"),
+                "Start PostgreSQL on 127.0.0.1:5432.",
+            );
+            return;
+        }
+    };
+    tokio::spawn(connection);
+    let (made, printed) = (
+        format!("idem_migrate_{}", std::process::id()),
+        format!("idem_migrate_sql_{}", std::process::id()),
+    );
+    let list = |table: &str| idem(&["list", "--store", &url, "--table", table]);
+    // Not there: read-only commands do not make it.
+    let err = failure(&list(&made));
+    assert!(err.contains("cannot open the store"), "{err}");
+    let said = stdout(&idem(&["migrate", "--store", &url, "--table", &made]));
+    assert!(
+        said.contains(&format!("the table {made} is at schema version")),
+        "{said}"
+    );
+    stdout(&list(&made));
+    // Again: nothing to do, and nothing fails.
+    stdout(&idem(&["migrate", "--store", &url, "--table", &made]));
+
+    // The SQL alone, applied by someone else, makes a table idem reads.
+    let sql = stdout(&idem(&[
+        "migrate",
+        "--store",
+        &url,
+        "--table",
+        &printed,
+        "--print-sql",
+    ]));
+    assert!(
+        sql.contains(&format!("CREATE TABLE IF NOT EXISTS {printed}")),
+        "{sql}"
+    );
+    client.batch_execute(&sql).await.expect("apply the SQL");
+    stdout(&list(&printed));
+    for table in [&made, &printed] {
+        let drop = format!("DROP TABLE {table}; DROP TABLE {table}_schema");
+        client.batch_execute(&drop).await.expect("drop the tables");
+    }
+    // Elsewhere: Redis needs nothing; the SQL is PostgreSQL's alone.
+    let said = stdout(&idem(&["migrate", "--store", "redis://127.0.0.1:1"]));
+    assert!(said.contains("Redis needs no migration"), "{said}");
+    let err = failure(&idem(&["migrate", "--store", "/tmp/x.db", "--print-sql"]));
+    assert!(
+        err.contains("--print-sql is for a PostgreSQL store"),
+        "{err}"
+    );
+}
+
 #[test]
 fn failures_are_one_line_and_a_non_zero_exit() {
     let cases: [(&[&str], &str); 5] = [
