@@ -438,13 +438,7 @@ async fn run(command: Command) -> Result<(), String> {
             token,
             force,
             yes,
-        } => {
-            let holder = match token {
-                Some(token) if !force => Holder::Token(token),
-                _ => Holder::Force { yes },
-            };
-            release(store, key, holder).await
-        }
+        } => release(store, key, Holder::of(token, force, yes)).await,
         Command::Pending(waiting) => {
             let store = waiting.store.open().await?;
             resolve::pending(&*store, waiting.filter(), waiting.json).await
@@ -468,10 +462,7 @@ async fn run(command: Command) -> Result<(), String> {
         | Command::Deny { .. }
         | Command::Revoke { .. }) => approval(approvals).await,
         Command::Purge { store, dry_run } => purge(store, dry_run).await,
-        Command::Migrate { store, print_sql } => {
-            say!("{}", store.migrate(print_sql).await?);
-            Ok(())
-        }
+        Command::Migrate { store, print_sql } => migrate(store, print_sql).await,
         Command::Gateway(args) => gateway::serve(args).await,
         Command::Console(args) => {
             let webhooks = webhooks(args.config.as_deref())?;
@@ -611,6 +602,11 @@ async fn show(
 }
 
 /// `purge`: delete the expired records, or count them.
+async fn migrate(store: StoreUrl, print_sql: bool) -> Result<(), String> {
+    say!("{}", store.migrate(print_sql).await?);
+    Ok(())
+}
+
 async fn purge(store: StoreUrl, dry_run: bool) -> Result<(), String> {
     let store = store.open().await?;
     if dry_run {

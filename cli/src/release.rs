@@ -21,6 +21,17 @@ pub(crate) enum Holder {
     Force { yes: bool },
 }
 
+impl Holder {
+    /// As `idem release` is told: `--token`, unless `--force` (with
+    /// `--yes`) overrides it.
+    pub(crate) fn of(token: Option<String>, force: bool, yes: bool) -> Holder {
+        match token {
+            Some(token) if !force => Holder::Token(token),
+            _ => Holder::Force { yes },
+        }
+    }
+}
+
 pub(crate) async fn release(
     store: &dyn IdemStore,
     key: &IdemKey,

@@ -216,7 +216,7 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
         settings,
         patience,
         note_replays: args.note_replays,
-        drain: Drain::default(),
+        drain: Arc::new(Drain::default()),
     });
     let mut binding = Binding::new();
     if let Some(tenant) = &args.tenant {

@@ -30,8 +30,8 @@ use tokio::sync::{Notify, oneshot};
 
 use super::condition::Condition;
 use super::config::ErrorResults;
+use super::drain::Drain;
 use super::link::{Failure, Link, Reply, Route};
-use super::session::Shared;
 
 tokio::task_local! {
     /// The client's call a write tool runs for: set by the session around
@@ -89,8 +89,8 @@ pub(crate) struct Call {
     pub(crate) route: Route,
     /// Told when the client cancels the call.
     pub(crate) cancelled: Arc<Asked>,
-    /// The gateway's own: its drain's deadline gives the call up.
-    pub(crate) shared: Arc<Shared>,
+    /// The gateway's stopping: its deadline gives the call up.
+    pub(crate) drain: Arc<Drain>,
     /// What the upstream answered that is passed on but not recorded.
     pub(crate) unrecorded: RefCell<Option<Unrecorded>>,
 }
@@ -173,7 +173,7 @@ impl WriteTool<()> for ProxiedWrite {
         _args: Map<String, Value>,
         ctx: &WriteCtx<()>,
     ) -> Result<Value, ProxyError> {
-        let (link, request, route, cancelled, shared) = CALL
+        let (link, request, route, cancelled, drain) = CALL
             .try_with(|call| {
                 let mut request = call.request.clone();
                 if let Some(meta) = super::jsonrpc::meta_mut(&mut request) {
@@ -185,7 +185,7 @@ impl WriteTool<()> for ProxiedWrite {
                     request,
                     call.route.clone(),
                     call.cancelled.clone(),
-                    call.shared.clone(),
+                    call.drain.clone(),
                 )
             })
             .map_err(|_| ProxyError::NoCall)?;
@@ -208,7 +208,7 @@ impl WriteTool<()> for ProxiedWrite {
                 link.cancel(id, "the client cancelled the call").await;
                 return Err(lost("the client cancelled the call before it was answered"));
             }
-            () = shared.drain.given_up() => {
+            () = drain.given_up() => {
                 link.cancel(id, "idem gateway: shutting down").await;
                 return Err(lost(
                     "the gateway shut down (its --drain passed) before the upstream answered",

@@ -64,7 +64,7 @@ pub(crate) struct Shared {
     /// Replayed results end with a text saying so (`--note-replays`).
     pub(crate) note_replays: bool,
     /// The gateway's stopping (HTTP: on SIGTERM).
-    pub(crate) drain: Drain,
+    pub(crate) drain: Arc<Drain>,
 }
 
 /// One session: see the module docs.
@@ -639,7 +639,7 @@ impl Session {
             request: message,
             route: write.route.clone(),
             cancelled: write.asked.clone(),
-            shared: self.shared.clone(),
+            drain: self.shared.drain.clone(),
             unrecorded: RefCell::new(None),
         };
         let registry = &write.catalog.registry;
