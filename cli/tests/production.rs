@@ -216,6 +216,52 @@ async fn a_probe_needs_no_token_and_readiness_follows_the_store() {
 }
 
 #[tokio::test]
+async fn metrics_count_calls_by_tool_and_outcome_and_name_no_argument() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("production");
+    let (store, ledger) = sqlite(&dir.0);
+    let metrics = format!("127.0.0.1:{}", servers::free_port());
+    let service = Service::start(&store, &ledger, &["--metrics", &metrics]).await;
+    let client = &service.client;
+    let session = client.session().await;
+    let args = json!({"entry": "private-entry-7"});
+    for _ in 0..2 {
+        let appended = client.call(&session, "append", args.clone()).await;
+        assert_ne!(appended["isError"], true, "{appended}");
+    }
+    client.call(&session, "count", json!({})).await;
+
+    let scraper = Client {
+        addr: metrics.clone(),
+    };
+    let (code, text) = scraper.get("/metrics", &[]).await;
+    assert_eq!(code, 200, "{text}");
+    let value = |series: &str| -> f64 {
+        text.lines()
+            .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+    };
+    let calls = |tool: &str, outcome: &str| {
+        value(&format!(
+            "idem_calls{{gen_ai_tool_name=\"{tool}\",idem_outcome=\"{outcome}\"}}"
+        ))
+    };
+    assert_eq!(calls("append", "ran"), 1.0);
+    assert_eq!(calls("append", "replayed"), 1.0);
+    assert_eq!(calls("count", "read"), 1.0);
+    assert_eq!(value("idem_gateway_sessions"), 1.0);
+    assert_eq!(value("idem_gateway_upstreams"), 1.0);
+    let upstream_calls = "idem_gateway_upstream_duration_count{mcp_method_name=\"tools/call\"}";
+    // The write once, the read once: the replay never went up.
+    assert_eq!(value(upstream_calls), 2.0);
+    assert!(text.contains("idem_store_duration_bucket{"), "{text}");
+    assert!(!text.contains("private-entry"), "{text}");
+    assert!(!text.contains(&session), "{text}");
+}
+
+#[tokio::test]
 async fn tokens_come_from_a_file_and_the_environment_too() {
     if !python_sdk() {
         return;

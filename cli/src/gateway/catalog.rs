@@ -55,6 +55,13 @@ fn name(tool: &Value) -> &str {
 }
 
 impl Catalog {
+    /// Whether the upstream lists a tool named `tool`.
+    pub(crate) fn lists(&self, tool: &str) -> bool {
+        self.upstream_tools
+            .iter()
+            .any(|listed| name(listed) == tool)
+    }
+
     /// The catalog of `tools` (the upstream's `tools/list`, all pages),
     /// or why one of them cannot be served (a write tool whose name or
     /// settings the registry refuses).

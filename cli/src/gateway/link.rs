@@ -25,7 +25,7 @@ mod inbox;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -33,6 +33,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use self::handshake::Handshake;
 use self::inbox::{Inbound, Inbox};
 use super::jsonrpc::{self, Kind, SUBSCRIPTION_META};
+use super::metrics;
 
 /// Where the upstream server is.
 #[derive(Debug, Clone)]
@@ -106,6 +107,8 @@ struct Pending {
     reply: Reply,
     /// The connection it was sent on.
     generation: u64,
+    /// When it was sent.
+    sent: Instant,
 }
 
 /// One connection to the upstream.
@@ -255,6 +258,7 @@ impl Link {
             progress,
             reply,
             generation: 0,
+            sent: Instant::now(),
         };
         self.state().pending.insert(id, pending);
         // A connection found gone on sending (an HTTP session the server
@@ -451,6 +455,7 @@ impl Link {
         let again = current.take().is_some();
         if again {
             tracing::warn!(upstream = ?self.source, "the connection to the upstream server has gone; connecting again");
+            metrics::upstream_restarted();
         }
         let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
         let (inbox, mut inbound) = mpsc::unbounded_channel();
@@ -505,6 +510,7 @@ impl Link {
             progress: None,
             reply: Reply::Gateway(tx),
             generation: self.generation.load(Ordering::Relaxed),
+            sent: Instant::now(),
         };
         self.state().pending.insert(id, pending);
         let request = jsonrpc::request(id.into(), "initialize", params);
@@ -554,6 +560,7 @@ impl Link {
         let Some(pending) = self.state().pending.remove(&id) else {
             return;
         };
+        metrics::upstream_answered(&pending.method, pending.sent.elapsed());
         if pending.method == "initialize"
             && let Some(version) = message.pointer("/result/protocolVersion")
         {

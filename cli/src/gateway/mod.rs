@@ -27,6 +27,7 @@ mod health;
 mod http;
 mod jsonrpc;
 mod link;
+mod metrics;
 mod progress;
 mod proxy;
 mod repeat;
@@ -76,6 +77,11 @@ pub(crate) struct GatewayArgs {
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio.
     #[arg(long, value_name = "ADDR")]
     http: Option<String>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (calls by tool and
+    /// outcome, their durations, the store's and the upstream's, open
+    /// sessions and upstreams; docs/gateway.md, "Metrics").
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
     /// Over HTTP, accept `Authorization: Bearer TOKEN` as USER, the
     /// principal and tenant of its calls (repeatable); other requests are
     /// refused. `ps` shows it to every user of the host: on a shared host,
@@ -195,6 +201,9 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
     let Some(store) = args.store else {
         return Err("the gateway needs a store: --store URL (or IDEM_STORE)".into());
     };
+    if let Some(addr) = &args.metrics {
+        metrics::serve(addr).await?;
+    }
     let config = match &args.config {
         Some(path) => Config::load(path)?,
         None => Config::default(),

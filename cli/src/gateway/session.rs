@@ -30,6 +30,7 @@ use super::catalog::{self, Catalog, Settings, list_all_tools};
 use super::drain::{Drain, SHUTTING_DOWN};
 use super::jsonrpc::{self, Kind, code};
 use super::link::{self, Link, Reply, Route, Sink};
+use super::metrics;
 use super::progress::Progress;
 use super::proxy::{Asked, CALL, Call, Unrecorded};
 use super::repeat;
@@ -89,6 +90,8 @@ pub(crate) struct Session {
     in_flight: watch::Sender<usize>,
     /// The questions `approval = "ask"` puts to the client.
     questions: ask::Questions,
+    /// Counted among the open sessions while it lives.
+    _open: metrics::Open,
 }
 
 impl Session {
@@ -104,6 +107,7 @@ impl Session {
             asked: Mutex::new(HashMap::new()),
             in_flight: watch::Sender::new(0),
             questions: ask::Questions::default(),
+            _open: metrics::Open::session(),
         })
     }
 
@@ -366,8 +370,9 @@ impl Session {
                         }
                         drop(call);
                     }
-                    Ok(_) => {
+                    Ok(catalog) => {
                         drop(call);
+                        metrics::read(&name, catalog.lists(&name));
                         self.relay(message, route, &asked).await;
                     }
                     Err(why) => {

@@ -13,6 +13,7 @@ use tokio::process::{ChildStdin, Command};
 use tokio::sync::Mutex;
 
 use super::inbox::{Inbound, Inbox};
+use crate::gateway::metrics::Open;
 
 /// A running upstream process.
 pub(super) struct Child {
@@ -20,6 +21,7 @@ pub(super) struct Child {
     /// Its stdout is still open.
     alive: Arc<AtomicBool>,
     process: std::sync::Mutex<Option<tokio::process::Child>>,
+    _open: Open,
 }
 
 impl Child {
@@ -67,6 +69,7 @@ impl Child {
             stdin: Mutex::new(stdin),
             alive,
             process: std::sync::Mutex::new(Some(process)),
+            _open: Open::upstream(),
         })
     }
 

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use super::inbox::{Inbound, Inbox};
 use crate::gateway::jsonrpc;
+use crate::gateway::metrics::Open;
 
 const SESSION: &str = "mcp-session-id";
 const PROTOCOL_VERSION: &str = "mcp-protocol-version";
@@ -36,6 +37,7 @@ pub(super) struct Http {
     /// The server refused a request sent without a session: the link must
     /// open one (an `initialize` of its own) before it sends again.
     needs_session: AtomicBool,
+    _open: Open,
 }
 
 impl Http {
@@ -56,6 +58,7 @@ impl Http {
             protocol_version,
             alive: Arc::new(AtomicBool::new(true)),
             needs_session: AtomicBool::new(false),
+            _open: Open::upstream(),
         })
     }
 
