@@ -26,6 +26,8 @@ struct Service {
 #[derive(Clone)]
 struct Client {
     addr: String,
+    /// `Authorization: Bearer` of every POST, if any.
+    bearer: Option<String>,
 }
 
 impl Service {
@@ -68,7 +70,7 @@ impl Service {
         });
         Service {
             child,
-            client: Client { addr },
+            client: Client { addr, bearer: None },
         }
     }
 
@@ -107,6 +109,10 @@ impl Client {
         if let Some(id) = session {
             headers.push(("mcp-session-id", id));
         }
+        let bearer = self.bearer.as_ref().map(|token| format!("Bearer {token}"));
+        if let Some(bearer) = &bearer {
+            headers.push(("authorization", bearer));
+        }
         let body = message.to_string();
         let (head, body) = raw::send(&self.addr, "POST", &headers, &body, true).await;
         (head, serde_json::from_str(&body).unwrap_or(Value::Null))
@@ -124,8 +130,16 @@ impl Client {
 
     /// Calls `tool` with `args` in `session`: the call's result.
     async fn call(&self, session: &str, tool: &str, args: Value) -> Value {
-        let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-            "params": {"name": tool, "arguments": args}});
+        self.call_in(session, None, tool, args).await
+    }
+
+    /// [`call`](Self::call), in `run` (`_meta["idem/run_id"]`) if given.
+    async fn call_in(&self, session: &str, run: Option<&str>, tool: &str, args: Value) -> Value {
+        let mut params = json!({"name": tool, "arguments": args});
+        if let Some(run) = run {
+            params["_meta"] = json!({"idem/run_id": run});
+        }
+        let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params});
         let (head, answer) = self.post(Some(session), &call).await;
         assert_eq!(raw::status(&head), 200, "{head}\n{answer}");
         answer
@@ -235,6 +249,7 @@ async fn metrics_count_calls_by_tool_and_outcome_and_name_no_argument() {
 
     let scraper = Client {
         addr: metrics.clone(),
+        bearer: None,
     };
     let (code, text) = scraper.get("/metrics", &[]).await;
     assert_eq!(code, 200, "{text}");
@@ -259,6 +274,77 @@ async fn metrics_count_calls_by_tool_and_outcome_and_name_no_argument() {
     assert!(text.contains("idem_store_duration_bucket{"), "{text}");
     assert!(!text.contains("private-entry"), "{text}");
     assert!(!text.contains(&session), "{text}");
+}
+
+#[tokio::test]
+async fn two_gateways_on_one_redis_run_an_operation_once_between_them() {
+    if !python_sdk() || !servers::redis_binaries() {
+        return;
+    }
+    let dir = TempDir::new("production");
+    let redis = RedisServer::start(&[]);
+    let ledger = dir.0.join("ledger.txt");
+    // Two replicas behind a balancer: one store, one downstream (the
+    // ledger), each with its own upstream process; the client is ana on
+    // both, so the run it names is hers on both.
+    let tokens = ["--token", "ana=ana-token"];
+    let first = Service::start(&redis.url(), &ledger, &tokens).await;
+    let second = Service::start(&redis.url(), &ledger, &tokens).await;
+    let as_ana = |client: &Client| Client {
+        bearer: Some("ana-token".into()),
+        ..client.clone()
+    };
+    let replicas = [as_ana(&first.client), as_ana(&second.client)];
+    let mut sessions = Vec::new();
+    for replica in &replicas {
+        sessions.push(replica.session().await);
+    }
+    // A client's call and its retry land on either replica, one after the
+    // other and at the same time, in the client's run.
+    for (n, order) in [[0, 1], [1, 0]].iter().enumerate() {
+        let args = json!({"entry": format!("op-{n}")});
+        let mut answers = Vec::new();
+        for &at in order {
+            let (replica, session) = (&replicas[at], &sessions[at]);
+            answers.push(
+                replica
+                    .call_in(session, Some("run-1"), "append", args.clone())
+                    .await,
+            );
+        }
+        assert_eq!(
+            answers[0]["structuredContent"],
+            answers[1]["structuredContent"]
+        );
+        assert_ne!(answers[0]["isError"], true, "{}", answers[0]);
+    }
+    let args = json!({"entry": "op-together"});
+    let at_once = replicas
+        .iter()
+        .zip(&sessions)
+        .map(|(replica, session)| replica.call_in(session, Some("run-1"), "append", args.clone()));
+    let answers = futures_util::future::join_all(at_once).await;
+    for (answer, (replica, session)) in answers.iter().zip(replicas.iter().zip(&sessions)) {
+        // One ran; the other was told it was in flight, or replayed it.
+        let mut answer = answer.clone();
+        let started = std::time::Instant::now();
+        while answer["isError"] == true {
+            assert!(
+                text(&answer).contains("in progress") || text(&answer).contains("in flight"),
+                "{answer}"
+            );
+            assert!(started.elapsed() < PATIENCE, "never answered: {answer}");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            answer = replica
+                .call_in(session, Some("run-1"), "append", args.clone())
+                .await;
+        }
+        assert_eq!(
+            answer["structuredContent"]["entry"], "op-together",
+            "{answer}"
+        );
+    }
+    assert_eq!(lines(&ledger), ["op-0 0", "op-1 0", "op-together 0"]);
 }
 
 #[tokio::test]
