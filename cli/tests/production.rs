@@ -237,7 +237,11 @@ async fn metrics_count_calls_by_tool_and_outcome_and_name_no_argument() {
     let dir = TempDir::new("production");
     let (store, ledger) = sqlite(&dir.0);
     let metrics = format!("127.0.0.1:{}", servers::free_port());
-    let service = Service::start(&store, &ledger, &["--metrics", &metrics]).await;
+    let config = dir.0.join("gateway.toml");
+    std::fs::write(&config, "[tools.note]\napproval = \"required\"\n").expect("configure");
+    let config = config.display().to_string();
+    let extra = ["--metrics", &metrics, "--config", &config];
+    let service = Service::start(&store, &ledger, &extra).await;
     let client = &service.client;
     let session = client.session().await;
     let args = json!({"entry": "private-entry-7"});
@@ -246,6 +250,11 @@ async fn metrics_count_calls_by_tool_and_outcome_and_name_no_argument() {
         assert_ne!(appended["isError"], true, "{appended}");
     }
     client.call(&session, "count", json!({})).await;
+    // An operation that waits for a person's approval.
+    let waits = client
+        .call(&session, "note", json!({"text": "private-note"}))
+        .await;
+    assert_eq!(waits["isError"], true, "{waits}");
 
     let scraper = Client {
         addr: metrics.clone(),
@@ -272,7 +281,12 @@ async fn metrics_count_calls_by_tool_and_outcome_and_name_no_argument() {
     // The write once, the read once: the replay never went up.
     assert_eq!(value(upstream_calls), 2.0);
     assert!(text.contains("idem_store_duration_bucket{"), "{text}");
-    assert!(!text.contains("private-entry"), "{text}");
+    assert_eq!(
+        value("idem_operations{idem_state=\"awaiting_approval\"}"),
+        1.0
+    );
+    assert_eq!(value("idem_operations{idem_state=\"unknown\"}"), 0.0);
+    assert!(!text.contains("private-"), "{text}");
     assert!(!text.contains(&session), "{text}");
 }
 

@@ -12,12 +12,17 @@
 //! | `idem.gateway.upstreams` | gauge | | upstream connections open: child processes, or MCP sessions at the upstream's URL |
 //! | `idem.gateway.upstream.restarts` | counter | | upstream connections made again after one went |
 //! | `idem.gateway.upstream.duration` | histogram, seconds | `mcp.method.name` | one request, from sent to answered by the upstream |
+//! | `idem.operations` | gauge | `idem.state` = `awaiting_approval`, `unknown` | the store's operations waiting for a person's decision, counted by a scan of the namespace when scraped, at most every 15 s (or ten times as long as a scan takes) |
 //!
 //! Labels are bounded: a tool name is one of the upstream's listed tools
 //! (any other is `other`), a method one of MCP's (any other is `other`).
 //! Nothing records arguments, results, tokens, tenants or runs.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use idem::IdemStore;
+use idem::store::{RecordState, ScanFilter};
 
 use metrics::{counter, gauge, histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
@@ -26,6 +31,10 @@ const SESSIONS: &str = "idem.gateway.sessions";
 const UPSTREAMS: &str = "idem.gateway.upstreams";
 const UPSTREAM_RESTARTS: &str = "idem.gateway.upstream.restarts";
 const UPSTREAM_DURATION: &str = "idem.gateway.upstream.duration";
+const OPERATIONS: &str = "idem.operations";
+
+/// How often the operations waiting for a decision are counted, at least.
+const COUNT_EVERY: Duration = Duration::from_secs(15);
 
 /// The buckets of every duration histogram, in seconds: from a replay
 /// (a fraction of a millisecond) to a call that waits for a person.
@@ -55,8 +64,8 @@ const METHODS: [&str; 16] = [
 ];
 
 /// Installs the recorder and serves `/metrics` at `addr` (on a task of its
-/// own), once it listens.
-pub(super) async fn serve(addr: &str) -> Result<(), String> {
+/// own), once it listens; each scrape counts what `waiting` counts.
+pub(super) async fn serve(addr: &str, waiting: Waiting) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen on {addr} for --metrics: {e}"))?;
@@ -76,7 +85,7 @@ pub(super) async fn serve(addr: &str) -> Result<(), String> {
     });
     let app = axum::Router::new()
         .route("/metrics", axum::routing::get(render))
-        .with_state(handle);
+        .with_state((handle, Arc::new(waiting)));
     eprintln!("idem gateway: metrics on http://{bound}/metrics");
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
@@ -87,8 +96,9 @@ pub(super) async fn serve(addr: &str) -> Result<(), String> {
 }
 
 async fn render(
-    axum::extract::State(handle): axum::extract::State<PrometheusHandle>,
+    axum::extract::State((handle, waiting)): axum::extract::State<(PrometheusHandle, Arc<Waiting>)>,
 ) -> impl axum::response::IntoResponse {
+    waiting.refresh().await;
     (
         [(
             axum::http::header::CONTENT_TYPE,
@@ -96,6 +106,63 @@ async fn render(
         )],
         handle.render(),
     )
+}
+
+/// The store's operations that wait for a person (awaiting approval, or
+/// an unknown outcome), counted into `idem.operations` when a scrape
+/// comes, at most every [`COUNT_EVERY`] or ten times as long as the last
+/// count took: a large namespace never keeps the store scanning.
+pub(super) struct Waiting {
+    store: Arc<dyn IdemStore>,
+    namespace: String,
+    /// When the last count started, and how long it took.
+    last: tokio::sync::Mutex<Option<(Instant, Duration)>>,
+}
+
+impl Waiting {
+    pub(super) fn new(store: Arc<dyn IdemStore>, namespace: Option<String>) -> Waiting {
+        Waiting {
+            store,
+            namespace: namespace.unwrap_or_default(),
+            last: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// Counts again if the last count is old enough; a scan that fails
+    /// leaves the last counts.
+    async fn refresh(&self) {
+        let mut last = self.last.lock().await;
+        if let Some((at, took)) = *last
+            && at.elapsed() < COUNT_EVERY.max(took * 10)
+        {
+            return;
+        }
+        let started = Instant::now();
+        for (state, label) in [
+            (RecordState::Awaiting, "awaiting_approval"),
+            (RecordState::Unknown, "unknown"),
+        ] {
+            let filter = ScanFilter::namespace(self.namespace.clone()).state(state);
+            match count(&*self.store, &filter).await {
+                Ok(n) => gauge!(OPERATIONS, "idem.state" => label).set(n as f64),
+                Err(e) => tracing::debug!(error = %e, "operations waiting not counted"),
+            }
+        }
+        *last = Some((started, started.elapsed()));
+    }
+}
+
+/// How many records `filter` admits.
+async fn count(store: &dyn IdemStore, filter: &ScanFilter) -> Result<usize, idem::StoreError> {
+    let (mut seen, mut cursor) = (0, String::new());
+    loop {
+        let page = store.scan(filter, &cursor, 500).await?;
+        seen += page.records.len();
+        match page.next {
+            Some(next) => cursor = next,
+            None => return Ok(seen),
+        }
+    }
 }
 
 /// A read of `tool` passed through; `listed` says whether the upstream

@@ -201,8 +201,10 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
     let Some(store) = args.store else {
         return Err("the gateway needs a store: --store URL (or IDEM_STORE)".into());
     };
+    let store = store.open_to_serve().await?;
     if let Some(addr) = &args.metrics {
-        metrics::serve(addr).await?;
+        let waiting = metrics::Waiting::new(store.clone(), args.namespace.clone());
+        metrics::serve(addr, waiting).await?;
     }
     let config = match &args.config {
         Some(path) => Config::load(path)?,
@@ -211,7 +213,7 @@ pub(crate) async fn serve(args: GatewayArgs) -> Result<(), String> {
     let patience = args.upstream.timeout;
     let settings = Settings {
         config,
-        store: store.open_to_serve().await?,
+        store,
         namespace: args.namespace,
         timeout: patience,
     };
