@@ -906,6 +906,87 @@ async fn migrate_creates_a_postgres_table_or_prints_the_sql_for_a_dba() {
     );
 }
 
+/// The subcommands of `idem` (and of `idem SUB`), as `--help` lists them.
+fn subcommands(path: &[&str]) -> Vec<String> {
+    let mut args: Vec<&str> = path.to_vec();
+    args.push("--help");
+    let help = stdout(&idem(&args));
+    let Some((_, commands)) = help.split_once("Commands:") else {
+        return Vec::new();
+    };
+    let commands = commands.split("\n\n").next().unwrap_or_default();
+    commands
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The long flags `idem PATH --help` lists.
+fn flags(path: &[&str]) -> Vec<String> {
+    let mut args: Vec<&str> = path.to_vec();
+    args.push("--help");
+    let help = stdout(&idem(&args));
+    let mut flags: Vec<String> = help
+        .split(|c: char| c.is_whitespace() || c == ',' || c == '[' || c == ']')
+        .filter(|word| word.starts_with("--") && word.len() > 2)
+        .map(|word| {
+            word.trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
+                .split('=')
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .filter(|flag| !["--help", "--version"].contains(&flag.as_str()))
+        .collect();
+    flags.sort();
+    flags.dedup();
+    flags
+}
+
+#[test]
+fn every_flag_of_every_command_is_in_the_docs() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let mut docs = String::new();
+    for page in [
+        "README.md",
+        "docs/gateway.md",
+        "docs/console.md",
+        "CONTRIBUTING.md",
+    ] {
+        docs += &std::fs::read_to_string(format!("{root}/{page}")).expect("read the docs");
+    }
+    let mut missing = Vec::new();
+    let mut commands: Vec<Vec<String>> = subcommands(&[]).into_iter().map(|c| vec![c]).collect();
+    let mut seen = 0;
+    while let Some(path) = commands.pop() {
+        let path_refs: Vec<&str> = path.iter().map(String::as_str).collect();
+        for sub in subcommands(&path_refs) {
+            let mut deeper = path.clone();
+            deeper.push(sub);
+            commands.push(deeper);
+        }
+        for flag in flags(&path_refs) {
+            seen += 1;
+            // The flag as a word of its own, not the start of a longer one.
+            let named = docs.match_indices(&flag).any(|(at, _)| {
+                let next = docs[at + flag.len()..].chars().next();
+                next.is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '-'))
+            });
+            if !named {
+                missing.push(format!("idem {} {flag}", path.join(" ")));
+            }
+        }
+    }
+    assert!(seen > 40, "only {seen} flags found");
+    assert!(
+        missing.is_empty(),
+        "flags the docs never name:\n{}",
+        missing.join("\n")
+    );
+}
+
 #[test]
 fn failures_are_one_line_and_a_non_zero_exit() {
     let cases: [(&[&str], &str); 5] = [
