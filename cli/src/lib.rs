@@ -232,7 +232,7 @@ enum Command {
     /// Put idem in front of an MCP server: serve its tools on stdio, each
     /// write tool claimed, run once upstream, recorded and replayed to
     /// duplicates: `idem gateway --store FILE -- npx some-mcp-server`.
-    Gateway(gateway::GatewayArgs),
+    Gateway(Box<gateway::GatewayArgs>),
     /// Serve a web page and a JSON API where people approve, deny and
     /// revoke what awaits approval and resolve unknown outcomes:
     /// `idem console --store FILE --token ana=SECRET`, then open
@@ -463,7 +463,7 @@ async fn run(command: Command) -> Result<(), String> {
         | Command::Revoke { .. }) => approval(approvals).await,
         Command::Purge { store, dry_run } => purge(store, dry_run).await,
         Command::Migrate { store, print_sql } => migrate(store, print_sql).await,
-        Command::Gateway(args) => gateway::serve(args).await,
+        Command::Gateway(args) => gateway::serve(*args).await,
         Command::Console(args) => {
             let webhooks = webhooks(args.config.as_deref())?;
             console::serve(args, webhooks).await
