@@ -128,6 +128,44 @@ pub use idem_macros::read_tool;
 /// ```
 pub use idem_macros::write_tool;
 
+/// The guide: idem by task, a chapter a page. Each chapter is a markdown
+/// file of `src/guide/` (which GitHub shows too), and every example in it
+/// is compiled and run as a doctest.
+pub mod guide {
+    #![doc = include_str!("guide/index.md")]
+
+    pub mod writing_tools {
+        #![doc = include_str!("guide/writing-tools.md")]
+    }
+    pub mod same_operation {
+        #![doc = include_str!("guide/same-operation.md")]
+    }
+    pub mod uncertain {
+        #![doc = include_str!("guide/uncertain.md")]
+    }
+    pub mod approval {
+        #![doc = include_str!("guide/approval.md")]
+    }
+    pub mod stores {
+        #![doc = include_str!("guide/stores.md")]
+    }
+    pub mod mcp {
+        #![doc = include_str!("guide/mcp.md")]
+    }
+    pub mod providers {
+        #![doc = include_str!("guide/providers.md")]
+    }
+    pub mod operating {
+        #![doc = include_str!("guide/operating.md")]
+    }
+    pub mod security {
+        #![doc = include_str!("guide/security.md")]
+    }
+    pub mod testing {
+        #![doc = include_str!("guide/testing.md")]
+    }
+}
+
 /// Everything a tool author needs: `use idem::prelude::*;`.
 ///
 /// `Serialize`, `Deserialize` and `JsonSchema` are here so that one `use`

@@ -124,14 +124,18 @@ async fn migrations_and_schema_versions() {
     h.cleanup().await;
 }
 
-/// The statements README.md gives ("Least privilege") for `role` on the
-/// table in `schema`: those on the role and schema, and those on the table.
+/// The statements the guide gives (src/guide/security.md, "Least
+/// privilege") for `role` on the table in `schema`: those on the role and
+/// schema, and those on the table.
 fn readme_grants(role: &str, schema: &str) -> (String, String) {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("read README.md");
+    let readme = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/guide/security.md"
+    ))
+    .expect("read src/guide/security.md");
     let start = readme
         .find("CREATE ROLE idem_app")
-        .expect("README.md gives the role");
+        .expect("the guide gives the role");
     let block = &readme[start..start + readme[start..].find("```").expect("end of block")];
     let block = block
         .replace("idem_app", role)

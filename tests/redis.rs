@@ -1139,18 +1139,22 @@ async fn tls_and_credentials_in_the_url() {
     assert!(RedisStore::connect(&url).await.is_err());
 }
 
-/// The ACL line README.md gives ("Least privilege") for `readme_user`
+/// The ACL line the guide gives (src/guide/security.md, "Least
+/// privilege") for `readme_user`
 /// (`idem-myapp`, the application's; `idem-ops`, an operator's), made for
 /// user `user` with `password` on keys under namespaces matching
 /// `namespaces`.
 fn readme_acl_line(readme_user: &str, user: &str, password: &str, namespaces: &str) -> Vec<String> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("read README.md");
+    let readme = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/guide/security.md"
+    ))
+    .expect("read src/guide/security.md");
     let prefix = format!("ACL SETUSER {readme_user} ");
     let line = readme
         .lines()
         .find(|l| l.starts_with(&prefix))
-        .unwrap_or_else(|| panic!("README.md gives a line {prefix}.."));
+        .unwrap_or_else(|| panic!("the guide gives a line {prefix}.."));
     line.split_whitespace()
         .skip(2)
         .map(|word| match word {

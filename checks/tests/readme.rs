@@ -1,5 +1,5 @@
-//! The README's quick start and test-kit snippet, built and run as a
-//! newcomer's crate of its own (and its promise that the macros need no
+//! The README's quick start and the guide's test-kit snippet, built and
+//! run as a newcomer's crate of its own (and its promise that the macros need no
 //! dependency but idem, in a second crate): only the dependencies the README's
 //! `Cargo.toml` blocks list, with idem taken from this workspace. The
 //! crate's doctests compile the same blocks, but inside idem-tools, where
@@ -108,13 +108,23 @@ fn cargo(dir: &Path, args: &[&str]) {
 #[test]
 fn the_readme_builds_and_runs_as_a_crate_of_its_own() {
     let root = workspace();
-    let readme = fs::read_to_string(root.join("README.md")).expect("README.md");
+    // The README's blocks, then the guide's (its test kit's example).
+    let mut readme = fs::read_to_string(root.join("README.md")).expect("README.md");
+    let mut chapters: Vec<_> = fs::read_dir(root.join("src/guide"))
+        .expect("src/guide")
+        .flatten()
+        .map(|entry| entry.path())
+        .collect();
+    chapters.sort();
+    for chapter in chapters {
+        readme += &fs::read_to_string(chapter).expect("a chapter");
+    }
     let krate = readme_crate(&readme);
     let paths: Vec<&str> = krate.files.iter().map(|(p, _)| p.as_str()).collect();
     assert!(
         paths.contains(&"src/main.rs") && paths.iter().any(|p| p.starts_with("tests/")),
-        "README.md should hold the quick start (`// src/main.rs`) and a test \
-         (`// tests/NAME.rs`); found {paths:?}"
+        "README.md should hold the quick start (`// src/main.rs`), and it or the guide a \
+         test (`// tests/NAME.rs`); found {paths:?}"
     );
     assert!(
         krate.manifest.contains("[dependencies]") && krate.manifest.contains("[dev-dependencies]"),

@@ -957,6 +957,9 @@ fn every_flag_of_every_command_is_in_the_docs() {
     ] {
         docs += &std::fs::read_to_string(format!("{root}/{page}")).expect("read the docs");
     }
+    for chapter in std::fs::read_dir(format!("{root}/src/guide")).expect("the guide") {
+        docs += &std::fs::read_to_string(chapter.expect("a chapter").path()).expect("read it");
+    }
     let mut missing = Vec::new();
     let mut commands: Vec<Vec<String>> = subcommands(&[]).into_iter().map(|c| vec![c]).collect();
     let mut seen = 0;

@@ -24,8 +24,8 @@ use crate::seal::{PayloadKind, seal};
 use crate::tool::{OnStoreError, OnUncertain, WriteTool};
 
 /// Runs a write tool through the idempotent wrapper: claim or replay, run
-/// once beside the heartbeat, record the outcome (the README's "What a
-/// write tool guarantees").
+/// once beside the heartbeat, record the outcome (the guide's "What a
+/// write tool guarantees", `idem::guide::stores`).
 pub(crate) async fn call_write<S, T: WriteTool<S>>(
     tool: &T,
     name: &str,

@@ -135,7 +135,7 @@ impl PostgresStore {
 
     /// Connects to `postgres://user:password@host:port/database` (or a
     /// `host=… user=…` string), with TLS as its `sslmode` says (feature
-    /// `postgres-tls`; README, "PostgreSQL over TLS"), and
+    /// `postgres-tls`; the guide's stores chapter, "PostgreSQL over TLS"), and
     /// creates the table if it is missing (see
     /// [`PostgresOptions::create_schema`]): once the table exists, the
     /// role needs no `CREATE` privilege, only `SELECT, INSERT, UPDATE,
@@ -204,7 +204,7 @@ impl PostgresStore {
     /// an older schema version to this code's, and checks its schema
     /// version: the deploy step, run by a role that may `CREATE`,
     /// so that the application's role needs no more than reading and
-    /// writing rows (README, "Least privilege").
+    /// writing rows (the guide's security chapter, "Least privilege").
     pub async fn migrate(url: &str, options: &PostgresOptions) -> Result<(), StoreError> {
         let table = options.qualified()?;
         let (config, tls) = connection(url, options)?;

@@ -1,7 +1,7 @@
 //! A check a user runs on their own write tool: the duplicates that happen
 //! in production, played against the tool, its arguments and the user's
-//! fake downstream, with what the tool did in each (README, "Checking your
-//! tool"). Each scenario gets a registry, a store and an application
+//! fake downstream, with what the tool did in each (the guide's chapter
+//! "Testing your tools"). Each scenario gets a registry, a store and an application
 //! state of its own, made by the user's factory, so that a fake with
 //! business rules ("already refunded") sees each scenario as the first;
 //! and it runs under a tenant of its own, so that its key is its own even
