@@ -9,7 +9,7 @@
 //! tool that needs a person's approval calls nothing upstream until one is
 //! given for that very operation, then once; a condition in the TOML says
 //! which calls need one, and one that does not fit the tool stops the
-//! gateway at start.
+//! gateway at start. And docs/gateway.md's quick start runs as written.
 
 mod common;
 
@@ -836,4 +836,54 @@ async fn an_unannotated_servers_reads_are_named_at_start_and_made_reads_as_init_
     assert!(created_and_read(&client, "third").await);
     assert!(created_and_read(&client, "fourth").await, "read again");
     client.cancel().await.expect("close");
+}
+
+/// The fenced block of `markdown` whose first line is `# NAME`: its
+/// lines after that one.
+fn doc_file(markdown: &str, name: &str) -> String {
+    let start = markdown
+        .find(&format!("```python\n# {name}\n"))
+        .unwrap_or_else(|| panic!("docs/gateway.md has no block `# {name}`"));
+    let body = &markdown[start..];
+    let body = &body[body.find('\n').expect("a line") + 1..];
+    let body = &body[body.find('\n').expect("a line") + 1..];
+    body[..body.find("```").expect("the block ends")].to_owned()
+}
+
+#[tokio::test]
+async fn the_quick_start_for_a_python_server_runs_as_written() {
+    if !python_sdk() {
+        return;
+    }
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/gateway.md"))
+        .expect("read docs/gateway.md");
+    let dir = TempDir::new("quick-start");
+    for name in ["refunds.py", "try_it.py"] {
+        std::fs::write(dir.0.join(name), doc_file(&docs, name)).expect("write the file");
+    }
+    // The output the page shows, after its `$ python3 try_it.py`.
+    let shown = docs
+        .split("$ python3 try_it.py\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the page shows the output");
+    // `idem` as the page runs it: on the PATH.
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_idem"))
+        .parent()
+        .expect("the binary's folder");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("python3")
+        .arg("try_it.py")
+        .current_dir(&dir.0)
+        .env("PATH", path)
+        .stderr(Stdio::inherit())
+        .output()
+        .await
+        .expect("run try_it.py");
+    assert!(out.status.success(), "try_it.py failed");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), shown);
 }
