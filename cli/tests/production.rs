@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use common::servers::{self, RedisServer, TempDir};
-use common::{LEDGER, PATIENCE, idem, python_sdk, raw, wait_for};
+use common::{LEDGER, PATIENCE, eventually, idem, python_sdk, raw, wait_for};
 use serde_json::{Value, json};
 
 /// A gateway serving HTTP in front of `ledger.py`.
@@ -218,15 +218,13 @@ async fn a_probe_needs_no_token_and_readiness_follows_the_store() {
 
     // Back: ready again, by itself.
     redis.restart();
-    let started = std::time::Instant::now();
-    loop {
-        let (code, body) = client.get("/readyz", &[]).await;
-        if code == 200 {
-            break;
+    eventually("not ready again", || async {
+        match client.get("/readyz", &[]).await {
+            (200, _) => Ok(()),
+            (_, body) => Err(body),
         }
-        assert!(started.elapsed() < PATIENCE, "not ready again: {body}");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -410,16 +408,14 @@ async fn on_sigterm_a_write_in_flight_is_answered_and_new_ones_are_turned_away()
 
     served.signal(rustix::process::Signal::TERM);
     // Draining: not ready, no new session, no new write; reads go on.
-    let started = std::time::Instant::now();
-    loop {
-        let (code, body) = client.get("/readyz", &[]).await;
-        if code == 503 {
-            assert!(body.contains("draining"), "{body}");
-            break;
+    let body = eventually("never drained", || async {
+        match client.get("/readyz", &[]).await {
+            (503, body) => Ok(body),
+            (_, body) => Err(body),
         }
-        assert!(started.elapsed() < PATIENCE, "never drained: {body}");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    })
+    .await;
+    assert!(body.contains("draining"), "{body}");
     let (head, _) = client.post(None, &initialize()).await;
     assert_eq!(raw::status(&head), 503, "{head}");
     assert!(raw::header(&head, "retry-after").is_some(), "{head}");

@@ -111,6 +111,23 @@ pub async fn wait_for(done: impl Fn() -> bool, what: &str) {
     }
 }
 
+/// Calls `attempt` until it succeeds, at most [`PATIENCE`] (a bound on a
+/// hang, never a measure), or fails saying `what` and what the last
+/// attempt said of itself.
+pub async fn eventually<T, Fut>(what: &str, mut attempt: impl FnMut() -> Fut) -> T
+where
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let started = std::time::Instant::now();
+    loop {
+        match attempt().await {
+            Ok(done) => return done,
+            Err(last) => assert!(started.elapsed() < PATIENCE, "{what}: {last}"),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// Waits until something listens on `port` of 127.0.0.1.
 pub async fn listening(port: u16) {
     let address = format!("127.0.0.1:{port}");
