@@ -443,7 +443,6 @@ impl HttpGateway {
     /// Starts `gateway` with `--http 127.0.0.1:0` and `extra`, and waits
     /// for the address it listens on.
     async fn start(gateway: &Gateway<'_>, extra: &[&str]) -> HttpGateway {
-        use tokio::io::AsyncBufReadExt;
         let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
             .args([
                 "gateway",
@@ -459,21 +458,7 @@ impl HttpGateway {
             .kill_on_drop(true)
             .spawn()
             .expect("start the gateway");
-        let stderr = child.stderr.take().expect("stderr");
-        let mut lines = tokio::io::BufReader::new(stderr).lines();
-        let url = loop {
-            let line = lines.next_line().await.expect("read stderr");
-            let line = line.expect("the gateway said where it listens");
-            if let Some(url) = line.strip_prefix("idem gateway: listening on ") {
-                break url.to_owned();
-            }
-        };
-        // The rest of its log goes to the test's stderr.
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                eprintln!("{line}");
-            }
-        });
+        let url = common::listening_url(&mut child).await;
         HttpGateway { child, url }
     }
 

@@ -43,7 +43,6 @@ impl Service {
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> Service {
-        use tokio::io::AsyncBufReadExt;
         let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_idem"))
             .envs(env.iter().copied())
             .args(["gateway", "--store", store, "--http", "127.0.0.1:0"])
@@ -54,20 +53,11 @@ impl Service {
             .kill_on_drop(true)
             .spawn()
             .expect("start the gateway");
-        let stderr = child.stderr.take().expect("stderr");
-        let mut lines = tokio::io::BufReader::new(stderr).lines();
-        let addr = loop {
-            let line = lines.next_line().await.expect("read stderr");
-            let line = line.expect("the gateway said where it listens");
-            if let Some(url) = line.strip_prefix("idem gateway: listening on http://") {
-                break url.trim_end_matches("/mcp").to_owned();
-            }
-        };
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                eprintln!("{line}");
-            }
-        });
+        let url = common::listening_url(&mut child).await;
+        let addr = url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned();
         Service {
             child,
             client: Client { addr, bearer: None },

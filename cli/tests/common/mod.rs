@@ -128,6 +128,28 @@ where
     }
 }
 
+/// The URL a gateway started with `--http` says it listens on (its
+/// endpoint, `http://ADDR/mcp`), read from its stderr; the rest of its log
+/// goes on to the test's stderr.
+pub async fn listening_url(child: &mut tokio::process::Child) -> String {
+    use tokio::io::AsyncBufReadExt;
+    let stderr = child.stderr.take().expect("the gateway's stderr, piped");
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    let url = loop {
+        let line = lines.next_line().await.expect("read stderr");
+        let line = line.expect("the gateway said where it listens");
+        if let Some(url) = line.strip_prefix("idem gateway: listening on ") {
+            break url.to_owned();
+        }
+    };
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            eprintln!("{line}");
+        }
+    });
+    url
+}
+
 /// Waits until something listens on `port` of 127.0.0.1.
 pub async fn listening(port: u16) {
     let address = format!("127.0.0.1:{port}");
