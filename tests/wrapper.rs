@@ -1249,3 +1249,38 @@ async fn a_stopped_wait_leaves_the_operation_awaiting() {
     assert!(ran.is_ok(), "{ran:?}");
     assert_eq!(counter.total(), 1, "the approval ran it once");
 }
+
+/// The record's about says the call's run and its arguments as the tool
+/// read them, the same value whichever way the key was derived: from all
+/// the arguments (the about then reuses their canonical text) or from some
+/// of them (the arguments written out again).
+#[tokio::test]
+async fn the_record_says_the_arguments_whichever_fields_are_keyed() {
+    let args = json!({"order_id": "o-\u{e9}\"1", "amount": 7,
+                      "lines": [{"sku": "b", "qty": 2}, {"qty": 1, "sku": "a"}]});
+    for keyed_on_order in [false, true] {
+        let pay = Pay {
+            keyed_on_order,
+            ..Pay::default()
+        };
+        let registry = pay_registry(&pay);
+        let context = idem::CallContext::run("run-3").tenant("acme");
+        registry
+            .call(context, "pay", args.clone())
+            .await
+            .expect("paid");
+        let (key, _) = registry
+            .identify(context, "pay", args.clone())
+            .expect("identify")
+            .expect("a write tool");
+        let record = registry.store().inspect(&key).await.expect("inspect");
+        let about = record.and_then(|r| r.about).expect("an about");
+        let about = idem::store::About::parse(&about).expect("an About");
+        assert_eq!(about.tenant.as_deref(), Some("acme"), "{keyed_on_order}");
+        assert_eq!(about.run.as_deref(), Some("run-3"), "{keyed_on_order}");
+        assert_eq!(
+            about.arguments, args,
+            "keyed on the order: {keyed_on_order}"
+        );
+    }
+}

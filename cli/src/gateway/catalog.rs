@@ -32,6 +32,8 @@ pub(crate) struct Catalog {
     pub(crate) registry: Registry<()>,
     /// The tools as the upstream listed them.
     pub(crate) upstream_tools: Vec<Value>,
+    /// The names of the tools the upstream lists (a read's metrics label).
+    listed: HashSet<String>,
     /// The names of the write tools.
     pub(crate) writes: HashSet<String>,
     /// The names of the write tools whose key holds the run.
@@ -57,9 +59,7 @@ fn name(tool: &Value) -> &str {
 impl Catalog {
     /// Whether the upstream lists a tool named `tool`.
     pub(crate) fn lists(&self, tool: &str) -> bool {
-        self.upstream_tools
-            .iter()
-            .any(|listed| name(listed) == tool)
+        self.listed.contains(tool)
     }
 
     /// The catalog of `tools` (the upstream's `tools/list`, all pages),
@@ -112,6 +112,7 @@ impl Catalog {
         Ok(Catalog {
             registry,
             upstream_tools: tools.to_vec(),
+            listed: tools.iter().map(|tool| name(tool).to_owned()).collect(),
             writes,
             run_scoped,
             repeats,

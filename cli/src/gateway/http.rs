@@ -372,27 +372,14 @@ impl Front {
         eprintln!(
             "idem gateway: {signal}: draining, {writes} write(s) in flight, at most {within:?}"
         );
-        let settled = async {
-            for session in &sessions {
-                session.settled().await;
-            }
-        };
-        if tokio::time::timeout(within, settled).await.is_err() {
+        if !all_settled(&sessions, within).await {
             let left: usize = sessions.iter().map(|s| s.writes_in_flight()).sum();
             tracing::warn!(
                 writes = left,
                 "--drain passed with writes in flight: they are given up, their outcome recorded as unknown"
             );
             drain.give_up();
-            let recorded = async {
-                for session in &sessions {
-                    session.settled().await;
-                }
-            };
-            if tokio::time::timeout(drain::RECORD_GRACE, recorded)
-                .await
-                .is_err()
-            {
+            if !all_settled(&sessions, drain::RECORD_GRACE).await {
                 tracing::error!(
                     "writes given up at the deadline were not recorded in time (the store does not answer?): their records are taken as uncertain once their leases lapse"
                 );
@@ -630,6 +617,17 @@ fn session_id() -> String {
         bytes = (nanos ^ u128::from(new_origin())).to_le_bytes();
     });
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether every write in flight in `sessions` was answered and recorded
+/// within `within`.
+async fn all_settled(sessions: &[Arc<Session>], within: Duration) -> bool {
+    let settled = async {
+        for session in sessions {
+            session.settled().await;
+        }
+    };
+    tokio::time::timeout(within, settled).await.is_ok()
 }
 
 #[cfg(test)]

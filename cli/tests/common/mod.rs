@@ -104,11 +104,15 @@ impl Drop for Group {
 
 /// Waits until `done`, at most [`PATIENCE`], or fails saying `what`.
 pub async fn wait_for(done: impl Fn() -> bool, what: &str) {
-    let started = std::time::Instant::now();
-    while !done() {
-        assert!(started.elapsed() < PATIENCE, "{what}");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    eventually(what, || {
+        let result = if done() {
+            Ok(())
+        } else {
+            Err("not yet".to_owned())
+        };
+        std::future::ready(result)
+    })
+    .await
 }
 
 /// Calls `attempt` until it succeeds, at most [`PATIENCE`] (a bound on a

@@ -28,7 +28,7 @@ pub(crate) fn operation<'a, S, T: WriteTool<S>>(
     namespace: Option<&str>,
     caller: CallOrigin<'_>,
     mut args: Value,
-) -> Result<(T::Args, IdemKey, Checked<'a>), ToolError> {
+) -> Result<Operation<'a, T::Args>, ToolError> {
     if let Some(given) = &learnt.given {
         given.read(&mut args);
     }
@@ -41,11 +41,21 @@ pub(crate) fn operation<'a, S, T: WriteTool<S>>(
     };
     let roles = &settings.roles;
     let sets = learnt.sets.as_ref();
+    let mut canonical = None;
     let (digest, checked) = if roles.all_keyed() && sets.is_none() && caller.operation_key.is_none()
     {
         // The common case: every argument keyed, straight from the typed
-        // arguments; the key's digest fingerprints them too.
-        let digest = head.digest(|out| write_typed(out, &args))?;
+        // arguments; the key's digest fingerprints them too. Their text is
+        // kept for the record's about unless a field must be hidden there.
+        let keep = !roles.hides();
+        let digest = head.digest(|out| {
+            let start = out.len();
+            write_typed(out, &args)?;
+            if keep {
+                canonical = Some(out[start..].to_vec());
+            }
+            Ok(())
+        })?;
         (digest, Checked::digest(digest))
     } else {
         let mut value = serde_json::to_value(&args).map_err(|e| head.unserializable(e))?;
@@ -57,7 +67,23 @@ pub(crate) fn operation<'a, S, T: WriteTool<S>>(
         let paths = learnt.checked_paths(by_operation_key);
         identity(&head, &value, roles, paths, caller.operation_key)?
     };
-    Ok((args, IdemKey::from_digest(namespace, &digest), checked))
+    Ok(Operation {
+        args,
+        key: IdemKey::from_digest(namespace, &digest),
+        checked,
+        canonical,
+    })
+}
+
+/// A write call's operation: its typed arguments, key and fingerprint.
+pub(crate) struct Operation<'a, A> {
+    pub(crate) args: A,
+    pub(crate) key: IdemKey,
+    pub(crate) checked: Checked<'a>,
+    /// The arguments' canonical JSON, when the key was hashed from all of
+    /// them and none is hidden (the common case): the text the record's
+    /// about shows, so that it is written once a call.
+    pub(crate) canonical: Option<Vec<u8>>,
 }
 
 /// What every key of one call is derived under: its tenant, scope, tool

@@ -10,7 +10,7 @@ use super::checked::Checked;
 use super::checked::Learnt;
 use super::claim::{Claimed, claim_or_replay};
 use super::hold::{Hold, Site};
-use super::operation::operation;
+use super::operation::{Operation, operation};
 use super::read::unrecorded;
 use super::settings::{CallOrigin, Shared, ToolSettings};
 use super::settle::settle;
@@ -36,14 +36,19 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
     args: Value,
 ) -> Result<Value, ToolError> {
     let namespace = shared.namespace.as_deref();
-    let (args, key, checked) = operation::<S, T>(name, settings, learnt, namespace, caller, args)?;
+    let Operation {
+        args,
+        key,
+        checked,
+        canonical,
+    } = operation::<S, T>(name, settings, learnt, namespace, caller, args)?;
     let call_ctx = || Ctx::new(caller.run_id, caller.tenant, shared.state.clone());
     let needs_approval = approval::needed(tool, settings.approval, &args, call_ctx);
     if let Some(trace) = caller.trace {
         trace.key(&key);
     }
     let site = site(shared, settings, learnt, name, caller);
-    let about = about(&site, &key, caller, &args);
+    let about = about(&site, &key, caller, &args, canonical.as_deref());
     let about = about.as_deref();
     #[cfg(feature = "notify")]
     let site = Site { about, ..site };
@@ -172,14 +177,16 @@ async fn confirm_unreachable<O: serde::de::DeserializeOwned>(
 /// of the call's tenant and run and the typed arguments as JSON (defaults
 /// filled in), the tool's hidden fields replaced; sealed like a result
 /// when the registry encrypts results. `None` if the arguments do not
-/// serialize (the key could not have been derived either). Written
-/// straight from the typed arguments unless a field is hidden: this is
-/// every write call's path, replays included.
+/// serialize (the key could not have been derived either). This is every
+/// write call's path, replays included: the arguments are the `canonical`
+/// text the key was hashed from where there is one (the same value, its
+/// members in canonical order), else written from the typed arguments.
 fn about<A: serde::Serialize>(
     site: &Site<'_>,
     key: &IdemKey,
     caller: CallOrigin<'_>,
     args: &A,
+    canonical: Option<&[u8]>,
 ) -> Option<String> {
     /// `About`'s JSON, borrowing what it holds.
     #[derive(serde::Serialize)]
@@ -189,7 +196,9 @@ fn about<A: serde::Serialize>(
         arguments: &'a T,
     }
     let (tenant, run) = (caller.tenant, Some(caller.run_id));
-    let text = if site.settings.roles.hides() {
+    let text = if let Some(arguments) = canonical {
+        about_text(tenant, run, arguments)
+    } else if site.settings.roles.hides() {
         let mut arguments = serde_json::to_value(args).ok()?;
         site.settings.roles.hide(&mut arguments);
         serde_json::to_string(&Of {
@@ -205,6 +214,24 @@ fn about<A: serde::Serialize>(
         })
     };
     Some(seal(site.result_keys, key, PayloadKind::About, text.ok()?))
+}
+
+/// `About`'s JSON around arguments already written as JSON.
+fn about_text(
+    tenant: Option<&str>,
+    run: Option<&str>,
+    arguments: &[u8],
+) -> Result<String, serde_json::Error> {
+    let names = |s: Option<&str>| s.map_or(4, |s| s.len() + 2);
+    let mut out = Vec::with_capacity(40 + names(tenant) + names(run) + arguments.len());
+    out.extend_from_slice(b"{\"tenant\":");
+    serde_json::to_writer(&mut out, &tenant)?;
+    out.extend_from_slice(b",\"run\":");
+    serde_json::to_writer(&mut out, &run)?;
+    out.extend_from_slice(b",\"arguments\":");
+    out.extend_from_slice(arguments);
+    out.push(b'}');
+    String::from_utf8(out).map_err(serde::ser::Error::custom)
 }
 
 /// Runs the body without a claim, for a tool with

@@ -233,7 +233,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for PreparedWrite<
         caller: CallOrigin<'_>,
         args: Value,
     ) -> Result<Option<(IdemKey, Fingerprint)>, ToolError> {
-        let (_, key, checked) = engine::operation::<S, T>(
+        let operation = engine::operation::<S, T>(
             &self.info.name,
             &self.settings,
             &self.learnt,
@@ -241,7 +241,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for PreparedWrite<
             caller,
             args,
         )?;
-        Ok(Some((key, checked.fingerprint)))
+        Ok(Some((operation.key, operation.checked.fingerprint)))
     }
 
     #[cfg(feature = "mcp")]

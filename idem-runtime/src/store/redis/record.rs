@@ -190,13 +190,16 @@ fn settled_head(
     };
     let format_2 = format >= 2;
     let state = State::parse(std::str::from_utf8(fields.next()?).ok()?)?;
-    let fingerprint = fields.next()?;
-    if !format_2 && fingerprint.len() != 64 {
-        return None; // format 1 has no field tags
-    }
     let fingerprint = match ours {
-        Some((hex, ours)) if format_2 && hex == fingerprint => ours.clone(),
-        _ => Fingerprint::from_hex(std::str::from_utf8(fingerprint).ok()?)?,
+        // A duplicate's usual case: the record holds the claim's own.
+        Some((hex, ours)) if format_2 && fields.skip(hex) => ours.clone(),
+        _ => {
+            let field = fields.next()?;
+            if !format_2 && field.len() != 64 {
+                return None; // format 1 has no field tags
+            }
+            Fingerprint::from_hex(std::str::from_utf8(field).ok()?)?
+        }
     };
     let digits = |s: &[u8]| s.iter().all(u8::is_ascii_digit);
     if !digits(fields.next()?) {
@@ -226,10 +229,23 @@ struct Fields<'a>(&'a [u8]);
 
 impl<'a> Fields<'a> {
     fn next(&mut self) -> Option<&'a [u8]> {
-        let end = memchr::memchr(b'|', self.0)?;
+        // Byte by byte: the fields before the payload are short, where
+        // `memchr`'s set-up costs more than it saves.
+        let end = self.0.iter().position(|&b| b == b'|')?;
         let field = &self.0[..end];
         self.0 = &self.0[end + 1..];
         Some(field)
+    }
+
+    /// Passes the next field if it is `expected`, without searching for
+    /// its end.
+    fn skip(&mut self, expected: &[u8]) -> bool {
+        let n = expected.len();
+        let matches = self.0.get(n) == Some(&b'|') && &self.0[..n] == expected;
+        if matches {
+            self.0 = &self.0[n + 1..];
+        }
+        matches
     }
 
     /// Passes the about (format 3 and later): its length, then that many bytes and `|`.
