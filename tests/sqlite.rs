@@ -351,6 +351,45 @@ async fn a_claim_given_up_while_the_file_is_locked_is_never_applied() {
     assert_eq!(counter.total(), 1);
 }
 
+/// A write that meets the file's lock held by another connection waits
+/// for it (on the store's thread) instead of failing, whether it would
+/// otherwise run at once on the caller's thread or not: claim, settle and
+/// the replay of a duplicate all go through while the lock comes and goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_that_meet_a_lock_held_elsewhere_wait_for_it() {
+    let dir = TempDir::new("sqlite-lock-waited");
+    let path = dir.0.join("idem.db");
+    let store = Arc::new(SqliteStore::open(&path).await.expect("open"));
+    let counter = Counter::default();
+    let registry = Registry::builder(())
+        .store(store)
+        .store_timeout(Duration::from_secs(30))
+        .tool(counter.clone())
+        .build()
+        .expect("registry");
+    for n in 0..3u64 {
+        let lock = WriteLock::hold(&path);
+        let release = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            drop(lock);
+        });
+        let first = registry
+            .call("r", "counter", json!({ "n": n }))
+            .await
+            .expect("the claim waited for the lock");
+        release.await.expect("released");
+        let lock = WriteLock::hold(&path);
+        let release = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            drop(lock);
+        });
+        let again = registry.call("r", "counter", json!({ "n": n })).await;
+        release.await.expect("released");
+        assert_eq!(again.ok(), Some(first), "the duplicate is replayed");
+    }
+    assert_eq!(counter.total(), 3, "each operation ran once");
+}
+
 /// A lock another connection holds is a slow answer, not an unreachable
 /// store: a tool that runs when its store is unreachable fails closed
 /// instead, so the operation recorded before is never run a second time.

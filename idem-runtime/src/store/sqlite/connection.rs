@@ -12,9 +12,8 @@
 //! lost; the wrapper's retries are safe against that.
 
 use std::cell::RefCell;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, mpsc};
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, Transaction, TransactionBehavior};
@@ -62,9 +61,23 @@ impl Drop for Waiter {
 
 type Job = Box<dyn FnOnce(&mut Connection, &Ticket) + Send>;
 
+/// How many commits pass between two checkpoints of the write-ahead log,
+/// when writes commit on their callers' threads (SQLite's own checkpoint
+/// would run inside the commit that crosses its threshold, on the async
+/// runtime's thread). A write is two or three pages: about SQLite's
+/// default of 1,000 pages.
+const CHECKPOINT_EVERY: u32 = 400;
+
 /// The handle on the connection's thread.
 pub(super) struct Worker {
     jobs: mpsc::Sender<(Job, Ticket)>,
+    /// The connection, which the thread locks for each job.
+    conn: Arc<Mutex<Connection>>,
+    /// Whether a write may run on its caller's thread when the connection
+    /// is free (not with an fsync per commit).
+    inline: bool,
+    /// Commits since the last checkpoint, when writes run inline.
+    commits: AtomicU32,
 }
 
 thread_local! {
@@ -92,44 +105,108 @@ fn busy(retries: i32) -> bool {
 impl Worker {
     /// Starts the thread: `open` makes its connection, whose result is
     /// returned; jobs may wait `busy_timeout` for another process's lock.
+    /// With `inline`, writes run on their callers' threads when they can
+    /// (see [`write`](Self::write)) and the thread checkpoints the log.
     pub(super) async fn start(
         open: impl FnOnce() -> Result<Connection, StoreError> + Send + 'static,
         busy_timeout: Duration,
+        inline: bool,
     ) -> Result<Worker, StoreError> {
-        let (jobs, rx) = mpsc::channel::<(Job, Ticket)>();
         let (ready_tx, ready_rx) = oneshot::channel();
         std::thread::Builder::new()
             .name("idem-sqlite".into())
             .spawn(move || {
                 let opened = open().and_then(|mut conn| {
                     conn.busy_handler(Some(busy)).map_err(sql_error)?;
+                    if inline {
+                        conn.pragma_update(None, "wal_autocheckpoint", 0)
+                            .map_err(sql_error)?;
+                    }
                     Ok(conn)
                 });
-                let mut conn = match opened {
+                match opened {
                     Ok(conn) => {
-                        let _ = ready_tx.send(Ok(()));
-                        conn
+                        let (jobs, rx) = mpsc::channel::<(Job, Ticket)>();
+                        let conn = Arc::new(Mutex::new(conn));
+                        let _ = ready_tx.send(Ok((jobs, conn.clone())));
+                        serve(&conn, &rx, busy_timeout);
                     }
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
-                        return;
                     }
-                };
-                while let Ok((job, ticket)) = rx.recv() {
-                    if ticket.abandoned() {
-                        continue;
-                    }
-                    let deadline = Instant::now() + busy_timeout;
-                    CURRENT.with(|c| *c.borrow_mut() = Some((ticket.clone(), deadline)));
-                    job(&mut conn, &ticket);
-                    CURRENT.with(|c| *c.borrow_mut() = None);
                 }
             })
             .map_err(StoreError::backend)?;
-        ready_rx
+        let (jobs, conn) = ready_rx
             .await
             .map_err(|_| StoreError::backend("the SQLite thread ended while opening"))??;
-        Ok(Worker { jobs })
+        Ok(Worker {
+            jobs,
+            conn,
+            inline,
+            commits: AtomicU32::new(0),
+        })
+    }
+
+    /// Runs `f` in an immediate (write-locked) transaction and commits it.
+    /// On the caller's thread when this process's connection is free and
+    /// the file's write lock is taken at once, the usual case: no hand-off
+    /// to the connection's thread and back, two wake-ups of a sleeping
+    /// thread, which on a small VM cost more than the write. Otherwise on
+    /// the connection's thread, which waits for another process's lock
+    /// (see [`run`](Self::run)).
+    pub(super) async fn write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        if let Some(mut conn) = self.free() {
+            // This thread has no job (`CURRENT`): the busy handler gives
+            // up at once, and the write goes to the thread instead.
+            match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+                Ok(tx) => {
+                    let out = f(&tx).and_then(|out| {
+                        tx.commit().map_err(sql_error)?;
+                        Ok(out)
+                    });
+                    self.committed();
+                    return out;
+                }
+                Err(e) if is_busy(&e) => {}
+                Err(e) => return Err(sql_error(e)),
+            }
+        }
+        let out = self.run(move |conn, ticket| write(conn, ticket, f)).await;
+        self.committed();
+        out
+    }
+
+    /// The connection, if writes may run inline and no job holds it.
+    fn free(&self) -> Option<MutexGuard<'_, Connection>> {
+        if !self.inline {
+            return None;
+        }
+        match self.conn.try_lock() {
+            Ok(conn) => Some(conn),
+            Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// Counts a commit; every [`CHECKPOINT_EVERY`] of them, has the
+    /// connection's thread checkpoint the log (`PASSIVE`: it copies what
+    /// no reader needs and waits for nobody).
+    fn committed(&self) {
+        if !self.inline || self.commits.fetch_add(1, Ordering::Relaxed) % CHECKPOINT_EVERY != 0 {
+            return;
+        }
+        let job: Job = Box::new(|conn, _| {
+            if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE)") {
+                tracing::debug!(error = %e, "a checkpoint of the SQLite log failed; the next one tries again");
+            }
+        });
+        let _ = self
+            .jobs
+            .send((job, Ticket(Arc::new(AtomicU8::new(WAITING)))));
     }
 
     /// Runs `f` on the connection's thread. If this future is dropped
@@ -149,6 +226,29 @@ impl Worker {
             .map_err(|_| thread_stopped())?;
         rx.await.map_err(|_| thread_stopped())?
     }
+}
+
+/// The connection's thread: runs each job whose caller still waits, with
+/// the busy handler's deadline set for it.
+fn serve(conn: &Mutex<Connection>, jobs: &mpsc::Receiver<(Job, Ticket)>, busy_timeout: Duration) {
+    while let Ok((job, ticket)) = jobs.recv() {
+        if ticket.abandoned() {
+            continue;
+        }
+        let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+        let deadline = Instant::now() + busy_timeout;
+        CURRENT.with(|c| *c.borrow_mut() = Some((ticket.clone(), deadline)));
+        job(&mut conn, &ticket);
+        CURRENT.with(|c| *c.borrow_mut() = None);
+    }
+}
+
+/// Whether SQLite answered that another connection holds the lock.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 /// Runs `f` in an immediate (write-locked) transaction and commits it only

@@ -2,9 +2,12 @@
 //!
 //! One table, `idem_records`, keyed by the stored key. The database runs in
 //! WAL mode, so several processes can share one file; a dedicated thread
-//! (`worker`) owns this process's connection and runs each operation as one
-//! transaction, keeping blocking I/O off the async runtime, and never
-//! applies an operation whose caller gave up.
+//! (`connection`) owns this process's connection and runs each operation as
+//! one transaction, waiting for another process's lock off the async
+//! runtime, and never applies an operation whose caller gave up. A claim,
+//! settle or renewal that finds the connection free and the lock untaken
+//! runs at once on its caller's thread instead (a write to the log, no
+//! fsync; not with `synchronous_full`), and the thread checkpoints the log.
 
 mod connection;
 mod error;
@@ -73,9 +76,12 @@ impl SqliteStore {
         let path = path.as_ref().to_owned();
         let thread_path = path.clone();
         let busy_timeout = options.busy_timeout;
+        // An fsync per commit is no write for the async runtime's thread.
+        let inline = !options.synchronous_full;
         let worker = Worker::start(
             move || open_connection(&thread_path, &options),
             busy_timeout,
+            inline,
         )
         .await?;
         Ok(SqliteStore {
@@ -293,9 +299,7 @@ impl IdemStore for SqliteStore {
             let request = Request::of(request);
             let token = LeaseToken::generate(0);
             self.worker
-                .run(move |conn, ticket| {
-                    write(conn, ticket, |tx| claim(tx, &key, &request, &token))
-                })
+                .write(move |tx| claim(tx, &key, &request, &token))
                 .await
         })
     }
@@ -483,14 +487,12 @@ impl SqliteStore {
         let key = key.as_str().to_owned();
         let token = token.id().to_be_bytes();
         self.worker
-            .run(move |conn, ticket| {
-                write(conn, ticket, |tx| {
-                    let changed = tx
-                        .prepare_cached(sql)
-                        .and_then(|mut stmt| stmt.execute(params(key, token, now_ms())))
-                        .map_err(sql_error)?;
-                    fenced(changed as u64)
-                })
+            .write(move |tx| {
+                let changed = tx
+                    .prepare_cached(sql)
+                    .and_then(|mut stmt| stmt.execute(params(key, token, now_ms())))
+                    .map_err(sql_error)?;
+                fenced(changed as u64)
             })
             .await
     }

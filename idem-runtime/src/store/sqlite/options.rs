@@ -35,7 +35,9 @@ impl SqliteOptions {
     /// `PRAGMA synchronous = FULL`: survive power loss, at the price of an
     /// fsync per operation. The default, `NORMAL` in WAL mode, survives any
     /// crash of the process (the agent crashing is the case idem is for) and
-    /// may lose the last operations on a power loss or OS crash.
+    /// may lose the last operations on a power loss or OS crash. With
+    /// `FULL`, every write runs on the store's own thread, so that its
+    /// fsync never holds up the async runtime.
     pub fn synchronous_full(mut self, full: bool) -> Self {
         self.synchronous_full = full;
         self
