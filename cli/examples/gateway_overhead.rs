@@ -11,9 +11,10 @@
 //! The upstream is `cli/tests/upstream/ledger.py` (the official Python SDK);
 //! its tool `note` keeps a note in memory, so that the upstream's own work
 //! is as small as a Python MCP server's can be. Each round makes N unique
-//! calls (each a first call: claimed, run upstream, recorded) and N
+//! calls (each a first call: claimed, run upstream, recorded), N
 //! duplicates of one call (replayed from the store; directly, they run
-//! again). One JSON line per configuration and kind of call gives the
+//! again) and N calls of the read `count` (passed through). One JSON line
+//! per configuration and kind of call gives the
 //! median over the rounds of each round's p50 and p99, in µs. `--baseline
 //! IDEM` adds another `idem` binary's gateway on SQLite to each round (a
 //! build of another commit), to compare two gateways in one run.
@@ -42,11 +43,13 @@ struct Setup {
     idem: PathBuf,
 }
 
-/// The p50 and p99 of each round, in µs, for unique and duplicate calls.
+/// The p50 and p99 of each round, in µs, for unique and duplicate calls
+/// of the write and for calls of the read.
 #[derive(Default)]
 struct Figures {
     unique: Vec<(u64, u64)>,
     duplicate: Vec<(u64, u64)>,
+    read: Vec<(u64, u64)>,
 }
 
 #[tokio::main]
@@ -93,10 +96,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let prefix = format!("{}-{round}", setup.name);
             figures
                 .unique
-                .push(measure(&client, calls, |i| format!("{prefix}-{i}")).await?);
+                .push(measure(&client, calls, |i| note(format!("{prefix}-{i}"))).await?);
             figures
                 .duplicate
-                .push(measure(&client, calls, |_| format!("{prefix}-dup")).await?);
+                .push(measure(&client, calls, |_| note(format!("{prefix}-dup"))).await?);
+            figures
+                .read
+                .push(measure(&client, calls, |_| CallToolRequestParams::new("count")).await?);
             client.cancel().await?;
             eprintln!("round {round}: {} done", setup.name);
         }
@@ -105,6 +111,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         for (kind, rounds) in [
             ("unique", &figures.unique),
             ("duplicate", &figures.duplicate),
+            ("read", &figures.read),
         ] {
             let p50 = median(rounds.iter().map(|r| r.0).collect());
             let p99 = median(rounds.iter().map(|r| r.1).collect());
@@ -144,23 +151,28 @@ fn gateway() -> PathBuf {
     dir.join("idem")
 }
 
-/// Makes `calls` calls of `note`, the i-th with text `text(i)`, and gives
-/// their p50 and p99 in µs.
+/// A call of the write `note` with `text`.
+fn note(text: String) -> CallToolRequestParams {
+    let mut args = Map::new();
+    args.insert("text".into(), Value::String(text));
+    CallToolRequestParams::new("note").with_arguments(args)
+}
+
+/// Makes `calls` calls, the i-th `call(i)`, and gives their p50 and p99
+/// in µs.
 async fn measure(
     client: &Client,
     calls: usize,
-    text: impl Fn(usize) -> String,
+    call: impl Fn(usize) -> CallToolRequestParams,
 ) -> Result<(u64, u64), Box<dyn std::error::Error>> {
     let mut latencies = Vec::with_capacity(calls);
     for i in 0..calls {
-        let mut args = Map::new();
-        args.insert("text".into(), Value::String(text(i)));
-        let params = CallToolRequestParams::new("note").with_arguments(args);
+        let params = call(i);
         let started = Instant::now();
         let result = client.call_tool(params).await?;
         latencies.push(u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX));
         if result.is_error == Some(true) {
-            return Err(format!("note failed: {result:?}").into());
+            return Err(format!("the call failed: {result:?}").into());
         }
     }
     latencies.sort_unstable();

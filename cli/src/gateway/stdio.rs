@@ -6,11 +6,14 @@
 //! `Session::first_request`). The gateway ends when the client closes its
 //! stdin, once the writes in flight are answered and recorded.
 
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::FileTypeExt;
 use std::sync::Arc;
 
 use idem::mcp::{Binding, Caller};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::net::unix::pipe;
 use tokio::sync::mpsc;
 
 use super::jsonrpc::{self, code};
@@ -34,7 +37,7 @@ pub(super) async fn serve(
 ) -> Result<(), String> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
     tokio::spawn(async move {
-        let mut stdout = tokio::io::stdout();
+        let mut stdout = output();
         while let Some(message) = rx.recv().await {
             let mut line = serde_json::to_vec(&message).unwrap_or_default();
             line.push(b'\n');
@@ -52,7 +55,7 @@ pub(super) async fn serve(
     // `initialize` it made has been sent up already.
     let mut first = true;
     let mut initialized_sent = false;
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut lines = BufReader::new(input()).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         if line.trim().is_empty() {
             continue;
@@ -96,4 +99,54 @@ pub(super) async fn serve(
         super::start::probe(&source, &shared.settings, shared.patience).await?;
     }
     Ok(())
+}
+
+/// The process's standard input, read by the runtime's own poller when it
+/// is a pipe or a socket (how MCP clients start a server: a pipe, or a
+/// socket pair from Node's `child_process`); else tokio's `stdin()`, which
+/// hands every read to a blocking thread, one more wake-up a message.
+fn input() -> Box<dyn AsyncRead + Unpin + Send> {
+    match endpoint(std::io::stdin().as_fd()) {
+        Some(Endpoint::Pipe(fd)) => match pipe::Receiver::from_owned_fd(fd) {
+            Ok(pipe) => Box::new(pipe),
+            Err(_) => Box::new(tokio::io::stdin()),
+        },
+        Some(Endpoint::Socket(stream)) => Box::new(stream),
+        None => Box::new(tokio::io::stdin()),
+    }
+}
+
+/// The process's standard output, as [`input`] reads its input.
+fn output() -> Box<dyn AsyncWrite + Unpin + Send> {
+    match endpoint(std::io::stdout().as_fd()) {
+        Some(Endpoint::Pipe(fd)) => match pipe::Sender::from_owned_fd(fd) {
+            Ok(pipe) => Box::new(pipe),
+            Err(_) => Box::new(tokio::io::stdout()),
+        },
+        Some(Endpoint::Socket(stream)) => Box::new(stream),
+        None => Box::new(tokio::io::stdout()),
+    }
+}
+
+/// What a standard stream is, when the runtime can poll it.
+enum Endpoint {
+    Pipe(OwnedFd),
+    Socket(tokio::net::UnixStream),
+}
+
+/// `fd` as a pipe or a socket of its own (a duplicate), if it is one.
+fn endpoint(fd: BorrowedFd<'_>) -> Option<Endpoint> {
+    let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+    let kind = file.metadata().ok()?.file_type();
+    if kind.is_fifo() {
+        return Some(Endpoint::Pipe(file.into()));
+    }
+    if kind.is_socket() {
+        let stream = std::os::unix::net::UnixStream::from(OwnedFd::from(file));
+        stream.set_nonblocking(true).ok()?;
+        return tokio::net::UnixStream::from_std(stream)
+            .ok()
+            .map(Endpoint::Socket);
+    }
+    None
 }
