@@ -61,6 +61,14 @@ impl Drop for Waiter {
 
 type Job = Box<dyn FnOnce(&mut Connection, &Ticket) + Send>;
 
+/// What the connection's thread is asked to do.
+enum Work {
+    /// A job, unless its caller gave up.
+    Job(Job, Ticket),
+    /// A checkpoint of the write-ahead log, on a connection of its own.
+    Checkpoint,
+}
+
 /// How many commits pass between two checkpoints of the write-ahead log,
 /// when writes commit on their callers' threads (SQLite's own checkpoint
 /// would run inside the commit that crosses its threshold, on the async
@@ -70,7 +78,7 @@ const CHECKPOINT_EVERY: u32 = 400;
 
 /// The handle on the connection's thread.
 pub(super) struct Worker {
-    jobs: mpsc::Sender<(Job, Ticket)>,
+    jobs: mpsc::Sender<Work>,
     /// The connection, which the thread locks for each job.
     conn: Arc<Mutex<Connection>>,
     /// Whether a write may run on its caller's thread when the connection
@@ -106,9 +114,11 @@ impl Worker {
     /// Starts the thread: `open` makes its connection, whose result is
     /// returned; jobs may wait `busy_timeout` for another process's lock.
     /// With `inline`, writes run on their callers' threads when they can
-    /// (see [`write`](Self::write)) and the thread checkpoints the log.
+    /// (see [`write`](Self::write)) and the thread checkpoints the log
+    /// over a second connection (`open` is called twice), so that a
+    /// checkpoint never holds the first.
     pub(super) async fn start(
-        open: impl FnOnce() -> Result<Connection, StoreError> + Send + 'static,
+        open: impl Fn() -> Result<Connection, StoreError> + Send + 'static,
         busy_timeout: Duration,
         inline: bool,
     ) -> Result<Worker, StoreError> {
@@ -118,18 +128,21 @@ impl Worker {
             .spawn(move || {
                 let opened = open().and_then(|mut conn| {
                     conn.busy_handler(Some(busy)).map_err(sql_error)?;
-                    if inline {
+                    let checkpoints = if inline {
                         conn.pragma_update(None, "wal_autocheckpoint", 0)
                             .map_err(sql_error)?;
-                    }
-                    Ok(conn)
+                        Some(open()?)
+                    } else {
+                        None
+                    };
+                    Ok((conn, checkpoints))
                 });
                 match opened {
-                    Ok(conn) => {
-                        let (jobs, rx) = mpsc::channel::<(Job, Ticket)>();
+                    Ok((conn, checkpoints)) => {
+                        let (jobs, rx) = mpsc::channel::<Work>();
                         let conn = Arc::new(Mutex::new(conn));
                         let _ = ready_tx.send(Ok((jobs, conn.clone())));
-                        serve(&conn, &rx, busy_timeout);
+                        serve(&conn, checkpoints.as_ref(), &rx, busy_timeout);
                     }
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
@@ -193,20 +206,12 @@ impl Worker {
     }
 
     /// Counts a commit; every [`CHECKPOINT_EVERY`] of them, has the
-    /// connection's thread checkpoint the log (`PASSIVE`: it copies what
-    /// no reader needs and waits for nobody).
+    /// connection's thread checkpoint the log.
     fn committed(&self) {
-        if !self.inline || self.commits.fetch_add(1, Ordering::Relaxed) % CHECKPOINT_EVERY != 0 {
-            return;
+        let commits = self.commits.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.inline && commits % CHECKPOINT_EVERY == 0 {
+            let _ = self.jobs.send(Work::Checkpoint);
         }
-        let job: Job = Box::new(|conn, _| {
-            if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE)") {
-                tracing::debug!(error = %e, "a checkpoint of the SQLite log failed; the next one tries again");
-            }
-        });
-        let _ = self
-            .jobs
-            .send((job, Ticket(Arc::new(AtomicU8::new(WAITING)))));
     }
 
     /// Runs `f` on the connection's thread. If this future is dropped
@@ -222,16 +227,33 @@ impl Worker {
             let _ = tx.send(f(conn, ticket));
         });
         self.jobs
-            .send((job, Ticket(state)))
+            .send(Work::Job(job, Ticket(state)))
             .map_err(|_| thread_stopped())?;
         rx.await.map_err(|_| thread_stopped())?
     }
 }
 
 /// The connection's thread: runs each job whose caller still waits, with
-/// the busy handler's deadline set for it.
-fn serve(conn: &Mutex<Connection>, jobs: &mpsc::Receiver<(Job, Ticket)>, busy_timeout: Duration) {
-    while let Ok((job, ticket)) = jobs.recv() {
+/// the busy handler's deadline set for it, and the checkpoints on their
+/// own connection (`PASSIVE`: it copies what no reader needs and waits for
+/// nobody; the writes go on meanwhile).
+fn serve(
+    conn: &Mutex<Connection>,
+    checkpoints: Option<&Connection>,
+    work: &mpsc::Receiver<Work>,
+    busy_timeout: Duration,
+) {
+    while let Ok(next) = work.recv() {
+        let (job, ticket) = match next {
+            Work::Job(job, ticket) => (job, ticket),
+            Work::Checkpoint => {
+                let done = checkpoints.map(|c| c.execute_batch("PRAGMA wal_checkpoint(PASSIVE)"));
+                if let Some(Err(e)) = done {
+                    tracing::debug!(error = %e, "a checkpoint of the SQLite log failed; the next one tries again");
+                }
+                continue;
+            }
+        };
         if ticket.abandoned() {
             continue;
         }
