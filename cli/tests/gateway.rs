@@ -251,6 +251,55 @@ async fn append(
     Ok(Value::Null)
 }
 
+/// A client that gives the gateway sockets for its standard input and
+/// output, as Node's `child_process` does (the gateway polls them itself,
+/// as it does pipes), is served as one giving it pipes: its duplicate
+/// replayed, and the gateway gone once the client closes its end.
+#[tokio::test]
+async fn a_client_that_starts_the_gateway_over_sockets_is_served() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("gateway-sockets");
+    let gateway = Gateway::on_sqlite(&dir.0);
+    let socket = || {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
+        ours.set_nonblocking(true).expect("non-blocking");
+        let ours = tokio::net::UnixStream::from_std(ours).expect("our end");
+        (ours, Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+    };
+    let ((to_gateway, its_stdin), (from_gateway, its_stdout)) = (socket(), socket());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args([
+            "gateway",
+            "--store",
+            &gateway.store,
+            "--",
+            "python3",
+            LEDGER,
+        ])
+        .arg(gateway.ledger())
+        .stdin(its_stdin)
+        .stdout(its_stdout)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the gateway");
+    let client =
+        ().serve((from_gateway, to_gateway))
+            .await
+            .expect("the gateway initializes over sockets");
+    let first = call(&client, None, "append", json!({"entry": "s"})).await;
+    let again = call(&client, None, "append", json!({"entry": "s"})).await;
+    assert!(!replayed(&first) && replayed(&again), "{again:?}");
+    assert_eq!(gateway.lines().len(), 1, "{:?}", gateway.lines());
+    client.cancel().await.expect("the client closes its end");
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("the gateway ends once its client has gone")
+        .expect("wait");
+    assert!(status.success(), "{status}");
+}
+
 #[tokio::test]
 async fn concurrent_duplicates_run_once_and_the_key_is_a_rust_tools() {
     if !python_sdk() {
