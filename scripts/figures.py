@@ -68,15 +68,16 @@ def instructions(mode):
 
 
 def gateway_overhead(setup):
-    command = "target/release/examples/gateway_overhead --calls 1000 --rounds 3"
+    command = "target/release/examples/gateway_overhead --calls 1000 --rounds 5"
 
     def cells():
         lines = cached(command)
-        unique = next(l for l in lines if l["setup"] == setup and l["calls"] == "unique")
-        dup = next(l for l in lines if l["setup"] == setup and l["calls"] == "duplicate")
+        of = {l["calls"]: l for l in lines if l["setup"] == setup}
+        unique, dup, read = of["unique"], of["duplicate"], of["read"]
         return [
             f"unique p50 {ms(unique['p50_us'])}, p99 {ms(unique['p99_us'])}",
-            f"duplicate p50 {ms(dup['p50_us'])}, p99 {ms(dup['p99_us'])}",
+            f"duplicate p50 {ms(dup['p50_us'])}, p99 {ms(dup['p99_us'])}; "
+            f"read p50 {ms(read['p50_us'])}, p99 {ms(read['p99_us'])}",
         ]
 
     return command, cells
