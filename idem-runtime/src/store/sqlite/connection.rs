@@ -10,6 +10,12 @@
 //! `synchronous_full`): a caller that gives up during it is told nothing
 //! was done although the write lands, as with any store whose answer is
 //! lost; the wrapper's retries are safe against that.
+//!
+//! A write that finds the connection free and the file's lock untaken
+//! runs on its caller's thread instead ([`Worker::write`]): it starts and
+//! commits within one poll, so there is no giving up halfway to guard
+//! against, and a lock held elsewhere sends it to the thread before it has
+//! done anything.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
