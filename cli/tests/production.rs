@@ -43,12 +43,18 @@ impl Service {
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> Service {
+        let ledger = ledger.display().to_string();
+        let upstream = [extra, &["--", "python3", LEDGER, &ledger]].concat();
+        Service::serving(store, &upstream, env).await
+    }
+
+    /// A gateway on `store` whose other arguments (its upstream among
+    /// them) are `args`.
+    async fn serving(store: &str, args: &[&str], env: &[(&str, &str)]) -> Service {
         let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_idem"))
             .envs(env.iter().copied())
             .args(["gateway", "--store", store, "--http", "127.0.0.1:0"])
-            .args(extra)
-            .args(["--", "python3", LEDGER])
-            .arg(ledger)
+            .args(args)
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
@@ -208,6 +214,53 @@ async fn a_probe_needs_no_token_and_readiness_follows_the_store() {
 
     // Back: ready again, by itself.
     redis.restart();
+    eventually("not ready again", || async {
+        match client.get("/readyz", &[]).await {
+            (200, _) => Ok(()),
+            (_, body) => Err(body),
+        }
+    })
+    .await;
+}
+
+/// An upstream at a URL that stops answering makes the gateway not ready,
+/// saying so without its address, and ready again once it is back.
+#[tokio::test]
+async fn readiness_follows_an_upstream_at_a_url() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = TempDir::new("production-upstream");
+    let (store, ledger) = sqlite(&dir.0);
+    let port = servers::free_port();
+    let upstream = || {
+        tokio::process::Command::new("python3")
+            .arg(LEDGER)
+            .arg(&ledger)
+            .args(["--http", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the upstream")
+    };
+    let mut first = upstream();
+    common::listening(port).await;
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let service = Service::serving(&store, &["--upstream-url", &url], &[]).await;
+    let client = &service.client;
+    let (code, body) = client.get("/readyz", &[]).await;
+    assert_eq!(code, 200, "{body}");
+
+    first.kill().await.expect("stop the upstream");
+    let (code, body) = client.get("/readyz", &[]).await;
+    assert_eq!(code, 503, "{body}");
+    let ready: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(ready["store"], "ok", "{body}");
+    assert_ne!(ready["upstream"], "ok", "{body}");
+    assert!(!body.contains(&port.to_string()), "{body}");
+
+    let _again = upstream();
     eventually("not ready again", || async {
         match client.get("/readyz", &[]).await {
             (200, _) => Ok(()),
