@@ -215,7 +215,7 @@ impl Worker {
     /// connection's thread checkpoint the log.
     fn committed(&self) {
         let commits = self.commits.fetch_add(1, Ordering::Relaxed) + 1;
-        if self.inline && commits % CHECKPOINT_EVERY == 0 {
+        if self.inline && commits.is_multiple_of(CHECKPOINT_EVERY) {
             let _ = self.jobs.send(Work::Checkpoint);
         }
     }
