@@ -66,16 +66,21 @@ impl Gateway<'_> {
 
     /// [`start`](Self::start), and the gateway's process id.
     async fn start_with_pid(&self) -> (Client, u32) {
+        let transport = TokioChildProcess::new(self.command()).expect("start the gateway");
+        let pid = transport.id().expect("the gateway runs");
+        let client = ().serve(transport).await.expect("the gateway initializes");
+        (client, pid)
+    }
+
+    /// Its command line, as an MCP client configured to start it holds it.
+    fn command(&self) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_idem"));
         command
             .args(["gateway", "--store", &self.store])
             .args(&self.extra)
             .args(["--", "python3", LEDGER])
             .arg(self.ledger());
-        let transport = TokioChildProcess::new(command).expect("start the gateway");
-        let pid = transport.id().expect("the gateway runs");
-        let client = ().serve(transport).await.expect("the gateway initializes");
-        (client, pid)
+        command
     }
 
     /// With a configuration file holding `toml`.
@@ -269,16 +274,8 @@ async fn a_client_that_starts_the_gateway_over_sockets_is_served() {
         (ours, Stdio::from(std::os::fd::OwnedFd::from(theirs)))
     };
     let ((to_gateway, its_stdin), (from_gateway, its_stdout)) = (socket(), socket());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
-        .args([
-            "gateway",
-            "--store",
-            &gateway.store,
-            "--",
-            "python3",
-            LEDGER,
-        ])
-        .arg(gateway.ledger())
+    let mut child = gateway
+        .command()
         .stdin(its_stdin)
         .stdout(its_stdout)
         .kill_on_drop(true)
@@ -861,17 +858,7 @@ async fn a_change_of_the_upstreams_tools_is_followed_and_told_to_the_client() {
     }
     let dir = TempDir::new("gateway");
     let gateway = Gateway::on_sqlite(&dir.0);
-    let mut command = Command::new(env!("CARGO_BIN_EXE_idem"));
-    command
-        .args([
-            "gateway",
-            "--store",
-            &gateway.store,
-            "--",
-            "python3",
-            LEDGER,
-        ])
-        .arg(gateway.ledger());
+    let command = gateway.command();
     let (told, mut changes) = tokio::sync::mpsc::unbounded_channel();
     let transport = TokioChildProcess::new(command).expect("start the gateway");
     let client = Listener(told).serve(transport).await.expect("initialize");

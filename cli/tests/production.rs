@@ -86,6 +86,17 @@ impl Service {
 }
 
 impl Client {
+    /// Waits until `/readyz` answers 200 again.
+    async fn ready_again(&self) {
+        eventually("not ready again", || async {
+            match self.get("/readyz", &[]).await {
+                (200, _) => Ok(()),
+                (_, body) => Err(body),
+            }
+        })
+        .await;
+    }
+
     /// `GET path`, with `headers`: the status and the body.
     async fn get(&self, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
         let mut all = vec![("host", self.addr.as_str())];
@@ -214,13 +225,7 @@ async fn a_probe_needs_no_token_and_readiness_follows_the_store() {
 
     // Back: ready again, by itself.
     redis.restart();
-    eventually("not ready again", || async {
-        match client.get("/readyz", &[]).await {
-            (200, _) => Ok(()),
-            (_, body) => Err(body),
-        }
-    })
-    .await;
+    client.ready_again().await;
 }
 
 /// An upstream at a URL that stops answering makes the gateway not ready,
@@ -261,13 +266,7 @@ async fn readiness_follows_an_upstream_at_a_url() {
     assert!(!body.contains(&port.to_string()), "{body}");
 
     let _again = upstream();
-    eventually("not ready again", || async {
-        match client.get("/readyz", &[]).await {
-            (200, _) => Ok(()),
-            (_, body) => Err(body),
-        }
-    })
-    .await;
+    client.ready_again().await;
 }
 
 #[tokio::test]

@@ -106,25 +106,36 @@ pub(super) async fn serve(
 /// socket pair from Node's `child_process`); else tokio's `stdin()`, which
 /// hands every read to a blocking thread, one more wake-up a message.
 fn input() -> Box<dyn AsyncRead + Unpin + Send> {
-    match endpoint(std::io::stdin().as_fd()) {
-        Some(Endpoint::Pipe(fd)) => match pipe::Receiver::from_owned_fd(fd) {
-            Ok(pipe) => Box::new(pipe),
-            Err(_) => Box::new(tokio::io::stdin()),
-        },
-        Some(Endpoint::Socket(stream)) => Box::new(stream),
-        None => Box::new(tokio::io::stdin()),
-    }
+    polled::<dyn AsyncRead + Unpin + Send>(
+        std::io::stdin().as_fd(),
+        |fd| Ok(Box::new(pipe::Receiver::from_owned_fd(fd)?)),
+        |socket| Box::new(socket),
+        || Box::new(tokio::io::stdin()),
+    )
 }
 
 /// The process's standard output, as [`input`] reads its input.
 fn output() -> Box<dyn AsyncWrite + Unpin + Send> {
-    match endpoint(std::io::stdout().as_fd()) {
-        Some(Endpoint::Pipe(fd)) => match pipe::Sender::from_owned_fd(fd) {
-            Ok(pipe) => Box::new(pipe),
-            Err(_) => Box::new(tokio::io::stdout()),
-        },
-        Some(Endpoint::Socket(stream)) => Box::new(stream),
-        None => Box::new(tokio::io::stdout()),
+    polled::<dyn AsyncWrite + Unpin + Send>(
+        std::io::stdout().as_fd(),
+        |fd| Ok(Box::new(pipe::Sender::from_owned_fd(fd)?)),
+        |socket| Box::new(socket),
+        || Box::new(tokio::io::stdout()),
+    )
+}
+
+/// A standard stream as the runtime polls it: `pipe` of it if it is a
+/// pipe, `socket` of it if it is a socket, else `blocking()`.
+fn polled<T: ?Sized>(
+    fd: BorrowedFd<'_>,
+    pipe: impl FnOnce(OwnedFd) -> std::io::Result<Box<T>>,
+    socket: impl FnOnce(tokio::net::UnixStream) -> Box<T>,
+    blocking: impl FnOnce() -> Box<T>,
+) -> Box<T> {
+    match endpoint(fd) {
+        Some(Endpoint::Pipe(fd)) => pipe(fd).unwrap_or_else(|_| blocking()),
+        Some(Endpoint::Socket(stream)) => socket(stream),
+        None => blocking(),
     }
 }
 
