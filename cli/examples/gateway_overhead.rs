@@ -129,8 +129,13 @@ async fn start(setup: &Setup, dir: &std::path::Path, round: usize) -> Result<Cli
     let mut command = match &setup.store {
         None => Command::new("python3"),
         Some(store) => {
+            // Results kept two minutes, not the default day: a run leaves
+            // tens of thousands of records in the Redis it is given.
+            let config = dir.join("gateway.toml");
+            std::fs::write(&config, "[tools.note]\nttl = \"2m\"\n").map_err(|e| e.to_string())?;
             let mut command = Command::new(&setup.idem);
-            command.args(["gateway", "--store", store, "--namespace"]);
+            command.args(["gateway", "--store", store, "--config"]);
+            command.arg(config).arg("--namespace");
             command.arg(format!("overhead-{}-{round}", std::process::id()));
             command.args(["--", "python3"]);
             command
