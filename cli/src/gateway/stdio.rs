@@ -6,14 +6,11 @@
 //! `Session::first_request`). The gateway ends when the client closes its
 //! stdin, once the writes in flight are answered and recorded.
 
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::fs::FileTypeExt;
 use std::sync::Arc;
 
 use idem::mcp::{Binding, Caller};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::net::unix::pipe;
 use tokio::sync::mpsc;
 
 use super::jsonrpc::{self, code};
@@ -106,58 +103,85 @@ pub(super) async fn serve(
 /// socket pair from Node's `child_process`); else tokio's `stdin()`, which
 /// hands every read to a blocking thread, one more wake-up a message.
 fn input() -> Box<dyn AsyncRead + Unpin + Send> {
-    polled::<dyn AsyncRead + Unpin + Send>(
-        std::io::stdin().as_fd(),
-        |fd| Ok(Box::new(pipe::Receiver::from_owned_fd(fd)?)),
-        |socket| Box::new(socket),
-        || Box::new(tokio::io::stdin()),
-    )
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        polled::polled::<dyn AsyncRead + Unpin + Send>(
+            std::io::stdin().as_fd(),
+            |fd| {
+                Ok(Box::new(tokio::net::unix::pipe::Receiver::from_owned_fd(
+                    fd,
+                )?))
+            },
+            |socket| Box::new(socket),
+            || Box::new(tokio::io::stdin()),
+        )
+    }
+    #[cfg(not(unix))]
+    {
+        Box::new(tokio::io::stdin())
+    }
 }
 
 /// The process's standard output, as [`input`] reads its input.
 fn output() -> Box<dyn AsyncWrite + Unpin + Send> {
-    polled::<dyn AsyncWrite + Unpin + Send>(
-        std::io::stdout().as_fd(),
-        |fd| Ok(Box::new(pipe::Sender::from_owned_fd(fd)?)),
-        |socket| Box::new(socket),
-        || Box::new(tokio::io::stdout()),
-    )
-}
-
-/// A standard stream as the runtime polls it: `pipe` of it if it is a
-/// pipe, `socket` of it if it is a socket, else `blocking()`.
-fn polled<T: ?Sized>(
-    fd: BorrowedFd<'_>,
-    pipe: impl FnOnce(OwnedFd) -> std::io::Result<Box<T>>,
-    socket: impl FnOnce(tokio::net::UnixStream) -> Box<T>,
-    blocking: impl FnOnce() -> Box<T>,
-) -> Box<T> {
-    match endpoint(fd) {
-        Some(Endpoint::Pipe(fd)) => pipe(fd).unwrap_or_else(|_| blocking()),
-        Some(Endpoint::Socket(stream)) => socket(stream),
-        None => blocking(),
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        polled::polled::<dyn AsyncWrite + Unpin + Send>(
+            std::io::stdout().as_fd(),
+            |fd| Ok(Box::new(tokio::net::unix::pipe::Sender::from_owned_fd(fd)?)),
+            |socket| Box::new(socket),
+            || Box::new(tokio::io::stdout()),
+        )
+    }
+    #[cfg(not(unix))]
+    {
+        Box::new(tokio::io::stdout())
     }
 }
 
-/// What a standard stream is, when the runtime can poll it.
-enum Endpoint {
-    Pipe(OwnedFd),
-    Socket(tokio::net::UnixStream),
-}
+/// Standard streams that the runtime can poll: pipes and sockets (Unix).
+#[cfg(unix)]
+mod polled {
+    use std::os::fd::{BorrowedFd, OwnedFd};
+    use std::os::unix::fs::FileTypeExt;
 
-/// `fd` as a pipe or a socket of its own (a duplicate), if it is one.
-fn endpoint(fd: BorrowedFd<'_>) -> Option<Endpoint> {
-    let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
-    let kind = file.metadata().ok()?.file_type();
-    if kind.is_fifo() {
-        return Some(Endpoint::Pipe(file.into()));
+    /// A standard stream as the runtime polls it: `pipe` of it if it is a
+    /// pipe, `socket` of it if it is a socket, else `blocking()`.
+    pub(super) fn polled<T: ?Sized>(
+        fd: BorrowedFd<'_>,
+        pipe: impl FnOnce(OwnedFd) -> std::io::Result<Box<T>>,
+        socket: impl FnOnce(tokio::net::UnixStream) -> Box<T>,
+        blocking: impl FnOnce() -> Box<T>,
+    ) -> Box<T> {
+        match endpoint(fd) {
+            Some(Endpoint::Pipe(fd)) => pipe(fd).unwrap_or_else(|_| blocking()),
+            Some(Endpoint::Socket(stream)) => socket(stream),
+            None => blocking(),
+        }
     }
-    if kind.is_socket() {
-        let stream = std::os::unix::net::UnixStream::from(OwnedFd::from(file));
-        stream.set_nonblocking(true).ok()?;
-        return tokio::net::UnixStream::from_std(stream)
-            .ok()
-            .map(Endpoint::Socket);
+
+    /// What a standard stream is, when the runtime can poll it.
+    enum Endpoint {
+        Pipe(OwnedFd),
+        Socket(tokio::net::UnixStream),
     }
-    None
+
+    /// `fd` as a pipe or a socket of its own (a duplicate), if it is one.
+    fn endpoint(fd: BorrowedFd<'_>) -> Option<Endpoint> {
+        let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+        let kind = file.metadata().ok()?.file_type();
+        if kind.is_fifo() {
+            return Some(Endpoint::Pipe(file.into()));
+        }
+        if kind.is_socket() {
+            let stream = std::os::unix::net::UnixStream::from(OwnedFd::from(file));
+            stream.set_nonblocking(true).ok()?;
+            return tokio::net::UnixStream::from_std(stream)
+                .ok()
+                .map(Endpoint::Socket);
+        }
+        None
+    }
 }
