@@ -280,6 +280,15 @@ struct WriteLock {
 }
 
 impl WriteLock {
+    /// Holds the lock now, and lets it go a moment later (a task's end).
+    fn held_a_moment(path: &std::path::Path) -> tokio::task::JoinHandle<()> {
+        let lock = WriteLock::hold(path);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            drop(lock);
+        })
+    }
+
     fn hold(path: &std::path::Path) -> WriteLock {
         let (locked_tx, locked_rx) = std::sync::mpsc::channel();
         let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
@@ -368,21 +377,13 @@ async fn writes_that_meet_a_lock_held_elsewhere_wait_for_it() {
         .build()
         .expect("registry");
     for n in 0..3u64 {
-        let lock = WriteLock::hold(&path);
-        let release = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            drop(lock);
-        });
+        let release = WriteLock::held_a_moment(&path);
         let first = registry
             .call("r", "counter", json!({ "n": n }))
             .await
             .expect("the claim waited for the lock");
         release.await.expect("released");
-        let lock = WriteLock::hold(&path);
-        let release = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            drop(lock);
-        });
+        let release = WriteLock::held_a_moment(&path);
         let again = registry.call("r", "counter", json!({ "n": n })).await;
         release.await.expect("released");
         assert_eq!(again.ok(), Some(first), "the duplicate is replayed");
