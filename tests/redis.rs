@@ -908,6 +908,61 @@ async fn an_unresponsive_server_is_reported_within_the_store_timeout() {
     .expect("recovered");
 }
 
+/// A store leaves a command's answer to the registry's store timeout when
+/// that comes first, and arms its own response timeout otherwise: used
+/// directly, with no registry, or under a registry whose store timeout is
+/// longer. Against a paused server, each of those ends in the store's own
+/// timeout (`Unavailable`), not the registry's (`Timeout`), and none hangs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_timeout_bounds_what_no_store_timeout_does() {
+    if !support::redis_binaries() {
+        return;
+    }
+    let server = RedisServer::start(&[]);
+    let options = RedisOptions::new().response_timeout(Duration::from_millis(200));
+    let store = Arc::new(
+        RedisStore::connect_with(&server.url(), options)
+            .await
+            .expect("connect"),
+    );
+    let counter = Counter::default();
+    let registry = Registry::builder(())
+        .store(store.clone())
+        .namespace("own-timeout")
+        .store_timeout(Duration::from_secs(60))
+        .tool(counter.clone())
+        .build()
+        .expect("registry");
+    registry
+        .call("r", "counter", json!({"n": 1}))
+        .await
+        .expect("healthy");
+    let key = IdemKey::derive(Scope::Run("r"), "anything", 1, &json!({}));
+    support::signal(server.pid(), "STOP");
+    let direct = bounded("a read of a paused server", store.get(&key)).await;
+    let through = bounded(
+        "a call to a paused server",
+        registry.call("r", "counter", json!({"n": 2})),
+    )
+    .await;
+    support::signal(server.pid(), "CONT");
+    assert!(
+        matches!(direct, Err(StoreError::Unavailable { .. })),
+        "a read with no registry ends in the store's response timeout: {direct:?}"
+    );
+    assert!(
+        matches!(
+            through,
+            Err(ToolError::Store {
+                source: StoreError::Unavailable { .. },
+                ..
+            })
+        ),
+        "a call under a longer store timeout ends in the response timeout: {through:?}"
+    );
+    assert_eq!(counter.total(), 1, "the body did not run");
+}
+
 /// The state of the tools the child processes run.
 struct Shared {
     conn: redis::aio::MultiplexedConnection,

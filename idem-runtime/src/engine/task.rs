@@ -12,6 +12,7 @@ use tracing::Instrument;
 
 use super::settings::StoreMeta;
 use crate::error::{StoreError, ToolError};
+use crate::store::bound;
 
 /// Bounds a store operation by the registry's store timeout, in a child
 /// span of the call's (`idem.store`, with OpenTelemetry's
@@ -53,7 +54,9 @@ async fn within<T>(
     op: &'static str,
     fut: impl Future<Output = Result<T, StoreError>>,
 ) -> Result<T, StoreError> {
-    let mut fut = pin!(fut);
+    // The store is told the limit, so that it need not arm a timer of its
+    // own that this one would beat.
+    let mut fut = pin!(bound::limited(limit, fut));
     // An in-process store answers at once: no timer (or clock read) then.
     if let Some(result) = poll_once(fut.as_mut()).await {
         return result;

@@ -68,6 +68,7 @@
 
 #[cfg(any(feature = "postgres", feature = "redis"))]
 mod answers;
+pub(crate) mod bound;
 pub(crate) mod contract;
 mod hashing;
 mod inspect;

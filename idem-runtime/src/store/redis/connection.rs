@@ -9,6 +9,11 @@
 //! up on it, minutes later; a connection of a store is never trusted for
 //! that long. A loaded one, which goes on answering, is kept.
 //!
+//! A command to a server waits for its answer up to the store's response
+//! timeout, or until its caller stops waiting if that comes no later (the
+//! registry's store timeout, [`crate::store::bound`]): one timer a command,
+//! not two.
+//!
 //! Every socket also has TCP keepalive and `TCP_USER_TIMEOUT` set
 //! ([`tcp_settings`]), so that the kernel closes a dead one within seconds
 //! even while nothing is sent.
@@ -26,6 +31,7 @@ use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, RedisResult, Valu
 
 use super::error::connection_lost;
 use crate::store::answers::Answers;
+use crate::store::bound::caller_limit;
 use crate::store::keepalive;
 
 /// One connection, to a server or to a cluster: what a command is sent
@@ -64,19 +70,51 @@ impl ConnectionLike for Conn {
     }
 }
 
+impl Conn {
+    /// This connection as one command is sent over it. A server's is given
+    /// `response_timeout` (`None` for a cluster's, whose client applies its
+    /// own) unless the caller stops waiting no later ([`caller_limit`]):
+    /// then the caller's timer always ends the wait first, and a second
+    /// one would be armed for nothing.
+    fn for_command(&self, response_timeout: Option<Duration>) -> Conn {
+        let mut conn = self.clone();
+        if let (Conn::Single(c), Some(timeout)) = (&mut conn, response_timeout)
+            && caller_limit().is_none_or(|limit| limit > timeout)
+        {
+            c.set_response_timeout(timeout);
+        }
+        conn
+    }
+}
+
 /// How a new connection is made.
 pub(super) enum Dialer {
+    /// A server's: its connection has no response timeout of its own, and
+    /// each command is given `response_timeout` when it needs one
+    /// ([`Conn::for_command`]).
     Single {
         client: redis::Client,
         config: AsyncConnectionConfig,
+        response_timeout: Duration,
     },
     Cluster(ClusterClient),
 }
 
 impl Dialer {
+    /// The bound on one command's answer, for [`Conn::for_command`]; a
+    /// cluster's client applies its own.
+    fn response_timeout(&self) -> Option<Duration> {
+        match self {
+            Dialer::Single {
+                response_timeout, ..
+            } => Some(*response_timeout),
+            Dialer::Cluster(_) => None,
+        }
+    }
+
     async fn dial(&self) -> RedisResult<Conn> {
         match self {
-            Dialer::Single { client, config } => client
+            Dialer::Single { client, config, .. } => client
                 .get_multiplexed_async_connection_with_config(config)
                 .await
                 .map(Conn::Single),
@@ -159,7 +197,7 @@ impl Connections {
             sent: lane.answers.mark(),
             outcome: Heard::Unanswered,
         };
-        let result = send(lane.conn.clone()).await;
+        let result = send(lane.conn.for_command(self.dialer.response_timeout())).await;
         flight.outcome = match &result {
             Err(e) if e.is_timeout() => Heard::Unanswered,
             Err(e) if connection_lost(e) => Heard::Broken,

@@ -163,10 +163,16 @@ impl RedisStore {
         let format = options.checked_format()?;
         let client = options.client(url)?;
         let listeners = Arc::from([client.clone()]);
+        // No response timeout on the connection: each command is given its
+        // own when it needs one (`Connections::send_on`).
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(options.connection_timeout))
-            .set_response_timeout(Some(options.response_timeout));
-        let dialer = Dialer::Single { client, config };
+            .set_response_timeout(None);
+        let dialer = Dialer::Single {
+            client,
+            config,
+            response_timeout: options.response_timeout,
+        };
         let store = RedisStore {
             conns: Connections::new(dialer, options.reconnect_retries),
             wait: options.wait_for_replicas,

@@ -33,7 +33,12 @@ impl RedisOptions {
         self
     }
 
-    /// Bound on one command's answer: 1 s.
+    /// Bound on one command's answer: 1 s. A command sent for a registry
+    /// whose store timeout is no longer is bounded by that timeout alone
+    /// (it always ends the wait first), so this matters there only when
+    /// it is the shorter: a command that gets no answer within it is sent
+    /// once more within the same store timeout, over a new connection if
+    /// its own answered nothing since.
     pub fn response_timeout(mut self, timeout: Duration) -> Self {
         self.response_timeout = timeout;
         self
