@@ -291,6 +291,8 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
             }
             definitions.push(def);
         }
+        let mut by_name: Box<[(String, usize)]> = by_name.into_iter().collect();
+        by_name.sort_unstable();
         Ok(Registry {
             inner: Arc::new(Inner {
                 shared: Shared {

@@ -1,7 +1,6 @@
 //! The built registry: tools by name, their definitions rendered for each
 //! provider, and dispatch of a call to its tool.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -50,7 +49,9 @@ pub struct Registry<S> {
 pub(super) struct Inner<S> {
     pub(super) shared: Shared<S>,
     pub(super) tools: Vec<Box<dyn ErasedTool<S>>>,
-    pub(super) by_name: HashMap<String, usize>,
+    /// The tools' names, sorted, each with its index in `tools`: a call
+    /// finds its tool by binary search, without hashing the name.
+    pub(super) by_name: Box<[(String, usize)]>,
     pub(super) definitions: Vec<ToolDef>,
     /// Each tool's metric keys, by index.
     #[cfg(feature = "metrics")]
@@ -81,7 +82,15 @@ impl<S> Clone for Registry<S> {
 impl<S> std::fmt::Debug for Registry<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Registry")
-            .field("tools", &self.inner.by_name.keys().collect::<Vec<_>>())
+            .field(
+                "tools",
+                &self
+                    .inner
+                    .by_name
+                    .iter()
+                    .map(|(name, _)| name)
+                    .collect::<Vec<_>>(),
+            )
             .field("namespace", &self.inner.shared.namespace)
             .finish_non_exhaustive()
     }
@@ -229,12 +238,12 @@ impl<S: Send + Sync + 'static> Registry<S> {
 
     /// Where the tool named `name` is, or why there is none.
     fn index(&self, name: &str) -> Result<usize, ToolError> {
-        self.inner
-            .by_name
-            .get(name)
-            .copied()
-            .ok_or_else(|| ToolError::UnknownTool {
+        let by_name = &self.inner.by_name;
+        match by_name.binary_search_by(|(known, _)| known.as_str().cmp(name)) {
+            Ok(at) => Ok(by_name[at].1),
+            Err(_) => Err(ToolError::UnknownTool {
                 name: name.to_owned(),
-            })
+            }),
+        }
     }
 }

@@ -15,6 +15,7 @@ use crate::error::{RegistryError, ToolError};
 use crate::key::{Fingerprint, IdemKey};
 use crate::schema;
 use crate::store::BoxFuture;
+use crate::store::contract::boxed;
 use crate::tool::{ReadTool, ToolDef, ToolInfo, ToolKind, WriteOptions, WriteTool};
 
 /// A write tool's terms for a person's decision on one of its records.
@@ -208,7 +209,7 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for PreparedWrite<
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         let (tool, name, settings, learnt) =
             (&self.tool, &self.info.name, &self.settings, &self.learnt);
-        Box::pin(engine::call_write_waiting(
+        boxed!(engine::call_write_waiting(
             tool, name, settings, learnt, shared, caller, args,
         ))
     }

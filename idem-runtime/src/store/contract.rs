@@ -218,6 +218,20 @@ pub enum Claim {
 /// `Arc<dyn IdemStore>`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// `Box::pin($fut)`, with the future written straight into its
+/// allocation: `Box::pin` builds it on the stack and copies all of it into
+/// the box, and a future is the size of its largest state (kilobytes for a
+/// call's) though it starts in its smallest. A macro, because a function
+/// taking the future by value copies it on the way in. For the futures on
+/// every call's path.
+macro_rules! boxed {
+    ($fut:expr $(,)?) => {{
+        let fut = ::std::boxed::Box::write(::std::boxed::Box::new_uninit(), $fut);
+        ::std::boxed::Box::into_pin(fut)
+    }};
+}
+pub(crate) use boxed;
+
 /// How [`IdemStore::settle`] ends a claim: with a result, with a permanent
 /// failure, by giving the key up so that the next claim runs again, or
 /// with an outcome nobody knows.

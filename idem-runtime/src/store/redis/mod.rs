@@ -73,6 +73,7 @@ use self::record::{RunningLine, State};
 use self::scripts::scripts;
 use crate::error::StoreError;
 use crate::key::{Fingerprint, IdemKey};
+use crate::store::contract::boxed;
 use crate::store::hashing::PassThroughMap;
 use crate::store::news::News;
 use crate::store::{
@@ -566,7 +567,7 @@ impl IdemStore for RedisStore {
         key: &'a IdemKey,
         request: ClaimRequest<'a>,
     ) -> BoxFuture<'a, Result<Claim, StoreError>> {
-        Box::pin(async move {
+        boxed!(async move {
             let tool = request.tool;
             if tool.contains('|') {
                 return Err(StoreError::backend(format!(
@@ -590,7 +591,7 @@ impl IdemStore for RedisStore {
         token: &'a LeaseToken,
         outcome: Outcome<'a>,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(
+        boxed!(
             self.run_settle(
                 key,
                 token,
