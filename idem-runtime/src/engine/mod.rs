@@ -42,4 +42,5 @@ pub(crate) use self::settings::{
 };
 pub(crate) use self::task::bounded;
 pub(crate) use self::trace::{CallTrace, How};
-pub(crate) use self::wait::call_write_waiting;
+pub(crate) use self::wait::{call_write_waiting, may_wait};
+pub(crate) use self::write::call_write;

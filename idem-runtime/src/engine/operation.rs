@@ -7,6 +7,7 @@ use super::args::parse_keyed_args;
 use super::checked::{Checked, CheckedPath, Learnt};
 use super::roles::member;
 use super::settings::{CallOrigin, ToolSettings};
+use super::write::about_text;
 use crate::canonical::{write_typed, write_value};
 use crate::error::ToolError;
 use crate::key::{IdemKey, Scope, write_explicit};
@@ -41,18 +42,19 @@ pub(crate) fn operation<'a, S, T: WriteTool<S>>(
     };
     let roles = &settings.roles;
     let sets = learnt.sets.as_ref();
-    let mut canonical = None;
+    let mut about = None;
     let (digest, checked) = if roles.all_keyed() && sets.is_none() && caller.operation_key.is_none()
     {
         // The common case: every argument keyed, straight from the typed
-        // arguments; the key's digest fingerprints them too. Their text is
-        // kept for the record's about unless a field must be hidden there.
+        // arguments; the key's digest fingerprints them too. The record's
+        // about is written around their text while it is at hand, unless a
+        // field must be hidden there.
         let keep = !roles.hides();
         let digest = head.digest(|out| {
             let start = out.len();
             write_typed(out, &args)?;
             if keep {
-                canonical = Some(out[start..].to_vec());
+                about = about_text(caller.tenant, Some(caller.run_id), &out[start..]).ok();
             }
             Ok(())
         })?;
@@ -71,7 +73,7 @@ pub(crate) fn operation<'a, S, T: WriteTool<S>>(
         args,
         key: IdemKey::from_digest(namespace, &digest),
         checked,
-        canonical,
+        about,
     })
 }
 
@@ -80,10 +82,10 @@ pub(crate) struct Operation<'a, A> {
     pub(crate) args: A,
     pub(crate) key: IdemKey,
     pub(crate) checked: Checked<'a>,
-    /// The arguments' canonical JSON, when the key was hashed from all of
-    /// them and none is hidden (the common case): the text the record's
-    /// about shows, so that it is written once a call.
-    pub(crate) canonical: Option<Vec<u8>>,
+    /// The record's about, unsealed, when the key was hashed from all the
+    /// arguments and none is hidden (the common case): written around
+    /// their canonical text, so that they are written once a call.
+    pub(crate) about: Option<String>,
 }
 
 /// What every key of one call is derived under: its tenant, scope, tool

@@ -32,8 +32,16 @@ use crate::tool::WriteTool;
 const FIRST_LOOK: Duration = Duration::from_millis(25);
 const LOOK_AT_MOST_EVERY: Duration = Duration::from_millis(250);
 
+/// Whether a call of a tool with `settings` from `caller` may wait for a
+/// person's decision: the tool's settings say so and the caller waits.
+/// The registry calls [`call_write`] itself otherwise, whose future is the
+/// smaller.
+pub(crate) fn may_wait(settings: &ToolSettings, caller: CallOrigin<'_>) -> bool {
+    caller.waits && !(settings.approval_wait.is_zero() && settings.uncertain_wait.is_zero())
+}
+
 /// [`call_write`], waiting for a person's decision where the tool's
-/// settings say so.
+/// settings say so ([`may_wait`]).
 pub(crate) async fn call_write_waiting<S, T: WriteTool<S>>(
     tool: &T,
     name: &str,
@@ -43,8 +51,7 @@ pub(crate) async fn call_write_waiting<S, T: WriteTool<S>>(
     caller: CallOrigin<'_>,
     args: Value,
 ) -> Result<Value, ToolError> {
-    let waits = !(settings.approval_wait.is_zero() && settings.uncertain_wait.is_zero());
-    if !(waits && caller.waits) {
+    if !may_wait(settings, caller) {
         return call_write(tool, name, settings, learnt, shared, caller, args).await;
     }
     // Set by the first answer that waits; a wait never outlives it.

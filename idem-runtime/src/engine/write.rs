@@ -40,7 +40,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
         args,
         key,
         checked,
-        canonical,
+        about: written,
     } = operation::<S, T>(name, settings, learnt, namespace, caller, args)?;
     let call_ctx = || Ctx::new(caller.run_id, caller.tenant, shared.state.clone());
     let needs_approval = approval::needed(tool, settings.approval, &args, call_ctx);
@@ -48,7 +48,7 @@ pub(crate) async fn call_write<S, T: WriteTool<S>>(
         trace.key(&key);
     }
     let site = site(shared, settings, learnt, name, caller);
-    let about = about(&site, &key, caller, &args, canonical.as_deref());
+    let about = about(&site, &key, caller, &args, written);
     let about = about.as_deref();
     #[cfg(feature = "notify")]
     let site = Site { about, ..site };
@@ -178,15 +178,16 @@ async fn confirm_unreachable<O: serde::de::DeserializeOwned>(
 /// filled in), the tool's hidden fields replaced; sealed like a result
 /// when the registry encrypts results. `None` if the arguments do not
 /// serialize (the key could not have been derived either). This is every
-/// write call's path, replays included: the arguments are the `canonical`
-/// text the key was hashed from where there is one (the same value, its
-/// members in canonical order), else written from the typed arguments.
+/// write call's path, replays included: the text is the one `written`
+/// around the arguments' canonical text as the key was hashed where there
+/// is one (the same value, its members in canonical order), else written
+/// from the typed arguments.
 fn about<A: serde::Serialize>(
     site: &Site<'_>,
     key: &IdemKey,
     caller: CallOrigin<'_>,
     args: &A,
-    canonical: Option<&[u8]>,
+    written: Option<String>,
 ) -> Option<String> {
     /// `About`'s JSON, borrowing what it holds.
     #[derive(serde::Serialize)]
@@ -196,8 +197,8 @@ fn about<A: serde::Serialize>(
         arguments: &'a T,
     }
     let (tenant, run) = (caller.tenant, Some(caller.run_id));
-    let text = if let Some(arguments) = canonical {
-        about_text(tenant, run, arguments)
+    let text = if let Some(text) = written {
+        Ok(text)
     } else if site.settings.roles.hides() {
         let mut arguments = serde_json::to_value(args).ok()?;
         site.settings.roles.hide(&mut arguments);
@@ -217,7 +218,7 @@ fn about<A: serde::Serialize>(
 }
 
 /// `About`'s JSON around arguments already written as JSON.
-fn about_text(
+pub(super) fn about_text(
     tenant: Option<&str>,
     run: Option<&str>,
     arguments: &[u8],

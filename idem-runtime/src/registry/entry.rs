@@ -209,9 +209,15 @@ impl<S: Send + Sync + 'static, T: WriteTool<S>> ErasedTool<S> for PreparedWrite<
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         let (tool, name, settings, learnt) =
             (&self.tool, &self.info.name, &self.settings, &self.learnt);
-        boxed!(engine::call_write_waiting(
-            tool, name, settings, learnt, shared, caller, args,
-        ))
+        if engine::may_wait(settings, caller) {
+            boxed!(engine::call_write_waiting(
+                tool, name, settings, learnt, shared, caller, args,
+            ))
+        } else {
+            boxed!(engine::call_write(
+                tool, name, settings, learnt, shared, caller, args,
+            ))
+        }
     }
 
     fn decision_terms(&self) -> Option<Terms> {
