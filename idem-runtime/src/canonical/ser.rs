@@ -15,6 +15,7 @@ use std::cmp::Ordering;
 
 use serde::Serialize;
 use serde::ser::{self, Impossible};
+use smallvec::SmallVec;
 
 use super::primitives::{cmp_utf16, write_f64, write_string as write_string_into};
 
@@ -55,8 +56,10 @@ struct Object<'a> {
     out: &'a mut Vec<u8>,
     /// Where the first member starts in `out`.
     start: usize,
-    /// Each member's name and where its `"name":value` lies in `out`.
-    members: Vec<Member>,
+    /// Each member's name and where its `"name":value` lies in `out`; a
+    /// few of them without an allocation (arguments are mostly small
+    /// objects, and this is every call's path).
+    members: SmallVec<[Member; 4]>,
     /// Whether the names so far came in strictly increasing order.
     sorted: bool,
     pending_key: Option<String>,
@@ -168,7 +171,7 @@ impl<'a> Writer<'a> {
         Object {
             start: self.out.len(),
             out: self.out,
-            members: Vec::with_capacity(len.unwrap_or(0)),
+            members: SmallVec::with_capacity(len.unwrap_or(0)),
             sorted: true,
             pending_key: None,
             variant: variant.is_some(),

@@ -208,12 +208,7 @@ fn compact_size(value: &Value) -> usize {
     let separators = |n: usize| n.saturating_sub(1);
     match value {
         Value::String(s) => escaped_len(s),
-        Value::Number(n) => {
-            let mut count = Count(0);
-            // Writing to a counter cannot fail.
-            let _ = write!(count, "{n}");
-            count.0
-        }
+        Value::Number(n) => number_len(n),
         Value::Bool(true) | Value::Null => 4,
         Value::Bool(false) => 5,
         Value::Array(items) => 2 + separators(items.len()),
@@ -221,6 +216,23 @@ fn compact_size(value: &Value) -> usize {
             2 + separators(members.len())
                 + members.keys().map(|k| escaped_len(k) + 1).sum::<usize>()
         }
+    }
+}
+
+/// The length of `n` as serde_json writes it: an integer's digits (and
+/// sign) counted, a float's written out (`ryu`'s shortest form, which
+/// only writing tells).
+fn number_len(n: &serde_json::Number) -> usize {
+    let digits = |u: u64| u.checked_ilog10().map_or(1, |d| d as usize + 1);
+    if let Some(u) = n.as_u64() {
+        digits(u)
+    } else if let Some(i) = n.as_i64() {
+        1 + digits(i.unsigned_abs())
+    } else {
+        let mut count = Count(0);
+        // Writing to a counter cannot fail.
+        let _ = write!(count, "{n}");
+        count.0
     }
 }
 
@@ -480,6 +492,7 @@ mod tests {
             json!({"s": "plain", "n": [1, -2.5, 1.2345678901234567e-300, true, null, false]}),
             json!({"c": "\u{0}\u{1f}\"\\\n\t é", "nested": {"a": [], "b": {}}}),
             json!({"floats": vec![-1.2345678901234567e-300; 40]}),
+            json!({"ints": [0, 9, 10, 99, 100, -1, -9, -10, u64::MAX, i64::MAX, i64::MIN]}),
             json!({}),
         ] {
             let text = serde_json::to_string(&args).expect("JSON");
