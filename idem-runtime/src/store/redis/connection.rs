@@ -76,14 +76,13 @@ impl Conn {
     /// own) unless the caller stops waiting no later ([`caller_limit`]):
     /// then the caller's timer always ends the wait first, and a second
     /// one would be armed for nothing.
-    fn for_command(&self, response_timeout: Option<Duration>) -> Conn {
-        let mut conn = self.clone();
-        if let (Conn::Single(c), Some(timeout)) = (&mut conn, response_timeout)
+    fn for_command(mut self, response_timeout: Option<Duration>) -> Conn {
+        if let (Conn::Single(c), Some(timeout)) = (&mut self, response_timeout)
             && caller_limit().is_none_or(|limit| limit > timeout)
         {
             c.set_response_timeout(timeout);
         }
-        conn
+        self
     }
 }
 
@@ -175,29 +174,35 @@ impl Connections {
         Fut: Future<Output = RedisResult<T>>,
     {
         let lane = self.connection().await?;
-        match self.send_on(&lane, &send).await {
+        match self.send_on(lane, &send).await {
             Err(e) if connection_lost(&e) => {
                 tracing::debug!(error = %e, "Redis connection lost; sending once more over a new one");
                 let lane = self.connection().await?;
-                self.send_on(&lane, &send).await
+                self.send_on(lane, &send).await
             }
             other => other,
         }
     }
 
     /// `send` over `lane`, as [`InFlight`] judges it.
-    async fn send_on<T, F, Fut>(&self, lane: &Lane, send: &F) -> RedisResult<T>
+    async fn send_on<T, F, Fut>(&self, lane: Lane, send: &F) -> RedisResult<T>
     where
         F: Fn(Conn) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
+        let Lane {
+            number,
+            conn,
+            answers,
+        } = lane;
         let mut flight = InFlight {
             connections: self,
-            lane,
-            sent: lane.answers.mark(),
+            number,
+            sent: answers.mark(),
+            answers,
             outcome: Heard::Unanswered,
         };
-        let result = send(lane.conn.for_command(self.dialer.response_timeout())).await;
+        let result = send(conn.for_command(self.dialer.response_timeout())).await;
         flight.outcome = match &result {
             Err(e) if e.is_timeout() => Heard::Unanswered,
             Err(e) if connection_lost(e) => Heard::Broken,
@@ -301,29 +306,31 @@ enum Heard {
     Unanswered,
 }
 
-/// A command in flight on `lane`, sent when its answers stood at `sent`:
-/// notes an answer, or retires the connection if its socket broke, or if
-/// it went unanswered while the connection answered nothing else since it
-/// was sent (a cluster's: whenever it went unanswered).
+/// A command in flight on connection `number`, sent when its `answers`
+/// stood at `sent`: notes an answer, or retires the connection if its
+/// socket broke, or if it went unanswered while the connection answered
+/// nothing else since it was sent (a cluster's: whenever it went
+/// unanswered).
 struct InFlight<'a> {
     connections: &'a Connections,
-    lane: &'a Lane,
+    number: u64,
+    answers: Arc<Answers>,
     sent: u64,
     outcome: Heard,
 }
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        let answers = &self.lane.answers;
+        let answers = &self.answers;
         match self.outcome {
             Heard::Answered => answers.note(),
-            Heard::Broken => self.connections.retire(self.lane.number),
+            Heard::Broken => self.connections.retire(self.number),
             // A cluster's connection answers for every node: one node's
             // silence does not show in the others' answers.
             Heard::Unanswered
                 if self.connections.is_cluster() || answers.silent_since(self.sent) =>
             {
-                self.connections.retire(self.lane.number);
+                self.connections.retire(self.number);
             }
             Heard::Unanswered => {}
         }

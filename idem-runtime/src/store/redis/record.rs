@@ -159,18 +159,21 @@ pub(crate) fn settled_entry(
     line.drain(..payload_at);
     let payload = String::from_utf8(line).ok()?;
     match state {
-        State::Done => Some(Entry::Done {
+        Settled::Done => Some(Entry::Done {
             result: payload,
             fingerprint,
         }),
-        State::Failed => Some(Entry::Failed {
+        Settled::Failed => Some(Entry::Failed {
             error: payload,
             fingerprint,
         }),
-        State::Running | State::Released | State::Unknown | State::Awaiting | State::Approved => {
-            None
-        }
     }
+}
+
+/// The states [`settled_entry`] reads: the others go to the script.
+enum Settled {
+    Done,
+    Failed,
 }
 
 /// What comes before a settled record's payload: its state, its
@@ -178,7 +181,7 @@ pub(crate) fn settled_entry(
 fn settled_head(
     line: &[u8],
     ours: Option<(&[u8], &Fingerprint)>,
-) -> Option<(State, Fingerprint, usize)> {
+) -> Option<(Settled, Fingerprint, usize)> {
     // Read as bytes, field by field: only the payload needs to be text.
     let mut fields = Fields(line);
     let format = match fields.next()? {
@@ -189,7 +192,11 @@ fn settled_head(
         _ => return None,
     };
     let format_2 = format >= 2;
-    let state = State::parse(std::str::from_utf8(fields.next()?).ok()?)?;
+    let state = match fields.next()? {
+        b"done" => Settled::Done,
+        b"failed" => Settled::Failed,
+        _ => return None,
+    };
     let fingerprint = match ours {
         // A duplicate's usual case: the record holds the claim's own.
         Some((hex, ours)) if format_2 && fields.skip(hex) => ours.clone(),
@@ -217,9 +224,7 @@ fn settled_head(
     if format >= 3 {
         fields.skip_about()?;
     }
-    if !fields.next()?.iter().all(u8::is_ascii_hexdigit) {
-        return None;
-    }
+    fields.skip_token()?;
     Some((state, fingerprint, line.len() - fields.0.len()))
 }
 
@@ -248,15 +253,43 @@ impl<'a> Fields<'a> {
         matches
     }
 
+    /// Passes the token, hex digits (none in a record settled before
+    /// tokens): the usual 32 of them without searching for the field's
+    /// end.
+    fn skip_token(&mut self) -> Option<()> {
+        const DIGITS: usize = 32;
+        let token = if self.0.get(DIGITS) == Some(&b'|') {
+            let token = &self.0[..DIGITS];
+            self.0 = &self.0[DIGITS + 1..];
+            token
+        } else {
+            self.next()?
+        };
+        token.iter().all(u8::is_ascii_hexdigit).then_some(())
+    }
+
     /// Passes the about (format 3 and later): its length, then that many bytes and `|`.
     fn skip_about(&mut self) -> Option<()> {
-        let n: usize = std::str::from_utf8(self.next()?).ok()?.parse().ok()?;
+        let n = decimal(self.next()?)?;
         if self.0.get(n) != Some(&b'|') {
             return None;
         }
         self.0 = &self.0[n + 1..];
         Some(())
     }
+}
+
+/// `digits` as a decimal number: at least one digit and nothing else, the
+/// length of a field (what `str::parse::<usize>` reads, without its
+/// sign, read from bytes).
+fn decimal(digits: &[u8]) -> Option<usize> {
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0usize, |n, &d| {
+        let digit = d.checked_sub(b'0').filter(|d| *d <= 9)?;
+        n.checked_mul(10)?.checked_add(usize::from(digit))
+    })
 }
 
 #[cfg(test)]
@@ -398,6 +431,9 @@ mod tests {
             format!("4|done|{FP}|0|charge|8000|1h|0||{TOKEN}|r"),
             format!("3|done|{FP}|0|charge|8000|{TOKEN}|r"),
             format!("3|done|{FP}|0|charge|8000|9|short|{TOKEN}|r"),
+            format!("4|done|{FP}|0|charge|8000|0|+0||{TOKEN}|r"),
+            format!("4|done|{FP}|0|charge|8000|0|||{TOKEN}|r"),
+            format!("2|done|{FP}|0|charge|8000|{}|r", "g".repeat(32)),
             format!("2|done|{}|0|charge|8000|{TOKEN}|r", &FP[1..]),
             format!("2|done|{FP}|x|charge|8000|{TOKEN}|r"),
             format!("2|done|{FP}|0|charge|8s|{TOKEN}|r"),
