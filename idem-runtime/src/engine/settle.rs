@@ -72,7 +72,9 @@ pub(super) async fn settle_failed(hold: &Hold<'_>, error: &str, permanent: bool)
 /// the store, a failure saying it ran) and returned.
 pub(super) async fn settle_done(hold: &Hold<'_>, value: Value) -> Result<Value, ToolError> {
     let (name, key) = (hold.tool(), hold.key());
-    let text = value.to_string();
+    // Straight into a buffer, where `Display` goes through a formatter a
+    // token at a time; a `Value` always serializes (its keys are strings).
+    let text = serde_json::to_string(&value).unwrap_or_else(|_| value.to_string());
     if text.len() > hold.max_result_bytes() {
         let message = format!(
             "the tool ran, but its result ({} bytes) is larger than max_result_bytes ({}), so it was not recorded and cannot be replayed",

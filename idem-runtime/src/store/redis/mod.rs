@@ -317,9 +317,22 @@ impl RedisStore {
         cmd: &Cmd,
         wait: Option<(usize, Duration)>,
     ) -> Result<(RValue, usize), RedisError> {
-        let Some((replicas, timeout)) = wait else {
-            return Ok((self.query(cmd).await?, usize::MAX));
-        };
+        match wait {
+            None => Ok((self.query(cmd).await?, usize::MAX)),
+            // Boxed: waiting for replicas is a deployment's choice, and its
+            // future would enlarge every write's (a claim's would no longer
+            // fit the allocator's per-thread cache).
+            Some((replicas, timeout)) => Box::pin(self.write_waiting(cmd, replicas, timeout)).await,
+        }
+    }
+
+    /// [`write`](Self::write), then `WAIT` for `replicas` within `timeout`.
+    async fn write_waiting(
+        &self,
+        cmd: &Cmd,
+        replicas: usize,
+        timeout: Duration,
+    ) -> Result<(RValue, usize), RedisError> {
         let mut wait = redis::cmd("WAIT");
         wait.arg(replicas).arg(millis(timeout));
         // `WAIT` counts the writes of its own connection: both go over
