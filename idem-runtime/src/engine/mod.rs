@@ -14,6 +14,7 @@
 //! `trace` tells the registry how a call was answered, and `task` the
 //! future combinators the stages are built from.
 
+mod about;
 mod approval;
 mod args;
 mod checked;

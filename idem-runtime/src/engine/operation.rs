@@ -3,11 +3,11 @@
 
 use serde_json::{Map, Value};
 
+use super::about::about_text;
 use super::args::parse_keyed_args;
 use super::checked::{Checked, CheckedPath, Learnt};
 use super::roles::member;
 use super::settings::{CallOrigin, ToolSettings};
-use super::write::about_text;
 use crate::canonical::{write_typed, write_value};
 use crate::error::ToolError;
 use crate::key::{IdemKey, Scope, write_explicit};
