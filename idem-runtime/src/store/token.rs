@@ -32,15 +32,18 @@ impl LeaseToken {
         self.id
     }
 
+    /// How many hex digits [`id_hex`](Self::id_hex) writes.
+    pub(crate) const ID_HEX_LEN: usize = 32;
+
     /// The id as 32 lowercase hex digits, as backends store it.
     pub fn id_hex(&self) -> String {
-        let mut hex = String::with_capacity(32);
+        let mut hex = String::with_capacity(Self::ID_HEX_LEN);
         self.push_id_hex(&mut hex);
         hex
     }
 
     /// [`id_hex`](Self::id_hex)'s digits, without allocating.
-    pub(crate) fn id_hex_digits(&self) -> [u8; 32] {
+    pub(crate) fn id_hex_digits(&self) -> [u8; Self::ID_HEX_LEN] {
         crate::key::hex32(self.id.to_be_bytes())
     }
 

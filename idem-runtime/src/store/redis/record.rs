@@ -45,8 +45,8 @@ impl RunningLine {
         // Built piece by piece, in one allocation: this is on every claim's
         // path. At most: the format, the state and eleven `|` (20 bytes),
         // the fingerprint's hex, four decimal numbers (20 digits each), the
-        // token's 32 hex digits.
-        let room = 20 + fingerprint.hex_len() + 4 * 20 + 32;
+        // token's hex digits.
+        let room = 20 + fingerprint.hex_len() + 4 * 20 + LeaseToken::ID_HEX_LEN;
         let mut text = String::with_capacity(room + tool.len() + about.len());
         text.push_str(match format {
             1 => "1|",
@@ -254,10 +254,10 @@ impl<'a> Fields<'a> {
     }
 
     /// Passes the token, hex digits (none in a record settled before
-    /// tokens): the usual 32 of them without searching for the field's
-    /// end.
+    /// tokens): the usual [`LeaseToken::ID_HEX_LEN`] of them without
+    /// searching for the field's end.
     fn skip_token(&mut self) -> Option<()> {
-        const DIGITS: usize = 32;
+        const DIGITS: usize = LeaseToken::ID_HEX_LEN;
         let token = if self.0.get(DIGITS) == Some(&b'|') {
             let token = &self.0[..DIGITS];
             self.0 = &self.0[DIGITS + 1..];
