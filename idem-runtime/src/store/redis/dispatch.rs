@@ -6,7 +6,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use redis::{Cmd, ErrorKind, RedisError, ServerErrorKind, Value as RValue};
+use redis::{ErrorKind, RedisError, ServerErrorKind, Value as RValue};
 
 use super::RedisStore;
 use super::error::{function_missing, refuses_functions, script_error, store_error};
@@ -20,63 +20,64 @@ impl RedisStore {
     /// server takes them, else EVALSHA, then EVAL if the node lacks it.
     /// Returns the reply and how many replicas acknowledged it (see
     /// [`write`](Self::write)).
-    pub(super) async fn eval(
-        &self,
-        script: &Script,
-        key: &IdemKey,
+    pub(super) fn eval<'a>(
+        &'a self,
+        script: &'a Script,
+        key: &'a IdemKey,
         args: &[&[u8]],
-    ) -> Result<(RValue, usize), StoreError> {
-        self.eval_waiting(script, key, args, self.wait).await
+    ) -> impl Future<Output = Result<(RValue, usize), StoreError>> + Send + use<'a> {
+        self.eval_waiting(script, key, args, self.wait)
     }
 
     /// [`eval`](Self::eval), waiting for replicas as `wait` says.
-    pub(super) async fn eval_waiting(
-        &self,
-        script: &Script,
-        key: &IdemKey,
+    ///
+    /// The arguments are copied into the command before this returns, and
+    /// the future it returns does not borrow them: a caller's future need
+    /// not keep them, nor the buffers they are read from, while it waits.
+    /// This is every settle's path, whose future is allocated on each.
+    /// Only the usual path is in that future: what follows a refusal, and
+    /// EVALSHA, are boxed, since their futures would enlarge every call's.
+    /// (An `async` block, not an `async fn`, which would hold the command
+    /// twice: as its argument and as its local.)
+    pub(super) fn eval_waiting<'a>(
+        &'a self,
+        script: &'a Script,
+        key: &'a IdemKey,
         args: &[&[u8]],
         wait: Option<(usize, Duration)>,
-    ) -> Result<(RValue, usize), StoreError> {
-        let call = ScriptCall {
-            script,
-            key,
-            args,
-            wait,
-        };
-        // Only the usual path is in this future: what follows a refusal,
-        // and EVALSHA, are boxed, since their futures would enlarge every
-        // call's (moved and allocated on each).
-        if self.functions.load(Ordering::Relaxed) {
-            let fcall = call.command("FCALL", &script.function);
-            return match self.write(&fcall, wait).await {
-                Err(e)
-                    if function_missing(&e)
-                        || refuses_functions(&e)
-                        || !self.functions.load(Ordering::Relaxed) =>
-                {
-                    Box::pin(self.eval_after_refusal(call, &fcall, e)).await
-                }
-                sent => sent.map_err(|e| script_error(key, e)),
-            };
+    ) -> impl Future<Output = Result<(RValue, usize), StoreError>> + Send + use<'a> {
+        let call = ScriptCall::new(script, key, args, wait, self.invocation(script));
+        async move {
+            if call.verb == "FCALL" {
+                return match self.write(&call.cmd, call.wait).await {
+                    Err(e)
+                        if function_missing(&e)
+                            || refuses_functions(&e)
+                            || !self.functions.load(Ordering::Relaxed) =>
+                    {
+                        Box::pin(self.eval_after_refusal(call, e)).await
+                    }
+                    sent => sent.map_err(|e| script_error(call.key, e)),
+                };
+            }
+            Box::pin(self.eval_by_sha(call)).await
         }
-        Box::pin(self.eval_by_sha(call)).await
     }
 
-    /// `fcall` failed with `e`: sent again once the library is loaded
-    /// again (a server restarted without its data, a failover to a node
-    /// that never had the library, a `FUNCTION FLUSH`), or, functions
-    /// refused, the script run by EVALSHA.
+    /// `call`, sent by FCALL, failed with `e`: sent again once the library
+    /// is loaded again (a server restarted without its data, a failover to
+    /// a node that never had the library, a `FUNCTION FLUSH`), or,
+    /// functions refused, the script run by EVALSHA.
     pub(super) async fn eval_after_refusal(
         &self,
         call: ScriptCall<'_>,
-        fcall: &Cmd,
         e: RedisError,
     ) -> Result<(RValue, usize), StoreError> {
         let mut sent = Err(e);
         if matches!(&sent, Err(e) if function_missing(e))
             && self.load_library().await.map_err(store_error)?
         {
-            sent = self.write(fcall, call.wait).await;
+            sent = self.write(&call.cmd, call.wait).await;
         }
         match sent {
             Err(e) if refuses_functions(&e) => self.stop_functions(&e),
@@ -93,11 +94,15 @@ impl RedisStore {
         &self,
         call: ScriptCall<'_>,
     ) -> Result<(RValue, usize), StoreError> {
-        let evalsha = call.command("EVALSHA", &call.script.sha);
-        let sent = match self.write(&evalsha, call.wait).await {
+        let script = call.script;
+        let call = match call.verb {
+            "EVALSHA" => call,
+            _ => call.by("EVALSHA", &script.sha),
+        };
+        let sent = match self.write(&call.cmd, call.wait).await {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                let eval = call.command("EVAL", &call.script.body);
-                self.write(&eval, call.wait).await
+                let eval = call.by("EVAL", &script.body);
+                self.write(&eval.cmd, call.wait).await
             }
             other => other,
         };

@@ -18,7 +18,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use redis::Cmd;
+use redis::{Arg, Cmd};
 
 use crate::key::IdemKey;
 use crate::store::CLAIM_RETENTION;
@@ -115,6 +115,62 @@ fn sha1(text: &str) -> String {
     redis::Script::new(text).get_hash().to_owned()
 }
 
+/// One run of a script: which, on which key, how many replicas to wait
+/// for, and the command that runs it, which holds the arguments: built
+/// once, before the run, so that the caller's arguments need not outlive
+/// it.
+pub(super) struct ScriptCall<'a> {
+    pub(super) script: &'a Script,
+    pub(super) key: &'a IdemKey,
+    pub(super) wait: Option<(usize, Duration)>,
+    /// `verb` with its first argument, the key and the arguments.
+    pub(super) cmd: Cmd,
+    /// The command's verb: FCALL, EVALSHA or EVAL.
+    pub(super) verb: &'static str,
+}
+
+impl<'a> ScriptCall<'a> {
+    /// `script` over `key` with `args`, run by `verb` (FCALL, EVALSHA,
+    /// EVAL) with `first` (the function's name, the script's hash or
+    /// body). The command is sized up front: one grown argument by argument
+    /// reallocates its buffers several times, on every call's path.
+    pub(super) fn new(
+        script: &'a Script,
+        key: &'a IdemKey,
+        args: &[&[u8]],
+        wait: Option<(usize, Duration)>,
+        (verb, first): (&'static str, &str),
+    ) -> Self {
+        let size = args.iter().map(|a| a.len()).sum::<usize>();
+        let size = size + key.as_str().len() + first.len() + 16;
+        let mut cmd = Cmd::with_capacity(args.len() + 4, size);
+        cmd.arg(verb).arg(first).arg("1").arg(key.as_str());
+        for a in args {
+            cmd.arg(*a);
+        }
+        ScriptCall {
+            script,
+            key,
+            wait,
+            cmd,
+            verb,
+        }
+    }
+
+    /// The same run by `verb` with `first`: its key and arguments copied
+    /// from the command it had.
+    pub(super) fn by(&self, verb: &'static str, first: &str) -> Self {
+        // Every argument is simple: a script call has no cursor.
+        let args: Vec<&[u8]> = (self.cmd.args_iter().skip(4))
+            .filter_map(|arg| match arg {
+                Arg::Simple(bytes) => Some(bytes),
+                _ => None,
+            })
+            .collect();
+        ScriptCall::new(self.script, self.key, &args, self.wait, (verb, first))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,31 +193,35 @@ mod tests {
             "the prelude's constant is written in"
         );
     }
-}
 
-/// One run of a script: which, on which key, with which arguments, and
-/// how many replicas to wait for.
-#[derive(Clone, Copy)]
-pub(super) struct ScriptCall<'a> {
-    pub(super) script: &'a Script,
-    pub(super) key: &'a IdemKey,
-    pub(super) args: &'a [&'a [u8]],
-    pub(super) wait: Option<(usize, Duration)>,
-}
+    /// What a command sends, argument by argument.
+    fn sent(cmd: &Cmd) -> Vec<Vec<u8>> {
+        (cmd.args_iter())
+            .map(|arg| match arg {
+                Arg::Simple(bytes) => bytes.to_vec(),
+                _ => panic!("a cursor in a script's command"),
+            })
+            .collect()
+    }
 
-impl ScriptCall<'_> {
-    /// The command that runs it: `verb` (FCALL, EVALSHA, EVAL) with
-    /// `first` (the function's name, the script's hash or body). Sized up
-    /// front: a command grown argument by argument reallocates its buffers
-    /// several times, on every call's path.
-    pub(super) fn command(&self, verb: &str, first: &str) -> Cmd {
-        let size = self.args.iter().map(|a| a.len()).sum::<usize>();
-        let size = size + self.key.as_str().len() + first.len() + 16;
-        let mut cmd = redis::Cmd::with_capacity(self.args.len() + 4, size);
-        cmd.arg(verb).arg(first).arg(1).arg(self.key.as_str());
-        for a in self.args {
-            cmd.arg(*a);
-        }
-        cmd
+    #[test]
+    fn a_script_run_another_way_keeps_its_key_and_arguments() {
+        let script = &scripts().settle;
+        let key = IdemKey::from_raw("idem:k");
+        let args: [&[u8]; 4] = [b"a", b"", b"c\xff|d", b"4"];
+        let with_head = |verb: &str, first: &str| {
+            let head: [&[u8]; 4] = [verb.as_bytes(), first.as_bytes(), b"1", b"idem:k"];
+            head.iter()
+                .chain(&args)
+                .map(|a| a.to_vec())
+                .collect::<Vec<_>>()
+        };
+        let call = ScriptCall::new(script, &key, &args, None, ("FCALL", &script.function));
+        assert_eq!(sent(&call.cmd), with_head("FCALL", &script.function));
+        let evalsha = call.by("EVALSHA", &script.sha);
+        assert_eq!(evalsha.verb, "EVALSHA");
+        assert_eq!(sent(&evalsha.cmd), with_head("EVALSHA", &script.sha));
+        let eval = evalsha.by("EVAL", &script.body);
+        assert_eq!(sent(&eval.cmd), with_head("EVAL", &script.body));
     }
 }
